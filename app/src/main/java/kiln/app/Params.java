@@ -1,0 +1,77 @@
+package kiln.app;
+
+import java.net.URLDecoder;
+import java.nio.charset.StandardCharsets;
+
+/** Query-string parameter rules shared by every front end. */
+public final class Params {
+    /** Most rows one /queries or /updates request may ask for (TechEmpower test types 3 and 5). */
+    public static final int MAX_QUERIES = 500;
+    /** Longest /hello delay accepted, in ms. */
+    public static final int MAX_DELAY_MS = 60_000;
+
+    private Params() {
+    }
+
+    /**
+     * The {@code queries} rule of TechEmpower test types 3 and 5: an integer clamped to 1..500;
+     * missing, empty or not an integer means 1.
+     *
+     * @param raw the decoded parameter value, or null when absent
+     */
+    public static int queries(String raw) {
+        if (raw == null || raw.isEmpty()) return 1;
+        long n;
+        try {
+            n = Long.parseLong(raw.trim());
+        } catch (NumberFormatException e) {
+            return 1;
+        }
+        return (int) Math.max(1, Math.min(MAX_QUERIES, n));
+    }
+
+    /**
+     * The {@code delay} of {@code /hello}: milliseconds to sleep, 0 (no sleep) when absent or empty.
+     *
+     * @throws IllegalArgumentException when it is not an integer in 0..60000 (the front end answers 400)
+     */
+    public static int delayMs(String raw) {
+        if (raw == null || raw.isEmpty()) return 0;
+        int ms;
+        try {
+            ms = Integer.parseInt(raw.trim());
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("delay must be an integer number of milliseconds, got '" + raw + "'");
+        }
+        if (ms < 0 || ms > MAX_DELAY_MS) {
+            throw new IllegalArgumentException("delay must be 0.." + MAX_DELAY_MS + " ms, got " + ms);
+        }
+        return ms;
+    }
+
+    /**
+     * Finds one parameter in a raw query string ({@code a=1&b=2}, without the {@code ?}).
+     *
+     * @param rawQuery the query part of the request target, or null
+     * @return the first value of {@code name}, percent-decoded as UTF-8 ("" for {@code name} alone),
+     *         or null if absent
+     * @throws IllegalArgumentException on a malformed percent-escape
+     */
+    public static String query(String rawQuery, String name) {
+        if (rawQuery == null || rawQuery.isEmpty()) return null;
+        int i = 0;
+        int n = rawQuery.length();
+        while (i <= n) {
+            int amp = rawQuery.indexOf('&', i);
+            if (amp < 0) amp = n;
+            int eq = rawQuery.indexOf('=', i);
+            int keyEnd = (eq >= 0 && eq < amp) ? eq : amp;
+            if (keyEnd - i == name.length() && rawQuery.regionMatches(i, name, 0, name.length())) {
+                String value = keyEnd == amp ? "" : rawQuery.substring(keyEnd + 1, amp);
+                return value.indexOf('%') < 0 && value.indexOf('+') < 0 ? value : URLDecoder.decode(value, StandardCharsets.UTF_8);
+            }
+            i = amp + 1;
+        }
+        return null;
+    }
+}

@@ -1,0 +1,80 @@
+package kiln.db;
+
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+
+/**
+ * Turns values of type {@code T} into bytes for LMDB and back.
+ *
+ * <p>Keys are compared by LMDB as unsigned byte strings, so a key codec should encode values in the
+ * order you want {@link Table#scan} to visit them. The built-in {@link #INT} and {@link #LONG}
+ * codecs do (big-endian, sign bit flipped); {@link #STRING} orders by UTF-8 bytes. Keys are at
+ * most 511 bytes (LMDB's default {@code MDB_MAXKEYSIZE}).
+ *
+ * <p>A custom codec for a small value class:
+ * <pre>{@code
+ * Codec<Point> POINT = new Codec<>() {
+ *     public int size(Point p) { return 8; }
+ *     public void write(Point p, ByteBuffer out) { out.putInt(p.x).putInt(p.y); }
+ *     public Point read(ByteBuffer in) { return new Point(in.getInt(), in.getInt()); }
+ * };
+ * }</pre>
+ *
+ * @param <T> the Java type
+ */
+public interface Codec<T> {
+    /** @return the exact number of bytes {@link #write} will put for {@code value} */
+    int size(T value);
+
+    /**
+     * Writes exactly {@link #size} bytes at {@code out}'s position.
+     *
+     * @param out a big-endian buffer with at least {@code size(value)} bytes remaining
+     */
+    void write(T value, ByteBuffer out);
+
+    /**
+     * Reads a value from all remaining bytes of {@code in}. The buffer points into LMDB's memory
+     * map and is only valid during the transaction, so copy out of it (never keep it).
+     */
+    T read(ByteBuffer in);
+
+    /** 4-byte int, big-endian with the sign bit flipped so that negative keys sort first. */
+    Codec<Integer> INT = new Codec<>() {
+        @Override public int size(Integer value) { return Integer.BYTES; }
+        @Override public void write(Integer value, ByteBuffer out) { out.putInt(value ^ Integer.MIN_VALUE); }
+        @Override public Integer read(ByteBuffer in) { return in.getInt() ^ Integer.MIN_VALUE; }
+    };
+
+    /** 8-byte long, big-endian with the sign bit flipped so that negative keys sort first. */
+    Codec<Long> LONG = new Codec<>() {
+        @Override public int size(Long value) { return Long.BYTES; }
+        @Override public void write(Long value, ByteBuffer out) { out.putLong(value ^ Long.MIN_VALUE); }
+        @Override public Long read(ByteBuffer in) { return in.getLong() ^ Long.MIN_VALUE; }
+    };
+
+    /** UTF-8 text, no length prefix (the value's length is the LMDB record's length). */
+    Codec<String> STRING = new Codec<>() {
+        @Override public int size(String value) { return utf8Length(value); }
+        @Override public void write(String value, ByteBuffer out) { out.put(value.getBytes(StandardCharsets.UTF_8)); }
+        @Override public String read(ByteBuffer in) {
+            byte[] bytes = new byte[in.remaining()];
+            in.get(bytes);
+            return new String(bytes, StandardCharsets.UTF_8);
+        }
+    };
+
+    /** Byte length of {@code s} in UTF-8 (unpaired surrogates count as the 1-byte '?' Java writes). */
+    static int utf8Length(String s) {
+        int n = 0;
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (c < 0x80) n += 1;
+            else if (c < 0x800) n += 2;
+            else if (Character.isHighSurrogate(c) && i + 1 < s.length() && Character.isLowSurrogate(s.charAt(i + 1))) { n += 4; i++; }
+            else if (Character.isSurrogate(c)) n += 1;
+            else n += 3;
+        }
+        return n;
+    }
+}

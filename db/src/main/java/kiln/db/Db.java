@@ -1,0 +1,320 @@
+package kiln.db;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
+
+import org.lmdbjava.DbiFlags;
+import org.lmdbjava.Env;
+import org.lmdbjava.EnvFlags;
+import org.lmdbjava.LmdbException;
+import org.lmdbjava.LmdbNativeException;
+
+/**
+ * An embedded database on LMDB whose query language is Java: a query is a lambda over a
+ * transaction.
+ *
+ * <pre>{@code
+ * try (Db db = Db.open(Path.of("data"))) {
+ *     Table<Integer, Integer> worlds = db.table("world", Codec.INT, Codec.INT);
+ *     db.write(txn -> { worlds.put(txn, 1, 42); return null; }).join();  // durable when join returns
+ *     int n = db.read(txn -> worlds.get(txn, 1)).join();
+ * }
+ * }</pre>
+ *
+ * <h2>Threading</h2>
+ * <ul>
+ *   <li><b>Reads</b> run inline on the calling thread in a pooled read-only transaction
+ *       (renewed, not reopened: a few hundred ns), so {@link #read} returns an already completed
+ *       future and {@code await()} on it never pauses. A read query must be short: it occupies
+ *       the caller's (carrier) thread.</li>
+ *   <li><b>Writes</b> go to one writer thread, because an LMDB write transaction is bound to the OS
+ *       thread that opened it and fibers move between carrier threads. The writer takes every write
+ *       waiting in its queue, runs each in its own nested transaction, and commits them together:
+ *       one fsync serves the whole batch (group commit). A write's future completes only after that
+ *       commit is durable on disk.</li>
+ * </ul>
+ *
+ * <h2>Errors</h2>
+ * A write query that throws is rolled back alone (its nested transaction is aborted) and its future
+ * fails with the exception; its batch-mates still commit. When the memory map is full the writer
+ * grows it (doubling) and runs the batch again, so write queries must be safe to re-run (see
+ * {@link Query}). Problems of the database itself are {@link DbException}s.
+ *
+ * <p>Source for the LMDB rules relied on here: the LMDB API docs (mdb_txn_begin, MDB_NOTLS,
+ * mdb_env_set_mapsize), http://www.lmdb.tech/doc/group__mdb.html
+ */
+public final class Db implements AutoCloseable {
+    private final Path dir;
+    private final Env<ByteBuffer> env;
+    private final Writer writer;
+    /** Reads hold it shared; growing the map and closing hold it exclusively (no active txns allowed then). */
+    private final ReentrantReadWriteLock mapLock = new ReentrantReadWriteLock();
+    private final ConcurrentLinkedQueue<org.lmdbjava.Txn<ByteBuffer>> idleReadTxns = new ConcurrentLinkedQueue<>();
+    private final AtomicInteger idleReadCount = new AtomicInteger();
+    private final int maxIdleReadTxns;
+    private volatile boolean closed;
+    /** Map size in bytes, kept here so that {@link #stats} never calls into a closing environment. */
+    private volatile long mapSize;
+
+    private Db(Builder b) {
+        this.dir = b.dir;
+        this.env = openEnv(b);
+        this.mapSize = env.info().mapSize;
+        this.maxIdleReadTxns = Math.max(1, b.maxReaders / 2);
+        this.writer = new Writer(this, env, b.maxBatch, b.queueCapacity);
+    }
+
+    /** Opens (creating if needed) the database in {@code dir} with default settings. */
+    public static Db open(Path dir) {
+        return builder(dir).open();
+    }
+
+    /** @return a builder for a database in {@code dir} */
+    public static Builder builder(Path dir) {
+        return new Builder(dir);
+    }
+
+    /** @return the data directory */
+    public Path directory() {
+        return dir;
+    }
+
+    /**
+     * Opens (creating if missing) a table. Call it at start-up, not inside a query.
+     *
+     * @param name   the LMDB database name, 1..511 bytes
+     * @param keys   key codec
+     * @param values value codec
+     * @throws IllegalStateException on the writer thread (inside a write query)
+     */
+    public synchronized <K, V> Table<K, V> table(String name, Codec<K> keys, Codec<V> values) {
+        checkOpen();
+        if (writer.isWriterThread()) {
+            throw new IllegalStateException("db.table() cannot be called inside a write query; open tables at start-up");
+        }
+        return new Table<>(name, env.openDbi(name, DbiFlags.MDB_CREATE), keys, values);
+    }
+
+    /**
+     * Runs a read-only query on the calling thread against a consistent snapshot.
+     *
+     * @return a future that is already complete: with the result, the query's exception, or a
+     *         {@link DbException} ({@link DbException.Closed}, {@link DbException.ReadersFull})
+     */
+    public <R> QueryFuture<R> read(Query<R> query) {
+        QueryFuture<R> f = new QueryFuture<>();
+        try {
+            f.complete(readNow(query));
+        } catch (Throwable t) {
+            f.completeExceptionally(t);
+        }
+        return f;
+    }
+
+    private <R> R readNow(Query<R> query) throws Exception {
+        if (writer.isWriterThread()) {
+            throw new IllegalStateException("db.read() inside a write query: use the write transaction you were given");
+        }
+        ReentrantReadWriteLock.ReadLock lock = mapLock.readLock();
+        lock.lock();
+        try {
+            checkOpen();
+            org.lmdbjava.Txn<ByteBuffer> t = acquireReadTxn();
+            try {
+                return query.run(new Txn(t, true));
+            } finally {
+                releaseReadTxn(t);
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private org.lmdbjava.Txn<ByteBuffer> acquireReadTxn() {
+        org.lmdbjava.Txn<ByteBuffer> t = idleReadTxns.poll();
+        if (t == null) {
+            try {
+                return env.txnRead();
+            } catch (Env.ReadersFullException e) {
+                throw new DbException.ReadersFull("LMDB reader table is full: more threads read at once than maxReaders allows"
+                    + " (raise Db.builder(dir).maxReaders(n))", e);
+            }
+        }
+        idleReadCount.decrementAndGet();
+        try {
+            t.renew();
+        } catch (RuntimeException e) {
+            t.close();
+            throw e;
+        }
+        return t;
+    }
+
+    private void releaseReadTxn(org.lmdbjava.Txn<ByteBuffer> t) {
+        t.reset();
+        if (idleReadCount.incrementAndGet() <= maxIdleReadTxns) {
+            idleReadTxns.offer(t);
+        } else {
+            idleReadCount.decrementAndGet();
+            t.close();
+        }
+    }
+
+    /**
+     * Queues a write query for the writer thread. It runs in its own nested transaction inside the
+     * next batch; the future completes after the batch's commit is durable (fsync), with the
+     * query's result, or with its exception if it threw (then it alone was rolled back).
+     *
+     * <p>The query may be run more than once (map growth); see {@link Query}.
+     *
+     * @return the pending result; it fails with {@link DbException.Closed} after {@link #close},
+     *         {@link DbException.Overloaded} when the write queue is full, or
+     *         {@link DbException.CommitFailed} when the commit itself failed (e.g. disk full)
+     */
+    public <R> QueryFuture<R> write(Query<R> query) {
+        if (closed) {
+            return QueryFuture.failed(new DbException.Closed("database " + dir + " is closed"));
+        }
+        return writer.submit(query);
+    }
+
+    /** @return counters since open: commits, writes, batch sizes, map size (also after {@link #close}) */
+    public DbStats stats() {
+        return writer.stats(mapSize);
+    }
+
+    /**
+     * Stops accepting writes, commits every write already queued, waits for reads in flight, and
+     * closes LMDB. Idempotent.
+     */
+    @Override
+    public void close() {
+        synchronized (this) {
+            if (closed) return;
+            closed = true;
+        }
+        writer.shutdownAndDrain();
+        mapLock.writeLock().lock();
+        try {
+            org.lmdbjava.Txn<ByteBuffer> t;
+            while ((t = idleReadTxns.poll()) != null) t.close();
+            env.close();
+        } finally {
+            mapLock.writeLock().unlock();
+        }
+    }
+
+    /** @return true once {@link #close} has begun */
+    public boolean isClosed() {
+        return closed;
+    }
+
+    private void checkOpen() {
+        if (closed) throw new DbException.Closed("database " + dir + " is closed");
+    }
+
+    /** Called by the writer with no write txn open: doubles the map while no read is active. */
+    long growMap() {
+        mapLock.writeLock().lock();
+        try {
+            long size = env.info().mapSize * 2;
+            env.setMapSize(size);
+            mapSize = size;
+            return size;
+        } finally {
+            mapLock.writeLock().unlock();
+        }
+    }
+
+    private static Env<ByteBuffer> openEnv(Builder b) {
+        Path dir = b.dir;
+        try {
+            Files.createDirectories(dir);
+        } catch (IOException | SecurityException e) {
+            throw new DbException.DataDirectory("cannot create data directory " + dir.toAbsolutePath() + ": " + e, e);
+        }
+        if (!Files.isDirectory(dir)) {
+            throw new DbException.DataDirectory("data directory " + dir.toAbsolutePath() + " is not a directory", null);
+        }
+        if (!Files.isWritable(dir) || !Files.isReadable(dir)) {
+            throw new DbException.DataDirectory("data directory " + dir.toAbsolutePath() + " is not readable and writable by this user", null);
+        }
+        try {
+            // MDB_NOTLS: read transactions are not tied to a thread, so the pool can hand them to
+            // any thread. Sync mode is LMDB's default: every commit is fsync'ed (durable).
+            return Env.create()
+                .setMapSize(b.mapSize)
+                .setMaxDbs(b.maxTables)
+                .setMaxReaders(b.maxReaders)
+                .open(dir.toFile(), EnvFlags.MDB_NOTLS);
+        } catch (Env.VersionMismatchException | Env.FileInvalidException | LmdbNativeException.PageCorruptedException
+                 | LmdbNativeException.PanicException e) {
+            throw new DbException.Corrupt("data directory " + dir.toAbsolutePath() + " does not hold a valid LMDB database"
+                + " of a compatible version (" + e.getMessage() + "); move it aside or point --data elsewhere", e);
+        } catch (LmdbException e) {
+            throw new DbException.DataDirectory("cannot open LMDB environment in " + dir.toAbsolutePath() + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** Settings for {@link Db}; every one has a default that suits a 1 GB VPS. */
+    public static final class Builder {
+        private final Path dir;
+        private long mapSize = 64L << 20;
+        private int maxTables = 32;
+        private int maxReaders = 1024;
+        private int maxBatch = 1024;
+        private int queueCapacity = 16384;
+
+        private Builder(Path dir) {
+            this.dir = dir;
+        }
+
+        /** Initial memory-map size in bytes (default 64 MiB); it doubles on demand. */
+        public Builder mapSize(long bytes) {
+            if (bytes < (1 << 16)) throw new IllegalArgumentException("mapSize must be at least 64 KiB, got " + bytes);
+            this.mapSize = bytes;
+            return this;
+        }
+
+        /** Maximum number of tables (default 32). */
+        public Builder maxTables(int n) {
+            if (n < 1) throw new IllegalArgumentException("maxTables must be >= 1, got " + n);
+            this.maxTables = n;
+            return this;
+        }
+
+        /** Maximum concurrent read transactions, LMDB's reader table size (default 1024). */
+        public Builder maxReaders(int n) {
+            if (n < 2) throw new IllegalArgumentException("maxReaders must be >= 2, got " + n);
+            this.maxReaders = n;
+            return this;
+        }
+
+        /**
+         * Most writes committed in one transaction (default 1024). 1 disables group commit: one
+         * fsync per write, the baseline the benchmark compares against.
+         */
+        public Builder maxBatch(int n) {
+            if (n < 1) throw new IllegalArgumentException("maxBatch must be >= 1, got " + n);
+            this.maxBatch = n;
+            return this;
+        }
+
+        /** Writes that may wait for the writer before {@link DbException.Overloaded} (default 16384). */
+        public Builder queueCapacity(int n) {
+            if (n < 1) throw new IllegalArgumentException("queueCapacity must be >= 1, got " + n);
+            this.queueCapacity = n;
+            return this;
+        }
+
+        /** Opens the database, creating the directory and the LMDB files if missing. */
+        public Db open() {
+            return new Db(this);
+        }
+    }
+}

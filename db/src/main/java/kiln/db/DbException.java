@@ -1,0 +1,65 @@
+package kiln.db;
+
+/**
+ * Base class of every error the database reports about itself (as opposed to exceptions thrown by
+ * a user's query, which are passed through unchanged). Unchecked, like lmdbjava's own exceptions.
+ */
+public class DbException extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    public DbException(String message) {
+        super(message);
+    }
+
+    public DbException(String message, Throwable cause) {
+        super(message, cause);
+    }
+
+    /** The database was closed: no new reads or writes are accepted. */
+    public static final class Closed extends DbException {
+        private static final long serialVersionUID = 1L;
+        public Closed(String message) { super(message); }
+    }
+
+    /**
+     * The write queue is full: the writer thread cannot keep up. Back off and retry; an HTTP layer
+     * answers 503 Service Unavailable with Retry-After.
+     */
+    public static final class Overloaded extends DbException {
+        private static final long serialVersionUID = 1L;
+        public Overloaded(String message) { super(message); }
+    }
+
+    /**
+     * LMDB's reader table is full (MDB_READERS_FULL): more threads are reading at once than the
+     * environment was opened for. Raise {@link Db.Builder#maxReaders}.
+     */
+    public static final class ReadersFull extends DbException {
+        private static final long serialVersionUID = 1L;
+        public ReadersFull(String message, Throwable cause) { super(message, cause); }
+    }
+
+    /**
+     * The files in the data directory are not an LMDB environment this build can open: corrupt,
+     * truncated, written by an incompatible LMDB version, or not LMDB at all.
+     */
+    public static final class Corrupt extends DbException {
+        private static final long serialVersionUID = 1L;
+        public Corrupt(String message, Throwable cause) { super(message, cause); }
+    }
+
+    /** The data directory cannot be created, read or written. */
+    public static final class DataDirectory extends DbException {
+        private static final long serialVersionUID = 1L;
+        public DataDirectory(String message, Throwable cause) { super(message, cause); }
+    }
+
+    /**
+     * A commit failed (for example the disk is full: ENOSPC). Every write in the batch was rolled
+     * back; the database stays consistent and later writes are tried again.
+     */
+    public static final class CommitFailed extends DbException {
+        private static final long serialVersionUID = 1L;
+        public CommitFailed(String message, Throwable cause) { super(message, cause); }
+    }
+}

@@ -1,0 +1,33 @@
+package kiln.db;
+
+/**
+ * A query: plain Java code that runs against one transaction and returns a result.
+ *
+ * <pre>{@code
+ * Query<Integer> q = txn -> worlds.get(txn, 42);
+ * }</pre>
+ *
+ * <p>A query must not block and must not pause (it is not a Kilim {@code Pausable} method): it runs
+ * to completion while its transaction is open. Read queries run on the calling thread; write
+ * queries run on the database's writer thread (see {@link Db#write}).
+ *
+ * <p><b>Write queries may be run more than once.</b> When the memory map has to grow, or a batch
+ * outgrows one transaction, the database rolls the whole batch back and runs it again. A write
+ * query must therefore touch nothing but its transaction: compute random numbers, timestamps and
+ * other inputs <em>before</em> building the lambda, and do side effects after its future completes.
+ *
+ * @param <R> the result type; {@code null} is allowed
+ */
+@FunctionalInterface
+public interface Query<R> {
+    /**
+     * Runs the query.
+     *
+     * @param txn the open transaction; valid only until this method returns, so copy what you
+     *            need out of it (the codecs already do)
+     * @return the result, handed to whoever awaits the query
+     * @throws Exception any exception; a read query's future fails with it, a write query is
+     *                   rolled back (alone, its batch-mates still commit) and its future fails with it
+     */
+    R run(Txn txn) throws Exception;
+}

@@ -1,0 +1,142 @@
+package kiln.db;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.function.BiPredicate;
+
+import org.lmdbjava.Cursor;
+import org.lmdbjava.Dbi;
+import org.lmdbjava.GetOp;
+import org.lmdbjava.SeekOp;
+
+/**
+ * A typed LMDB database ("DBI") inside the environment: a sorted map from {@code K} to {@code V}.
+ * Obtain one from {@link Db#table}; use it inside queries:
+ *
+ * <pre>{@code
+ * Table<Integer, String> names = db.table("names", Codec.INT, Codec.STRING);
+ * db.write(txn -> { names.put(txn, 1, "one"); return null; }).join();
+ * String one = db.read(txn -> names.get(txn, 1)).join();
+ * }</pre>
+ *
+ * <p>Tables are thread-safe; all state lives in the transaction.
+ *
+ * @param <K> key type, encoded with the key codec (at most 511 bytes)
+ * @param <V> value type
+ */
+public final class Table<K, V> {
+    /** LMDB's default MDB_MAXKEYSIZE. */
+    static final int MAX_KEY_BYTES = 511;
+
+    /** Keys are encoded into a per-thread direct buffer: no allocation per call. */
+    private static final ThreadLocal<ByteBuffer> KEY_BUFFER =
+        ThreadLocal.withInitial(() -> ByteBuffer.allocateDirect(MAX_KEY_BYTES).order(ByteOrder.BIG_ENDIAN));
+
+    private final String name;
+    final Dbi<ByteBuffer> dbi;
+    private final Codec<K> keys;
+    private final Codec<V> values;
+
+    Table(String name, Dbi<ByteBuffer> dbi, Codec<K> keys, Codec<V> values) {
+        this.name = name;
+        this.dbi = dbi;
+        this.keys = keys;
+        this.values = values;
+    }
+
+    /** @return the table's name in the LMDB environment */
+    public String name() {
+        return name;
+    }
+
+    /** @return the value stored under {@code key}, or null if there is none */
+    public V get(Txn txn, K key) {
+        ByteBuffer found = dbi.get(txn.lmdb, encodeKey(key, KEY_BUFFER.get()));
+        return found == null ? null : values.read(found.order(ByteOrder.BIG_ENDIAN));
+    }
+
+    /** @return the value stored under {@code key}, or {@code missing} if there is none */
+    public V get(Txn txn, K key, V missing) {
+        V v = get(txn, key);
+        return v == null ? missing : v;
+    }
+
+    /**
+     * Stores {@code value} under {@code key}, replacing any previous value.
+     *
+     * @throws IllegalStateException in a read transaction
+     */
+    public void put(Txn txn, K key, V value) {
+        txn.checkWritable("put");
+        int size = values.size(value);
+        ByteBuffer slot = dbi.reserve(txn.lmdb, encodeKey(key, KEY_BUFFER.get()), size);
+        slot.order(ByteOrder.BIG_ENDIAN);
+        int start = slot.position();
+        values.write(value, slot);
+        if (slot.position() - start != size) {
+            throw new IllegalStateException("codec for table '" + name + "' wrote " + (slot.position() - start)
+                + " bytes but its size() promised " + size);
+        }
+    }
+
+    /**
+     * Removes {@code key}.
+     *
+     * @return true if the key was present
+     * @throws IllegalStateException in a read transaction
+     */
+    public boolean delete(Txn txn, K key) {
+        txn.checkWritable("delete");
+        return dbi.delete(txn.lmdb, encodeKey(key, KEY_BUFFER.get()));
+    }
+
+    /** @return the number of entries (O(1): LMDB keeps the count) */
+    public long count(Txn txn) {
+        return dbi.stat(txn.lmdb).entries;
+    }
+
+    /**
+     * Visits entries in key order, starting at the first key {@code >= from} (or the first key
+     * when {@code from} is null), until the visitor returns false or the table ends.
+     *
+     * @param visitor called with each decoded key and value; return false to stop
+     * @return the number of entries visited
+     */
+    public long scan(Txn txn, K from, BiPredicate<? super K, ? super V> visitor) {
+        long n = 0;
+        try (Cursor<ByteBuffer> c = dbi.openCursor(txn.lmdb)) {
+            boolean more = from == null ? c.seek(SeekOp.MDB_FIRST) : c.get(encodeKey(from, KEY_BUFFER.get()), GetOp.MDB_SET_RANGE);
+            while (more) {
+                n++;
+                K k = keys.read(c.key().order(ByteOrder.BIG_ENDIAN));
+                V v = values.read(c.val().order(ByteOrder.BIG_ENDIAN));
+                if (!visitor.test(k, v)) break;
+                more = c.next();
+            }
+        }
+        return n;
+    }
+
+    /** Visits every entry in key order; see {@link #scan}. */
+    public long scan(Txn txn, BiPredicate<? super K, ? super V> visitor) {
+        return scan(txn, null, visitor);
+    }
+
+    private ByteBuffer encodeKey(K key, ByteBuffer buf) {
+        if (key == null) throw new NullPointerException("null key for table '" + name + "'");
+        int size = keys.size(key);
+        if (size > MAX_KEY_BYTES || size == 0) {
+            throw new IllegalArgumentException("key for table '" + name + "' is " + size
+                + " bytes; LMDB keys are 1.." + MAX_KEY_BYTES + " bytes");
+        }
+        buf.clear();
+        keys.write(key, buf);
+        buf.flip();
+        return buf;
+    }
+
+    @Override
+    public String toString() {
+        return "Table(" + name + ")";
+    }
+}

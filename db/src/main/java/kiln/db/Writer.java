@@ -1,0 +1,197 @@
+package kiln.db;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+import org.lmdbjava.Env;
+
+/**
+ * The single writer thread: takes every queued write, runs each in a nested transaction of one
+ * parent transaction, commits the parent once (one fsync for the batch), then completes the
+ * futures. Writes that arrive during a commit wait in the queue and form the next batch.
+ */
+final class Writer implements Runnable {
+    private static final Logger LOG = Logger.getLogger(Writer.class.getName());
+
+    /** One queued write and, once run, its outcome. */
+    private static final class Pending<R> {
+        final Query<R> query;
+        final QueryFuture<R> future = new QueryFuture<>();
+        R result;
+        Throwable error;
+
+        Pending(Query<R> query) {
+            this.query = query;
+        }
+
+        void run(Txn txn) throws Exception {
+            result = query.run(txn);
+        }
+
+        void complete() {
+            if (error == null) future.complete(result);
+            else future.completeExceptionally(error);
+        }
+    }
+
+    /** Thrown inside a batch to abandon it and run it again after fixing the cause. */
+    private static final class Retry extends Exception {
+        private static final long serialVersionUID = 1L;
+        final boolean mapFull;
+        Retry(boolean mapFull) {
+            super(null, null, false, false);
+            this.mapFull = mapFull;
+        }
+    }
+
+    private final Db db;
+    private final Env<ByteBuffer> env;
+    private final int maxBatch;
+    private final ArrayBlockingQueue<Pending<?>> queue;
+    private final Thread thread;
+    private volatile boolean stopping;
+
+    private volatile long commits;
+    private volatile long writes;
+    private volatile long failedWrites;
+    private volatile long largestBatch;
+    private volatile long mapGrowths;
+
+    Writer(Db db, Env<ByteBuffer> env, int maxBatch, int queueCapacity) {
+        this.db = db;
+        this.env = env;
+        this.maxBatch = maxBatch;
+        this.queue = new ArrayBlockingQueue<>(queueCapacity);
+        this.thread = new Thread(this, "kiln-db-writer");
+        this.thread.setDaemon(true);
+        this.thread.start();
+    }
+
+    boolean isWriterThread() {
+        return Thread.currentThread() == thread;
+    }
+
+    <R> QueryFuture<R> submit(Query<R> query) {
+        Pending<R> p = new Pending<>(query);
+        if (!queue.offer(p)) {
+            p.future.completeExceptionally(new DbException.Overloaded(
+                "write queue full (" + queue.size() + " writes waiting for the disk); retry later"));
+        } else if (stopping && queue.remove(p)) {
+            // close() raced with this submit and the writer may already have drained: refuse it
+            p.future.completeExceptionally(new DbException.Closed("database " + db.directory() + " is closed"));
+        }
+        return p.future;
+    }
+
+    DbStats stats(long mapSize) {
+        return new DbStats(commits, writes, failedWrites, largestBatch, mapGrowths, mapSize, queue.size());
+    }
+
+    /** Refuses new writes, commits everything queued, and waits for the thread to end. */
+    void shutdownAndDrain() {
+        stopping = true;
+        try {
+            thread.join();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    @Override
+    public void run() {
+        List<Pending<?>> batch = new ArrayList<>(Math.min(maxBatch, 4096));
+        while (true) {
+            try {
+                Pending<?> first = queue.poll(50, TimeUnit.MILLISECONDS);
+                if (first == null) {
+                    if (stopping && queue.isEmpty()) return;
+                    continue;
+                }
+                batch.add(first);
+                queue.drainTo(batch, maxBatch - 1);
+                commit(batch);
+            } catch (InterruptedException e) {
+                if (stopping) return;
+            } catch (Throwable t) {
+                LOG.log(Level.SEVERE, "writer thread: unexpected error; failing the batch", t);
+                for (Pending<?> p : batch) {
+                    if (!p.future.isDone()) p.future.completeExceptionally(t);
+                }
+            } finally {
+                batch.clear();
+            }
+        }
+    }
+
+    /** Commits one batch, re-running it after growing the map or splitting it when LMDB says so. */
+    private void commit(List<Pending<?>> batch) {
+        while (true) {
+            try {
+                runBatch(batch);
+                return;
+            } catch (Retry r) {
+                if (r.mapFull) {
+                    long size = db.growMap();
+                    mapGrowths++;
+                    LOG.info("LMDB map full: grew the map to " + (size >> 10) + " KiB and re-ran " + batch.size() + " writes");
+                } else if (batch.size() > 1) {
+                    // MDB_TXN_FULL: too many dirty pages for one transaction; commit one by one
+                    for (Pending<?> p : batch) commit(List.of(p));
+                    return;
+                } else {
+                    Pending<?> p = batch.get(0);
+                    p.error = new DbException("write too large for one LMDB transaction (MDB_TXN_FULL)");
+                    failedWrites++;
+                    writes++;
+                    p.complete();
+                    return;
+                }
+            } catch (RuntimeException e) {
+                DbException failure = new DbException.CommitFailed("commit of " + batch.size() + " writes failed: " + e.getMessage(), e);
+                LOG.log(Level.SEVERE, failure.getMessage(), e);
+                for (Pending<?> p : batch) p.future.completeExceptionally(failure);
+                return;
+            }
+        }
+    }
+
+    private void runBatch(List<Pending<?>> batch) throws Retry {
+        int failed = 0;
+        try (org.lmdbjava.Txn<ByteBuffer> parent = env.txnWrite()) {
+            for (Pending<?> p : batch) {
+                p.result = null;
+                p.error = null;
+                try (org.lmdbjava.Txn<ByteBuffer> child = env.txn(parent)) {
+                    try {
+                        p.run(new Txn(child, false));
+                        child.commit();
+                    } catch (Env.MapFullException e) {
+                        throw new Retry(true);
+                    } catch (org.lmdbjava.Txn.TxFullException e) {
+                        throw new Retry(false);
+                    } catch (Exception | StackOverflowError e) {
+                        p.error = e;
+                        failed++;
+                    }
+                }
+            }
+            try {
+                parent.commit();
+            } catch (Env.MapFullException e) {
+                throw new Retry(true);
+            } catch (org.lmdbjava.Txn.TxFullException e) {
+                throw new Retry(false);
+            }
+        }
+        commits++;
+        writes += batch.size();
+        failedWrites += failed;
+        if (batch.size() > largestBatch) largestBatch = batch.size();
+        for (Pending<?> p : batch) p.complete();
+    }
+}

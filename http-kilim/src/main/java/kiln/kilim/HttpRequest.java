@@ -1,0 +1,98 @@
+package kiln.kilim;
+
+import java.util.List;
+
+import kiln.app.Params;
+
+/**
+ * One parsed HTTP/1.x request, as {@link RequestParser} produced it. Immutable.
+ *
+ * <p>Header names keep the client's spelling; look them up with {@link #header}, which ignores case
+ * (RFC 9110 section 5.1).
+ */
+public final class HttpRequest {
+    private final String method;
+    private final String target;
+    private final String path;
+    private final String rawQuery;
+    private final int minorVersion;
+    private final List<String> headers;
+    private final byte[] body;
+    private final boolean keepAlive;
+
+    HttpRequest(String method, String target, String path, String rawQuery, int minorVersion,
+                List<String> headers, byte[] body, boolean keepAlive) {
+        this.method = method;
+        this.target = target;
+        this.path = path;
+        this.rawQuery = rawQuery;
+        this.minorVersion = minorVersion;
+        this.headers = headers;
+        this.body = body;
+        this.keepAlive = keepAlive;
+    }
+
+    /** @return the method token, case-sensitive as sent: "GET", "POST"... */
+    public String method() {
+        return method;
+    }
+
+    /** @return the request-target as sent, e.g. {@code /queries?queries=5} */
+    public String target() {
+        return target;
+    }
+
+    /** @return the path part of the target, without the query, e.g. {@code /queries} */
+    public String path() {
+        return path;
+    }
+
+    /** @return the query part without '?', or null when the target has none */
+    public String rawQuery() {
+        return rawQuery;
+    }
+
+    /**
+     * @return the first value of query parameter {@code name}, percent-decoded, or null when absent
+     * @throws HttpException 400 on a malformed percent-escape
+     */
+    public String param(String name) {
+        try {
+            return Params.query(rawQuery, name);
+        } catch (IllegalArgumentException e) {
+            throw new HttpException(400, "malformed query string: " + e.getMessage());
+        }
+    }
+
+    /** @return 0 for HTTP/1.0, 1 for HTTP/1.1 */
+    public int minorVersion() {
+        return minorVersion;
+    }
+
+    /** @return the first value of header {@code name} (case-insensitive), trimmed, or null */
+    public String header(String name) {
+        for (int i = 0; i < headers.size(); i += 2) {
+            if (headers.get(i).equalsIgnoreCase(name)) return headers.get(i + 1);
+        }
+        return null;
+    }
+
+    /** @return the request body (empty when there is none); do not modify */
+    public byte[] body() {
+        return body;
+    }
+
+    /**
+     * @return whether the connection stays open after the response: HTTP/1.1 unless
+     *         {@code Connection: close}; HTTP/1.0 only with {@code Connection: keep-alive}
+     *         (RFC 9112 section 9.3)
+     */
+    public boolean keepAlive() {
+        return keepAlive;
+    }
+
+    @Override
+    public String toString() {
+        return method + " " + target + " HTTP/1." + minorVersion;
+    }
+}

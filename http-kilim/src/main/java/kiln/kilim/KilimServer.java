@@ -1,0 +1,232 @@
+package kiln.kilim;
+
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.StandardSocketOptions;
+import java.nio.channels.ClosedChannelException;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+import kilim.AffineScheduler;
+import kilim.Pausable;
+import kilim.Scheduler;
+import kilim.Task;
+import kilim.nio.EndPoint;
+import kilim.nio.NioSelectorScheduler;
+import kiln.db.DbException;
+import kiln.db.QueryFuture;
+
+/**
+ * The Kilim fiber HTTP/1.1 server: one NIO selector thread, a pool of carrier threads running one
+ * fiber per connection ({@link HttpConnection}), and a {@link Router} of handlers.
+ *
+ * <pre>{@code
+ * KilimServer server = new KilimServer("127.0.0.1", 8080, 2, router);
+ * server.start();
+ * ...
+ * server.stop(5_000);
+ * }</pre>
+ *
+ * <h2>Threads</h2>
+ * <ul>
+ *   <li>{@code KilimSelector}: Kilim's selector thread; wakes fibers whose sockets are ready.</li>
+ *   <li>carrier threads ({@code threads}, default one per core): run the listener fiber and the
+ *       connection fibers. Handlers run here and must never block (see {@link Handler}).</li>
+ * </ul>
+ * This server binds its own listening socket (Kilim's built-in listener binds only 0.0.0.0).
+ */
+public final class KilimServer {
+    private static final Logger LOG = Logger.getLogger(KilimServer.class.getName());
+    /** Pending-connection queue length; sized for bursts of thousands of new keep-alive connections. */
+    private static final int BACKLOG = 4096;
+
+    private final String bindAddress;
+    private final int requestedPort;
+    private final int threads;
+    private final Router router;
+    private final AtomicInteger connections = new AtomicInteger();
+    private final AtomicInteger inFlight = new AtomicInteger();
+    private volatile boolean stopping;
+    private ServerSocketChannel channel;
+    private NioSelectorScheduler selector;
+    private Scheduler carriers;
+
+    /**
+     * @param bindAddress address to listen on, e.g. "0.0.0.0" or "127.0.0.1"
+     * @param port        TCP port, 0 for any free port
+     * @param threads     carrier threads, >= 1
+     * @param router      the handlers
+     */
+    public KilimServer(String bindAddress, int port, int threads, Router router) {
+        if (threads < 1) throw new IllegalArgumentException("threads must be >= 1, got " + threads);
+        this.bindAddress = bindAddress;
+        this.requestedPort = port;
+        this.threads = threads;
+        this.router = router;
+    }
+
+    /**
+     * Checks that the classes this server runs were woven, binds the socket and starts accepting.
+     *
+     * @throws java.net.BindException when the port is in use or the address is not local
+     * @throws IllegalStateException  when Kilim's weaver has not processed the classes
+     */
+    public void start() throws IOException {
+        requireWoven(HttpConnection.class);
+        requireWoven(QueryFuture.class);
+        ServerSocketChannel ssc = ServerSocketChannel.open();
+        try {
+            ssc.setOption(StandardSocketOptions.SO_REUSEADDR, true);
+            ssc.bind(new InetSocketAddress(bindAddress, requestedPort), BACKLOG);
+            ssc.configureBlocking(false);
+        } catch (IOException e) {
+            ssc.close();
+            throw e;
+        }
+        channel = ssc;
+        selector = new NioSelectorScheduler();
+        carriers = new AffineScheduler(threads, 0);
+        Task listener = new Listener(ssc);
+        listener.setScheduler(carriers);
+        listener.start();
+    }
+
+    /** @return the port actually bound (useful with port 0) */
+    public int port() {
+        return channel.socket().getLocalPort();
+    }
+
+    /** @return open client connections right now */
+    public int connections() {
+        return connections.get();
+    }
+
+    boolean isStopping() {
+        return stopping;
+    }
+
+    /**
+     * Graceful stop: closes the listening socket, lets requests in flight finish (up to
+     * {@code graceMillis}), answers them with {@code Connection: close}, then stops the threads.
+     */
+    public void stop(long graceMillis) {
+        stopping = true;
+        try {
+            if (channel != null) channel.close();
+        } catch (IOException e) {
+            LOG.log(Level.WARNING, "closing the listening socket", e);
+        }
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(graceMillis);
+        while (inFlight.get() > 0 && System.nanoTime() < deadline) {
+            try {
+                Thread.sleep(10);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                break;
+            }
+        }
+        if (inFlight.get() > 0) LOG.warning(inFlight.get() + " requests still running after " + graceMillis + " ms; stopping anyway");
+        if (carriers != null) carriers.shutdown();
+        if (selector != null) selector.shutdown();
+    }
+
+    /** Runs the handler, turning exceptions into error responses. Called from connection fibers. */
+    HttpResponse respond(HttpRequest request) throws Pausable {
+        inFlight.incrementAndGet();
+        try {
+            return router.dispatch(request);
+        } catch (HttpException e) {
+            return HttpResponse.error(e.status(), e.getMessage());
+        } catch (DbException.Overloaded e) {
+            return HttpResponse.error(503, "the database is overloaded; retry shortly").withHeader("Retry-After", "1");
+        } catch (Exception e) {
+            LOG.log(Level.SEVERE, "handler failed: " + request, e);
+            return HttpResponse.error(500, "internal error (see the server log)");
+        } finally {
+            inFlight.decrementAndGet();
+        }
+    }
+
+    void connectionClosed() {
+        connections.decrementAndGet();
+    }
+
+    static void requireWoven(Class<?> c) {
+        try {
+            c.getField("$isWoven");
+        } catch (NoSuchFieldException e) {
+            throw new IllegalStateException(c.getName() + " was not woven by Kilim: build with 'mvn package' (the kilim"
+                + " plugin weaves in process-classes; a bare 'mvn compile' or an IDE build leaves classes unwoven)");
+        }
+    }
+
+    private static void closeQuietly(SocketChannel ch) {
+        if (ch == null) return;
+        try {
+            ch.close();
+        } catch (IOException ignored) {
+            // already failing; the accept error is what gets logged
+        }
+    }
+
+    /** The accept loop, itself a fiber: pauses until the selector reports a pending connection. */
+    private final class Listener extends Task<Object> {
+        private final ServerSocketChannel ssc;
+        private long lastAcceptErrorLog;
+
+        Listener(ServerSocketChannel ssc) {
+            this.ssc = ssc;
+        }
+
+        @Override
+        public void execute() throws Pausable {
+            EndPoint endpoint = new EndPoint(selector, ssc);
+            while (!stopping) {
+                SocketChannel ch = null;
+                boolean backOff = false;
+                try {
+                    ch = ssc.accept();
+                    if (ch != null) {
+                        ch.configureBlocking(false);
+                        ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
+                    }
+                } catch (ClosedChannelException e) {
+                    return;
+                } catch (IOException e) {
+                    // Typically EMFILE ("Too many open files") under a connection flood: keep the
+                    // server alive, log at most once a second, and let the backlog wait.
+                    long now = System.currentTimeMillis();
+                    if (now - lastAcceptErrorLog > 1000) {
+                        lastAcceptErrorLog = now;
+                        LOG.warning("accept failed (" + e.getMessage() + "); " + connections.get() + " connections open");
+                    }
+                    closeQuietly(ch);
+                    ch = null;
+                    backOff = true;
+                }
+                // Pausing inside a catch block trips Kilim's weaver (VerifyError), so pause out here.
+                if (backOff) {
+                    Task.sleep(10);
+                    continue;
+                }
+                if (ch == null) {
+                    try {
+                        endpoint.pauseUntilAcceptable();
+                    } catch (IOException e) {
+                        LOG.log(Level.SEVERE, "listening socket failed; no longer accepting connections", e);
+                        return;
+                    }
+                    continue;
+                }
+                connections.incrementAndGet();
+                HttpConnection c = new HttpConnection(KilimServer.this, new EndPoint(selector, ch));
+                c.setScheduler(carriers);
+                c.start();
+            }
+        }
+    }
+}

@@ -1,0 +1,354 @@
+package kiln.kilim;
+
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * A strict HTTP/1.x request parser (RFC 9112). Stateless: it parses one request from the bytes
+ * received so far, or says that more bytes are needed, so a connection simply calls it again after
+ * each read. Anything malformed is an {@link HttpError}, never a guess:
+ * <ul>
+ *   <li>request line {@code method SP request-target SP HTTP/x.y CRLF} (section 3), method a token,
+ *       target origin-form ({@code /path?query}) or absolute-form ({@code http://host/path}) made of
+ *       visible ASCII; version {@code HTTP/1.0} or {@code HTTP/1.1} (other versions: 505);</li>
+ *   <li>lines end in CRLF (a bare CR or LF is rejected: section 2.2 allows that);</li>
+ *   <li>header fields {@code name ":" OWS value OWS} with a token name and no whitespace before the
+ *       colon (section 5.1), no obsolete line folding (section 5.2), no control bytes in values;</li>
+ *   <li>HTTP/1.1 requests carry exactly one Host (section 3.2);</li>
+ *   <li>body framing (section 6): Content-Length digits only and consistent; Transfer-Encoding
+ *       {@code chunked} only, never together with Content-Length (a request smuggling vector,
+ *       section 6.3), never in HTTP/1.0.</li>
+ * </ul>
+ * Limits (defaults): request line 8 KiB (414 when the target is what makes it long), header section
+ * 16 KiB and 100 fields (431), body 64 KiB (413).
+ */
+final class RequestParser {
+    static final int MAX_REQUEST_LINE = 8 * 1024;
+    static final int MAX_HEADER_BYTES = 16 * 1024;
+    static final int MAX_HEADERS = 100;
+    static final int MAX_BODY = 64 * 1024;
+
+    private static final byte CR = '\r';
+    private static final byte LF = '\n';
+    private static final byte[] NO_BODY = new byte[0];
+
+    /** tchar per RFC 9110 section 5.6.2. */
+    private static final boolean[] TOKEN = new boolean[128];
+
+    static {
+        for (char c = '0'; c <= '9'; c++) TOKEN[c] = true;
+        for (char c = 'a'; c <= 'z'; c++) TOKEN[c] = true;
+        for (char c = 'A'; c <= 'Z'; c++) TOKEN[c] = true;
+        for (char c : "!#$%&'*+-.^_`|~".toCharArray()) TOKEN[c] = true;
+    }
+
+    /** Result of one {@link #parse} call that found a whole request. */
+    static final class Parsed {
+        final HttpRequest request;
+        /** Bytes of the input the request occupied (head and body). */
+        final int length;
+
+        Parsed(HttpRequest request, int length) {
+            this.request = request;
+            this.length = length;
+        }
+    }
+
+    private RequestParser() {
+    }
+
+    /**
+     * Parses one request from {@code buf[start..end)}.
+     *
+     * @return the request and its length, or null when the bytes so far are a valid prefix of a
+     *         request and more are needed
+     * @throws HttpError when the bytes cannot start a valid request, or break a limit
+     */
+    static Parsed parse(byte[] buf, int start, int end) throws HttpError {
+        int messageStart = start;
+        // RFC 9112 section 2.2: ignore empty lines before the request line (a few, not unbounded).
+        for (int skipped = 0; skipped < 4 && end - start >= 2 && buf[start] == CR && buf[start + 1] == LF; skipped++) {
+            start += 2;
+        }
+        // Request line.
+        int lineEnd = findLineEnd(buf, start, end, MAX_REQUEST_LINE);
+        if (lineEnd < 0) {
+            checkPrefix(buf, start, end);
+            if (lineEnd == TOO_LONG) {
+                throw new HttpError(looksLikeLongTarget(buf, start, end) ? 414 : 400, "request line longer than " + MAX_REQUEST_LINE + " bytes");
+            }
+            return null;
+        }
+        int sp1 = indexOf(buf, start, lineEnd, (byte) ' ');
+        if (sp1 <= start) throw new HttpError(400, "malformed request line: no method");
+        for (int i = start; i < sp1; i++) {
+            if (!isToken(buf[i])) throw new HttpError(400, "malformed request line: bad character in method");
+        }
+        int sp2 = indexOf(buf, sp1 + 1, lineEnd, (byte) ' ');
+        if (sp2 < 0 || sp2 == sp1 + 1) throw new HttpError(400, "malformed request line: expected METHOD SP TARGET SP VERSION");
+        for (int i = sp1 + 1; i < sp2; i++) {
+            if (buf[i] <= 0x20 || buf[i] >= 0x7f) throw new HttpError(400, "malformed request target: control, space or non-ASCII byte");
+        }
+        int minor = parseVersion(buf, sp2 + 1, lineEnd);
+        String method = ascii(buf, start, sp1);
+        String target = ascii(buf, sp1 + 1, sp2);
+
+        // Header fields, up to the empty line.
+        List<String> headers = new ArrayList<>(16);
+        int pos = lineEnd + 2;
+        int headStart = lineEnd + 2;
+        while (true) {
+            int budget = MAX_HEADER_BYTES - (pos - headStart);
+            int eol = findLineEnd(buf, pos, end, Math.max(0, budget));
+            if (eol < 0) {
+                if (eol == TOO_LONG || budget <= 0) throw new HttpError(431, "header section larger than " + MAX_HEADER_BYTES + " bytes");
+                return null;
+            }
+            if (eol == pos) {
+                pos += 2;
+                break;
+            }
+            if (headers.size() / 2 >= MAX_HEADERS) throw new HttpError(431, "more than " + MAX_HEADERS + " header fields");
+            parseField(buf, pos, eol, headers);
+            pos = eol + 2;
+        }
+
+        // Framing.
+        int hosts = 0;
+        String contentLength = null;
+        String transferEncoding = null;
+        String connection = null;
+        for (int i = 0; i < headers.size(); i += 2) {
+            String name = headers.get(i);
+            String value = headers.get(i + 1);
+            if (name.equalsIgnoreCase("host")) {
+                hosts++;
+            } else if (name.equalsIgnoreCase("content-length")) {
+                if (contentLength != null && !contentLength.equals(value)) throw new HttpError(400, "conflicting Content-Length headers");
+                contentLength = value;
+            } else if (name.equalsIgnoreCase("transfer-encoding")) {
+                transferEncoding = transferEncoding == null ? value : transferEncoding + "," + value;
+            } else if (name.equalsIgnoreCase("connection")) {
+                connection = connection == null ? value : connection + "," + value;
+            }
+        }
+        if (hosts > 1) throw new HttpError(400, "more than one Host header");
+        if (minor == 1 && hosts == 0) throw new HttpError(400, "HTTP/1.1 request without Host header (RFC 9112 section 3.2)");
+        boolean keepAlive = minor == 1 ? !hasToken(connection, "close") : hasToken(connection, "keep-alive") && !hasToken(connection, "close");
+
+        byte[] body = NO_BODY;
+        if (transferEncoding != null) {
+            if (contentLength != null) throw new HttpError(400, "both Transfer-Encoding and Content-Length (RFC 9112 section 6.3)");
+            if (minor == 0) throw new HttpError(400, "Transfer-Encoding in an HTTP/1.0 request");
+            if (!transferEncoding.trim().equalsIgnoreCase("chunked")) {
+                throw new HttpError(501, "unsupported Transfer-Encoding: " + transferEncoding);
+            }
+            ChunkedBody chunked = ChunkedBody.decode(buf, pos, end);
+            if (chunked == null) return null;
+            body = chunked.bytes;
+            pos = chunked.end;
+        } else if (contentLength != null) {
+            long n = parseContentLength(contentLength);
+            if (n > MAX_BODY) throw new HttpError(413, "request body of " + n + " bytes exceeds " + MAX_BODY);
+            if (end - pos < n) return null;
+            if (n > 0) {
+                body = new byte[(int) n];
+                System.arraycopy(buf, pos, body, 0, (int) n);
+                pos += (int) n;
+            }
+        }
+
+        int q = target.indexOf('?');
+        String pathAndQuery = target;
+        if (!target.startsWith("/")) {
+            pathAndQuery = absoluteFormPath(target, method);
+            q = pathAndQuery.indexOf('?');
+        }
+        String path = q < 0 ? pathAndQuery : pathAndQuery.substring(0, q);
+        String rawQuery = q < 0 ? null : pathAndQuery.substring(q + 1);
+        return new Parsed(new HttpRequest(method, target, path, rawQuery, minor, headers, body, keepAlive), pos - messageStart);
+    }
+
+    private static final int INCOMPLETE = -1;
+    private static final int TOO_LONG = -2;
+
+    /** @return index of the CR of the first CRLF in [from, end), INCOMPLETE, or TOO_LONG if none within max bytes */
+    private static int findLineEnd(byte[] buf, int from, int end, int max) throws HttpError {
+        int limit = Math.min(end, from + max + 1);
+        for (int i = from; i < limit; i++) {
+            byte b = buf[i];
+            if (b == CR) {
+                if (i + 1 >= end) return INCOMPLETE;
+                if (buf[i + 1] != LF) throw new HttpError(400, "bare CR in request head");
+                return i;
+            }
+            if (b == LF) throw new HttpError(400, "bare LF in request head: lines must end in CRLF");
+        }
+        return end - from > max ? TOO_LONG : INCOMPLETE;
+    }
+
+    /** Rejects an incomplete request line early when what has arrived can already not be valid. */
+    private static void checkPrefix(byte[] buf, int start, int end) throws HttpError {
+        for (int i = start; i < end; i++) {
+            byte b = buf[i];
+            if (b == ' ') {
+                if (i == start) throw new HttpError(400, "malformed request line: no method");
+                return;
+            }
+            if (!isToken(b)) throw new HttpError(400, "malformed request line: bad character in method");
+        }
+    }
+
+    private static boolean looksLikeLongTarget(byte[] buf, int start, int end) {
+        int sp = indexOf(buf, start, Math.min(end, start + 32), (byte) ' ');
+        return sp > start;
+    }
+
+    private static int parseVersion(byte[] buf, int from, int to) throws HttpError {
+        if (to - from != 8 || buf[from] != 'H' || buf[from + 1] != 'T' || buf[from + 2] != 'T' || buf[from + 3] != 'P'
+            || buf[from + 4] != '/' || !isDigit(buf[from + 5]) || buf[from + 6] != '.' || !isDigit(buf[from + 7])) {
+            throw new HttpError(400, "malformed HTTP version");
+        }
+        if (buf[from + 5] != '1' || (buf[from + 7] != '0' && buf[from + 7] != '1')) {
+            throw new HttpError(505, "HTTP version " + ascii(buf, from + 5, to) + " not supported; use HTTP/1.1");
+        }
+        return buf[from + 7] - '0';
+    }
+
+    private static void parseField(byte[] buf, int from, int to, List<String> headers) throws HttpError {
+        if (buf[from] == ' ' || buf[from] == '\t') throw new HttpError(400, "obsolete line folding in header section");
+        int colon = -1;
+        for (int i = from; i < to; i++) {
+            byte b = buf[i];
+            if (b == ':') {
+                colon = i;
+                break;
+            }
+            if (!isToken(b)) throw new HttpError(400, b == ' ' || b == '\t'
+                ? "whitespace between header name and colon" : "bad character in header name");
+        }
+        if (colon < 0) throw new HttpError(400, "header line without a colon");
+        if (colon == from) throw new HttpError(400, "empty header name");
+        int vs = colon + 1;
+        int ve = to;
+        while (vs < ve && (buf[vs] == ' ' || buf[vs] == '\t')) vs++;
+        while (ve > vs && (buf[ve - 1] == ' ' || buf[ve - 1] == '\t')) ve--;
+        for (int i = vs; i < ve; i++) {
+            int b = buf[i] & 0xff;
+            if ((b < 0x20 && b != '\t') || b == 0x7f) throw new HttpError(400, "control byte in header value");
+        }
+        headers.add(ascii(buf, from, colon));
+        headers.add(new String(buf, vs, ve - vs, StandardCharsets.ISO_8859_1));
+    }
+
+    private static long parseContentLength(String value) throws HttpError {
+        if (value.isEmpty() || value.length() > 18) throw new HttpError(400, "invalid Content-Length: " + value);
+        long n = 0;
+        for (int i = 0; i < value.length(); i++) {
+            char c = value.charAt(i);
+            if (c < '0' || c > '9') throw new HttpError(400, "invalid Content-Length: " + value);
+            n = n * 10 + (c - '0');
+        }
+        return n;
+    }
+
+    /** Path and query of an absolute-form target (RFC 9112 section 3.2.2), e.g. http://h:80/p?q. */
+    private static String absoluteFormPath(String target, String method) throws HttpError {
+        if ("*".equals(target)) {
+            if ("OPTIONS".equals(method)) return "*";
+            throw new HttpError(400, "asterisk-form target is only valid with OPTIONS");
+        }
+        String lower = target.toLowerCase(java.util.Locale.ROOT);
+        int scheme = lower.startsWith("http://") ? 7 : lower.startsWith("https://") ? 8 : -1;
+        if (scheme < 0) throw new HttpError(400, "request target must start with '/' or be an absolute http URI");
+        int slash = target.indexOf('/', scheme);
+        int qm = target.indexOf('?', scheme);
+        if (slash < 0 || (qm >= 0 && qm < slash)) return qm < 0 ? "/" : "/" + target.substring(qm);
+        return target.substring(slash);
+    }
+
+    static boolean hasToken(String list, String token) {
+        if (list == null) return false;
+        int i = 0;
+        int n = list.length();
+        while (i < n) {
+            int comma = list.indexOf(',', i);
+            if (comma < 0) comma = n;
+            int s = i;
+            int e = comma;
+            while (s < e && (list.charAt(s) == ' ' || list.charAt(s) == '\t')) s++;
+            while (e > s && (list.charAt(e - 1) == ' ' || list.charAt(e - 1) == '\t')) e--;
+            if (e - s == token.length() && list.regionMatches(true, s, token, 0, token.length())) return true;
+            i = comma + 1;
+        }
+        return false;
+    }
+
+    static boolean isToken(byte b) {
+        return b > 0 && TOKEN[b];
+    }
+
+    private static boolean isDigit(byte b) {
+        return b >= '0' && b <= '9';
+    }
+
+    private static int indexOf(byte[] buf, int from, int to, byte b) {
+        for (int i = from; i < to; i++) {
+            if (buf[i] == b) return i;
+        }
+        return -1;
+    }
+
+    private static String ascii(byte[] buf, int from, int to) {
+        return new String(buf, from, to - from, StandardCharsets.ISO_8859_1);
+    }
+
+    /** A decoded chunked body (RFC 9112 section 7.1) and where the message ended. */
+    static final class ChunkedBody {
+        final byte[] bytes;
+        final int end;
+
+        private ChunkedBody(byte[] bytes, int end) {
+            this.bytes = bytes;
+            this.end = end;
+        }
+
+        /** @return the body, or null when more bytes are needed */
+        static ChunkedBody decode(byte[] buf, int pos, int end) throws HttpError {
+            java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+            while (true) {
+                int eol = findLineEnd(buf, pos, end, 1024);
+                if (eol == TOO_LONG) throw new HttpError(400, "chunk-size line too long");
+                if (eol < 0) return null;
+                int semi = indexOf(buf, pos, eol, (byte) ';');
+                int sizeEnd = semi < 0 ? eol : semi;
+                if (sizeEnd == pos || sizeEnd - pos > 8) throw new HttpError(400, "invalid chunk size");
+                int size = 0;
+                for (int i = pos; i < sizeEnd; i++) {
+                    int d = Character.digit(buf[i], 16);
+                    if (d < 0) throw new HttpError(400, "invalid chunk size");
+                    size = size * 16 + d;
+                }
+                if (size < 0 || out.size() + (long) size > MAX_BODY) throw new HttpError(413, "chunked body exceeds " + MAX_BODY + " bytes");
+                pos = eol + 2;
+                if (size == 0) {
+                    // trailer section: header lines until an empty line
+                    while (true) {
+                        int t = findLineEnd(buf, pos, end, MAX_HEADER_BYTES);
+                        if (t == TOO_LONG) throw new HttpError(431, "trailer section too large");
+                        if (t < 0) return null;
+                        if (t == pos) return new ChunkedBody(out.toByteArray(), pos + 2);
+                        parseField(buf, pos, t, new ArrayList<>(2));
+                        pos = t + 2;
+                    }
+                }
+                if (end - pos < size + 2) return null;
+                out.write(buf, pos, size);
+                pos += size;
+                if (buf[pos] != CR || buf[pos + 1] != LF) throw new HttpError(400, "chunk data not followed by CRLF");
+                pos += 2;
+            }
+        }
+    }
+}

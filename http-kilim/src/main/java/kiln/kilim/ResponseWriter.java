@@ -1,0 +1,69 @@
+package kiln.kilim;
+
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.ConcurrentHashMap;
+
+import kiln.app.Http;
+import kiln.app.HttpDate;
+
+/**
+ * Encodes responses into a connection's output bytes, headers in the order {@link Http} fixes for
+ * every front end: Server, Date, Content-Type, Content-Length, then the extra header (Allow,
+ * Retry-After...), then Connection when needed.
+ */
+final class ResponseWriter {
+    private static final byte[] CRLF = {'\r', '\n'};
+    private static final byte[] SERVER = ("\r\nServer: " + Http.SERVER + "\r\nDate: ").getBytes(StandardCharsets.US_ASCII);
+    private static final byte[] CONTENT_TYPE = "\r\nContent-Type: ".getBytes(StandardCharsets.US_ASCII);
+    private static final byte[] CONTENT_LENGTH = "\r\nContent-Length: ".getBytes(StandardCharsets.US_ASCII);
+    private static final byte[] KEEP_ALIVE = "\r\nConnection: keep-alive".getBytes(StandardCharsets.US_ASCII);
+    private static final byte[] CLOSE = "\r\nConnection: close".getBytes(StandardCharsets.US_ASCII);
+    private static final byte[] STATUS_200_11 = "HTTP/1.1 200 OK".getBytes(StandardCharsets.US_ASCII);
+    private static final byte[] STATUS_200_10 = "HTTP/1.0 200 OK".getBytes(StandardCharsets.US_ASCII);
+    private static final ConcurrentHashMap<String, byte[]> ASCII_CACHE = new ConcurrentHashMap<>();
+
+    private ResponseWriter() {
+    }
+
+    /**
+     * Appends one response.
+     *
+     * @param minorVersion the request's HTTP minor version (0 or 1), echoed in the status line
+     * @param keepAlive    whether the connection stays open after this response
+     */
+    static void write(Output out, int minorVersion, HttpResponse r, boolean keepAlive) {
+        if (r.status == 200) {
+            out.put(minorVersion == 0 ? STATUS_200_10 : STATUS_200_11);
+        } else {
+            out.put(ascii((minorVersion == 0 ? "HTTP/1.0 " : "HTTP/1.1 ") + r.status + " " + Http.reason(r.status)));
+        }
+        out.put(SERVER);
+        out.put(HttpDate.nowAscii());
+        out.put(CONTENT_TYPE);
+        out.put(ascii(r.contentType));
+        out.put(CONTENT_LENGTH);
+        out.putDecimal(r.body.length);
+        if (r.extraHeaderName != null) {
+            out.put(CRLF);
+            out.put(ascii(r.extraHeaderName + ": " + r.extraHeaderValue));
+        }
+        if (!keepAlive) {
+            out.put(CLOSE);
+        } else if (minorVersion == 0) {
+            out.put(KEEP_ALIVE);
+        }
+        out.put(CRLF);
+        out.put(CRLF);
+        out.put(r.body);
+    }
+
+    /** Header strings repeat (content types, status lines): encode each once. */
+    private static byte[] ascii(String s) {
+        byte[] b = ASCII_CACHE.get(s);
+        if (b == null) {
+            b = s.getBytes(StandardCharsets.ISO_8859_1);
+            if (ASCII_CACHE.size() < 256) ASCII_CACHE.put(s, b);
+        }
+        return b;
+    }
+}
