@@ -55,10 +55,11 @@ public final class Router {
     }
 
     /**
-     * Kilim's weaver gives every pausable method an extra {@link Fiber} parameter. A handler whose
-     * class (or, for a lambda, whose enclosing class) was not woven lacks a concrete
-     * {@code handle(HttpRequest, Fiber)} and would fail at its first pause with Kilim's cryptic
-     * "Task has either not been woven or the classpath is incorrect".
+     * Kilim's weaver gives every pausable method an extra {@link Fiber} parameter; the woven
+     * {@link Handler} interface declares {@code handle(HttpRequest, Fiber)} as a default method that
+     * only reports the error. A handler whose class (or, for a lambda, whose enclosing class) was
+     * woven overrides it; an unwoven one inherits the default and would fail at its first request
+     * with Kilim's cryptic "Task has either not been woven or the classpath is incorrect".
      */
     static void requireWoven(Handler handler) {
         Method m;
@@ -67,7 +68,7 @@ public final class Router {
         } catch (NoSuchMethodException e) {
             m = null;
         }
-        if (m == null || Modifier.isAbstract(m.getModifiers())) {
+        if (m == null || Modifier.isAbstract(m.getModifiers()) || m.getDeclaringClass().isInterface()) {
             throw new IllegalStateException("handler " + handler.getClass().getName() + " was not woven by Kilim."
                 + " Build with Maven so that the kilim plugin's 'weave' goal runs (mvn package; a bare 'mvn compile'"
                 + " leaves classes unwoven), and run the woven classes in target/classes or the shaded jar.");

@@ -1,0 +1,61 @@
+package kiln.kilim.example;
+
+import java.nio.file.Path;
+import java.util.Map;
+
+import kiln.app.DemoDb;
+import kiln.db.Codec;
+import kiln.db.Db;
+import kiln.db.Table;
+import kiln.kilim.DemoRoutes;
+import kiln.kilim.HttpException;
+import kiln.kilim.HttpResponse;
+import kiln.kilim.KilimServer;
+import kiln.kilim.Router;
+
+/**
+ * The README's "write your own fiber handler" example, kept compiling (and its text in sync with
+ * the README) by HitCounterTest. Run it with
+ * {@code java --add-opens java.base/java.nio=ALL-UNNAMED --add-exports java.base/sun.nio.ch=ALL-UNNAMED
+ * -cp http-kilim/target/kiln-kilim.jar kiln.kilim.example.HitCounter}, then
+ * {@code curl 'http://127.0.0.1:8080/hits?page=home'}.
+ */
+public final class HitCounter {
+    private HitCounter() {
+    }
+
+    /** @return the demo routes plus GET /hits?page=NAME, which counts visits per page durably */
+    public static Router routes(Db db) {
+        // README-BEGIN
+        Table<String, Long> hits = db.table("hits", Codec.STRING, Codec.LONG);
+
+        Router router = DemoRoutes.router(DemoDb.open(db))
+            .get("/hits", req -> {
+                String page = req.param("page");
+                if (page == null || page.isEmpty()) throw new HttpException(400, "add ?page=NAME");
+
+                long count = db.write(txn -> {             // runs on the writer thread, in a transaction
+                    long next = hits.get(txn, page, 0L) + 1;
+                    hits.put(txn, page, next);
+                    return next;
+                }).await();                                // pauses this fiber until the commit is on disk
+
+                long pages = db.read(txn -> hits.count(txn)).await();   // reads run inline, no pause
+                return HttpResponse.json(Map.of("page", page, "hits", count, "pages", pages));
+            });
+        // README-END
+        return router;
+    }
+
+    public static void main(String[] args) throws Exception {
+        Db db = Db.open(Path.of(args.length > 0 ? args[0] : "data"));
+        KilimServer server = new KilimServer("127.0.0.1", 8080, Runtime.getRuntime().availableProcessors(), routes(db));
+        server.start();
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            server.stop(5_000);
+            db.close();
+        }));
+        System.out.println("hit counter on http://127.0.0.1:" + server.port() + "/hits?page=home");
+        Thread.currentThread().join();
+    }
+}

@@ -1,0 +1,169 @@
+package kiln.kilim;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.charset.StandardCharsets;
+import java.util.stream.Stream;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+class RequestParserTest {
+
+    private static RequestParser.Parsed parse(String s) throws HttpError {
+        byte[] b = s.getBytes(StandardCharsets.ISO_8859_1);
+        return RequestParser.parse(b, 0, b.length);
+    }
+
+    private static int errorStatus(String s) {
+        return assertThrows(HttpError.class, () -> parse(s)).status;
+    }
+
+    @Test
+    void parsesRequestLineHeadersAndQuery() throws HttpError {
+        RequestParser.Parsed p = parse("GET /queries?queries=5&x=1 HTTP/1.1\r\nHost: a\r\nX-Thing:  v  \r\n\r\n");
+        assertNotNull(p);
+        HttpRequest r = p.request;
+        assertEquals("GET", r.method());
+        assertEquals("/queries", r.path());
+        assertEquals("queries=5&x=1", r.rawQuery());
+        assertEquals("5", r.param("queries"));
+        assertEquals("v", r.header("x-thing"));
+        assertEquals(1, r.minorVersion());
+        assertTrue(r.keepAlive());
+        assertEquals(p.length, "GET /queries?queries=5&x=1 HTTP/1.1\r\nHost: a\r\nX-Thing:  v  \r\n\r\n".length());
+    }
+
+    @Test
+    void incompleteRequestsAskForMoreBytes() throws HttpError {
+        String full = "GET /plaintext HTTP/1.1\r\nHost: a\r\n\r\n";
+        for (int i = 0; i < full.length(); i++) {
+            assertNull(parse(full.substring(0, i)), "prefix of " + i + " bytes");
+        }
+        assertNotNull(parse(full));
+    }
+
+    @Test
+    void pipelinedRequestsParseOneAtATime() throws HttpError {
+        String one = "GET /a HTTP/1.1\r\nHost: a\r\n\r\n";
+        byte[] b = (one + one.replace("/a", "/b")).getBytes(StandardCharsets.US_ASCII);
+        RequestParser.Parsed first = RequestParser.parse(b, 0, b.length);
+        RequestParser.Parsed second = RequestParser.parse(b, first.length, b.length);
+        assertEquals("/a", first.request.path());
+        assertEquals("/b", second.request.path());
+        assertEquals(b.length, first.length + second.length);
+    }
+
+    static Stream<Arguments> keepAliveCases() {
+        return Stream.of(
+            Arguments.of("HTTP/1.1", "", true),
+            Arguments.of("HTTP/1.1", "Connection: close\r\n", false),
+            Arguments.of("HTTP/1.1", "Connection: Keep-Alive\r\n", true),
+            Arguments.of("HTTP/1.0", "", false),
+            Arguments.of("HTTP/1.0", "Connection: Keep-Alive\r\n", true),
+            Arguments.of("HTTP/1.0", "Connection: keep-alive, close\r\n", false));
+    }
+
+    @ParameterizedTest
+    @MethodSource("keepAliveCases")
+    void keepAliveFollowsRfc9112Section9(String version, String header, boolean keepAlive) throws HttpError {
+        RequestParser.Parsed p = parse("GET / " + version + "\r\nHost: a\r\n" + header + "\r\n");
+        assertEquals(keepAlive, p.request.keepAlive());
+    }
+
+    @Test
+    void bodyByContentLengthIsConsumed() throws HttpError {
+        RequestParser.Parsed p = parse("POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhelloGET");
+        assertEquals("hello", new String(p.request.body(), StandardCharsets.US_ASCII));
+        assertEquals("POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello".length(), p.length);
+        assertNull(parse("POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhel"));
+    }
+
+    @Test
+    void chunkedBodyIsDecoded() throws HttpError {
+        RequestParser.Parsed p = parse("POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+            + "5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nTrailer: t\r\n\r\n");
+        assertEquals("hello world", new String(p.request.body(), StandardCharsets.US_ASCII));
+        assertNull(parse("POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel"));
+    }
+
+    @Test
+    void leadingEmptyLinesAreIgnored() throws HttpError {
+        assertEquals("/a", parse("\r\n\r\nGET /a HTTP/1.1\r\nHost: a\r\n\r\n").request.path());
+    }
+
+    @Test
+    void absoluteFormTargetRoutesByPath() throws HttpError {
+        HttpRequest r = parse("GET http://example.com:8080/db?x=1 HTTP/1.1\r\nHost: example.com\r\n\r\n").request;
+        assertEquals("/db", r.path());
+        assertEquals("x=1", r.rawQuery());
+    }
+
+    static Stream<Arguments> malformed() {
+        return Stream.of(
+            Arguments.of("garbage line", "GARBAGE\r\n\r\n"),
+            Arguments.of("space before method", " GET / HTTP/1.1\r\nHost: a\r\n\r\n"),
+            Arguments.of("bad method char", "G(T / HTTP/1.1\r\nHost: a\r\n\r\n"),
+            Arguments.of("missing version", "GET /\r\nHost: a\r\n\r\n"),
+            Arguments.of("lowercase version", "GET / http/1.1\r\nHost: a\r\n\r\n"),
+            Arguments.of("two spaces", "GET  / HTTP/1.1\r\nHost: a\r\n\r\n"),
+            Arguments.of("control byte in target", "GET /a\u0001b HTTP/1.1\r\nHost: a\r\n\r\n"),
+            Arguments.of("non-ascii target", "GET /caf\u00e9 HTTP/1.1\r\nHost: a\r\n\r\n"),
+            Arguments.of("relative target", "GET plaintext HTTP/1.1\r\nHost: a\r\n\r\n"),
+            Arguments.of("header without colon", "GET / HTTP/1.1\r\nHost: a\r\nNoColon\r\n\r\n"),
+            Arguments.of("space before colon", "GET / HTTP/1.1\r\nHost : a\r\n\r\n"),
+            Arguments.of("obs-fold", "GET / HTTP/1.1\r\nHost: a\r\nX: 1\r\n 2\r\n\r\n"),
+            Arguments.of("control byte in value", "GET / HTTP/1.1\r\nHost: a\r\nX: a\u0000b\r\n\r\n"),
+            Arguments.of("bare LF", "GET / HTTP/1.1\nHost: a\n\n"),
+            Arguments.of("bare CR", "GET / HTTP/1.1\rHost: a\r\n\r\n"),
+            Arguments.of("HTTP/1.1 without Host", "GET / HTTP/1.1\r\n\r\n"),
+            Arguments.of("two Hosts", "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n"),
+            Arguments.of("negative Content-Length", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: -1\r\n\r\n"),
+            Arguments.of("non-numeric Content-Length", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1x\r\n\r\n"),
+            Arguments.of("overflowing Content-Length", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 99999999999999999999\r\n\r\n"),
+            Arguments.of("conflicting Content-Length", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab"),
+            Arguments.of("Content-Length with chunked", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
+            Arguments.of("chunked in HTTP/1.0", "POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
+            Arguments.of("bad chunk size", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"),
+            Arguments.of("chunk without CRLF", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nabc\r\n"));
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("malformed")
+    void malformedRequestsAre400(String name, String request) {
+        assertEquals(400, errorStatus(request), name);
+    }
+
+    @Test
+    void unsupportedVersionIs505() {
+        assertEquals(505, errorStatus("GET / HTTP/2.0\r\nHost: a\r\n\r\n"));
+        assertEquals(505, errorStatus("GET / HTTP/1.2\r\nHost: a\r\n\r\n"));
+    }
+
+    @Test
+    void unsupportedTransferCodingIs501() {
+        assertEquals(501, errorStatus("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"));
+    }
+
+    @Test
+    void limitsAnswer414And431And413() {
+        assertEquals(414, errorStatus("GET /" + "a".repeat(RequestParser.MAX_REQUEST_LINE) + " HTTP/1.1\r\n"));
+        assertEquals(431, errorStatus("GET / HTTP/1.1\r\nHost: a\r\nX: " + "b".repeat(RequestParser.MAX_HEADER_BYTES) + "\r\n\r\n"));
+        StringBuilder many = new StringBuilder("GET / HTTP/1.1\r\nHost: a\r\n");
+        for (int i = 0; i < RequestParser.MAX_HEADERS + 1; i++) many.append("X").append(i).append(": 1\r\n");
+        assertEquals(431, errorStatus(many.append("\r\n").toString()));
+        assertEquals(413, errorStatus("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: " + (RequestParser.MAX_BODY + 1) + "\r\n\r\n"));
+    }
+
+    @Test
+    void garbageIsRejectedBeforeTheLineEnds() {
+        // a scanner that never sends CRLF must not make the server buffer forever
+        assertEquals(400, errorStatus("\u0016\u0003\u0001\u0002\u0000"));
+    }
+}
