@@ -4,6 +4,7 @@ import java.nio.charset.StandardCharsets;
 
 import kiln.app.Bodies;
 import kiln.app.Http;
+import kiln.app.Reply;
 
 /**
  * What a {@link Handler} answers: status, content type, body and at most one extra header
@@ -45,9 +46,18 @@ public final class HttpResponse {
         return ok(Http.TEXT_PLAIN, text.getBytes(StandardCharsets.UTF_8));
     }
 
-    /** @return an error response: text/plain body {@code "<status> <reason>: <detail>\n"} */
+    /**
+     * @return an error response as every front end writes it ({@link Reply#error}): text/plain body
+     *         {@code "<status> <reason>: <detail>\n"}, plus {@code Allow: GET} for 405 and
+     *         {@code Retry-After: 1} for 503
+     */
     public static HttpResponse error(int status, String detail) {
-        return of(status, Http.TEXT_PLAIN, Bodies.error(status, Http.reason(status), detail));
+        return of(Reply.error(status, detail));
+    }
+
+    /** @return the shared application's reply as a response */
+    public static HttpResponse of(Reply reply) {
+        return new HttpResponse(reply.status, reply.contentType, reply.body, reply.extraHeader, reply.extraValue);
     }
 
     /** @return a copy of this response carrying one extra header, written after Content-Length */

@@ -17,6 +17,7 @@ import kilim.Scheduler;
 import kilim.Task;
 import kilim.nio.EndPoint;
 import kilim.nio.NioSelectorScheduler;
+import kiln.app.Reply;
 import kiln.db.DbException;
 import kiln.db.QueryFuture;
 
@@ -142,10 +143,10 @@ public final class KilimServer {
         } catch (HttpException e) {
             return HttpResponse.error(e.status(), e.getMessage());
         } catch (DbException.Overloaded e) {
-            return HttpResponse.error(503, "the database is overloaded; retry shortly").withHeader("Retry-After", "1");
+            return HttpResponse.of(Reply.overloaded());
         } catch (Exception e) {
             LOG.log(Level.SEVERE, "handler failed: " + request, e);
-            return HttpResponse.error(500, "internal error (see the server log)");
+            return HttpResponse.of(Reply.internalError());
         } finally {
             inFlight.decrementAndGet();
         }

@@ -2,11 +2,11 @@ package kiln.kilim;
 
 import java.io.IOException;
 import java.net.BindException;
-import java.util.concurrent.CountDownLatch;
 import java.util.logging.Logger;
 
 import kiln.app.DemoDb;
 import kiln.app.ServerOptions;
+import kiln.app.Shutdown;
 import kiln.db.Db;
 import kiln.db.DbException;
 import picocli.CommandLine.Command;
@@ -37,18 +37,16 @@ public final class Main {
             DemoDb demo = DemoDb.open(db);
             KilimServer server = new KilimServer(options.bind, options.port, options.threadsOrDefault(), DemoRoutes.router(demo));
             server.start();
-            CountDownLatch stopped = new CountDownLatch(1);
             Db openDb = db;
-            Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            Shutdown.onSignal(() -> {
                 LOG.info("stopping: finishing requests in flight, committing queued writes");
                 server.stop(GRACE_MS);
                 openDb.close();
-                LOG.info("stopped; database closed");
-                stopped.countDown();
-            }, "kiln-shutdown"));
+                System.out.println(NAME + " stopped; database closed");  // JUL may already be reset by its own hook
+            });
             System.out.println(NAME + " listening on http://" + options.bind + ":" + server.port() + "/");
             System.out.flush();
-            stopped.await();
+            // Kilim's carrier and selector threads keep the JVM running until the shutdown hook halts it.
         } catch (DbException e) {
             ServerOptions.fail(NAME, e.getMessage());
         } catch (BindException e) {
@@ -58,8 +56,6 @@ public final class Main {
         } catch (IOException e) {
             closeQuietly(db);
             ServerOptions.fail(NAME, "cannot start the server: " + e);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
         } catch (RuntimeException | Error e) {
             // e.g. unwoven classes: Kilim's threads are not daemons, so exit explicitly
             e.printStackTrace();

@@ -6,6 +6,7 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 
 import kilim.Fiber;
+import kiln.app.Reply;
 import kilim.Pausable;
 
 /**
@@ -45,10 +46,10 @@ public final class Router {
     /** Runs the handler for {@code request}, or answers 404/405. */
     HttpResponse dispatch(HttpRequest request) throws Pausable, Exception {
         Map<String, Handler> byMethod = routes.get(request.path());
-        if (byMethod == null) return HttpResponse.error(404, "no such path: " + request.path());
+        if (byMethod == null) return HttpResponse.of(Reply.notFound(request.path()));
         Handler h = byMethod.get(request.method());
         if (h == null) {
-            return HttpResponse.error(405, request.method() + " is not allowed on " + request.path())
+            return HttpResponse.of(Reply.methodNotAllowed(request.method(), request.path()))
                 .withHeader("Allow", String.join(", ", byMethod.keySet()));
         }
         return h.handle(request);
