@@ -66,7 +66,7 @@ final class HttpConnection extends Task<Object> {
                     HttpRequest request = p.request;
                     HttpResponse response = server.respond(request);
                     boolean keepAlive = request.keepAlive() && !server.isStopping();
-                    ResponseWriter.write(out, request.minorVersion(), response, keepAlive);
+                    ResponseWriter.write(out, request.minorVersion(), response, keepAlive, "HEAD".equals(request.method()));
                     if (!keepAlive) {
                         close = true;
                         break;
@@ -79,7 +79,7 @@ final class HttpConnection extends Task<Object> {
             } catch (HttpError e) {
                 // Answer what was already parsed, then the error, then close: after a framing error the
                 // next request's start is unknown (RFC 9112 section 9.6 / 11.2).
-                ResponseWriter.write(out, 1, HttpResponse.error(e.status, e.getMessage()), false);
+                ResponseWriter.write(out, 1, HttpResponse.error(e.status, e.getMessage()), false, false);
                 close = true;
             }
             if (out.length() > 0) flush(out);

@@ -30,8 +30,10 @@ final class ResponseWriter {
      *
      * @param minorVersion the request's HTTP minor version (0 or 1), echoed in the status line
      * @param keepAlive    whether the connection stays open after this response
+     * @param head         true when answering HEAD: the head only, Content-Length still that of the
+     *                     body GET would get (RFC 9110 section 9.3.2)
      */
-    static void write(Output out, int minorVersion, HttpResponse r, boolean keepAlive) {
+    static void write(Output out, int minorVersion, HttpResponse r, boolean keepAlive, boolean head) {
         if (r.status == 200) {
             out.put(minorVersion == 0 ? STATUS_200_10 : STATUS_200_11);
         } else {
@@ -54,7 +56,7 @@ final class ResponseWriter {
         }
         out.put(CRLF);
         out.put(CRLF);
-        out.put(r.body);
+        if (!head) out.put(r.body);
     }
 
     /** Header strings repeat (content types, status lines): encode each once. */
