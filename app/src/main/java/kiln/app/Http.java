@@ -2,15 +2,20 @@ package kiln.app;
 
 /**
  * The HTTP contract every front end follows, so that benchmark responses are the same size
- * everywhere: the endpoint paths, and the response headers in this order:
+ * everywhere: the endpoint paths, and the response head
  * <pre>
+ * HTTP/1.1 200 OK             (always HTTP/1.1, also to HTTP/1.0 requests: RFC 9110 section 6.2)
  * Server: kiln
  * Date: Sun, 22 Nov 2026 16:19:12 GMT
  * Content-Type: ...
+ * Allow: GET                  (405 only; 503 carries Retry-After: 1 here instead)
  * Content-Length: ...
  * Connection: keep-alive      (only when answering an HTTP/1.0 keep-alive request)
  * Connection: close           (only when the server closes the connection after the response)
  * </pre>
+ * Jetty writes Content-Length and Connection after every other header, which fixes this order.
+ * Undertow writes headers in the order of its internal hash table; its front end sends the same
+ * names, values and sizes in that order (a documented deviation).
  */
 public final class Http {
     /** Value of the {@code Server} header. */

@@ -4,7 +4,7 @@ package kiln.app;
  * What an endpoint answers, before any server turns it into bytes: the status, the
  * {@code Content-Type}, the body and at most one extra header ({@code Allow} on 405,
  * {@code Retry-After} on 503). The front end writes the headers in the order {@link Http} gives:
- * {@code Server, Date, Content-Type, Content-Length}, then the extra header, then
+ * {@code Server, Date, Content-Type}, the extra header, {@code Content-Length}, then
  * {@code Connection} when needed.
  */
 public final class Reply {

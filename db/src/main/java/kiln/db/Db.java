@@ -172,11 +172,17 @@ public final class Db implements AutoCloseable {
      *
      * <p>The query may be run more than once (map growth); see {@link Query}.
      *
-     * @return the pending result; it fails with {@link DbException.Closed} after {@link #close},
+     * @return the pending result; it fails with {@link IllegalStateException} when called inside a
+     *         write query, {@link DbException.Closed} after {@link #close},
      *         {@link DbException.Overloaded} when the write queue is full, or
      *         {@link DbException.CommitFailed} when the commit itself failed (e.g. disk full)
      */
     public <R> QueryFuture<R> write(Query<R> query) {
+        if (writer.isWriterThread()) {
+            // joining it would deadlock the writer on itself
+            return QueryFuture.failed(new IllegalStateException(
+                "db.write() inside a write query: do the work in the transaction you were given"));
+        }
         if (closed) {
             return QueryFuture.failed(new DbException.Closed("database " + dir + " is closed"));
         }

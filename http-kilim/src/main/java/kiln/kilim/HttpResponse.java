@@ -60,7 +60,7 @@ public final class HttpResponse {
         return new HttpResponse(reply.status, reply.contentType, reply.body, reply.extraHeader, reply.extraValue);
     }
 
-    /** @return a copy of this response carrying one extra header, written after Content-Length */
+    /** @return a copy of this response carrying one extra header, written before Content-Length */
     public HttpResponse withHeader(String name, String value) {
         return new HttpResponse(status, contentType, body, name, value);
     }

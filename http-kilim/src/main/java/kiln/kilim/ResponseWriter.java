@@ -8,8 +8,9 @@ import kiln.app.HttpDate;
 
 /**
  * Encodes responses into a connection's output bytes, headers in the order {@link Http} fixes for
- * every front end: Server, Date, Content-Type, Content-Length, then the extra header (Allow,
- * Retry-After...), then Connection when needed.
+ * every front end: Server, Date, Content-Type, the extra header (Allow, Retry-After...) when there
+ * is one, Content-Length, then Connection when needed. The status line is always HTTP/1.1, the
+ * highest version this server conforms to (RFC 9110 section 6.2), also for HTTP/1.0 requests.
  */
 final class ResponseWriter {
     private static final byte[] CRLF = {'\r', '\n'};
@@ -18,8 +19,7 @@ final class ResponseWriter {
     private static final byte[] CONTENT_LENGTH = "\r\nContent-Length: ".getBytes(StandardCharsets.US_ASCII);
     private static final byte[] KEEP_ALIVE = "\r\nConnection: keep-alive".getBytes(StandardCharsets.US_ASCII);
     private static final byte[] CLOSE = "\r\nConnection: close".getBytes(StandardCharsets.US_ASCII);
-    private static final byte[] STATUS_200_11 = "HTTP/1.1 200 OK".getBytes(StandardCharsets.US_ASCII);
-    private static final byte[] STATUS_200_10 = "HTTP/1.0 200 OK".getBytes(StandardCharsets.US_ASCII);
+    private static final byte[] STATUS_200 = "HTTP/1.1 200 OK".getBytes(StandardCharsets.US_ASCII);
     private static final ConcurrentHashMap<String, byte[]> ASCII_CACHE = new ConcurrentHashMap<>();
 
     private ResponseWriter() {
@@ -28,27 +28,24 @@ final class ResponseWriter {
     /**
      * Appends one response.
      *
-     * @param minorVersion the request's HTTP minor version (0 or 1), echoed in the status line
+     * @param minorVersion the request's HTTP minor version (0 or 1): HTTP/1.0 keep-alive needs an
+     *                     explicit {@code Connection: keep-alive}
      * @param keepAlive    whether the connection stays open after this response
      * @param head         true when answering HEAD: the head only, Content-Length still that of the
      *                     body GET would get (RFC 9110 section 9.3.2)
      */
     static void write(Output out, int minorVersion, HttpResponse r, boolean keepAlive, boolean head) {
-        if (r.status == 200) {
-            out.put(minorVersion == 0 ? STATUS_200_10 : STATUS_200_11);
-        } else {
-            out.put(ascii((minorVersion == 0 ? "HTTP/1.0 " : "HTTP/1.1 ") + r.status + " " + Http.reason(r.status)));
-        }
+        out.put(r.status == 200 ? STATUS_200 : ascii("HTTP/1.1 " + r.status + " " + Http.reason(r.status)));
         out.put(SERVER);
         out.put(HttpDate.nowAscii());
         out.put(CONTENT_TYPE);
         out.put(ascii(r.contentType));
-        out.put(CONTENT_LENGTH);
-        out.putDecimal(r.body.length);
         if (r.extraHeaderName != null) {
             out.put(CRLF);
             out.put(ascii(r.extraHeaderName + ": " + r.extraHeaderValue));
         }
+        out.put(CONTENT_LENGTH);
+        out.putDecimal(r.body.length);
         if (!keepAlive) {
             out.put(CLOSE);
         } else if (minorVersion == 0) {

@@ -1,0 +1,74 @@
+package kiln.jetty;
+
+import java.nio.ByteBuffer;
+import java.util.concurrent.Executor;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+import jakarta.servlet.AsyncContext;
+import jakarta.servlet.http.HttpServlet;
+import jakarta.servlet.http.HttpServletRequest;
+import jakarta.servlet.http.HttpServletResponse;
+
+import kiln.app.AsyncEndpoints;
+import kiln.app.Reply;
+import org.eclipse.jetty.ee10.servlet.HttpOutput;
+import org.eclipse.jetty.ee10.servlet.ServletContextResponse;
+import org.eclipse.jetty.util.Callback;
+
+/**
+ * The async mode. Threading rule: Jetty's threads only parse requests and call
+ * {@link #service}, which starts async processing, queues the request to the worker threads and
+ * returns at once. A worker runs the endpoint; reads finish inline, and a request that waits
+ * (durable write, {@code /hello} delay) is finished later by a worker again, through
+ * {@link AsyncEndpoints.Waits#nonBlocking}. No worker ever blocks: the response body goes out with
+ * Jetty's non-blocking {@link HttpOutput#sendContent(ByteBuffer, Callback)}, whose callback
+ * completes the {@link AsyncContext}.
+ */
+final class AsyncServlet extends HttpServlet {
+    private static final long serialVersionUID = 1L;
+    private static final Logger LOG = Logger.getLogger(AsyncServlet.class.getName());
+
+    private final transient AsyncEndpoints endpoints;
+    private final transient Executor workers;
+
+    /**
+     * @param endpoints built with {@link AsyncEndpoints.Waits#nonBlocking} on {@code workers}
+     * @param workers   the request queue and its worker threads
+     */
+    AsyncServlet(AsyncEndpoints endpoints, Executor workers) {
+        this.endpoints = endpoints;
+        this.workers = workers;
+    }
+
+    @Override
+    protected void service(HttpServletRequest request, HttpServletResponse response) {
+        AsyncContext async = request.startAsync();
+        // No async timeout: every queued request ends by itself (the database completes or fails
+        // every write, the timer fires every delay); Jetty's idle timeout still ends dead connections.
+        async.setTimeout(0);
+        workers.execute(() -> serve(async));
+    }
+
+    /** On a worker: runs the endpoint, then sends its reply (now, or when the wait ends). */
+    private void serve(AsyncContext async) {
+        HttpServletRequest request = (HttpServletRequest) async.getRequest();
+        endpoints.handle(request.getMethod(), request.getRequestURI(), request.getQueryString())
+            .thenAccept(reply -> send(async, request, reply));
+    }
+
+    private static void send(AsyncContext async, HttpServletRequest request, Reply reply) {
+        try {
+            HttpServletResponse response = (HttpServletResponse) async.getResponse();
+            Responses.head(request, response, reply);
+            HttpOutput out = ServletContextResponse.getServletContextResponse(response).getHttpOutput();
+            out.sendContent(ByteBuffer.wrap(reply.body), Callback.from(async::complete, failure -> {
+                LOG.log(Level.FINE, "response not sent (client gone?)", failure);
+                async.complete();
+            }));
+        } catch (RuntimeException e) {
+            LOG.log(Level.FINE, "response not sent (client gone?)", e);
+            async.complete();
+        }
+    }
+}

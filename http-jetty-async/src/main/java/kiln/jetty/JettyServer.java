@@ -1,0 +1,149 @@
+package kiln.jetty;
+
+import java.io.IOException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+import jakarta.servlet.http.HttpServlet;
+
+import kiln.app.AsyncEndpoints;
+import kiln.app.DemoDb;
+import kiln.app.ModeOptions;
+import org.eclipse.jetty.ee10.servlet.ServletContextHandler;
+import org.eclipse.jetty.ee10.servlet.ServletHolder;
+import org.eclipse.jetty.server.HttpConfiguration;
+import org.eclipse.jetty.server.HttpConnectionFactory;
+import org.eclipse.jetty.server.Server;
+import org.eclipse.jetty.server.ServerConnector;
+import org.eclipse.jetty.server.handler.GracefulHandler;
+import org.eclipse.jetty.util.thread.QueuedThreadPool;
+
+/**
+ * Embedded Jetty 12 serving the demo endpoints through one servlet mapped to {@code /*}.
+ *
+ * <h2>Threads</h2>
+ * <ul>
+ *   <li>{@code --threads N}: N selector threads (Jetty's IO threads, which also accept connections:
+ *       the connector has no separate acceptor thread). Selectors run on Jetty's
+ *       {@link QueuedThreadPool} (Jetty's default size, 8..200 threads), which also runs the
+ *       servlet.</li>
+ *   <li>async mode: {@link AsyncServlet} hands each request to {@code --workers} worker threads
+ *       ({@code kiln-worker-*}) through their queue; one timer thread ({@code kiln-timer}) ends
+ *       {@code /hello} delays. Pool threads never wait on the database.</li>
+ *   <li>blocking mode: {@link BlockingServlet} runs the whole request on a pool thread, so at most
+ *       200 requests are in progress at once.</li>
+ * </ul>
+ */
+final class JettyServer {
+    private static final Logger LOG = Logger.getLogger(JettyServer.class.getName());
+    /** Listen backlog: large enough for a c=1000+ ApacheBench connect burst (capped by net.core.somaxconn). */
+    private static final int BACKLOG = 4096;
+
+    private final Server server;
+    private final ServerConnector connector;
+    /** async mode only, else null */
+    private final ExecutorService workers;
+    /** async mode only, else null */
+    private final ScheduledExecutorService timer;
+
+    /**
+     * @param bind      address to listen on
+     * @param port      TCP port, 0 for any free port
+     * @param selectors Jetty selector (IO) threads, >= 1
+     * @param mode      async (queue + workers) or blocking (thread per request)
+     * @param workers   worker threads in async mode, 1..3
+     * @param demo      the demo tables
+     */
+    JettyServer(String bind, int port, int selectors, ModeOptions.Mode mode, int workers, DemoDb demo) {
+        QueuedThreadPool pool = new QueuedThreadPool();
+        pool.setName("kiln-jetty");
+        server = new Server(pool);
+        server.setErrorHandler(new PlainErrorHandler());
+
+        HttpConfiguration http = new HttpConfiguration();
+        // The contract's Server and Date headers are written by Responses, in the contract's order.
+        http.setSendServerVersion(false);
+        http.setSendDateHeader(false);
+        http.setSendXPoweredBy(false);
+        connector = new ServerConnector(server, 0, selectors, new HttpConnectionFactory(http));
+        connector.setHost(bind);
+        connector.setPort(port);
+        connector.setAcceptQueueSize(BACKLOG);
+        server.addConnector(connector);
+
+        HttpServlet servlet;
+        if (mode == ModeOptions.Mode.ASYNC) {
+            this.workers = Executors.newFixedThreadPool(workers, named("kiln-worker-"));
+            this.timer = Executors.newSingleThreadScheduledExecutor(named("kiln-timer-"));
+            servlet = new AsyncServlet(new AsyncEndpoints(demo, AsyncEndpoints.Waits.nonBlocking(this.workers, timer)), this.workers);
+        } else {
+            this.workers = null;
+            this.timer = null;
+            servlet = new BlockingServlet(new AsyncEndpoints(demo, AsyncEndpoints.Waits.blocking()));
+        }
+        ServletContextHandler context = new ServletContextHandler("/");
+        ServletHolder holder = new ServletHolder("kiln", servlet);
+        holder.setAsyncSupported(mode == ModeOptions.Mode.ASYNC);
+        context.addServlet(holder, "/*");
+        // GracefulHandler lets stop() wait for requests in flight, async ones included.
+        server.setHandler(new GracefulHandler(context));
+    }
+
+    /**
+     * Binds and starts serving.
+     *
+     * @throws IOException when the address cannot be bound (port in use, address not local)
+     */
+    void start() throws IOException {
+        try {
+            server.start();
+        } catch (Exception e) {
+            stop(0);
+            if (e instanceof IOException) throw (IOException) e;
+            throw new IllegalStateException("Jetty failed to start: " + e, e);
+        }
+    }
+
+    /** @return the bound port (the real one when started with port 0) */
+    int port() {
+        return connector.getLocalPort();
+    }
+
+    /**
+     * Stops accepting, waits up to {@code graceMillis} for requests in flight (workers and timer
+     * keep running meanwhile, so queued and waiting requests can finish), then stops the workers.
+     * The database stays open: the caller closes it afterwards.
+     */
+    void stop(long graceMillis) {
+        server.setStopTimeout(graceMillis);
+        try {
+            server.stop();
+        } catch (Exception e) {
+            LOG.log(Level.WARNING, "Jetty did not stop cleanly", e);
+        }
+        if (workers != null) {
+            timer.shutdownNow();
+            workers.shutdown();
+            try {
+                if (!workers.awaitTermination(1, TimeUnit.SECONDS)) workers.shutdownNow();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    private static ThreadFactory named(String prefix) {
+        AtomicInteger n = new AtomicInteger();
+        return r -> {
+            Thread t = new Thread(r, prefix + n.incrementAndGet());
+            t.setDaemon(true);
+            return t;
+        };
+    }
+}

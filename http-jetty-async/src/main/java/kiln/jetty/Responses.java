@@ -1,0 +1,74 @@
+package kiln.jetty;
+
+import java.util.concurrent.ConcurrentHashMap;
+
+import jakarta.servlet.http.HttpServletRequest;
+import jakarta.servlet.http.HttpServletResponse;
+
+import kiln.app.Http;
+import kiln.app.HttpDate;
+import kiln.app.Reply;
+import org.eclipse.jetty.ee10.servlet.ServletContextResponse;
+import org.eclipse.jetty.http.HttpField;
+import org.eclipse.jetty.http.HttpFields;
+import org.eclipse.jetty.http.HttpHeader;
+import org.eclipse.jetty.http.HttpHeaderValue;
+import org.eclipse.jetty.http.HttpVersion;
+import org.eclipse.jetty.http.PreEncodedHttpField;
+
+/**
+ * Writes response headers onto Jetty's core header list in the contract's order ({@link Http}).
+ *
+ * <p>Jetty's own Server and Date headers are switched off in {@link JettyServer}. Jetty normalises
+ * a known content type ({@code text/plain; charset=UTF-8} would become
+ * {@code text/plain;charset=utf-8}, another length), so Content-Type is added as a field Jetty does
+ * not recognise (see {@link #contentType}). Jetty's HTTP/1.1 generator writes the status line as
+ * {@code HTTP/1.1} for every request and {@code Content-Length} and {@code Connection} after every
+ * other field; the contract follows both, so the extra header ({@code Allow}, {@code Retry-After})
+ * goes before {@code Content-Length}.
+ */
+final class Responses {
+    private static final HttpField SERVER = new PreEncodedHttpField(HttpHeader.SERVER, Http.SERVER);
+    static final HttpField CONNECTION_CLOSE = new PreEncodedHttpField(HttpHeader.CONNECTION, HttpHeaderValue.CLOSE.asString());
+    private static final ConcurrentHashMap<String, HttpField> CONTENT_TYPES = new ConcurrentHashMap<>();
+
+    private Responses() {
+    }
+
+    /**
+     * Sets a reply's status and headers, then {@code Connection: close} when an HTTP/1.0 request
+     * did not ask for keep-alive. Jetty itself adds {@code Connection: keep-alive} when it did, and
+     * {@code Connection: close} when an HTTP/1.1 request closes (RFC 9112 section 9.3).
+     */
+    static void head(HttpServletRequest request, HttpServletResponse response, Reply reply) {
+        response.setStatus(reply.status);
+        HttpFields.Mutable fields = ServletContextResponse.getServletContextResponse(response).getHeaders();
+        put(fields, reply.contentType, reply.body.length, reply.extraHeader, reply.extraValue);
+        if (HttpVersion.HTTP_1_0.is(request.getProtocol()) && !asksKeepAlive(request)) fields.put(CONNECTION_CLOSE);
+    }
+
+    /**
+     * Puts Server, Date, Content-Type, the extra header (when not null) and Content-Length, in the
+     * order Jetty will write them.
+     */
+    static void put(HttpFields.Mutable fields, String contentType, int contentLength, String extraHeader, String extraValue) {
+        fields.put(SERVER);
+        fields.put(HttpHeader.DATE, HttpDate.now());
+        fields.put(CONTENT_TYPES.computeIfAbsent(contentType, Responses::contentType));
+        if (extraHeader != null) fields.put(extraHeader, extraValue);
+        fields.put(HttpHeader.CONTENT_LENGTH, Integer.toString(contentLength));
+    }
+
+    /**
+     * A Content-Type field that Jetty passes through verbatim: made without its {@link HttpHeader}
+     * constant, so neither the servlet layer's MIME cache nor the generator recognises it.
+     */
+    private static HttpField contentType(String value) {
+        return new PreEncodedHttpField(null, HttpHeader.CONTENT_TYPE.asString(), value);
+    }
+
+    private static boolean asksKeepAlive(HttpServletRequest request) {
+        String connection = request.getHeader("Connection");
+        return connection != null && new HttpField(HttpHeader.CONNECTION, connection).contains(HttpHeaderValue.KEEP_ALIVE.asString());
+    }
+}

@@ -1,0 +1,65 @@
+package kiln.undertow;
+
+import java.nio.ByteBuffer;
+
+import io.undertow.server.HttpServerExchange;
+import io.undertow.util.HeaderMap;
+import io.undertow.util.Headers;
+import io.undertow.util.HttpString;
+import io.undertow.util.Protocols;
+import kiln.app.Http;
+import kiln.app.HttpDate;
+import kiln.app.Reply;
+
+/** Sends {@link Reply}s on Undertow exchanges. */
+final class Exchanges {
+    private Exchanges() {
+    }
+
+    /**
+     * Answers a request whose HTTP version is neither 1.0 nor 1.1 with 505 and
+     * {@code Connection: close} (RFC 9110 section 15.6.6): the server cannot know how the rest of
+     * such a stream is framed. Only {@code HTTP/0.9} gets this far: Undertow's parser serves any
+     * other unknown {@code HTTP/x.y} as HTTP/1.1 ("falling back to HTTP 1.1"), which a handler
+     * cannot tell apart. Call it on the IO thread, first thing.
+     *
+     * @return true when the exchange was refused (answered), false when it may be served
+     */
+    static boolean refuseUnsupportedVersion(HttpServerExchange exchange) {
+        if (exchange.isHttp11() || exchange.isHttp10()) return false;
+        String protocol = exchange.getProtocol().toString();
+        exchange.setPersistent(false);
+        send(exchange, Reply.versionNotSupported(protocol.substring(protocol.indexOf('/') + 1)));
+        return true;
+    }
+
+    /**
+     * Sets status and headers and sends the body with Undertow's non-blocking sender, which ends
+     * the exchange once written. Callable from any thread that owns the exchange (a dispatched
+     * exchange belongs to whichever thread runs its task).
+     *
+     * <p>Header order: Undertow writes the fields in its {@link HeaderMap}'s hash-table order, not
+     * in insertion order, so the header lines are the contract's but not in its order (the
+     * conformance suite's deviation {@code HEADER_ORDER_HASHED}). Undertow
+     * adds {@code Connection: close} itself when it will close (RFC 9112 section 9.3).
+     */
+    static void send(HttpServerExchange exchange, Reply reply) {
+        exchange.setStatusCode(reply.status);
+        // Undertow's own phrases differ from RFC 9110's for some codes (505 "HTTP Version not supported").
+        exchange.setReasonPhrase(Http.reason(reply.status));
+        HeaderMap headers = exchange.getResponseHeaders();
+        headers.put(Headers.SERVER, Http.SERVER);
+        headers.put(Headers.DATE, HttpDate.now());
+        headers.put(Headers.CONTENT_TYPE, reply.contentType);
+        headers.put(Headers.CONTENT_LENGTH, reply.body.length);
+        if (reply.extraHeader != null) headers.put(HttpString.tryFromString(reply.extraHeader), reply.extraValue);
+        // With ALWAYS_SET_KEEP_ALIVE off (no Connection header on HTTP/1.1 responses), Undertow no
+        // longer confirms an HTTP/1.0 keep-alive either; ApacheBench -k needs that confirmation.
+        if (exchange.isHttp10() && exchange.isPersistent()) headers.put(Headers.CONNECTION, Headers.KEEP_ALIVE.toString());
+        // Undertow writes the request's version in the status line; the contract answers every
+        // request as HTTP/1.1 (RFC 9110 section 6.2: the highest version the server conforms to).
+        // Persistence was settled when the request was parsed, so this changes only the status line.
+        exchange.setProtocol(Protocols.HTTP_1_1);
+        exchange.getResponseSender().send(ByteBuffer.wrap(reply.body));
+    }
+}
