@@ -3,6 +3,7 @@ package kiln.kilim;
 import java.io.EOFException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.channels.SocketChannel;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
@@ -17,6 +18,16 @@ import kilim.nio.EndPoint;
  *
  * <p>Buffers start small (1 KiB in, 1 KiB out) because a keep-alive sweep holds tens of thousands
  * of mostly idle connections; they grow only for large requests or responses.
+ *
+ * <h2>Timeouts</h2>
+ * Kilim's NIO layer has none, so the connection publishes a deadline and the server's
+ * {@link KilimServer reaper thread} enforces it: while waiting for a new request (idle keep-alive),
+ * while a request's head and body arrive (header timeout, against slowloris), and while a response
+ * is being written to a client that does not read. No deadline runs while a handler works. An
+ * overdue connection is only half-closed by the reaper ({@code shutdownInput}/{@code shutdownOutput}):
+ * that wakes this fiber with end-of-stream, and the fiber closes the channel itself. Closing it from
+ * another thread could race with a pending selector registration, which Kilim's registration fiber
+ * does not survive.
  */
 final class HttpConnection extends Task<Object> {
     private static final Logger LOG = Logger.getLogger(HttpConnection.class.getName());
@@ -25,32 +36,48 @@ final class HttpConnection extends Task<Object> {
     private static final int MAX_INPUT = RequestParser.MAX_REQUEST_LINE + RequestParser.MAX_HEADER_BYTES + 2 * RequestParser.MAX_BODY;
     /** Flush pipelined responses once this many bytes are waiting. */
     private static final int FLUSH_AT = 64 * 1024;
+    /** Read attempts that yield to other fibers before asking the selector (Kilim's EndPoint does the same). */
+    private static final int YIELDS_BEFORE_SELECT = 4;
+
+    /** What the current deadline guards. */
+    static final int NONE = 0;
+    static final int IDLE = 1;
+    static final int HEADER = 2;
+    static final int WRITE = 3;
 
     private final KilimServer server;
     private final EndPoint endpoint;
+    private final SocketChannel channel;
+    /** System.nanoTime() after which the reaper may end the connection; meaningful when {@link #phase} != NONE. */
+    private volatile long deadline;
+    private volatile int phase = NONE;
+    /** Set by the reaper before it half-closes the socket, so the fiber knows why it saw end-of-stream. */
+    private volatile int expired = NONE;
 
     HttpConnection(KilimServer server, EndPoint endpoint) {
         this.server = server;
         this.endpoint = endpoint;
+        this.channel = endpoint.dataChannel();
     }
 
     @Override
     public void execute() throws Pausable {
         ByteBuffer in = ByteBuffer.allocate(INITIAL_BUFFER);
         Output out = new Output(INITIAL_BUFFER);
+        server.connectionOpened(this);
         try {
             serve(in, out);
         } catch (EOFException e) {
-            // the client closed the connection: the normal end of a keep-alive session
+            // the client closed the connection (the normal end of a keep-alive session), or a timeout did
         } catch (IOException e) {
             LOG.log(Level.FINE, "connection error", e);
         } finally {
             try {
-                endpoint.sockch.close();
+                channel.close();
             } catch (IOException ignored) {
                 // nothing left to do for a socket that cannot even close
             }
-            server.connectionClosed();
+            server.connectionClosed(this);
         }
     }
 
@@ -63,6 +90,7 @@ final class HttpConnection extends Task<Object> {
                     RequestParser.Parsed p = RequestParser.parse(in.array(), start, in.position());
                     if (p == null) break;
                     start += p.length;
+                    phase = NONE;
                     HttpRequest request = p.request;
                     HttpResponse response = server.respond(request);
                     boolean keepAlive = request.keepAlive() && !server.isStopping();
@@ -85,13 +113,77 @@ final class HttpConnection extends Task<Object> {
             if (out.length() > 0) flush(out);
             if (close) return;
             in = compact(in, start);
-            in = endpoint.fill(in, 1);
+            if (in.position() == 0) {
+                await(IDLE, server.idleTimeoutNanos());
+            } else if (phase != HEADER) {
+                await(HEADER, server.headerTimeoutNanos());  // the first bytes of a request are here
+            }
+            if (!read(in)) {
+                if (expired == HEADER) {
+                    // RFC 9110 section 15.5.9: tell a slow client why, then close
+                    ResponseWriter.write(out, 1, HttpResponse.error(408, "request not received within "
+                        + server.headerTimeoutNanos() / 1_000_000_000L + " s"), false, false);
+                    flush(out);
+                }
+                return;
+            }
+        }
+    }
+
+    /** Starts the deadline for {@code what}: the reaper ends the connection {@code nanos} from now. */
+    private void await(int what, long nanos) {
+        deadline = System.nanoTime() + nanos;
+        phase = what;
+    }
+
+    /**
+     * Reads at least one byte into {@code in}, pausing the fiber until the socket is readable.
+     *
+     * @return false at end-of-stream (the client closed, or the reaper half-closed an overdue connection)
+     */
+    private boolean read(ByteBuffer in) throws Pausable, IOException {
+        int yields = 0;
+        while (true) {
+            int n = channel.read(in);
+            if (n > 0) return true;
+            if (n < 0) return false;
+            if (++yields < YIELDS_BEFORE_SELECT) {
+                Task.yield();
+            } else {
+                endpoint.pauseUntilReadable();
+                yields = 0;
+            }
         }
     }
 
     private void flush(Output out) throws Pausable, IOException {
+        int previous = phase;
+        long previousDeadline = deadline;
+        await(WRITE, server.idleTimeoutNanos());
         endpoint.write(out.toByteBuffer());
         out.clear(INITIAL_BUFFER);
+        deadline = previousDeadline;
+        phase = previous;
+    }
+
+    /**
+     * Called by the reaper thread: if this connection's deadline has passed, half-close it so that
+     * its fiber wakes up with end-of-stream (or a failed write) and closes it.
+     *
+     * @return true if the connection was expired
+     */
+    boolean expireIfOverdue(long now) {
+        int p = phase;
+        if (p == NONE || now - deadline < 0 || expired == p) return false;
+        expired = p;
+        try {
+            channel.shutdownInput();
+            // keep the write side open after a header timeout so the fiber can still send 408
+            if (p != HEADER) channel.shutdownOutput();
+        } catch (IOException e) {
+            LOG.log(Level.FINE, "half-closing an expired connection", e);
+        }
+        return true;
     }
 
     /** Drops the consumed bytes; grows the buffer when a partial request fills it. */

@@ -1,11 +1,16 @@
 package kiln.kilim;
 
 import java.io.IOException;
+import java.lang.management.ManagementFactory;
 import java.net.InetSocketAddress;
 import java.net.StandardSocketOptions;
 import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.logging.Level;
@@ -37,7 +42,11 @@ import kiln.db.QueryFuture;
  *   <li>{@code KilimSelector}: Kilim's selector thread; wakes fibers whose sockets are ready.</li>
  *   <li>carrier threads ({@code threads}, default one per core): run the listener fiber and the
  *       connection fibers. Handlers run here and must never block (see {@link Handler}).</li>
+ *   <li>{@code kiln-timeouts}: once a second, half-closes connections past their idle, header or
+ *       write deadline (see {@link HttpConnection}).</li>
  * </ul>
+ * Beyond {@link #maxConnections} open connections, a new connection gets a one-shot 503 and is
+ * closed, so a flood cannot exhaust the process's file descriptors.
  * This server binds its own listening socket (Kilim's built-in listener binds only 0.0.0.0).
  */
 public final class KilimServer {
@@ -51,7 +60,12 @@ public final class KilimServer {
     private final Router router;
     private final AtomicInteger connections = new AtomicInteger();
     private final AtomicInteger inFlight = new AtomicInteger();
+    private final Set<HttpConnection> open = ConcurrentHashMap.newKeySet();
+    private long idleTimeoutNanos = TimeUnit.SECONDS.toNanos(60);
+    private long headerTimeoutNanos = TimeUnit.SECONDS.toNanos(10);
+    private int maxConnections = defaultMaxConnections();
     private volatile boolean stopping;
+    private ScheduledExecutorService reaper;
     private ServerSocketChannel channel;
     private NioSelectorScheduler selector;
     private Scheduler carriers;
@@ -68,6 +82,49 @@ public final class KilimServer {
         this.requestedPort = port;
         this.threads = threads;
         this.router = router;
+    }
+
+    /**
+     * Sets how long a keep-alive connection may wait for its next request, and how long writing a
+     * response to a client that does not read may take (default 60 s). Call before {@link #start}.
+     */
+    public KilimServer idleTimeout(long millis) {
+        if (millis < 1) throw new IllegalArgumentException("idle timeout must be >= 1 ms, got " + millis);
+        idleTimeoutNanos = TimeUnit.MILLISECONDS.toNanos(millis);
+        return this;
+    }
+
+    /**
+     * Sets how long a request's head and body may take to arrive once its first byte is in
+     * (default 10 s); a slower client gets 408 and is closed. Call before {@link #start}.
+     */
+    public KilimServer headerTimeout(long millis) {
+        if (millis < 1) throw new IllegalArgumentException("header timeout must be >= 1 ms, got " + millis);
+        headerTimeoutNanos = TimeUnit.MILLISECONDS.toNanos(millis);
+        return this;
+    }
+
+    /**
+     * Sets the most connections open at once (default: the process's open-files limit minus 64,
+     * kept for LMDB, jars and logs). Call before {@link #start}.
+     */
+    public KilimServer maxConnections(int n) {
+        if (n < 1) throw new IllegalArgumentException("max connections must be >= 1, got " + n);
+        maxConnections = n;
+        return this;
+    }
+
+    /** @return the connection cap in force */
+    public int maxConnections() {
+        return maxConnections;
+    }
+
+    long idleTimeoutNanos() {
+        return idleTimeoutNanos;
+    }
+
+    long headerTimeoutNanos() {
+        return headerTimeoutNanos;
     }
 
     /**
@@ -91,9 +148,24 @@ public final class KilimServer {
         channel = ssc;
         selector = new NioSelectorScheduler();
         carriers = new AffineScheduler(threads, 0);
+        reaper = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "kiln-timeouts");
+            t.setDaemon(true);
+            return t;
+        });
+        reaper.scheduleWithFixedDelay(this::expireOverdue, 1, 1, TimeUnit.SECONDS);
         Task listener = new Listener(ssc);
         listener.setScheduler(carriers);
         listener.start();
+    }
+
+    private void expireOverdue() {
+        long now = System.nanoTime();
+        int expired = 0;
+        for (HttpConnection c : open) {
+            if (c.expireIfOverdue(now)) expired++;
+        }
+        if (expired > 0) LOG.fine("timed out " + expired + " connections");
     }
 
     /** @return the port actually bound (useful with port 0) */
@@ -131,6 +203,7 @@ public final class KilimServer {
             }
         }
         if (inFlight.get() > 0) LOG.warning(inFlight.get() + " requests still running after " + graceMillis + " ms; stopping anyway");
+        if (reaper != null) reaper.shutdownNow();
         if (carriers != null) carriers.shutdown();
         if (selector != null) selector.shutdown();
     }
@@ -152,8 +225,23 @@ public final class KilimServer {
         }
     }
 
-    void connectionClosed() {
+    void connectionOpened(HttpConnection c) {
+        open.add(c);
+    }
+
+    void connectionClosed(HttpConnection c) {
+        open.remove(c);
         connections.decrementAndGet();
+    }
+
+    /** The open-files limit of this process minus a reserve, or 10000 when the JVM cannot tell. */
+    private static int defaultMaxConnections() {
+        java.lang.management.OperatingSystemMXBean os = ManagementFactory.getOperatingSystemMXBean();
+        if (os instanceof com.sun.management.UnixOperatingSystemMXBean) {
+            long max = ((com.sun.management.UnixOperatingSystemMXBean) os).getMaxFileDescriptorCount();
+            return (int) Math.max(16, Math.min(Integer.MAX_VALUE, max - 64));
+        }
+        return 10_000;
     }
 
     static void requireWoven(Class<?> c) {
@@ -174,10 +262,21 @@ public final class KilimServer {
         }
     }
 
+    /** @return the 503 (with Retry-After and Connection: close) sent to a connection over the cap */
+    private static byte[] overCapacityResponse() {
+        Output out = new Output(256);
+        ResponseWriter.write(out, 1, HttpResponse.error(503, "too many connections; retry shortly"), false, false);
+        byte[] b = new byte[out.length()];
+        out.toByteBuffer().get(b);
+        return b;
+    }
+
     /** The accept loop, itself a fiber: pauses until the selector reports a pending connection. */
     private final class Listener extends Task<Object> {
         private final ServerSocketChannel ssc;
         private long lastAcceptErrorLog;
+        private long lastRefusalLog;
+        private long refusedSinceLog;
 
         Listener(ServerSocketChannel ssc) {
             this.ssc = ssc;
@@ -223,10 +322,35 @@ public final class KilimServer {
                     }
                     continue;
                 }
+                if (connections.get() >= maxConnections) {
+                    refuse(ch);
+                    continue;
+                }
                 connections.incrementAndGet();
                 HttpConnection c = new HttpConnection(KilimServer.this, new EndPoint(selector, ch));
                 c.setScheduler(carriers);
                 c.start();
+            }
+        }
+
+        /**
+         * Answers a connection over the cap with one non-blocking write of a 503 and closes it. The
+         * write may be partial; the close is what matters. Logged at most once per 10 s with a count.
+         */
+        private void refuse(SocketChannel ch) {
+            try {
+                ch.write(java.nio.ByteBuffer.wrap(overCapacityResponse()));
+            } catch (IOException ignored) {
+                // best effort: the client may already be gone
+            }
+            closeQuietly(ch);
+            refusedSinceLog++;
+            long now = System.currentTimeMillis();
+            if (now - lastRefusalLog > 10_000) {
+                LOG.warning("refused " + refusedSinceLog + " connection(s) with 503 since the last report: " + connections.get()
+                    + " open, the cap is " + maxConnections + " (--max-connections); reporting at most every 10 s");
+                lastRefusalLog = now;
+                refusedSinceLog = 0;
             }
         }
     }
