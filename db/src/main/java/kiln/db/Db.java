@@ -94,7 +94,7 @@ public final class Db implements AutoCloseable {
      */
     public synchronized <K, V> Table<K, V> table(String name, Codec<K> keys, Codec<V> values) {
         checkOpen();
-        if (writer.isWriterThread()) {
+        if (writer.isRunningQuery()) {
             throw new IllegalStateException("db.table() cannot be called inside a write query; open tables at start-up");
         }
         return new Table<>(name, env.openDbi(name, DbiFlags.MDB_CREATE), keys, values);
@@ -117,7 +117,7 @@ public final class Db implements AutoCloseable {
     }
 
     private <R> R readNow(Query<R> query) throws Exception {
-        if (writer.isWriterThread()) {
+        if (writer.isRunningQuery()) {
             throw new IllegalStateException("db.read() inside a write query: use the write transaction you were given");
         }
         ReentrantReadWriteLock.ReadLock lock = mapLock.readLock();
@@ -178,7 +178,7 @@ public final class Db implements AutoCloseable {
      *         {@link DbException.CommitFailed} when the commit itself failed (e.g. disk full)
      */
     public <R> QueryFuture<R> write(Query<R> query) {
-        if (writer.isWriterThread()) {
+        if (writer.isRunningQuery()) {
             // joining it would deadlock the writer on itself
             return QueryFuture.failed(new IllegalStateException(
                 "db.write() inside a write query: do the work in the transaction you were given"));
@@ -197,9 +197,15 @@ public final class Db implements AutoCloseable {
     /**
      * Stops accepting writes, commits every write already queued, waits for reads in flight, and
      * closes LMDB. Idempotent.
+     *
+     * @throws IllegalStateException on the writer thread (in a write future's callback)
      */
     @Override
     public void close() {
+        if (writer.isWriterThread()) {
+            throw new IllegalStateException("db.close() from a write future's callback would wait for the writer thread,"
+                + " which is running that callback; close from another thread");
+        }
         synchronized (this) {
             if (closed) return;
             closed = true;

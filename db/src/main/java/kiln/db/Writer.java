@@ -72,6 +72,18 @@ final class Writer implements Runnable {
         this.thread.start();
     }
 
+    /** True only on the writer thread, and only while it runs a write query. */
+    private boolean runningQuery;
+
+    /**
+     * @return whether the caller is a write query (its transaction is open on this thread). Future
+     *         callbacks that run on the writer thread after the commit are not: they may read and
+     *         submit writes.
+     */
+    boolean isRunningQuery() {
+        return Thread.currentThread() == thread && runningQuery;
+    }
+
     boolean isWriterThread() {
         return Thread.currentThread() == thread;
     }
@@ -168,7 +180,12 @@ final class Writer implements Runnable {
                 p.error = null;
                 try (org.lmdbjava.Txn<ByteBuffer> child = env.txn(parent)) {
                     try {
-                        p.run(new Txn(child, false));
+                        runningQuery = true;
+                        try {
+                            p.run(new Txn(child, false));
+                        } finally {
+                            runningQuery = false;
+                        }
                         child.commit();
                     } catch (Env.MapFullException e) {
                         throw new Retry(true);

@@ -1,0 +1,119 @@
+package kiln.db;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.Random;
+import java.util.concurrent.CompletionException;
+
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Each failure of the database itself arrives as its own {@link DbException} subtype. */
+class ErrorsTest {
+    @TempDir Path dir;
+
+    private static Throwable failure(QueryFuture<?> f) {
+        assertTrue(f.isDone(), "a refused query's future is completed at once");
+        return assertThrows(CompletionException.class, f::join).getCause();
+    }
+
+    @Test
+    void writeAfterCloseIsClosed() {
+        Db db = Db.open(dir);
+        Table<Integer, Integer> t = db.table("t", Codec.INT, Codec.INT);
+        db.close();
+        assertInstanceOf(DbException.Closed.class, failure(db.write(txn -> { t.put(txn, 1, 1); return null; })));
+    }
+
+    @Test
+    void readAfterCloseIsClosed() {
+        Db db = Db.open(dir);
+        Table<Integer, Integer> t = db.table("t", Codec.INT, Codec.INT);
+        db.close();
+        assertInstanceOf(DbException.Closed.class, failure(db.read(txn -> t.get(txn, 1))));
+    }
+
+    @Test
+    void tableAfterCloseIsClosed() {
+        Db db = Db.open(dir);
+        db.close();
+        assertThrows(DbException.Closed.class, () -> db.table("t", Codec.INT, Codec.INT));
+    }
+
+    @Test
+    void dataDirectoryThatIsARegularFileIsDataDirectoryError() throws IOException {
+        Path file = Files.writeString(dir.resolve("not-a-dir"), "x");
+        assertThrows(DbException.DataDirectory.class, () -> Db.open(file));
+    }
+
+    @Test
+    void dataDirectoryUnderARegularFileIsDataDirectoryError() throws IOException {
+        // cannot be created by anyone, root included (ENOTDIR), unlike a chmod'ed directory
+        Path file = Files.writeString(dir.resolve("plain-file"), "x");
+        assertThrows(DbException.DataDirectory.class, () -> Db.open(file.resolve("data")));
+    }
+
+    @Test
+    void readOnlyDataDirectoryIsDataDirectoryError() throws IOException {
+        Path ro = Files.createDirectory(dir.resolve("ro"));
+        Files.setPosixFilePermissions(ro, PosixFilePermissions.fromString("r-xr-xr-x"));
+        try {
+            // root (as in CI) ignores directory permissions: there the test above covers DataDirectory
+            boolean reallyReadOnly;
+            try {
+                Files.delete(Files.createFile(ro.resolve("probe")));
+                reallyReadOnly = false;
+            } catch (IOException e) {
+                reallyReadOnly = true;
+            }
+            Assumptions.assumeTrue(reallyReadOnly, "running as root: permission bits do not stop writes");
+            assertThrows(DbException.DataDirectory.class, () -> Db.open(ro));
+        } finally {
+            Files.setPosixFilePermissions(ro, PosixFilePermissions.fromString("rwxr-xr-x"));
+        }
+    }
+
+    @Test
+    void garbageDataFileIsCorrupt() throws IOException {
+        byte[] garbage = new byte[64 << 10];
+        new Random(42).nextBytes(garbage);
+        Files.write(dir.resolve("data.mdb"), garbage);
+        DbException.Corrupt e = assertThrows(DbException.Corrupt.class, () -> Db.open(dir));
+        assertTrue(e.getMessage().contains(dir.toAbsolutePath().toString()), e.getMessage());
+    }
+
+    @Test
+    void truncatedDataFileIsCorrupt() throws IOException {
+        Files.write(dir.resolve("data.mdb"), new byte[] {1, 2, 3});
+        assertThrows(DbException.Corrupt.class, () -> Db.open(dir));
+    }
+
+    @Test
+    void fullWriteQueueIsOverloaded() throws Exception {
+        try (Db db = Db.builder(dir).queueCapacity(1).open()) {
+            Table<Integer, Integer> t = db.table("t", Codec.INT, Codec.INT);
+            QueryFuture<Object> queued;
+            QueryFuture<Object> refused;
+            WriterGate gate = new WriterGate(db);
+            try {
+                queued = db.write(txn -> { t.put(txn, 1, 1); return null; });
+                refused = db.write(txn -> { t.put(txn, 2, 2); return null; });
+                assertInstanceOf(DbException.Overloaded.class, failure(refused));
+            } finally {
+                gate.open();
+            }
+            queued.join();
+            // the queue drained: writes are accepted again
+            db.write(txn -> { t.put(txn, 3, 3); return null; }).join();
+            assertEquals(2L, db.read(t::count).join());
+        }
+    }
+}
