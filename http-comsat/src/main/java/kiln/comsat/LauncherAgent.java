@@ -1,0 +1,31 @@
+package kiln.comsat;
+
+import java.lang.instrument.Instrumentation;
+
+import co.paralleluniverse.fibers.instrument.JavaAgent;
+
+/**
+ * Starts Quasar's instrumentation agent for {@code java -jar kiln-comsat.jar}: the jar's manifest
+ * names this class as its {@code Launcher-Agent-Class}, which the JVM runs before {@link Main},
+ * with the class-retransformation capability the manifest grants. So the Comsat jar starts with the
+ * same command as every other front end. When {@code -javaagent:kiln-quasar-agent.jar} started
+ * Quasar already (the tests run from classes that way), this does nothing.
+ *
+ * <p>The Quasar classes in the jar are those of kiln-quasar-agent (quasar-core with ASM 9 and the
+ * ASM9 API level), never the original quasar-core jar.
+ */
+public final class LauncherAgent {
+    private LauncherAgent() {
+    }
+
+    /**
+     * @param args passed to Quasar's agent (its option letters, e.g. "v" for verbose); may be null
+     * @param inst the JVM's instrumentation
+     */
+    public static void agentmain(String args, Instrumentation inst) {
+        // On an unsupported JDK Quasar's transformer would only print errors for every class;
+        // Main explains the problem instead.
+        if (!Preflight.supportedJdk(Runtime.version().feature()) || JavaAgent.isActive()) return;
+        JavaAgent.premain(args, inst);
+    }
+}

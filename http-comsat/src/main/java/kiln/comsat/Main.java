@@ -1,0 +1,85 @@
+package kiln.comsat;
+
+import java.io.IOException;
+import java.util.logging.Logger;
+
+import kiln.app.DemoDb;
+import kiln.app.Params;
+import kiln.app.ServerOptions;
+import kiln.app.Shutdown;
+import kiln.db.Db;
+import kiln.db.DbException;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+
+/**
+ * {@code java -jar kiln-comsat.jar [--port N] [--bind ADDR] [--data DIR] [--threads N]} on JDK 17:
+ * opens (and on first start fills) the database, serves the demo endpoints with Comsat's
+ * FiberHttpServlet on embedded Jetty 9.4, and on SIGTERM or Ctrl-C stops accepting, finishes
+ * requests in flight, commits queued writes and closes LMDB.
+ *
+ * <p>The jar starts Quasar's agent itself ({@link LauncherAgent}) and opens java.lang through its
+ * manifest; run from classes instead, the JVM needs
+ * {@code -javaagent:kiln-quasar-agent.jar --add-opens java.base/java.lang=ALL-UNNAMED}.
+ * {@link Preflight} checks both.
+ */
+@Command(name = "kiln-comsat", mixinStandardHelpOptions = true, version = "kiln-comsat 0.1.0",
+    description = "The kiln demo endpoints served by Quasar fibers: Comsat's FiberHttpServlet on embedded Jetty 9.4. JDK 17 only.%n"
+        + "--threads sets the fiber scheduler's carrier threads.%n"
+        + "Endpoints: / /plaintext /json /db /queries?queries=N /updates?queries=N /fortunes /hello?delay=MS")
+public final class Main {
+    private static final Logger LOG = Logger.getLogger(Main.class.getName());
+    static final String NAME = "kiln-comsat";
+    /** How long a stop waits for requests in flight, ms. */
+    private static final long GRACE_MS = 5_000;
+    private static final String FIBER_PARALLELISM = "co.paralleluniverse.fibers.DefaultFiberPool.parallelism";
+    /**
+     * Comsat's timeout for the async request each fiber answers, ms. Without it Jetty's default (30 s)
+     * ends a {@code /hello?delay=MS} longer than that with an error instead of its answer.
+     */
+    private static final String ASYNC_TIMEOUT = "co.paralleluniverse.fibers.servlet.FiberHttpServlet.asyncTimeout";
+
+    @Mixin
+    ServerOptions server;
+
+    public static void main(String[] args) {
+        ServerOptions options = ServerOptions.parseOrExit(new Main(), args);
+        String problem = Preflight.problem();
+        if (problem != null) ServerOptions.fail(NAME, problem);
+        // Read once each: when the first fiber creates Quasar's default scheduler, and when the
+        // servlet's class loads. Both happen after this.
+        if (System.getProperty(FIBER_PARALLELISM) == null) {
+            System.setProperty(FIBER_PARALLELISM, Integer.toString(options.threadsOrDefault()));
+        }
+        if (System.getProperty(ASYNC_TIMEOUT) == null) {
+            System.setProperty(ASYNC_TIMEOUT, Long.toString(Params.MAX_DELAY_MS + 30_000L));
+        }
+        Db db = null;
+        try {
+            db = Db.open(options.data);
+            DemoDb demo = DemoDb.open(db);
+            ComsatServer server = new ComsatServer(options.bind, options.port, demo);
+            server.start();
+            Db openDb = db;
+            Shutdown.onSignal(() -> {
+                LOG.info("stopping: finishing requests in flight, committing queued writes");
+                server.stop(GRACE_MS);
+                openDb.close();
+                LOG.info("stopped; database closed");
+            });
+            System.out.println(NAME + " listening on http://" + options.bind + ":" + server.port() + "/");
+            System.out.flush();
+            // main ends here; Jetty's (non-daemon) threads serve until the signal stops them.
+        } catch (DbException e) {
+            ServerOptions.fail(NAME, e.getMessage());
+        } catch (IOException e) {
+            closeQuietly(db);
+            ServerOptions.fail(NAME, "cannot listen on " + options.bind + ":" + options.port + ": " + e.getMessage()
+                + " (is another server using the port? choose another with --port)");
+        }
+    }
+
+    private static void closeQuietly(Db db) {
+        if (db != null) db.close();
+    }
+}

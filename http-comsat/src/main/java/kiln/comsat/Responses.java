@@ -1,0 +1,59 @@
+package kiln.comsat;
+
+import java.io.IOException;
+
+import javax.servlet.http.HttpServletRequest;
+
+import kiln.app.Http;
+import kiln.app.HttpDate;
+import kiln.app.Reply;
+import org.eclipse.jetty.http.HttpField;
+import org.eclipse.jetty.http.HttpFields;
+import org.eclipse.jetty.http.HttpHeader;
+import org.eclipse.jetty.http.HttpHeaderValue;
+import org.eclipse.jetty.http.HttpVersion;
+import org.eclipse.jetty.http.PreEncodedHttpField;
+import org.eclipse.jetty.server.Response;
+
+/**
+ * Writes a {@link Reply} as the contract's response (see {@link Http}). Fields go straight into
+ * Jetty's {@link HttpFields}: {@link Response#setContentType} would respell
+ * {@code text/plain; charset=UTF-8} as Jetty's cached {@code text/plain;charset=utf-8}.
+ * {@link ContractHead} puts the fields in the contract's order on the wire.
+ */
+final class Responses {
+    private static final HttpField SERVER = new PreEncodedHttpField(HttpHeader.SERVER, Http.SERVER);
+    private static final HttpField CONNECTION_CLOSE = new PreEncodedHttpField(HttpHeader.CONNECTION, HttpHeaderValue.CLOSE.asString());
+
+    private Responses() {
+    }
+
+    /** Puts Server, Date and Content-Type (Content-Length comes from the body's length). */
+    static void putHead(HttpFields fields, String contentType) {
+        fields.put(SERVER);
+        fields.put(HttpHeader.DATE, HttpDate.now());
+        fields.put(HttpHeader.CONTENT_TYPE, contentType);
+    }
+
+    /**
+     * Sends {@code reply} as the whole response. Jetty has already put the request's
+     * {@code Connection} answer into the response's fields ({@code keep-alive} for an HTTP/1.0
+     * keep-alive request, {@code close} for an HTTP/1.1 request that asked for it); an HTTP/1.0
+     * request without keep-alive gets {@code Connection: close} here, since Jetty closes the
+     * connection after it without saying so.
+     *
+     * <p>May block the calling carrier thread only while the socket's send buffer is full (Jetty
+     * writes the response once its Content-Length worth of bytes is written).
+     */
+    static void send(HttpServletRequest request, Response response, Reply reply) throws IOException {
+        HttpFields fields = response.getHttpFields();
+        putHead(fields, reply.contentType);
+        if (reply.extraHeader != null) fields.put(reply.extraHeader, reply.extraValue);
+        if (HttpVersion.HTTP_1_0.is(request.getProtocol()) && !fields.contains(HttpHeader.CONNECTION)) {
+            fields.put(CONNECTION_CLOSE);
+        }
+        response.setStatus(reply.status);
+        response.setContentLength(reply.body.length);
+        response.getOutputStream().write(reply.body);
+    }
+}
