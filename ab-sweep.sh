@@ -54,7 +54,7 @@ Options:
   --report DIR       regenerate the CSV/JSON/PNG/HTML of an earlier results directory and exit
   -h, --help         this help
 
-Environment: JAVA (java binary, default java), COMSAT_AGENT (Quasar agent jar for comsat).
+Environment: JAVA (java binary, default java).
 Needs: ab (apache2-utils), java 17+, taskset (util-linux), ss (iproute2), python3; nginx for the
 nginx anchor, wrk for --client wrk, mvn to build. Loopback only; every run is bounded in time.
 EOF
@@ -410,14 +410,10 @@ OUT=$(cd "$OUT" && pwd)
 
 setup_venv
 
-# jar_outdated: SRV_JAR or a -javaagent jar of SRV_JVM is missing, or a main source or pom it is built
-# from (SRV_SOURCES and the root pom; tests do not count) is newer than SRV_JAR.
+# jar_outdated: SRV_JAR is missing, or a main source or pom it is built from (SRV_SOURCES and the
+# root pom; tests do not count) is newer than SRV_JAR.
 jar_outdated() {
-  local opt
   [[ -f $SRV_JAR ]] || return 0
-  for opt in "${SRV_JVM[@]}"; do
-    [[ $opt != -javaagent:* || -f ${opt#-javaagent:} ]] || return 0
-  done
   [[ -n $(find "${SRV_SOURCES[@]}" pom.xml -path '*/src/test' -prune -o \( -name '*.java' -o -name pom.xml \) \
     -newer "$SRV_JAR" -print -quit 2>/dev/null) ]]
 }
@@ -430,7 +426,7 @@ for s in "${SELECTED[@]}"; do
         :
       elif ((!BUILD)); then
         [[ -f $SRV_JAR ]] || die "$s: $SRV_JAR is missing (--no-build)"
-        note "$s: $SRV_JAR is older than its sources or lacks its agent; using it as it is (--no-build)"
+        note "$s: $SRV_JAR is older than its sources; using it as it is (--no-build)"
       else
         need_tool mvn "building $SRV_JAR needs Maven: apt-get install -y maven"
         note "building $SRV_JAR: mvn -B -q -DskipTests -pl $SRV_MODULE -am package (log: $OUT/logs/build-$SRV_MODULE.log)"
@@ -440,11 +436,6 @@ for s in "${SELECTED[@]}"; do
         fi
         [[ -f $SRV_JAR ]] || die "the build of $SRV_MODULE succeeded but made no $SRV_JAR"
       fi
-      for opt in "${SRV_JVM[@]}"; do
-        if [[ $opt == -javaagent:* && ! -f ${opt#-javaagent:} ]]; then
-          die "$s: agent jar ${opt#-javaagent:} not found (build $SRV_MODULE, or set COMSAT_AGENT=/path/to/agent.jar)"
-        fi
-      done
       ;;
     dummy)
       if [[ ! -f $TMP/dummy/DummyServer.class ]]; then

@@ -30,12 +30,11 @@ sweep_server_def() {
       SRV_MODULE=http-undertow-async SRV_JAR=http-undertow-async/target/kiln-undertow.jar
       SRV_ARGS=(--mode "${1#undertow-}") ;;
     comsat)
-      # Quasar instruments through its repaired agent and cannot run on JDK 19+ (FACTS.md).
-      # The agent jar is built by the quasar-agent module, which http-comsat depends on.
+      # Quasar cannot run on JDK 19+ (FACTS.md). The jar carries the repaired Quasar agent and
+      # starts it itself (Launcher-Agent-Class) with the opens it needs: adding -javaagent here
+      # would make Quasar instrument the JDK launcher and die before main.
       SRV_MODULE=http-comsat SRV_JAR=http-comsat/target/kiln-comsat.jar SRV_JDK=17
-      SRV_JVM=(--add-opens java.base/java.lang=ALL-UNNAMED
-        -Dco.paralleluniverse.fibers.allowJdkInstrumentation=true
-        "-javaagent:${COMSAT_AGENT:-quasar-agent/target/kiln-quasar-agent.jar}")
+      SRV_JVM=()
       SRV_SOURCES=(quasar-agent) ;;
     dummy) SRV_KIND=dummy ;;
     nginx) SRV_KIND=nginx ;;

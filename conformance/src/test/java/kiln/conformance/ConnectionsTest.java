@@ -1,0 +1,243 @@
+package kiln.conformance;
+
+import static kiln.conformance.RawConnection.get;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.stream.Stream;
+
+import kiln.app.Http;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * Connection handling on the wire (raw sockets): persistence (RFC 9112 section 9.3), pipelining
+ * (section 9.3.2), methods (RFC 9110 section 15.5.6), and malformed requests (RFC 9112 sections 3
+ * and 5: 400, then close, since the rest of the stream can no longer be framed).
+ */
+class ConnectionsTest {
+    @RegisterExtension
+    static final Servers SERVERS = new Servers("ConnectionsTest");
+
+    static java.util.List<FrontEnd> servers() {
+        return FrontEnd.underTest();
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("servers")
+    void http11KeepsTheConnectionOpenByDefault(FrontEnd fe) {
+        try (RawConnection c = RawConnection.open(SERVERS.get(fe))) {
+            RawResponse first = c.exchange(get("/plaintext"));
+            assertEquals("HTTP/1.1 200 OK", first.statusLine);
+            assertNull(first.header("Connection"), () -> "no Connection field on a persistent HTTP/1.1 response:\n" + first);
+            RawResponse second = c.exchange(get("/json"));
+            assertEquals("HTTP/1.1 200 OK", second.statusLine);
+            assertEquals("{\"message\":\"Hello, World!\"}", second.bodyText());
+        }
+    }
+
+    /** ApacheBench -k sends HTTP/1.0 with "Connection: Keep-Alive"; option names are case-insensitive (RFC 9110 section 7.6.1). */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("servers")
+    void http10KeepAliveIsHonouredAndAnnounced(FrontEnd fe) {
+        try (RawConnection c = RawConnection.open(SERVERS.get(fe))) {
+            for (String option : new String[] {"Keep-Alive", "keep-alive"}) {
+                RawResponse r = c.exchange("GET /plaintext HTTP/1.0\r\nHost: 127.0.0.1\r\nConnection: " + option + "\r\n\r\n");
+                assertEquals("HTTP/1.1 200 OK", r.statusLine, () -> "always HTTP/1.1 (RFC 9110 section 6.2):\n" + r);
+                assertEquals("keep-alive", r.header("Connection"), () -> "Connection field of\n" + r);
+                assertEquals("Hello, World!", r.bodyText());
+            }
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("servers")
+    void http10WithoutKeepAliveIsClosedAfterTheResponse(FrontEnd fe) {
+        try (RawConnection c = RawConnection.open(SERVERS.get(fe))) {
+            RawResponse r = c.exchange("GET /plaintext HTTP/1.0\r\n\r\n");
+            assertEquals("HTTP/1.1 200 OK", r.statusLine, () -> "always HTTP/1.1 (RFC 9110 section 6.2):\n" + r);
+            assertEquals("Hello, World!", r.bodyText());
+            assertEquals("close", r.header("Connection"), () -> "the server closes, so it says so (Http's contract):\n" + r);
+            assertNull(c.closedByServer());
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("servers")
+    void http11ConnectionCloseIsHonoured(FrontEnd fe) {
+        try (RawConnection c = RawConnection.open(SERVERS.get(fe))) {
+            RawResponse r = c.exchange("GET /plaintext HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+            assertEquals("HTTP/1.1 200 OK", r.statusLine);
+            assertEquals("close", r.header("Connection"), () -> r.toString());
+            assertNull(c.closedByServer());
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("servers")
+    void pipelinedRequestsAreAnsweredInOrder(FrontEnd fe) {
+        try (RawConnection c = RawConnection.open(SERVERS.get(fe))) {
+            c.send(get("/plaintext") + get("/json") + get("/hello"));
+            assertEquals("Hello, World!", c.read().bodyText());
+            assertEquals("{\"message\":\"Hello, World!\"}", c.read().bodyText());
+            assertEquals("HelloWorld", c.read().bodyText());
+            assertEquals("Hello, World!", c.exchange(get("/plaintext")).bodyText(), "the connection is still usable");
+        }
+    }
+
+    /** A slow first request must not let the quick ones behind it answer first (RFC 9112 section 9.3.2). */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("servers")
+    void pipelinedSlowRequestIsNotOvertaken(FrontEnd fe) {
+        try (RawConnection c = RawConnection.open(SERVERS.get(fe))) {
+            c.send(get("/hello?delay=200") + get("/plaintext") + get("/db"));
+            assertEquals("HelloWorld", c.read().bodyText());
+            assertEquals("Hello, World!", c.read().bodyText());
+            assertTrue(c.read().bodyText().startsWith("{\"id\":"), "third answer is /db's");
+        }
+    }
+
+    /** TCP is a byte stream: a request may arrive in pieces, even mid-line. */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("servers")
+    void requestSplitAcrossWritesIsAnswered(FrontEnd fe) throws InterruptedException {
+        try (RawConnection c = RawConnection.open(SERVERS.get(fe))) {
+            String request = get("/plaintext");
+            for (String piece : new String[] {request.substring(0, 7), request.substring(7, 25), request.substring(25)}) {
+                c.send(piece);
+                Thread.sleep(50);
+            }
+            RawResponse r = c.read();
+            assertEquals("HTTP/1.1 200 OK", r.statusLine);
+            assertEquals("Hello, World!", r.bodyText());
+        }
+    }
+
+    static Stream<Arguments> otherMethods() {
+        return FrontEnd.cross(new Object[][] {{"POST"}, {"PUT"}, {"DELETE"}, {"PATCH"}, {"OPTIONS"}});
+    }
+
+    @ParameterizedTest(name = "{0} {1} /plaintext -> 405")
+    @MethodSource("otherMethods")
+    void otherMethodsAre405WithAllowGet(FrontEnd fe, String method) {
+        try (RawConnection c = RawConnection.open(SERVERS.get(fe))) {
+            RawResponse r = c.exchange(method + " /plaintext HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n");
+            assertEquals("HTTP/1.1 405 Method Not Allowed", r.statusLine, () -> r.toString());
+            assertEquals("GET", r.header("Allow"), () -> r.toString());
+            assertEquals(Http.TEXT_PLAIN, r.header("Content-Type"));
+            assertTrue(r.bodyText().startsWith("405 Method Not Allowed"), () -> r.bodyText());
+            assertEquals("Hello, World!", c.exchange(get("/plaintext")).bodyText(), "a 405 keeps the connection usable");
+        }
+    }
+
+    /**
+     * HEAD is one of the "other methods" (405), but a response to HEAD never has content: the
+     * client ends it at the empty line whatever Content-Length says (RFC 9110 section 9.3.2,
+     * RFC 9112 section 6.3). Content sent anyway would be read as the start of the next response.
+     */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("servers")
+    void headIs405WithoutContent(FrontEnd fe) {
+        try (RawConnection c = RawConnection.open(SERVERS.get(fe))) {
+            c.send("HEAD /plaintext HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" + get("/plaintext"));
+            RawResponse r = c.readHeadOnly();
+            assertEquals("HTTP/1.1 405 Method Not Allowed", r.statusLine, () -> r.toString());
+            assertEquals("GET", r.header("Allow"), () -> r.toString());
+            String next = c.peek("HTTP/1.1 200 OK".length());
+            assertEquals("HTTP/1.1 200 OK", next, "the bytes after the HEAD response's head must be the next response, not content");
+            assertEquals("Hello, World!", c.read().bodyText());
+        }
+    }
+
+    /**
+     * A rejected request's body is part of the stream (RFC 9112 section 6.3): the server either
+     * reads past it and answers the next request, or says Connection: close and closes. It must
+     * never parse the body as a request.
+     */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("servers")
+    void bodyOfRejectedRequestIsNotTakenForARequest(FrontEnd fe) {
+        try (RawConnection c = RawConnection.open(SERVERS.get(fe))) {
+            String body = "GET /nope HTTP/1.1\r\n\r\n";
+            RawResponse r = c.exchange("POST /plaintext HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: " + body.length()
+                + "\r\n\r\n" + body);
+            assertEquals(405, r.status, () -> r.toString());
+            if ("close".equals(r.header("Connection"))) {
+                assertNull(c.closedByServer());
+            } else {
+                RawResponse next = c.exchange(get("/plaintext"));
+                assertEquals("HTTP/1.1 200 OK", next.statusLine, () -> "the request after the POST, not its body, is answered:\n" + next);
+                assertEquals("Hello, World!", next.bodyText());
+            }
+        }
+    }
+
+    /** Each row: what is wrong, the request, and the deviation that lets a front end answer it otherwise (or null). */
+    static Stream<Arguments> malformedRequests() {
+        return FrontEnd.cross(new Object[][] {
+            {"not a request line", "GARBAGE\r\n\r\n", null},
+            {"no HTTP version (HTTP/0.9)", "GET /plaintext\r\n\r\n", null},
+            {"version not DIGIT.DIGIT", "GET /plaintext HTTP/1.x\r\nHost: 127.0.0.1\r\n\r\n", Deviation.MALFORMED_VERSION_IS_505},
+            {"header line without colon", "GET /plaintext HTTP/1.1\r\nHost: 127.0.0.1\r\nNoColonHere\r\n\r\n", null},
+            {"whitespace before colon (RFC 9112 5.1 MUST 400)", "GET /plaintext HTTP/1.1\r\nHost : 127.0.0.1\r\n\r\n", null},
+            {"HTTP/1.1 without Host (RFC 9112 3.2 MUST 400)", "GET /plaintext HTTP/1.1\r\n\r\n", null}});
+    }
+
+    /**
+     * Contract: malformed request -> 400 with the contract's error head and Connection: close, then
+     * the server closes; other connections are unaffected. A front end with
+     * {@link Deviation#PARSE_ERRORS_BODILESS_400} gives its parser's bodiless 400 instead, one with
+     * the row's version deviation {@link Deviation#MALFORMED_VERSION_IS_505} exactly 505; both close.
+     */
+    @ParameterizedTest(name = "{0} {1} -> 400 + close")
+    @MethodSource("malformedRequests")
+    void malformedRequestIs400ThenClose(FrontEnd fe, String what, String request, Deviation versionDeviation) {
+        ServerProcess s = SERVERS.get(fe);
+        try (RawConnection c = RawConnection.open(s)) {
+            RawResponse r = c.exchange(request);
+            if (fe.has(Deviation.PARSE_ERRORS_BODILESS_400)) {
+                Contract.assertBodiless400(fe, r);
+            } else {
+                int status = versionDeviation != null && fe.has(versionDeviation) ? 505 : 400;
+                assertEquals(Contract.statusLine(status), r.statusLine, () -> r.toString());
+                Contract.assertHeaders(fe, r, Http.TEXT_PLAIN, "Connection: close");
+                assertTrue(r.bodyText().startsWith(status + " " + Http.reason(status)), () -> r.bodyText());
+            }
+            assertNull(c.closedByServer());
+        }
+        try (RawConnection c = RawConnection.open(s)) {
+            assertEquals("Hello, World!", c.exchange(get("/plaintext")).bodyText(), "a new connection is served normally");
+        }
+    }
+
+    /**
+     * "HTTP/9.9" is a well-formed HTTP-version (RFC 9112 section 2.3: DIGIT "." DIGIT) of a major
+     * version the server does not implement: 505 (RFC 9110 section 15.6.6), not 400. The server
+     * cannot know how the rest of such a stream is framed, so it closes. A front end with
+     * {@link Deviation#UNKNOWN_VERSION_SERVED_AS_HTTP_1_1} must serve it exactly as HTTP/1.1 instead.
+     */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("servers")
+    void unsupportedMajorVersionIs505ThenClose(FrontEnd fe) {
+        ServerProcess s = SERVERS.get(fe);
+        try (RawConnection c = RawConnection.open(s)) {
+            RawResponse r = c.exchange("GET /plaintext HTTP/9.9\r\nHost: 127.0.0.1\r\n\r\n");
+            if (fe.has(Deviation.UNKNOWN_VERSION_SERVED_AS_HTTP_1_1)) {
+                assertEquals("HTTP/1.1 200 OK", r.statusLine, () -> r.toString());
+                Contract.assertHeaders(fe, r, Http.TEXT_PLAIN);
+                assertEquals("Hello, World!", r.bodyText());
+                assertEquals("Hello, World!", c.exchange(get("/plaintext")).bodyText(), "served as HTTP/1.1: the connection persists");
+                return;
+            }
+            assertEquals("HTTP/1.1 505 HTTP Version Not Supported", r.statusLine, () -> r.toString());
+            Contract.assertHeaders(fe, r, Http.TEXT_PLAIN, "Connection: close");
+            assertNull(c.closedByServer());
+        }
+        try (RawConnection c = RawConnection.open(s)) {
+            assertEquals("Hello, World!", c.exchange(get("/plaintext")).bodyText(), "a new connection is served normally");
+        }
+    }
+}

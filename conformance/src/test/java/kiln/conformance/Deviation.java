@@ -1,0 +1,58 @@
+package kiln.conformance;
+
+/**
+ * The places where a front end's server library cannot follow the contract ({@link kiln.app.Http}),
+ * and so the one list of what the suite lets pass. Each front end names its deviations in
+ * {@link FrontEnd}; a test that meets one never skips: it checks the weaker property written here
+ * instead, and that property pins what the server does today, so a library upgrade that changes the
+ * behaviour fails the suite and the deviation is revisited.
+ */
+enum Deviation {
+    /**
+     * Undertow writes response header fields in the order of its internal hash table
+     * ({@code io.undertow.util.HeaderMap}), not in the order they were added, and offers no way to
+     * choose it. The fields are the contract's: same names, same values, same total head size.
+     *
+     * <p>Checked instead: the status line exactly, the multiset of header lines (Date's value
+     * aside) equal to the template's, and the head's length in bytes equal to the template's.
+     * Across front ends, heads compare as status line plus sorted header lines.
+     */
+    HEADER_ORDER_HASHED,
+
+    /**
+     * Jetty 12.1's parser looks the request's HTTP-version up in its table of known versions and
+     * answers any other string with 505 before a handler runs, so a malformed version
+     * ({@code HTTP/1.x}, not DIGIT "." DIGIT, RFC 9112 section 2.3) gets 505 where the contract says
+     * 400. Both throw the same exception with the same message ("Unknown Version") as a well-formed
+     * unknown version such as {@code HTTP/9.9} (where 505 is right), and the request line never
+     * reaches the error handler, so nothing tells the two apart.
+     *
+     * <p>Checked instead: exactly 505 with the contract's error head (text body, {@code Connection:
+     * close}), then the server closes the connection.
+     */
+    MALFORMED_VERSION_IS_505,
+
+    /**
+     * Undertow answers a request that its parser rejects (a malformed request line or header line)
+     * by writing the fixed bytes {@code HTTP/1.1 400 Bad Request}, {@code Content-Length: 0},
+     * {@code Connection: close} straight to the socket ({@code HttpReadListener}), and a request
+     * without {@code Host} through its always-installed {@code HostHeaderHandler}, which ends the
+     * exchange with reason phrase {@code No Host Header}, an empty body and {@code Connection: close}
+     * before the front end's handler is called. Neither has an option or hook for another response.
+     *
+     * <p>Checked instead: status 400 on an HTTP/1.1 status line, exactly the header lines
+     * {@code Content-Length: 0} and {@code Connection: close} (any order), no body, then the server
+     * closes the connection.
+     */
+    PARSE_ERRORS_BODILESS_400,
+
+    /**
+     * Undertow's parser maps an HTTP-version it does not know ({@code HTTP/9.9}) to HTTP/1.1
+     * ("falling back to HTTP 1.1", {@code RequestParser}) and drops the string it read, so the
+     * handler sees {@code exchange.getProtocol()} = HTTP/1.1 and cannot answer 505.
+     *
+     * <p>Checked instead: the request is served exactly as the same request with HTTP/1.1 (200, the
+     * contract's head and body), and the connection stays usable for the next request.
+     */
+    UNKNOWN_VERSION_SERVED_AS_HTTP_1_1
+}

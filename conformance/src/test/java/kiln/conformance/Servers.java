@@ -1,0 +1,89 @@
+package kiln.conformance;
+
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Map;
+
+import org.junit.jupiter.api.extension.AfterAllCallback;
+import org.junit.jupiter.api.extension.ExtensionContext;
+import org.junit.jupiter.api.extension.TestWatcher;
+
+/**
+ * The servers one test class shares: each front end is started on first use (fresh data directory)
+ * and stopped after the class's last test, so a class costs one process start per front end.
+ * Register it as {@code @RegisterExtension static final Servers SERVERS = new Servers("Name");}.
+ *
+ * <p>When a test fails, the log of the front end it ran against is printed. After the class, a
+ * server that died during the tests, or that needed SIGKILL to stop, fails the class.
+ */
+final class Servers implements AfterAllCallback, TestWatcher {
+    private final String owner;
+    private final Map<FrontEnd, ServerProcess> running = new EnumMap<>(FrontEnd.class);
+    /** A start that failed is not retried for every test of the class: each one fails with the same error. */
+    private final Map<FrontEnd, AssertionError> failedStarts = new EnumMap<>(FrontEnd.class);
+
+    Servers(String owner) {
+        this.owner = owner;
+    }
+
+    /** @return {@code fe}, started if this is its first use in the class */
+    synchronized ServerProcess get(FrontEnd fe) {
+        ServerProcess s = running.get(fe);
+        if (s != null) {
+            if (!s.alive()) throw new AssertionError(fe.id + " is no longer running\n--- " + s.log + " ---\n" + s.logText());
+            return s;
+        }
+        AssertionError failed = failedStarts.get(fe);
+        if (failed != null) throw new AssertionError("front end '" + fe.id + "' failed to start earlier in " + owner, failed);
+        try {
+            s = ServerProcess.start(fe, owner);
+        } catch (AssertionError e) {
+            failedStarts.put(fe, e);
+            throw e;
+        }
+        running.put(fe, s);
+        return s;
+    }
+
+    @Override
+    public void testFailed(ExtensionContext context, Throwable cause) {
+        // Parameterized tests here are named "<front end> ...": print that one's log, else all of them.
+        String first = context.getDisplayName().split(" ", 2)[0];
+        List<ServerProcess> logs = new ArrayList<>();
+        synchronized (this) {
+            for (ServerProcess s : running.values()) {
+                if (s.frontEnd.id.equals(first)) logs = List.of(s);
+            }
+            if (logs.isEmpty()) logs = new ArrayList<>(running.values());
+        }
+        for (ServerProcess s : logs) {
+            System.out.println("--- " + context.getDisplayName() + " failed; log of " + s.frontEnd.id + ": " + s.log + " ---");
+            System.out.println(tail(s.logText(), 80));
+        }
+    }
+
+    @Override
+    public synchronized void afterAll(ExtensionContext context) {
+        List<String> problems = new ArrayList<>();
+        for (ServerProcess s : running.values()) {
+            boolean diedEarly = !s.alive();
+            int exit = s.stop();
+            if (diedEarly) {
+                problems.add(s.frontEnd.id + " died during " + owner + " (exit code " + exit + "); log " + s.log + ":\n" + tail(s.logText(), 80));
+            } else if (s.neededSigkill()) {
+                problems.add(s.frontEnd.id + " did not exit within " + ServerProcess.STOP_TIMEOUT_S + " s of SIGTERM; log " + s.log);
+            } else {
+                ServerProcess.deleteRecursively(s.dataDir);
+            }
+        }
+        running.clear();
+        if (!problems.isEmpty()) throw new AssertionError(String.join("\n", problems));
+    }
+
+    private static String tail(String text, int lines) {
+        String[] all = text.split("\n", -1);
+        if (all.length <= lines) return text;
+        return "(...)\n" + String.join("\n", java.util.Arrays.copyOfRange(all, all.length - lines, all.length));
+    }
+}
