@@ -5,6 +5,7 @@ import java.util.logging.Level;
 import java.util.logging.Logger;
 
 import kiln.app.DemoDb;
+import kiln.app.Launcher;
 import org.eclipse.jetty.server.HttpConfiguration;
 import org.eclipse.jetty.server.Server;
 import org.eclipse.jetty.server.ServerConnector;
@@ -26,7 +27,7 @@ import org.eclipse.jetty.util.thread.QueuedThreadPool;
  *       set by {@link Main}).</li>
  * </ul>
  */
-final class ComsatServer {
+final class ComsatServer implements Launcher.Server {
     private static final Logger LOG = Logger.getLogger(ComsatServer.class.getName());
     /** Listen backlog: large enough for a c=1000+ ApacheBench connect burst (capped by net.core.somaxconn). */
     private static final int BACKLOG = 4096;
@@ -89,7 +90,8 @@ final class ComsatServer {
     }
 
     /** @return the bound port (the real one when started with port 0) */
-    int port() {
+    @Override
+    public int port() {
         return connector.getLocalPort();
     }
 
@@ -97,7 +99,8 @@ final class ComsatServer {
      * Stops accepting, waits up to {@code graceMillis} for requests in flight (their fibers keep
      * running meanwhile), then stops Jetty. The database stays open: the caller closes it afterwards.
      */
-    void stop(long graceMillis) {
+    @Override
+    public void stop(long graceMillis) {
         server.setStopTimeout(graceMillis);
         try {
             server.stop();

@@ -1,14 +1,8 @@
 package kiln.comsat;
 
-import java.io.IOException;
-import java.util.logging.Logger;
-
-import kiln.app.DemoDb;
 import kiln.app.Params;
+import kiln.app.Launcher;
 import kiln.app.ServerOptions;
-import kiln.app.Shutdown;
-import kiln.db.Db;
-import kiln.db.DbException;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 
@@ -28,10 +22,7 @@ import picocli.CommandLine.Mixin;
         + "--threads sets the fiber scheduler's carrier threads.%n"
         + "Endpoints: / /plaintext /json /db /queries?queries=N /updates?queries=N /fortunes /hello?delay=MS")
 public final class Main {
-    private static final Logger LOG = Logger.getLogger(Main.class.getName());
     static final String NAME = "kiln-comsat";
-    /** How long a stop waits for requests in flight, ms. */
-    private static final long GRACE_MS = 5_000;
     private static final String FIBER_PARALLELISM = "co.paralleluniverse.fibers.DefaultFiberPool.parallelism";
     /**
      * Comsat's timeout for the async request each fiber answers, ms. Without it Jetty's default (30 s)
@@ -54,32 +45,10 @@ public final class Main {
         if (System.getProperty(ASYNC_TIMEOUT) == null) {
             System.setProperty(ASYNC_TIMEOUT, Long.toString(Params.MAX_DELAY_MS + 30_000L));
         }
-        Db db = null;
-        try {
-            db = Db.open(options.data);
-            DemoDb demo = DemoDb.open(db);
+        Launcher.run(NAME, options, demo -> {
             ComsatServer server = new ComsatServer(options.bind, options.port, demo);
             server.start();
-            Db openDb = db;
-            Shutdown.onSignal(() -> {
-                LOG.info("stopping: finishing requests in flight, committing queued writes");
-                server.stop(GRACE_MS);
-                openDb.close();
-                LOG.info("stopped; database closed");
-            });
-            System.out.println(NAME + " listening on http://" + options.bind + ":" + server.port() + "/");
-            System.out.flush();
-            // main ends here; Jetty's (non-daemon) threads serve until the signal stops them.
-        } catch (DbException e) {
-            ServerOptions.fail(NAME, e.getMessage());
-        } catch (IOException e) {
-            closeQuietly(db);
-            ServerOptions.fail(NAME, "cannot listen on " + options.bind + ":" + options.port + ": " + e.getMessage()
-                + " (is another server using the port? choose another with --port)");
-        }
-    }
-
-    private static void closeQuietly(Db db) {
-        if (db != null) db.close();
+            return server;
+        });
     }
 }

@@ -14,6 +14,7 @@ import jakarta.servlet.http.HttpServlet;
 
 import kiln.app.AsyncEndpoints;
 import kiln.app.DemoDb;
+import kiln.app.Launcher;
 import kiln.app.ModeOptions;
 import org.eclipse.jetty.ee10.servlet.ServletContextHandler;
 import org.eclipse.jetty.ee10.servlet.ServletHolder;
@@ -40,7 +41,7 @@ import org.eclipse.jetty.util.thread.QueuedThreadPool;
  *       200 requests are in progress at once.</li>
  * </ul>
  */
-final class JettyServer {
+final class JettyServer implements Launcher.Server {
     private static final Logger LOG = Logger.getLogger(JettyServer.class.getName());
     /** Listen backlog: large enough for a c=1000+ ApacheBench connect burst (capped by net.core.somaxconn). */
     private static final int BACKLOG = 4096;
@@ -111,7 +112,8 @@ final class JettyServer {
     }
 
     /** @return the bound port (the real one when started with port 0) */
-    int port() {
+    @Override
+    public int port() {
         return connector.getLocalPort();
     }
 
@@ -120,7 +122,8 @@ final class JettyServer {
      * keep running meanwhile, so queued and waiting requests can finish), then stops the workers.
      * The database stays open: the caller closes it afterwards.
      */
-    void stop(long graceMillis) {
+    @Override
+    public void stop(long graceMillis) {
         server.setStopTimeout(graceMillis);
         try {
             server.stop();

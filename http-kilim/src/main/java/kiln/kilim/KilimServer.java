@@ -22,6 +22,7 @@ import kilim.Scheduler;
 import kilim.Task;
 import kilim.nio.EndPoint;
 import kilim.nio.NioSelectorScheduler;
+import kiln.app.Launcher;
 import kiln.app.Reply;
 import kiln.db.DbException;
 import kiln.db.QueryFuture;
@@ -49,7 +50,7 @@ import kiln.db.QueryFuture;
  * closed, so a flood cannot exhaust the process's file descriptors.
  * This server binds its own listening socket (Kilim's built-in listener binds only 0.0.0.0).
  */
-public final class KilimServer {
+public final class KilimServer implements Launcher.Server {
     private static final Logger LOG = Logger.getLogger(KilimServer.class.getName());
     /** Pending-connection queue length; sized for bursts of thousands of new keep-alive connections. */
     private static final int BACKLOG = 4096;
@@ -169,6 +170,7 @@ public final class KilimServer {
     }
 
     /** @return the port actually bound (useful with port 0) */
+    @Override
     public int port() {
         return channel.socket().getLocalPort();
     }
@@ -186,6 +188,7 @@ public final class KilimServer {
      * Graceful stop: closes the listening socket, lets requests in flight finish (up to
      * {@code graceMillis}), answers them with {@code Connection: close}, then stops the threads.
      */
+    @Override
     public void stop(long graceMillis) {
         stopping = true;
         try {

@@ -1,14 +1,8 @@
 package kiln.undertow;
 
-import java.io.IOException;
-import java.util.logging.Logger;
-
-import kiln.app.DemoDb;
+import kiln.app.Launcher;
 import kiln.app.ModeOptions;
 import kiln.app.ServerOptions;
-import kiln.app.Shutdown;
-import kiln.db.Db;
-import kiln.db.DbException;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 
@@ -23,10 +17,7 @@ import picocli.CommandLine.Mixin;
         + "--threads sets Undertow's IO threads (XNIO selector threads, which also accept connections).%n"
         + "Endpoints: / /plaintext /json /db /queries?queries=N /updates?queries=N /fortunes /hello?delay=MS")
 public final class UndertowMain {
-    private static final Logger LOG = Logger.getLogger(UndertowMain.class.getName());
     static final String NAME = "kiln-undertow";
-    /** How long a stop waits for requests in flight, ms. */
-    private static final long GRACE_MS = 5_000;
 
     @Mixin
     ServerOptions server;
@@ -37,33 +28,11 @@ public final class UndertowMain {
     public static void main(String[] args) {
         UndertowMain command = new UndertowMain();
         ServerOptions options = ServerOptions.parseOrExit(command, args);
-        Db db = null;
-        try {
-            db = Db.open(options.data);
-            DemoDb demo = DemoDb.open(db);
+        Launcher.run(NAME, options, demo -> {
             UndertowServer server = new UndertowServer(options.bind, options.port, options.threadsOrDefault(),
                 command.threading.mode, command.threading.workers, demo);
             server.start();
-            Db openDb = db;
-            Shutdown.onSignal(() -> {
-                LOG.info("stopping: finishing requests in flight, committing queued writes");
-                server.stop(GRACE_MS);
-                openDb.close();
-                LOG.info("stopped; database closed");
-            });
-            System.out.println(NAME + " listening on http://" + options.bind + ":" + server.port() + "/");
-            System.out.flush();
-            // main ends here; the server's (non-daemon) threads serve until the signal stops them.
-        } catch (DbException e) {
-            ServerOptions.fail(NAME, e.getMessage());
-        } catch (IOException e) {
-            closeQuietly(db);
-            ServerOptions.fail(NAME, "cannot listen on " + options.bind + ":" + options.port + ": " + e.getMessage()
-                + " (is another server using the port? choose another with --port)");
-        }
-    }
-
-    private static void closeQuietly(Db db) {
-        if (db != null) db.close();
+            return server;
+        });
     }
 }

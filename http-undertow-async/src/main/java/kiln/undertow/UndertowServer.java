@@ -15,6 +15,7 @@ import io.undertow.server.HttpHandler;
 import io.undertow.server.handlers.GracefulShutdownHandler;
 import kiln.app.AsyncEndpoints;
 import kiln.app.DemoDb;
+import kiln.app.Launcher;
 import kiln.app.ModeOptions;
 import org.xnio.Options;
 
@@ -32,7 +33,7 @@ import org.xnio.Options;
  *       (Undertow's default size: 8 per IO thread), where it blocks.</li>
  * </ul>
  */
-final class UndertowServer {
+final class UndertowServer implements Launcher.Server {
     /** Listen backlog: large enough for a c=1000+ ApacheBench connect burst (capped by net.core.somaxconn). */
     private static final int BACKLOG = 4096;
 
@@ -93,7 +94,8 @@ final class UndertowServer {
     }
 
     /** @return the bound port (the real one when started with port 0) */
-    int port() {
+    @Override
+    public int port() {
         return ((InetSocketAddress) undertow.getListenerInfo().get(0).getAddress()).getPort();
     }
 
@@ -102,7 +104,8 @@ final class UndertowServer {
      * timer keep running meanwhile), then stops Undertow and the workers. The database stays open:
      * the caller closes it afterwards.
      */
-    void stop(long graceMillis) {
+    @Override
+    public void stop(long graceMillis) {
         graceful.shutdown();
         try {
             graceful.awaitShutdown(graceMillis);
