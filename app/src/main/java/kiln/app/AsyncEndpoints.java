@@ -130,7 +130,7 @@ public final class AsyncEndpoints {
         if (!"GET".equals(method)) return done(Reply.methodNotAllowed(method, path));
         try {
             return respond(endpoint, rawQuery).handle((reply, failure) -> failure == null ? reply : failure(failure));
-        } catch (BadParameter e) {
+        } catch (Params.BadParameter e) {
             return done(Reply.error(400, e.getMessage()));
         } catch (RuntimeException | Error e) {
             return done(failure(e));
@@ -148,16 +148,16 @@ public final class AsyncEndpoints {
             case DB:
                 return done(Reply.ok(endpoint, Bodies.json(read(demo.randomWorld()))));
             case QUERIES:
-                return done(Reply.ok(endpoint, Bodies.json(readRandomWorlds(queries(rawQuery)))));
+                return done(Reply.ok(endpoint, Bodies.json(readRandomWorlds(Params.queriesParam(rawQuery)))));
             case FORTUNES:
                 return done(Reply.ok(endpoint, Bodies.fortunesHtml(read(demo.allFortunes()))));
             case UPDATES: {
-                World[] read = readRandomWorlds(queries(rawQuery));
+                World[] read = readRandomWorlds(Params.queriesParam(rawQuery));
                 return waits.write(db.write(demo.updateWithNewRandomNumbers(read)))
                     .thenApply(updated -> Reply.ok(endpoint, Bodies.json(updated)));
             }
             case HELLO: {
-                int ms = delayMs(rawQuery);
+                int ms = Params.delayParam(rawQuery);
                 if (ms == 0) return done(Reply.ok(endpoint, Bodies.HELLO));
                 return waits.sleep(ms).thenApply(slept -> Reply.ok(endpoint, Bodies.HELLO));
             }
@@ -179,26 +179,6 @@ public final class AsyncEndpoints {
             return db.read(query).join();
         } catch (CompletionException e) {
             throw rethrowable(e.getCause());
-        }
-    }
-
-    private static int queries(String rawQuery) {
-        return Params.queries(param(rawQuery, "queries"));
-    }
-
-    private static int delayMs(String rawQuery) {
-        try {
-            return Params.delayMs(param(rawQuery, "delay"));
-        } catch (IllegalArgumentException e) {
-            throw new BadParameter(e.getMessage());
-        }
-    }
-
-    private static String param(String rawQuery, String name) {
-        try {
-            return Params.query(rawQuery, name);
-        } catch (IllegalArgumentException e) {
-            throw new BadParameter("malformed query string: " + e.getMessage());
         }
     }
 
@@ -226,14 +206,5 @@ public final class AsyncEndpoints {
 
     private static CompletionStage<Reply> done(Reply reply) {
         return CompletableFuture.completedFuture(reply);
-    }
-
-    /** A request parameter the client got wrong: 400. */
-    private static final class BadParameter extends RuntimeException {
-        private static final long serialVersionUID = 1L;
-
-        BadParameter(String message) {
-            super(message, null, false, false);
-        }
     }
 }

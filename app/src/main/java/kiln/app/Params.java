@@ -74,4 +74,50 @@ public final class Params {
         }
         return null;
     }
+
+    /**
+     * A query parameter the client got wrong. Every front end answers it with 400 and the message,
+     * which is short and safe to show. Not an {@link IllegalArgumentException}, so that it cannot be
+     * confused with a programming error.
+     */
+    public static final class BadParameter extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        public BadParameter(String message) {
+            super(message, null, false, false);
+        }
+    }
+
+    /**
+     * @return the first value of {@code name} in {@code rawQuery}, percent-decoded, or null
+     * @throws BadParameter on a malformed percent-escape
+     */
+    public static String param(String rawQuery, String name) {
+        try {
+            return query(rawQuery, name);
+        } catch (IllegalArgumentException e) {
+            throw new BadParameter("malformed query string: " + e.getMessage());
+        }
+    }
+
+    /**
+     * @return {@link #queries} of the {@code queries} parameter of {@code rawQuery}
+     * @throws BadParameter on a malformed percent-escape
+     */
+    public static int queriesParam(String rawQuery) {
+        return queries(param(rawQuery, "queries"));
+    }
+
+    /**
+     * @return {@link #delayMs} of the {@code delay} parameter of {@code rawQuery}
+     * @throws BadParameter when it is not an integer in 0..60000 or badly escaped
+     */
+    public static int delayParam(String rawQuery) {
+        String raw = param(rawQuery, "delay");
+        try {
+            return delayMs(raw);
+        } catch (IllegalArgumentException e) {
+            throw new BadParameter(e.getMessage());
+        }
+    }
 }

@@ -103,7 +103,7 @@ final class KilnServlet extends FiberHttpServlet {
         if (!"GET".equals(method)) return Reply.methodNotAllowed(method, path);
         try {
             return endpoint(endpoint, rawQuery);
-        } catch (BadParameter e) {
+        } catch (Params.BadParameter e) {
             return Reply.error(400, e.getMessage());
         } catch (DbException.Overloaded e) {
             return Reply.overloaded();
@@ -123,16 +123,16 @@ final class KilnServlet extends FiberHttpServlet {
             case DB:
                 return Reply.ok(endpoint, Bodies.json(read(demo.randomWorld())));
             case QUERIES:
-                return Reply.ok(endpoint, Bodies.json(readRandomWorlds(Params.queries(param(rawQuery, "queries")))));
+                return Reply.ok(endpoint, Bodies.json(readRandomWorlds(Params.queriesParam(rawQuery))));
             case UPDATES: {
-                World[] rows = readRandomWorlds(Params.queries(param(rawQuery, "queries")));
+                World[] rows = readRandomWorlds(Params.queriesParam(rawQuery));
                 World[] updated = FiberAwait.await(db.write(demo.updateWithNewRandomNumbers(rows)));  // durable on return
                 return Reply.ok(endpoint, Bodies.json(updated));
             }
             case FORTUNES:
                 return Reply.ok(endpoint, Bodies.fortunesHtml(read(demo.allFortunes())));
             case HELLO: {
-                int ms = delayMs(rawQuery);
+                int ms = Params.delayParam(rawQuery);
                 if (ms > 0) Fiber.sleep(ms);
                 return Reply.ok(endpoint, Bodies.HELLO);
             }
@@ -155,30 +155,5 @@ final class KilnServlet extends FiberHttpServlet {
     /** A read: {@link Db#read} runs it inline and returns a completed future, so this never suspends. */
     private <R> R read(Query<R> query) throws SuspendExecution, InterruptedException {
         return FiberAwait.await(db.read(query));
-    }
-
-    private static int delayMs(String rawQuery) {
-        try {
-            return Params.delayMs(param(rawQuery, "delay"));
-        } catch (IllegalArgumentException e) {
-            throw new BadParameter(e.getMessage());
-        }
-    }
-
-    private static String param(String rawQuery, String name) {
-        try {
-            return Params.query(rawQuery, name);
-        } catch (IllegalArgumentException e) {
-            throw new BadParameter("malformed query string: " + e.getMessage());
-        }
-    }
-
-    /** A request parameter the client got wrong: 400. */
-    private static final class BadParameter extends RuntimeException {
-        private static final long serialVersionUID = 1L;
-
-        BadParameter(String message) {
-            super(message, null, false, false);
-        }
     }
 }

@@ -26,21 +26,16 @@ public final class DemoRoutes {
             .get(Endpoint.PLAINTEXT.path, req -> HttpResponse.ok(Endpoint.PLAINTEXT.contentType, Bodies.PLAINTEXT))
             .get(Endpoint.JSON.path, req -> HttpResponse.ok(Endpoint.JSON.contentType, Bodies.helloJson()))
             .get(Endpoint.DB.path, req -> HttpResponse.json(db.read(demo.randomWorld()).await()))
-            .get(Endpoint.QUERIES.path, req -> HttpResponse.json(readRandomWorlds(demo, Params.queries(req.param("queries")))))
+            .get(Endpoint.QUERIES.path, req -> HttpResponse.json(readRandomWorlds(demo, Params.queriesParam(req.rawQuery()))))
             .get(Endpoint.UPDATES.path, req -> {
-                World[] rows = readRandomWorlds(demo, Params.queries(req.param("queries")));
+                World[] rows = readRandomWorlds(demo, Params.queriesParam(req.rawQuery()));
                 World[] updated = db.write(demo.updateWithNewRandomNumbers(rows)).await();  // durable on return
                 return HttpResponse.json(updated);
             })
             .get(Endpoint.FORTUNES.path, req ->
                 HttpResponse.ok(Endpoint.FORTUNES.contentType, Bodies.fortunesHtml(db.read(demo.allFortunes()).await())))
             .get(Endpoint.HELLO.path, req -> {
-                int delay;
-                try {
-                    delay = Params.delayMs(req.param("delay"));
-                } catch (IllegalArgumentException e) {
-                    throw new HttpException(400, e.getMessage());
-                }
+                int delay = Params.delayParam(req.rawQuery());  // a bad delay is answered with 400
                 if (delay > 0) Task.sleep(delay);
                 return HttpResponse.ok(Endpoint.HELLO.contentType, Bodies.HELLO);
             });

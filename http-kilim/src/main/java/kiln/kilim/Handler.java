@@ -16,7 +16,8 @@ import kilim.Pausable;
  *   <li>the class must be woven by Kilim ({@code mvn package} does it); the server refuses
  *       unwoven handlers at start-up.</li>
  * </ul>
- * An exception becomes a 500 response (or 503 for {@link kiln.db.DbException.Overloaded}).
+ * An exception becomes a 500 response; {@link HttpException} its own status,
+ * {@link kiln.app.Params.BadParameter} 400, {@link kiln.db.DbException.Overloaded} 503.
  */
 @FunctionalInterface
 public interface Handler {

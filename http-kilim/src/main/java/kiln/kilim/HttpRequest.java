@@ -54,14 +54,10 @@ public final class HttpRequest {
 
     /**
      * @return the first value of query parameter {@code name}, percent-decoded, or null when absent
-     * @throws HttpException 400 on a malformed percent-escape
+     * @throws Params.BadParameter on a malformed percent-escape (the server answers 400)
      */
     public String param(String name) {
-        try {
-            return Params.query(rawQuery, name);
-        } catch (IllegalArgumentException e) {
-            throw new HttpException(400, "malformed query string: " + e.getMessage());
-        }
+        return Params.param(rawQuery, name);
     }
 
     /** @return 0 for HTTP/1.0, 1 for HTTP/1.1 */

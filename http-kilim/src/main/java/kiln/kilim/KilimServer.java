@@ -23,6 +23,7 @@ import kilim.Task;
 import kilim.nio.EndPoint;
 import kilim.nio.NioSelectorScheduler;
 import kiln.app.Launcher;
+import kiln.app.Params;
 import kiln.app.Reply;
 import kiln.db.DbException;
 import kiln.db.QueryFuture;
@@ -218,6 +219,8 @@ public final class KilimServer implements Launcher.Server {
             return router.dispatch(request);
         } catch (HttpException e) {
             return HttpResponse.error(e.status(), e.getMessage());
+        } catch (Params.BadParameter e) {
+            return HttpResponse.error(400, e.getMessage());
         } catch (DbException.Overloaded e) {
             return HttpResponse.of(Reply.overloaded());
         } catch (Exception e) {
