@@ -473,8 +473,15 @@ def print_table(settings, summary, after_rows, note_lines):
 # Charts (matplotlib PNG/SVG, plotly HTML)
 # ---------------------------------------------------------------------------------------------
 def _series(summary, server, key):
-    pts = [(s["concurrency"], s[key], s) for s in summary if s["server"] == server and s[key] is not None]
+    """Every step of `server`, in order; y is None where the step gave no figure, so that charts
+    show a gap there instead of a line drawn across steps that were not measured."""
+    pts = [(s["concurrency"], s[key], s) for s in summary if s["server"] == server]
     return [p[0] for p in pts], [p[1] for p in pts], [p[2] for p in pts]
+
+
+def _gaps(y):
+    """matplotlib breaks a line at NaN, not at None."""
+    return [float("nan") if v is None else v for v in y]
 
 
 def _capped_ticks(summary):
@@ -496,9 +503,9 @@ def chart_png(settings, summary, out_png, out_svg):
     if latency:
         for srv in servers:
             x, y, _ = _series(summary, srv, "p50_ms_median")
-            top.plot(x, y, marker="o", color=colors[srv], label=f"{srv} p50")
+            top.plot(x, _gaps(y), marker="o", color=colors[srv], label=f"{srv} p50")
             x, y, _ = _series(summary, srv, "p99_ms_median")
-            top.plot(x, y, marker="x", linestyle="--", color=colors[srv], label=f"{srv} p99")
+            top.plot(x, _gaps(y), marker="x", linestyle="--", color=colors[srv], label=f"{srv} p99")
         top.set_ylabel("latency, ms (median over rounds)")
         top.set_yscale("log")
         bottom.set_xscale("log")
@@ -507,9 +514,9 @@ def chart_png(settings, summary, out_png, out_svg):
         right = top.twinx()
         for srv in servers:
             x, y, _ = _series(summary, srv, "rps_median")
-            top.plot(x, y, marker="o", color=colors[srv], label=f"{srv} req/s")
+            top.plot(x, _gaps(y), marker="o", color=colors[srv], label=f"{srv} req/s")
             x, y, _ = _series(summary, srv, "failures_max")
-            right.plot(x, y, marker="x", linestyle=":", color=colors[srv], label=f"{srv} failed")
+            right.plot(x, _gaps(y), marker="x", linestyle=":", color=colors[srv], label=f"{srv} failed")
         top.set_ylabel("req/s (median over rounds, solid)")
         right.set_ylabel("failed requests (max over rounds, dotted)")
         # Integer ticks, and a visible 0..1 range when nothing failed.
@@ -521,7 +528,7 @@ def chart_png(settings, summary, out_png, out_svg):
         top.legend(h1 + h2, l1 + l2, fontsize=8, ncol=2, loc="best")
     for srv in servers:
         x, y, _ = _series(summary, srv, "server_cpu_us_per_request_median")
-        bottom.plot(x, y, marker="o", color=colors[srv], label=srv)
+        bottom.plot(x, _gaps(y), marker="o", color=colors[srv], label=srv)
     bottom.set_ylabel("server CPU, us/request (median)")
     bottom.set_ylim(bottom=0)
     bottom.set_xlabel("concurrent keep-alive connections" + ("  (* capped: see the report)" if any(s["cap_reason"] for s in summary) else ""))
