@@ -1,12 +1,6 @@
 package kiln.jetty;
 
 import java.io.IOException;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.ThreadFactory;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
@@ -16,6 +10,7 @@ import kiln.app.AsyncEndpoints;
 import kiln.app.DemoDb;
 import kiln.app.Launcher;
 import kiln.app.ModeOptions;
+import kiln.app.WorkerPool;
 import org.eclipse.jetty.ee10.servlet.ServletContextHandler;
 import org.eclipse.jetty.ee10.servlet.ServletHolder;
 import org.eclipse.jetty.server.HttpConfiguration;
@@ -49,9 +44,7 @@ final class JettyServer implements Launcher.Server {
     private final Server server;
     private final ServerConnector connector;
     /** async mode only, else null */
-    private final ExecutorService workers;
-    /** async mode only, else null */
-    private final ScheduledExecutorService timer;
+    private final WorkerPool workerPool;
 
     /**
      * @param bind      address to listen on
@@ -80,12 +73,10 @@ final class JettyServer implements Launcher.Server {
 
         HttpServlet servlet;
         if (mode == ModeOptions.Mode.ASYNC) {
-            this.workers = Executors.newFixedThreadPool(workers, named("kiln-worker-"));
-            this.timer = Executors.newSingleThreadScheduledExecutor(named("kiln-timer-"));
-            servlet = new AsyncServlet(new AsyncEndpoints(demo, AsyncEndpoints.Waits.nonBlocking(this.workers, timer)), this.workers);
+            workerPool = new WorkerPool(workers);
+            servlet = new AsyncServlet(workerPool.endpoints(demo), workerPool.queue());
         } else {
-            this.workers = null;
-            this.timer = null;
+            workerPool = null;
             servlet = new BlockingServlet(new AsyncEndpoints(demo, AsyncEndpoints.Waits.blocking()));
         }
         ServletContextHandler context = new ServletContextHandler("/");
@@ -130,23 +121,6 @@ final class JettyServer implements Launcher.Server {
         } catch (Exception e) {
             LOG.log(Level.WARNING, "Jetty did not stop cleanly", e);
         }
-        if (workers != null) {
-            timer.shutdownNow();
-            workers.shutdown();
-            try {
-                if (!workers.awaitTermination(1, TimeUnit.SECONDS)) workers.shutdownNow();
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }
-    }
-
-    private static ThreadFactory named(String prefix) {
-        AtomicInteger n = new AtomicInteger();
-        return r -> {
-            Thread t = new Thread(r, prefix + n.incrementAndGet());
-            t.setDaemon(true);
-            return t;
-        };
+        if (workerPool != null) workerPool.stop();
     }
 }

@@ -2,12 +2,6 @@ package kiln.undertow;
 
 import java.io.IOException;
 import java.net.InetSocketAddress;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.ThreadFactory;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 
 import io.undertow.Undertow;
 import io.undertow.UndertowOptions;
@@ -17,6 +11,7 @@ import kiln.app.AsyncEndpoints;
 import kiln.app.DemoDb;
 import kiln.app.Launcher;
 import kiln.app.ModeOptions;
+import kiln.app.WorkerPool;
 import org.xnio.Options;
 
 /**
@@ -40,9 +35,7 @@ final class UndertowServer implements Launcher.Server {
     private final Undertow undertow;
     private final GracefulShutdownHandler graceful;
     /** async mode only, else null */
-    private final ExecutorService workers;
-    /** async mode only, else null */
-    private final ScheduledExecutorService timer;
+    private final WorkerPool workerPool;
 
     /**
      * @param bind      address to listen on
@@ -55,12 +48,10 @@ final class UndertowServer implements Launcher.Server {
     UndertowServer(String bind, int port, int ioThreads, ModeOptions.Mode mode, int workers, DemoDb demo) {
         HttpHandler handler;
         if (mode == ModeOptions.Mode.ASYNC) {
-            this.workers = Executors.newFixedThreadPool(workers, named("kiln-worker-"));
-            this.timer = Executors.newSingleThreadScheduledExecutor(named("kiln-timer-"));
-            handler = new AsyncHandler(new AsyncEndpoints(demo, AsyncEndpoints.Waits.nonBlocking(this.workers, timer)), this.workers);
+            workerPool = new WorkerPool(workers);
+            handler = new AsyncHandler(workerPool.endpoints(demo), workerPool.queue());
         } else {
-            this.workers = null;
-            this.timer = null;
+            workerPool = null;
             handler = new BlockingHandler(new AsyncEndpoints(demo, AsyncEndpoints.Waits.blocking()));
         }
         graceful = new GracefulShutdownHandler(handler);
@@ -86,7 +77,7 @@ final class UndertowServer implements Launcher.Server {
         try {
             undertow.start();
         } catch (RuntimeException e) {
-            stopWorkers();
+            if (workerPool != null) workerPool.stop();
             // Undertow wraps the bind failure (java.net.BindException and friends) in a RuntimeException.
             if (e.getCause() instanceof IOException) throw (IOException) e.getCause();
             throw e;
@@ -113,26 +104,6 @@ final class UndertowServer implements Launcher.Server {
             Thread.currentThread().interrupt();
         }
         undertow.stop();
-        stopWorkers();
-    }
-
-    private void stopWorkers() {
-        if (workers == null) return;
-        timer.shutdownNow();
-        workers.shutdown();
-        try {
-            if (!workers.awaitTermination(1, TimeUnit.SECONDS)) workers.shutdownNow();
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-    }
-
-    private static ThreadFactory named(String prefix) {
-        AtomicInteger n = new AtomicInteger();
-        return r -> {
-            Thread t = new Thread(r, prefix + n.incrementAndGet());
-            t.setDaemon(true);
-            return t;
-        };
+        if (workerPool != null) workerPool.stop();
     }
 }
