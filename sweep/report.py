@@ -249,28 +249,24 @@ def server_order(settings, runs):
 # ---------------------------------------------------------------------------------------------
 # Summaries
 # ---------------------------------------------------------------------------------------------
-def _per_round_ratio(runs, server, step, anchor, key):
-    """Median over rounds of server/anchor for `key`, both taken in the same round."""
-    ratios = []
-    for r in runs:
-        if r["server"] != server or r["step"] != step or not r["ok"] or r[key] is None:
-            continue
-        for a in runs:
-            if a["server"] == anchor and a["step"] == step and a["round"] == r["round"] and a["ok"] and a[key]:
-                ratios.append(r[key] / a[key])
-    return _median(ratios)
-
-
-def _per_round_diff_us(runs, server, step, anchor, key):
-    """Median over rounds of (server - anchor) for a latency `key` in ms, in microseconds."""
-    diffs = []
+def _same_round_pairs(runs, server, step, anchor, key):
+    """(server's, anchor's) value of `key` in each round where both ran `step` and measured it."""
     for r in runs:
         if r["server"] != server or r["step"] != step or not r["ok"] or r[key] is None:
             continue
         for a in runs:
             if a["server"] == anchor and a["step"] == step and a["round"] == r["round"] and a["ok"] and a[key] is not None:
-                diffs.append((r[key] - a[key]) * 1000)
-    return _median(diffs)
+                yield r[key], a[key]
+
+
+def _per_round_ratio(runs, server, step, anchor, key):
+    """Median over rounds of server/anchor for `key`, both taken in the same round."""
+    return _median(v / base for v, base in _same_round_pairs(runs, server, step, anchor, key) if base)
+
+
+def _per_round_diff_us(runs, server, step, anchor, key):
+    """Median over rounds of (server - anchor) for a latency `key` in ms, in microseconds."""
+    return _median((v - base) * 1000 for v, base in _same_round_pairs(runs, server, step, anchor, key))
 
 
 def summarize(settings, runs):
