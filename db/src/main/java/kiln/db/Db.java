@@ -1,6 +1,7 @@
 package kiln.db;
 
 import java.io.IOException;
+import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -135,24 +136,39 @@ public final class Db implements AutoCloseable {
         }
     }
 
+    /**
+     * Takes a read transaction from the pool (renewed) or opens one, on the newest committed snapshot.
+     *
+     * <p>LMDB's mdb_txn_begin/renew reads the last committed txn id from the lock file and then copies
+     * the meta page of that id's parity. If the thread is descheduled between the two steps while the
+     * writer commits twice, the second commit rewrites that very meta page: the reader then sees a
+     * snapshot newer than the one it registered, half-written in the worst case, and its next read may
+     * go back in time (seen here: a count read as 121, then 120, on one thread). The writer bumps
+     * {@link Writer#metaEpoch} after each commit; a begin that overlapped no commit end cannot have
+     * met the second meta write, since that write comes after the first commit ended. Otherwise begin again.
+     */
     private org.lmdbjava.Txn<ByteBuffer> acquireReadTxn() {
         org.lmdbjava.Txn<ByteBuffer> t = idleReadTxns.poll();
-        if (t == null) {
+        if (t != null) idleReadCount.decrementAndGet();
+        while (true) {
+            long epoch = writer.metaEpoch();
             try {
-                return env.txnRead();
+                if (t == null) {
+                    t = env.txnRead();
+                } else {
+                    t.renew();
+                }
             } catch (Env.ReadersFullException e) {
                 throw new DbException.ReadersFull("LMDB reader table is full: more threads read at once than maxReaders allows"
                     + " (raise Db.builder(dir).maxReaders(n))", e);
+            } catch (RuntimeException e) {
+                if (t != null) t.close();
+                throw e;
             }
+            VarHandle.acquireFence(); // the begin's loads of the meta page stay before the epoch load below
+            if (writer.metaEpoch() == epoch) return t;
+            t.reset();
         }
-        idleReadCount.decrementAndGet();
-        try {
-            t.renew();
-        } catch (RuntimeException e) {
-            t.close();
-            throw e;
-        }
-        return t;
     }
 
     private void releaseReadTxn(org.lmdbjava.Txn<ByteBuffer> t) {

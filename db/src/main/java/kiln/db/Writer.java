@@ -57,6 +57,8 @@ final class Writer implements Runnable {
     private volatile boolean stopping;
 
     private volatile long commits;
+    /** Bumped after every attempt to commit a batch, i.e. after LMDB may have written a meta page; see {@link Db}. */
+    private volatile long metaEpoch;
     private volatile long writes;
     private volatile long failedWrites;
     private volatile long largestBatch;
@@ -70,6 +72,14 @@ final class Writer implements Runnable {
         this.thread = new Thread(this, "kiln-db-writer");
         this.thread.setDaemon(true);
         this.thread.start();
+    }
+
+    /**
+     * @return a count that changes after every commit attempt; a read transaction begun while it
+     *         did not change cannot have seen a meta page being rewritten (see {@link Db})
+     */
+    long metaEpoch() {
+        return metaEpoch;
     }
 
     /** True only on the writer thread, and only while it runs a write query. */
@@ -203,6 +213,8 @@ final class Writer implements Runnable {
                 throw new Retry(true);
             } catch (org.lmdbjava.Txn.TxFullException e) {
                 throw new Retry(false);
+            } finally {
+                metaEpoch++; // single writer thread: the non-atomic increment is safe; volatile publishes it
             }
         }
         commits++;
