@@ -25,6 +25,16 @@ public final class Http {
     public static final String APPLICATION_JSON = "application/json";
     public static final String TEXT_HTML = "text/html; charset=UTF-8";
 
+    /**
+     * Most request content a front end accepts, bytes. No endpoint reads content; a front end that
+     * parses requests itself (kilim) reads and drops up to this much, the others refuse chunked
+     * content unread ({@link Reply#refuseContent}).
+     */
+    public static final int MAX_CONTENT = 64 * 1024;
+
+    /** Most header fields a request may carry (431 beyond it, RFC 6585 section 5). */
+    public static final int MAX_HEADERS = 100;
+
     private Http() {
     }
 

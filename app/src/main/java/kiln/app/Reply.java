@@ -67,9 +67,55 @@ public final class Reply {
         return error(505, "HTTP version " + version + " not supported; use HTTP/1.1");
     }
 
+    /**
+     * The limits a server library does not apply itself, for front ends whose library parses
+     * requests: more than {@link Http#MAX_HEADERS} header fields is 431 (RFC 6585 section 5);
+     * content is never read, so a request declaring more than {@link Http#MAX_CONTENT} bytes, or
+     * chunked content (whose framing cannot be checked without reading it), is 413 (RFC 9110
+     * section 15.5.14). Checked before any endpoint runs. Send the refusal with
+     * {@code Connection: close}: unread content must not be taken for a request.
+     *
+     * @param headerCount   how many header fields the request has
+     * @param contentLength the request's Content-Length, or -1 when it has none
+     * @param chunked       true when the request has a Transfer-Encoding
+     * @return the refusal to send and close, or null to serve the request
+     */
+    public static Reply refuseRequest(int headerCount, long contentLength, boolean chunked) {
+        if (headerCount > Http.MAX_HEADERS) {
+            return error(431, headerCount + " header fields; at most " + Http.MAX_HEADERS + " accepted");
+        }
+        if (chunked) return error(413, "chunked request content is not accepted; the endpoints take no content");
+        if (contentLength > Http.MAX_CONTENT) {
+            return error(413, "request content of " + contentLength + " bytes; at most " + Http.MAX_CONTENT + " accepted");
+        }
+        return null;
+    }
+
     /** @return 500 with a short body; the cause belongs in the server log, not in the response */
     public static Reply internalError() {
         return error(500, "internal error (see the server log)");
+    }
+
+    /**
+     * The whole response as bytes, head in the contract's order ({@link Http}) with
+     * {@code Connection: close}: for a server library's hook that can only write raw bytes to the
+     * socket before closing it (a 408 to a slow client).
+     *
+     * @return status line, headers and body, ASCII head
+     */
+    public byte[] toClosingResponse() {
+        StringBuilder head = new StringBuilder(160)
+            .append("HTTP/1.1 ").append(status).append(' ').append(Http.reason(status)).append("\r\n")
+            .append("Server: ").append(Http.SERVER).append("\r\n")
+            .append("Date: ").append(HttpDate.now()).append("\r\n")
+            .append("Content-Type: ").append(contentType).append("\r\n");
+        if (extraHeader != null) head.append(extraHeader).append(": ").append(extraValue).append("\r\n");
+        head.append("Content-Length: ").append(body.length).append("\r\n")
+            .append("Connection: close\r\n\r\n");
+        byte[] h = head.toString().getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+        byte[] all = java.util.Arrays.copyOf(h, h.length + body.length);
+        System.arraycopy(body, 0, all, h.length, body.length);
+        return all;
     }
 
     @Override

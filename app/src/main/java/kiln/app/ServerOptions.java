@@ -27,13 +27,45 @@ public final class ServerOptions {
         description = "Carrier (worker) threads that run handlers; default: the number of CPU cores (${sys:kiln.cores}).")
     public Integer threads;
 
+    @Option(names = "--idle-timeout", paramLabel = "MS", defaultValue = "60000",
+        description = "Close a keep-alive connection idle this long between requests, or stuck writing to a client that does not read (default: ${DEFAULT-VALUE}).")
+    public long idleTimeoutMs;
+
+    @Option(names = "--header-timeout", paramLabel = "MS", defaultValue = "10000",
+        description = "Close (408 where the server library allows) a connection whose started request head is not complete after this long: slowloris (default: ${DEFAULT-VALUE}).")
+    public long headerTimeoutMs;
+
+    @Option(names = "--max-connections", paramLabel = "N",
+        description = "Most connections open at once; beyond it new ones are answered 503 and closed (kilim) or wait in the listen backlog"
+            + " (default: the open-files limit minus 64, now ${sys:kiln.maxConnections}).")
+    public Integer maxConnections;
+
     static {
         System.setProperty("kiln.cores", Integer.toString(Runtime.getRuntime().availableProcessors()));
+        System.setProperty("kiln.maxConnections", Integer.toString(defaultMaxConnections()));
     }
 
     /** @return {@link #threads}, or the number of cores when not given */
     public int threadsOrDefault() {
         return threads != null ? threads : Runtime.getRuntime().availableProcessors();
+    }
+
+    /** @return {@link #maxConnections}, or the open-files limit minus 64 when not given */
+    public int maxConnectionsOrDefault() {
+        return maxConnections != null ? maxConnections : defaultMaxConnections();
+    }
+
+    /**
+     * @return this process's open-files limit ({@code ulimit -n}) minus a reserve of 64 descriptors
+     *         for the database, jars and logs, at least 16; 10000 when the JVM cannot tell
+     */
+    public static int defaultMaxConnections() {
+        java.lang.management.OperatingSystemMXBean os = java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+        if (os instanceof com.sun.management.UnixOperatingSystemMXBean) {
+            long max = ((com.sun.management.UnixOperatingSystemMXBean) os).getMaxFileDescriptorCount();
+            return (int) Math.max(16, Math.min(Integer.MAX_VALUE, max - 64));
+        }
+        return 10_000;
     }
 
     /** Checks ranges picocli's types do not express. */
@@ -43,6 +75,15 @@ public final class ServerOptions {
         }
         if (threads != null && (threads < 1 || threads > 256)) {
             throw new CommandLine.ParameterException(cmd, "--threads must be 1..256, got " + threads);
+        }
+        if (idleTimeoutMs < 1 || idleTimeoutMs > Integer.MAX_VALUE) {
+            throw new CommandLine.ParameterException(cmd, "--idle-timeout must be 1.." + Integer.MAX_VALUE + " ms, got " + idleTimeoutMs);
+        }
+        if (headerTimeoutMs < 1 || headerTimeoutMs > Integer.MAX_VALUE) {
+            throw new CommandLine.ParameterException(cmd, "--header-timeout must be 1.." + Integer.MAX_VALUE + " ms, got " + headerTimeoutMs);
+        }
+        if (maxConnections != null && maxConnections < 1) {
+            throw new CommandLine.ParameterException(cmd, "--max-connections must be at least 1, got " + maxConnections);
         }
     }
 
@@ -74,6 +115,28 @@ public final class ServerOptions {
             System.exit(2);
             return null;
         }
+    }
+
+    /** A bare command holding only these options, for {@link #of}. */
+    @CommandLine.Command(name = "kiln")
+    private static final class Bare {
+        @CommandLine.Mixin
+        ServerOptions options;
+    }
+
+    /**
+     * Parses these options alone, for a server embedded in a test or another program.
+     *
+     * @param args e.g. {@code "--port", "0", "--bind", "127.0.0.1"}; the rest take their defaults
+     * @return the options
+     * @throws CommandLine.ParameterException on an unknown option or a bad value
+     */
+    public static ServerOptions of(String... args) {
+        Bare bare = new Bare();
+        CommandLine cmd = new CommandLine(bare);
+        cmd.parseArgs(args);
+        bare.options.validate(cmd);
+        return bare.options;
     }
 
     /** Prints {@code message} to stderr as the program's fatal error and exits 1. */

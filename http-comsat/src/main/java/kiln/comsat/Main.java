@@ -46,7 +46,7 @@ public final class Main {
             System.setProperty(ASYNC_TIMEOUT, Long.toString(Params.MAX_DELAY_MS + 30_000L));
         }
         Launcher.run(NAME, options, demo -> {
-            ComsatServer server = new ComsatServer(options.bind, options.port, demo);
+            ComsatServer server = new ComsatServer(options, demo);
             server.start();
             return server;
         });

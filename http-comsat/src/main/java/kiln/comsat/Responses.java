@@ -35,6 +35,12 @@ final class Responses {
         fields.put(HttpHeader.CONTENT_TYPE, contentType);
     }
 
+    /** Sends {@code reply} with {@code Connection: close}; Jetty closes the connection after it. */
+    static void sendAndClose(HttpServletRequest request, Response response, Reply reply) throws IOException {
+        response.getHttpFields().put(CONNECTION_CLOSE);
+        send(request, response, reply);
+    }
+
     /**
      * Sends {@code reply} as the whole response. Jetty has already put the request's
      * {@code Connection} answer into the response's fields ({@code keep-alive} for an HTTP/1.0

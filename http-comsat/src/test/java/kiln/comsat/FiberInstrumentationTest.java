@@ -36,6 +36,7 @@ import co.paralleluniverse.fibers.instrument.SuspendableHelper;
 import co.paralleluniverse.fibers.servlet.FiberHttpServlet;
 import co.paralleluniverse.strands.SuspendableRunnable;
 import kiln.app.DemoDb;
+import kiln.app.ServerOptions;
 import kiln.db.Db;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -69,7 +70,7 @@ class FiberInstrumentationTest {
         originalErr = System.err;
         System.setErr(new PrintStream(new Tee(originalErr, STDERR), true, StandardCharsets.UTF_8));
         db = Db.open(data);
-        server = new ComsatServer("127.0.0.1", 0, DemoDb.open(db));
+        server = new ComsatServer(ServerOptions.of("--bind", "127.0.0.1", "--port", "0"), DemoDb.open(db));
         server.start();
     }
 

@@ -42,7 +42,9 @@ final class AsyncServlet extends HttpServlet {
     }
 
     @Override
-    protected void service(HttpServletRequest request, HttpServletResponse response) {
+    protected void service(HttpServletRequest request, HttpServletResponse response) throws java.io.IOException {
+        // A refused request is answered here, on Jetty's thread: a small write, no queue, no database.
+        if (Responses.refused(request, response)) return;
         AsyncContext async = request.startAsync();
         // No async timeout: every queued request ends by itself (the database completes or fails
         // every write, the timer fires every delay); Jetty's idle timeout still ends dead connections.

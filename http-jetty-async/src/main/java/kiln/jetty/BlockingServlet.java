@@ -27,6 +27,7 @@ final class BlockingServlet extends HttpServlet {
 
     @Override
     protected void service(HttpServletRequest request, HttpServletResponse response) throws IOException {
+        if (Responses.refused(request, response)) return;
         // Already complete: Waits.blocking() waited on this thread.
         Reply reply = endpoints.handle(request.getMethod(), request.getRequestURI(), request.getQueryString())
             .toCompletableFuture().join();

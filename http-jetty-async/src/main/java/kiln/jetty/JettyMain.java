@@ -29,8 +29,7 @@ public final class JettyMain {
         JettyMain command = new JettyMain();
         ServerOptions options = ServerOptions.parseOrExit(command, args);
         Launcher.run(NAME, options, demo -> {
-            JettyServer server = new JettyServer(options.bind, options.port, options.threadsOrDefault(),
-                command.threading.mode, command.threading.workers, demo);
+            JettyServer server = new JettyServer(options, command.threading.mode, command.threading.workers, demo);
             server.start();
             return server;
         });

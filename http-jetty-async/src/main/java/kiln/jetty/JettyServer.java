@@ -6,18 +6,29 @@ import java.util.logging.Logger;
 
 import jakarta.servlet.http.HttpServlet;
 
+import java.nio.ByteBuffer;
+import java.util.List;
+import java.util.stream.Collectors;
+
 import kiln.app.AsyncEndpoints;
+import kiln.app.ConnectionWatch;
 import kiln.app.DemoDb;
 import kiln.app.Launcher;
 import kiln.app.ModeOptions;
+import kiln.app.Reply;
+import kiln.app.ServerOptions;
 import kiln.app.WorkerPool;
+import org.eclipse.jetty.io.EndPoint;
 import org.eclipse.jetty.ee10.servlet.ServletContextHandler;
 import org.eclipse.jetty.ee10.servlet.ServletHolder;
 import org.eclipse.jetty.server.HttpConfiguration;
 import org.eclipse.jetty.server.HttpConnectionFactory;
+import org.eclipse.jetty.server.NetworkConnectionLimit;
 import org.eclipse.jetty.server.Server;
 import org.eclipse.jetty.server.ServerConnector;
 import org.eclipse.jetty.server.handler.GracefulHandler;
+import org.eclipse.jetty.server.internal.HttpConnection;
+import org.eclipse.jetty.util.Callback;
 import org.eclipse.jetty.util.thread.QueuedThreadPool;
 
 /**
@@ -35,6 +46,14 @@ import org.eclipse.jetty.util.thread.QueuedThreadPool;
  *   <li>blocking mode: {@link BlockingServlet} runs the whole request on a pool thread, so at most
  *       200 requests are in progress at once.</li>
  * </ul>
+ *
+ * <h2>Limits</h2>
+ * {@code --idle-timeout} is the connector's idle timeout; {@code --max-connections} is a
+ * {@link NetworkConnectionLimit}: at the cap Jetty stops accepting, so new connections wait in the
+ * listen backlog instead of using descriptors. Jetty has no header-read timeout (a slowloris client
+ * that sends a byte now and then resets the idle timeout forever), so a {@link ConnectionWatch}
+ * answers 408 and closes a connection whose request head takes longer than {@code --header-timeout};
+ * it also logs the cap.
  */
 final class JettyServer implements Launcher.Server {
     private static final Logger LOG = Logger.getLogger(JettyServer.class.getName());
@@ -45,16 +64,17 @@ final class JettyServer implements Launcher.Server {
     private final ServerConnector connector;
     /** async mode only, else null */
     private final WorkerPool workerPool;
+    private final NetworkConnectionLimit connectionLimit;
+    private final long headerTimeoutMs;
+    private ConnectionWatch<EndPoint> watch;
 
     /**
-     * @param bind      address to listen on
-     * @param port      TCP port, 0 for any free port
-     * @param selectors Jetty selector (IO) threads, >= 1
+     * @param options   --bind, --port, --threads (selector threads), and the limits
      * @param mode      async (queue + workers) or blocking (thread per request)
      * @param workers   worker threads in async mode, 1..3
      * @param demo      the demo tables
      */
-    JettyServer(String bind, int port, int selectors, ModeOptions.Mode mode, int workers, DemoDb demo) {
+    JettyServer(ServerOptions options, ModeOptions.Mode mode, int workers, DemoDb demo) {
         QueuedThreadPool pool = new QueuedThreadPool();
         pool.setName("kiln-jetty");
         server = new Server(pool);
@@ -65,11 +85,21 @@ final class JettyServer implements Launcher.Server {
         http.setSendServerVersion(false);
         http.setSendDateHeader(false);
         http.setSendXPoweredBy(false);
-        connector = new ServerConnector(server, 0, selectors, new HttpConnectionFactory(http));
-        connector.setHost(bind);
-        connector.setPort(port);
+        // Jetty gives every connection its own header cache (a trie of headerCacheSize = 1024 rows,
+        // about 100 KB of char[] once it holds the first request's fields). At 5000 keep-alive
+        // connections that is ~490 MB, and a 256 MB heap ran out of memory (a class histogram at
+        // c=2000 showed 197 MB of char[] for 2000 connections). Without the cache each request's
+        // fields are parsed into new strings instead.
+        http.setHeaderCacheSize(0);
+        connector = new ServerConnector(server, 0, options.threadsOrDefault(), new HttpConnectionFactory(http));
+        connector.setHost(options.bind);
+        connector.setPort(options.port);
         connector.setAcceptQueueSize(BACKLOG);
+        connector.setIdleTimeout(options.idleTimeoutMs);
         server.addConnector(connector);
+        connectionLimit = new NetworkConnectionLimit(options.maxConnectionsOrDefault(), connector);
+        server.addBean(connectionLimit);
+        headerTimeoutMs = options.headerTimeoutMs;
 
         HttpServlet servlet;
         if (mode == ModeOptions.Mode.ASYNC) {
@@ -95,6 +125,8 @@ final class JettyServer implements Launcher.Server {
     void start() throws IOException {
         try {
             server.start();
+            watch = ConnectionWatch.headsAndCap("jetty", headerTimeoutMs, connector::getConnectedEndPoints, new Probe(),
+                connectionLimit.getMaxNetworkConnectionCount(), connectionLimit::getNetworkConnectionCount);
         } catch (Exception e) {
             stop(0);
             if (e instanceof IOException) throw (IOException) e;
@@ -115,6 +147,7 @@ final class JettyServer implements Launcher.Server {
      */
     @Override
     public void stop(long graceMillis) {
+        if (watch != null) watch.stop();
         server.setStopTimeout(graceMillis);
         try {
             server.stop();
@@ -122,5 +155,30 @@ final class JettyServer implements Launcher.Server {
             LOG.log(Level.WARNING, "Jetty did not stop cleanly", e);
         }
         if (workerPool != null) workerPool.stop();
+    }
+
+    /** Jetty 12's view of a connection for the {@link ConnectionWatch}. */
+    private static final class Probe implements ConnectionWatch.Probe<EndPoint> {
+        private static final byte[] REQUEST_TIMEOUT = Reply.error(408, "request head not complete in time").toClosingResponse();
+
+        @Override
+        public boolean readingHead(EndPoint endPoint) {
+            return endPoint.getConnection() instanceof HttpConnection http
+                && http.getParser().inHeaderState() && !http.getParser().isStart();
+        }
+
+        @Override
+        public long requestsBegun(EndPoint endPoint) {
+            return endPoint.getConnection() instanceof HttpConnection http ? http.getMessagesIn() : 0;
+        }
+
+        @Override
+        public void expire(EndPoint endPoint) {
+            try {
+                endPoint.write(Callback.from(endPoint::close), ByteBuffer.wrap(REQUEST_TIMEOUT));
+            } catch (RuntimeException e) {
+                endPoint.close(); // a write already pending: just close
+            }
+        }
     }
 }

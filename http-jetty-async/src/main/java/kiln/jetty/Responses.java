@@ -48,6 +48,22 @@ final class Responses {
     }
 
     /**
+     * Applies {@link Reply#refuseRequest}: answers 431 or 413 and closes when the request is
+     * refused, without reading its content.
+     *
+     * @return true when the request was answered here
+     */
+    static boolean refused(HttpServletRequest request, HttpServletResponse response) throws java.io.IOException {
+        int fields = org.eclipse.jetty.ee10.servlet.ServletContextRequest.getServletContextRequest(request).getHeaders().size();
+        Reply refusal = Reply.refuseRequest(fields, request.getContentLengthLong(), request.getHeader("Transfer-Encoding") != null);
+        if (refusal == null) return false;
+        head(request, response, refusal);
+        ServletContextResponse.getServletContextResponse(response).getHeaders().put(CONNECTION_CLOSE);
+        response.getOutputStream().write(refusal.body);
+        return true;
+    }
+
+    /**
      * Puts Server, Date, Content-Type, the extra header (when not null) and Content-Length, in the
      * order Jetty will write them.
      */

@@ -1,7 +1,6 @@
 package kiln.kilim;
 
 import java.io.IOException;
-import java.lang.management.ManagementFactory;
 import java.net.InetSocketAddress;
 import java.net.StandardSocketOptions;
 import java.nio.channels.ClosedChannelException;
@@ -25,6 +24,7 @@ import kilim.nio.NioSelectorScheduler;
 import kiln.app.Launcher;
 import kiln.app.Params;
 import kiln.app.Reply;
+import kiln.app.ServerOptions;
 import kiln.db.DbException;
 import kiln.db.QueryFuture;
 
@@ -65,7 +65,7 @@ public final class KilimServer implements Launcher.Server {
     private final Set<HttpConnection> open = ConcurrentHashMap.newKeySet();
     private long idleTimeoutNanos = TimeUnit.SECONDS.toNanos(60);
     private long headerTimeoutNanos = TimeUnit.SECONDS.toNanos(10);
-    private int maxConnections = defaultMaxConnections();
+    private int maxConnections = ServerOptions.defaultMaxConnections();
     private volatile boolean stopping;
     private ScheduledExecutorService reaper;
     private ServerSocketChannel channel;
@@ -238,16 +238,6 @@ public final class KilimServer implements Launcher.Server {
     void connectionClosed(HttpConnection c) {
         open.remove(c);
         connections.decrementAndGet();
-    }
-
-    /** The open-files limit of this process minus a reserve, or 10000 when the JVM cannot tell. */
-    private static int defaultMaxConnections() {
-        java.lang.management.OperatingSystemMXBean os = ManagementFactory.getOperatingSystemMXBean();
-        if (os instanceof com.sun.management.UnixOperatingSystemMXBean) {
-            long max = ((com.sun.management.UnixOperatingSystemMXBean) os).getMaxFileDescriptorCount();
-            return (int) Math.max(16, Math.min(Integer.MAX_VALUE, max - 64));
-        }
-        return 10_000;
     }
 
     static void requireWoven(Class<?> c) {

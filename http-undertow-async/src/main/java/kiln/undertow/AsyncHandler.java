@@ -32,7 +32,7 @@ final class AsyncHandler implements HttpHandler {
 
     @Override
     public void handleRequest(HttpServerExchange exchange) {
-        if (Exchanges.refuseUnsupportedVersion(exchange)) return;
+        if (Exchanges.refuseUnsupportedVersion(exchange) || Exchanges.refuseContent(exchange)) return;
         // dispatch() keeps the exchange open after this method returns; with SameThreadExecutor the
         // task runs on this IO thread right after the handler chain unwinds, so no worker can touch
         // the exchange while Undertow's IO thread still does.

@@ -22,7 +22,7 @@ final class BlockingHandler implements HttpHandler {
     @Override
     public void handleRequest(HttpServerExchange exchange) {
         if (exchange.isInIoThread()) {
-            if (Exchanges.refuseUnsupportedVersion(exchange)) return;
+            if (Exchanges.refuseUnsupportedVersion(exchange) || Exchanges.refuseContent(exchange)) return;
             // Never block an IO thread: run this handler again on the worker pool.
             exchange.dispatch(this);
             return;

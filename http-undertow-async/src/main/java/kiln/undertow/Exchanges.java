@@ -34,6 +34,22 @@ final class Exchanges {
     }
 
     /**
+     * Applies {@link Reply#refuseRequest} to the content (Undertow limits the header fields itself,
+     * {@code MAX_HEADERS}): answers 413 and closes when the request's content is refused, without
+     * reading it. Call it on the IO thread, first thing.
+     *
+     * @return true when the exchange was refused (answered), false when it may be served
+     */
+    static boolean refuseContent(HttpServerExchange exchange) {
+        Reply refusal = Reply.refuseRequest(0, exchange.getRequestContentLength(),
+            exchange.getRequestHeaders().contains(Headers.TRANSFER_ENCODING));
+        if (refusal == null) return false;
+        exchange.setPersistent(false);
+        send(exchange, refusal);
+        return true;
+    }
+
+    /**
      * Sets status and headers and sends the body with Undertow's non-blocking sender, which ends
      * the exchange once written. Callable from any thread that owns the exchange (a dispatched
      * exchange belongs to whichever thread runs its task).

@@ -29,8 +29,7 @@ public final class UndertowMain {
         UndertowMain command = new UndertowMain();
         ServerOptions options = ServerOptions.parseOrExit(command, args);
         Launcher.run(NAME, options, demo -> {
-            UndertowServer server = new UndertowServer(options.bind, options.port, options.threadsOrDefault(),
-                command.threading.mode, command.threading.workers, demo);
+            UndertowServer server = new UndertowServer(options, command.threading.mode, command.threading.workers, demo);
             server.start();
             return server;
         });

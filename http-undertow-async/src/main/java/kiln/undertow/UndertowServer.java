@@ -8,9 +8,11 @@ import io.undertow.UndertowOptions;
 import io.undertow.server.HttpHandler;
 import io.undertow.server.handlers.GracefulShutdownHandler;
 import kiln.app.AsyncEndpoints;
+import kiln.app.ConnectionWatch;
 import kiln.app.DemoDb;
 import kiln.app.Launcher;
 import kiln.app.ModeOptions;
+import kiln.app.ServerOptions;
 import kiln.app.WorkerPool;
 import org.xnio.Options;
 
@@ -27,6 +29,15 @@ import org.xnio.Options;
  *   <li>blocking mode: {@link BlockingHandler} dispatches each exchange to Undertow's worker pool
  *       (Undertow's default size: 8 per IO thread), where it blocks.</li>
  * </ul>
+ *
+ * <h2>Limits</h2>
+ * Undertow has them all: {@code --header-timeout} is {@link UndertowOptions#REQUEST_PARSE_TIMEOUT}
+ * (it closes the connection without a response), {@code --idle-timeout} is both
+ * {@link UndertowOptions#NO_REQUEST_TIMEOUT} (idle between requests) and
+ * {@link UndertowOptions#IDLE_TIMEOUT} (no progress reading or writing), and
+ * {@code --max-connections} is XNIO's {@link Options#CONNECTION_HIGH_WATER}: at the cap the listener
+ * stops accepting and new connections wait in the listen backlog. A {@link ConnectionWatch} over
+ * Undertow's connector statistics logs the cap.
  */
 final class UndertowServer implements Launcher.Server {
     /** Listen backlog: large enough for a c=1000+ ApacheBench connect burst (capped by net.core.somaxconn). */
@@ -36,16 +47,16 @@ final class UndertowServer implements Launcher.Server {
     private final GracefulShutdownHandler graceful;
     /** async mode only, else null */
     private final WorkerPool workerPool;
+    private final int maxConnections;
+    private ConnectionWatch<Object> watch;
 
     /**
-     * @param bind      address to listen on
-     * @param port      TCP port, 0 for any free port
-     * @param ioThreads Undertow IO threads, >= 1
+     * @param options   --bind, --port, --threads (IO threads), and the limits
      * @param mode      async (queue + workers) or blocking (worker pool, thread per request)
      * @param workers   worker threads in async mode, 1..3
      * @param demo      the demo tables
      */
-    UndertowServer(String bind, int port, int ioThreads, ModeOptions.Mode mode, int workers, DemoDb demo) {
+    UndertowServer(ServerOptions options, ModeOptions.Mode mode, int workers, DemoDb demo) {
         HttpHandler handler;
         if (mode == ModeOptions.Mode.ASYNC) {
             workerPool = new WorkerPool(workers);
@@ -55,10 +66,20 @@ final class UndertowServer implements Launcher.Server {
             handler = new BlockingHandler(new AsyncEndpoints(demo, AsyncEndpoints.Waits.blocking()));
         }
         graceful = new GracefulShutdownHandler(handler);
+        maxConnections = options.maxConnectionsOrDefault();
         undertow = Undertow.builder()
-            .addHttpListener(port, bind)
-            .setIoThreads(ioThreads)
+            .addHttpListener(options.port, options.bind)
+            .setIoThreads(options.threadsOrDefault())
             .setSocketOption(Options.BACKLOG, BACKLOG)
+            .setSocketOption(Options.CONNECTION_HIGH_WATER, maxConnections)
+            .setSocketOption(Options.CONNECTION_LOW_WATER, maxConnections)
+            .setServerOption(UndertowOptions.REQUEST_PARSE_TIMEOUT, (int) options.headerTimeoutMs)
+            .setServerOption(UndertowOptions.NO_REQUEST_TIMEOUT, (int) options.idleTimeoutMs)
+            .setServerOption(UndertowOptions.IDLE_TIMEOUT, (int) options.idleTimeoutMs)
+            .setServerOption(UndertowOptions.ENABLE_STATISTICS, true)
+            // The other front ends' head limits: request line 8 KiB + header fields 16 KiB, 100 fields.
+            .setServerOption(UndertowOptions.MAX_HEADER_SIZE, 24 * 1024)
+            .setServerOption(UndertowOptions.MAX_HEADERS, kiln.app.Http.MAX_HEADERS)
             // The contract's Date header is written by Exchanges; no Connection: keep-alive on HTTP/1.1.
             .setServerOption(UndertowOptions.ALWAYS_SET_DATE, false)
             .setServerOption(UndertowOptions.ALWAYS_SET_KEEP_ALIVE, false)
@@ -76,6 +97,9 @@ final class UndertowServer implements Launcher.Server {
     void start() throws IOException {
         try {
             undertow.start();
+            // Undertow times heads out itself: the watch only reports the cap.
+            watch = ConnectionWatch.capOnly("undertow", maxConnections,
+                () -> (int) undertow.getListenerInfo().get(0).getConnectorStatistics().getActiveConnections());
         } catch (RuntimeException e) {
             if (workerPool != null) workerPool.stop();
             // Undertow wraps the bind failure (java.net.BindException and friends) in a RuntimeException.
@@ -97,6 +121,7 @@ final class UndertowServer implements Launcher.Server {
      */
     @Override
     public void stop(long graceMillis) {
+        if (watch != null) watch.stop();
         graceful.shutdown();
         try {
             graceful.awaitShutdown(graceMillis);
