@@ -26,8 +26,8 @@ import java.util.List;
 final class RequestParser {
     static final int MAX_REQUEST_LINE = 8 * 1024;
     static final int MAX_HEADER_BYTES = 16 * 1024;
-    static final int MAX_HEADERS = 100;
-    static final int MAX_BODY = 64 * 1024;
+    static final int MAX_HEADERS = kiln.app.Http.MAX_HEADERS;
+    static final int MAX_BODY = kiln.app.Http.MAX_CONTENT;
 
     private static final byte CR = '\r';
     private static final byte LF = '\n';
@@ -71,6 +71,8 @@ final class RequestParser {
         for (int skipped = 0; skipped < 4 && end - start >= 2 && buf[start] == CR && buf[start + 1] == LF; skipped++) {
             start += 2;
         }
+        // A lone CR may be the first half of one more empty line: wait for the next byte.
+        if (end - start == 1 && buf[start] == CR) return null;
         // Request line.
         int lineEnd = findLineEnd(buf, start, end, MAX_REQUEST_LINE);
         if (lineEnd < 0) {
@@ -102,7 +104,7 @@ final class RequestParser {
             int budget = MAX_HEADER_BYTES - (pos - headStart);
             int eol = findLineEnd(buf, pos, end, Math.max(0, budget));
             if (eol < 0) {
-                if (eol == TOO_LONG || budget <= 0) throw new HttpError(431, "header section larger than " + MAX_HEADER_BYTES + " bytes");
+                if (eol == TOO_LONG) throw new HttpError(431, "header section larger than " + MAX_HEADER_BYTES + " bytes");
                 return null;
             }
             if (eol == pos) {

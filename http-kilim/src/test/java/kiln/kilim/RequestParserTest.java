@@ -99,6 +99,27 @@ class RequestParserTest {
     }
 
     @Test
+    void aLoneCrBeforeTheRequestLineAsksForMore() throws HttpError {
+        // found by RequestParserFuzzTest: the CR of a leading empty line, read on its own, was a 400
+        assertNull(parse("\r"));
+        assertNull(parse("\r\n\r"));
+        assertEquals("/a", parse("\r\n\r\nGET /a HTTP/1.1\r\nHost: a\r\n\r\n").request.path());
+    }
+
+    @Test
+    void aHeaderSectionExactlyAtTheLimitAsksForMoreUntilItsEmptyLine() throws HttpError {
+        // found by RequestParserFuzzTest: with the field lines exactly MAX_HEADER_BYTES long, the
+        // head without its final CRLF (or with only its CR) was a 431 although the whole head parses
+        String host = "Host: a\r\n";
+        String filler = "X: " + "v".repeat(RequestParser.MAX_HEADER_BYTES - host.length() - "X: \r\n".length()) + "\r\n";
+        String head = "GET / HTTP/1.1\r\n" + host + filler;
+        assertEquals(RequestParser.MAX_HEADER_BYTES, host.length() + filler.length());
+        assertNull(parse(head));
+        assertNull(parse(head + "\r"));
+        assertEquals(head.length() + 2, parse(head + "\r\n").length);
+    }
+
+    @Test
     void absoluteFormTargetRoutesByPath() throws HttpError {
         HttpRequest r = parse("GET http://example.com:8080/db?x=1 HTTP/1.1\r\nHost: example.com\r\n\r\n").request;
         assertEquals("/db", r.path());
