@@ -39,6 +39,8 @@ enum Deviation {
      * without {@code Host} through its always-installed {@code HostHeaderHandler}, which ends the
      * exchange with reason phrase {@code No Host Header}, an empty body and {@code Connection: close}
      * before the front end's handler is called. Neither has an option or hook for another response.
+     * The same fixed 400 answers a head over its size or field-count limit ({@code MAX_HEADER_SIZE},
+     * {@code MAX_HEADERS}), where the contract says 414 or 431.
      *
      * <p>Checked instead: status 400 on an HTTP/1.1 status line, exactly the header lines
      * {@code Content-Length: 0} and {@code Connection: close} (any order), no body, then the server
@@ -54,5 +56,34 @@ enum Deviation {
      * <p>Checked instead: the request is served exactly as the same request with HTTP/1.1 (200, the
      * contract's head and body), and the connection stays usable for the next request.
      */
-    UNKNOWN_VERSION_SERVED_AS_HTTP_1_1
+    UNKNOWN_VERSION_SERVED_AS_HTTP_1_1,
+
+    /**
+     * The server library parses requests and the front end never reads content (no endpoint takes
+     * any), so chunked content cannot be checked for valid framing: the front end refuses every
+     * chunked request with 413 and closes, without reading it ({@code kiln.app.Reply#refuseRequest}).
+     * Kilim's own parser reads and checks chunked content and answers malformed framing with 400.
+     *
+     * <p>Checked instead: 413, then the server closes the connection.
+     */
+    CHUNKED_CONTENT_REFUSED_UNREAD,
+
+    /**
+     * Undertow's {@code REQUEST_PARSE_TIMEOUT} closes the connection without a response; it has no
+     * hook to send 408 first.
+     *
+     * <p>Checked instead: the connection is closed within the bound, and nothing was sent.
+     */
+    HEADER_TIMEOUT_CLOSES_SILENTLY,
+
+    /**
+     * At {@code --max-connections}, Jetty ({@code NetworkConnectionLimit}, {@code ConnectionLimit})
+     * and Undertow (XNIO {@code CONNECTION_HIGH_WATER}) stop accepting: a new connection waits in
+     * the kernel's listen backlog, unanswered, until one closes. Kilim accepts it and answers 503.
+     * Both keep the descriptors the server uses within the cap.
+     *
+     * <p>Checked instead: a request on a connection over the cap is not answered while the cap
+     * holds, and is answered once connections close.
+     */
+    CONNECTION_CAP_WAITS_IN_BACKLOG
 }

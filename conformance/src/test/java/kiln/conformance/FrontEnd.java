@@ -27,13 +27,14 @@ import org.junit.jupiter.params.provider.Arguments;
  * subset while developing.
  */
 enum FrontEnd {
-    KILIM("kilim", "http-kilim", "kiln-kilim.jar", none()),
-    JETTY_ASYNC("jetty-async", "http-jetty-async", "kiln-jetty.jar", jetty(), "--mode", "async"),
-    JETTY_BLOCKING("jetty-blocking", "http-jetty-async", "kiln-jetty.jar", jetty(), "--mode", "blocking"),
-    UNDERTOW_ASYNC("undertow-async", "http-undertow-async", "kiln-undertow.jar", undertow(), "--mode", "async"),
-    UNDERTOW_BLOCKING("undertow-blocking", "http-undertow-async", "kiln-undertow.jar", undertow(), "--mode", "blocking"),
+    KILIM("kilim", "http-kilim", "kiln-kilim.jar", "kiln.kilim.HttpConnection", none()),
+    JETTY_ASYNC("jetty-async", "http-jetty-async", "kiln-jetty.jar", "org.eclipse.jetty.server.internal.HttpConnection", jetty(), "--mode", "async"),
+    JETTY_BLOCKING("jetty-blocking", "http-jetty-async", "kiln-jetty.jar", "org.eclipse.jetty.server.internal.HttpConnection", jetty(), "--mode", "blocking"),
+    UNDERTOW_ASYNC("undertow-async", "http-undertow-async", "kiln-undertow.jar", "io.undertow.server.protocol.http.HttpServerConnection", undertow(), "--mode", "async"),
+    UNDERTOW_BLOCKING("undertow-blocking", "http-undertow-async", "kiln-undertow.jar", "io.undertow.server.protocol.http.HttpServerConnection", undertow(),
+        "--mode", "blocking"),
     /** JDK 17 only (Quasar): the suite's JVM must be a 17, as CI's is. The jar starts Quasar's agent itself. */
-    COMSAT("comsat", "http-comsat", "kiln-comsat.jar", none());
+    COMSAT("comsat", "http-comsat", "kiln-comsat.jar", "org.eclipse.jetty.server.HttpConnection", comsat());
 
     /** Name used in test names, in {@code -Dkiln.servers} and in log file names. */
     final String id;
@@ -45,11 +46,14 @@ enum FrontEnd {
     final Set<Deviation> deviations;
     /** Arguments after the common {@code --port --bind --data}. */
     final List<String> extraArgs;
+    /** The server's class with one live instance per open connection (a Kilim connection is its fiber). */
+    final String connectionClass;
 
-    FrontEnd(String id, String module, String jar, Set<Deviation> deviations, String... extraArgs) {
+    FrontEnd(String id, String module, String jar, String connectionClass, Set<Deviation> deviations, String... extraArgs) {
         this.id = id;
         this.module = module;
         this.jar = jar;
+        this.connectionClass = connectionClass;
         this.deviations = Collections.unmodifiableSet(deviations);
         this.extraArgs = Collections.unmodifiableList(Arrays.asList(extraArgs));
     }
@@ -63,15 +67,22 @@ enum FrontEnd {
         return EnumSet.noneOf(Deviation.class);
     }
 
-    /** Jetty 12.1, both modes: the parser, not the servlet, answers a malformed version. */
+    /** Jetty 12.1, both modes: the parser, not the servlet, answers a malformed version; content and the cap. */
     private static Set<Deviation> jetty() {
-        return EnumSet.of(Deviation.MALFORMED_VERSION_IS_505);
+        return EnumSet.of(Deviation.MALFORMED_VERSION_IS_505, Deviation.CHUNKED_CONTENT_REFUSED_UNREAD,
+            Deviation.CONNECTION_CAP_WAITS_IN_BACKLOG);
     }
 
-    /** Undertow 2.4, both modes: header order, and what its parser answers or serves before the handler. */
+    /** Undertow 2.4, both modes: header order, what its parser answers or serves before the handler, timeouts, the cap. */
     private static Set<Deviation> undertow() {
         return EnumSet.of(Deviation.HEADER_ORDER_HASHED, Deviation.PARSE_ERRORS_BODILESS_400,
-            Deviation.UNKNOWN_VERSION_SERVED_AS_HTTP_1_1);
+            Deviation.UNKNOWN_VERSION_SERVED_AS_HTTP_1_1, Deviation.CHUNKED_CONTENT_REFUSED_UNREAD,
+            Deviation.HEADER_TIMEOUT_CLOSES_SILENTLY, Deviation.CONNECTION_CAP_WAITS_IN_BACKLOG);
+    }
+
+    /** Comsat on Jetty 9.4: content and the cap, as Jetty 12. */
+    private static Set<Deviation> comsat() {
+        return EnumSet.of(Deviation.CHUNKED_CONTENT_REFUSED_UNREAD, Deviation.CONNECTION_CAP_WAITS_IN_BACKLOG);
     }
 
     /** @return the program name the jar prints in its ready line: the jar name without ".jar" (kiln-jetty) */

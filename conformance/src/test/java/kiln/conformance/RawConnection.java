@@ -28,20 +28,28 @@ final class RawConnection implements AutoCloseable {
     private final InputStream in;
     private final OutputStream out;
 
-    private RawConnection(Socket socket) throws IOException {
+    private final int timeoutMs;
+
+    private RawConnection(Socket socket, int timeoutMs) throws IOException {
         this.socket = socket;
+        this.timeoutMs = timeoutMs;
         this.in = new BufferedInputStream(socket.getInputStream());
         this.out = socket.getOutputStream();
     }
 
     /** Connects to {@code server} on 127.0.0.1. */
     static RawConnection open(ServerProcess server) {
+        return open(server, READ_TIMEOUT_MS);
+    }
+
+    /** Connects to {@code server}; connect and every read time out after {@code timeoutMs}. */
+    static RawConnection open(ServerProcess server, int timeoutMs) {
         Socket s = new Socket();
         try {
             s.setTcpNoDelay(true);
-            s.connect(new InetSocketAddress(ServerProcess.BIND, server.port), 5_000);
-            s.setSoTimeout(READ_TIMEOUT_MS);
-            return new RawConnection(s);
+            s.connect(new InetSocketAddress(ServerProcess.BIND, server.port), Math.min(5_000, timeoutMs));
+            s.setSoTimeout(timeoutMs);
+            return new RawConnection(s, timeoutMs);
         } catch (IOException e) {
             try {
                 s.close();
@@ -91,7 +99,7 @@ final class RawConnection implements AutoCloseable {
             }
             return new RawResponse(head, body);
         } catch (SocketTimeoutException e) {
-            throw new AssertionError("no complete body within " + READ_TIMEOUT_MS + " ms after\n" + head, e);
+            throw new AssertionError("no complete body within " + timeoutMs + " ms after\n" + head, e);
         } catch (IOException e) {
             throw new UncheckedIOException("read failed", e);
         }
@@ -113,7 +121,7 @@ final class RawConnection implements AutoCloseable {
             in.reset();
             return next;
         } catch (SocketTimeoutException e) {
-            throw new AssertionError("no " + n + " bytes within " + READ_TIMEOUT_MS + " ms", e);
+            throw new AssertionError("no " + n + " bytes within " + timeoutMs + " ms", e);
         } catch (IOException e) {
             throw new UncheckedIOException("read failed", e);
         }
@@ -140,7 +148,7 @@ final class RawConnection implements AutoCloseable {
                 if (b == '\n' && endsWithBlankLine(head)) return head.toString(StandardCharsets.ISO_8859_1);
             }
         } catch (SocketTimeoutException e) {
-            throw new AssertionError("no complete response head within " + READ_TIMEOUT_MS + " ms", e);
+            throw new AssertionError("no complete response head within " + timeoutMs + " ms", e);
         } catch (IOException e) {
             throw new UncheckedIOException("read failed", e);
         }
@@ -166,7 +174,7 @@ final class RawConnection implements AutoCloseable {
             int n = in.read(more);
             return "server sent more bytes instead of closing: " + (char) b + new String(more, 0, Math.max(n, 0), StandardCharsets.ISO_8859_1);
         } catch (SocketTimeoutException e) {
-            return "server kept the connection open for " + READ_TIMEOUT_MS + " ms";
+            return "server kept the connection open for " + timeoutMs + " ms";
         } catch (SocketException e) {
             return null;
         } catch (IOException e) {

@@ -68,6 +68,11 @@ final class ServerProcess implements AutoCloseable {
      *         printing its ready line (the message holds its log)
      */
     static ServerProcess start(FrontEnd fe, String name) {
+        return start(fe, name, List.of());
+    }
+
+    /** As {@link #start(FrontEnd, String)}, with {@code args} after the front end's own (e.g. limits). */
+    static ServerProcess start(FrontEnd fe, String name, List<String> args) {
         checkBuilt(fe);
         Path dataDir;
         try {
@@ -77,7 +82,7 @@ final class ServerProcess implements AutoCloseable {
             throw new UncheckedIOException(e);
         }
         try {
-            return start(fe, dataDir, name);
+            return start(fe, dataDir, name, args);
         } catch (AssertionError e) {
             deleteRecursively(dataDir);
             throw e;
@@ -93,17 +98,13 @@ final class ServerProcess implements AutoCloseable {
 
     /** Starts {@code fe} on {@code dataDir}, which may already hold a database. See {@link #start(FrontEnd, String)}. */
     static ServerProcess start(FrontEnd fe, Path dataDir, String name) {
+        return start(fe, dataDir, name, List.of());
+    }
+
+    /** Starts {@code fe} on {@code dataDir} with {@code args} after the front end's own. */
+    static ServerProcess start(FrontEnd fe, Path dataDir, String name, List<String> args) {
         checkBuilt(fe);
-        Path jar = fe.jarPath();
-        List<String> cmd = new ArrayList<>();
-        cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-        cmd.add("-Xms128m");
-        cmd.add("-Xmx256m");
-        cmd.addAll(LMDB_FLAGS);
-        cmd.add("-jar");
-        cmd.add(jar.toString());
-        cmd.addAll(List.of("--port", "0", "--bind", BIND, "--data", dataDir.toString()));
-        cmd.addAll(fe.extraArgs);
+        List<String> cmd = command(fe, dataDir, args);
 
         Path log;
         LogSink sink;
@@ -149,9 +150,41 @@ final class ServerProcess implements AutoCloseable {
         return new ServerProcess(fe, dataDir, log, process, sink, drains, port);
     }
 
+    /**
+     * @return the command line that runs {@code fe} on a free loopback port over {@code dataDir},
+     *         with {@code args} after the front end's own
+     */
+    static List<String> command(FrontEnd fe, Path dataDir, List<String> args) {
+        List<String> cmd = new ArrayList<>();
+        cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        cmd.add("-Xms128m");
+        cmd.add("-Xmx256m");
+        cmd.addAll(LMDB_FLAGS);
+        cmd.add("-jar");
+        cmd.add(fe.jarPath().toString());
+        cmd.addAll(List.of("--port", "0", "--bind", BIND, "--data", dataDir.toString()));
+        cmd.addAll(fe.extraArgs);
+        cmd.addAll(args);
+        return cmd;
+    }
+
     /** @return {@code http://127.0.0.1:PORT} + {@code target} (a path with optional query) */
     URI uri(String target) {
         return URI.create("http://" + BIND + ":" + port + target);
+    }
+
+    /** @return the server's process id */
+    long pid() {
+        return process.pid();
+    }
+
+    /** @return how many file descriptors the server has open now ({@code /proc/PID/fd}, Linux) */
+    int openFileDescriptors() {
+        try (java.util.stream.Stream<Path> fds = Files.list(Path.of("/proc", Long.toString(process.pid()), "fd"))) {
+            return (int) fds.count();
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot list the descriptors of " + frontEnd.id + " (pid " + process.pid() + ")", e);
+        }
     }
 
     /** @return true while the process runs */

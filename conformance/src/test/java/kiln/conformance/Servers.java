@@ -12,19 +12,22 @@ import org.junit.jupiter.api.extension.TestWatcher;
 /**
  * The servers one test class shares: each front end is started on first use (fresh data directory)
  * and stopped after the class's last test, so a class costs one process start per front end.
- * Register it as {@code @RegisterExtension static final Servers SERVERS = new Servers("Name");}.
+ * Register it as {@code @RegisterExtension static final Servers SERVERS = new Servers("Name");},
+ * with any further command-line arguments after the name.
  *
  * <p>When a test fails, the log of the front end it ran against is printed. After the class, a
  * server that died during the tests, or that needed SIGKILL to stop, fails the class.
  */
 final class Servers implements AfterAllCallback, TestWatcher {
     private final String owner;
+    private final List<String> args;
     private final Map<FrontEnd, ServerProcess> running = new EnumMap<>(FrontEnd.class);
     /** A start that failed is not retried for every test of the class: each one fails with the same error. */
     private final Map<FrontEnd, AssertionError> failedStarts = new EnumMap<>(FrontEnd.class);
 
-    Servers(String owner) {
+    Servers(String owner, String... args) {
         this.owner = owner;
+        this.args = List.of(args);
     }
 
     /** @return {@code fe}, started if this is its first use in the class */
@@ -37,7 +40,7 @@ final class Servers implements AfterAllCallback, TestWatcher {
         AssertionError failed = failedStarts.get(fe);
         if (failed != null) throw new AssertionError("front end '" + fe.id + "' failed to start earlier in " + owner, failed);
         try {
-            s = ServerProcess.start(fe, owner);
+            s = ServerProcess.start(fe, owner, args);
         } catch (AssertionError e) {
             failedStarts.put(fe, e);
             throw e;

@@ -1,0 +1,132 @@
+package kiln.conformance;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeFalse;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import java.io.IOException;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import kiln.app.DemoDb;
+import kiln.db.Db;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * The disk under the database failing, for every front end. A full disk is simulated with the
+ * server's file-size limit (RLIMIT_FSIZE, set on the running process with util-linux
+ * {@code prlimit}): LMDB's writes beyond it fail with EFBIG as they would with ENOSPC, and the JVM
+ * ignores the SIGXFSZ that comes with them. The commit fails, the writes in it answer 500 with a
+ * short message (details in the log), reads go on, and once the limit is lifted writes succeed
+ * again; the database then closes cleanly with every acknowledged write in it. A read-only data
+ * directory stops the server at start with a clear message.
+ */
+class FaultsTest {
+    static List<FrontEnd> servers() {
+        return FrontEnd.underTest();
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("servers")
+    void fullDiskFailsWritesWith500AndTheyRecover(FrontEnd fe) throws Exception {
+        assumeTrue(prlimit(ProcessHandle.current().pid(), "--fsize") == 0, "util-linux prlimit is not available");
+        ServerProcess s = ServerProcess.start(fe, "FaultsTest-disk");
+        try {
+            Map<Integer, Integer> acknowledged = new LinkedHashMap<>();
+            acknowledge(acknowledged, Contract.getJson(s, "/updates?queries=500"));
+            long size = Files.size(s.dataDir.resolve("data.mdb"));
+            assertEquals(0, prlimit(s.pid(), "--fsize=" + size + ":"), "prlimit on the server");
+
+            List<Integer> statuses = new ArrayList<>();
+            String failure = null;
+            for (int i = 0; i < 40 && failure == null; i++) {
+                HttpResponse<byte[]> r = Contract.get(s, "/updates?queries=500");
+                statuses.add(r.statusCode());
+                if (r.statusCode() == 200) {
+                    acknowledge(acknowledged, Contract.JSON.readTree(r.body()));
+                } else {
+                    failure = new String(r.body(), StandardCharsets.UTF_8);
+                    assertEquals(500, r.statusCode(), "a write that cannot be committed: " + failure);
+                }
+            }
+            String body = failure;
+            assertTrue(body != null, () -> fe.id + " never failed a write with the data file limited to " + size + " bytes: " + statuses);
+            assertTrue(body.length() < 200 && body.startsWith("500 "), () -> fe.id + " 500 body: " + body);
+            assertEquals(200, Contract.get(s, "/db").statusCode(), "reads go on while writes fail");
+
+            assertEquals(0, prlimit(s.pid(), "--fsize=unlimited:"), "prlimit on the server");
+            acknowledge(acknowledged, Contract.getJson(s, "/updates?queries=500"));
+            RobustnessTest.assertServesPromptly(s);
+
+            int exit = s.stop();
+            assertEquals(0, exit, () -> "exit code after SIGTERM; log:\n" + s.logText());
+            try (Db db = Db.open(s.dataDir)) {
+                DemoDb demo = DemoDb.open(db);
+                List<String> lost = db.read(txn -> {
+                    List<String> wrong = new ArrayList<>();
+                    for (Map.Entry<Integer, Integer> e : acknowledged.entrySet()) {
+                        Integer stored = demo.worlds().get(txn, e.getKey());
+                        if (!e.getValue().equals(stored)) wrong.add("id " + e.getKey() + ": acknowledged " + e.getValue() + ", stored " + stored);
+                    }
+                    return wrong;
+                }).join();
+                assertTrue(lost.isEmpty(), () -> lost.size() + " acknowledged updates lost, e.g. " + lost.subList(0, Math.min(5, lost.size())));
+                assertEquals(DemoDb.WORLD_ROWS, (long) db.read(txn -> demo.worlds().count(txn)).join());
+            }
+            String log = s.logText();
+            assertTrue(log.contains("commit of"), () -> fe.id + " did not log the failed commit; log:\n" + log);
+        } finally {
+            s.close();
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("servers")
+    void readOnlyDataDirectoryStopsTheStartWithAClearMessage(FrontEnd fe) throws Exception {
+        Files.createDirectories(Dirs.data());
+        Path dir = Files.createTempDirectory(Dirs.data(), "FaultsTest-readonly-" + fe.id + "-");
+        try {
+            Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("r-xr-xr-x"));
+            assumeFalse(Files.isWritable(dir), "running as root: a read-only directory is still writable");
+            Process p = new ProcessBuilder(ServerProcess.command(fe, dir, List.of())).redirectErrorStream(true).start();
+            p.getOutputStream().close();
+            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            assertTrue(p.waitFor(60, TimeUnit.SECONDS), "did not exit");
+            assertEquals(1, p.exitValue(), () -> fe.id + " on a read-only directory:\n" + out);
+            assertTrue(out.contains(dir.toString()) && out.contains("writable"),
+                () -> fe.id + " should name the directory and say it is not writable (readable and writable):\n" + out);
+        } finally {
+            Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwxr-xr-x"));
+            ServerProcess.deleteRecursively(dir);
+        }
+    }
+
+    private static void acknowledge(Map<Integer, Integer> acknowledged, JsonNode rows) {
+        for (JsonNode row : rows) {
+            int[] w = Contract.assertWorld(row);
+            acknowledged.put(w[0], w[1]);
+        }
+    }
+
+    /** Runs {@code prlimit --pid PID option}. @return its exit code (127 when it is missing) */
+    private static int prlimit(long pid, String option) throws InterruptedException {
+        try {
+            Process p = new ProcessBuilder("prlimit", "--pid", Long.toString(pid), option).redirectErrorStream(true).start();
+            p.getInputStream().readAllBytes();
+            return p.waitFor(30, TimeUnit.SECONDS) ? p.exitValue() : -1;
+        } catch (IOException e) {
+            return 127;
+        }
+    }
+}
