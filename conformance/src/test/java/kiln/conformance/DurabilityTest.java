@@ -4,11 +4,20 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.IOException;
+import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import kiln.app.DemoDb;
@@ -28,6 +37,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  */
 class DurabilityTest {
     private static final int UPDATE_REQUESTS = 4;
+    private static final int LOAD_CLIENTS = 8;
+    private static final int LOAD_ROWS = 20;
 
     static List<FrontEnd> servers() {
         return FrontEnd.underTest();
@@ -106,6 +117,90 @@ class DurabilityTest {
             assertTrue(wrong.isEmpty(), () -> wrong.size() + " of " + common + " reads after the restart differ: "
                 + wrong.subList(0, Math.min(10, wrong.size())));
         }
+    }
+
+    /**
+     * SIGKILL under load: {@value #LOAD_CLIENTS} clients send /updates?queries={@value #LOAD_ROWS}
+     * back to back, and the server is killed while they do. Each world row must then hold either its
+     * value from before the load, if no acknowledged update touched it, or one of the values
+     * acknowledged for it (concurrent updates of one row commit in an order the clients cannot see),
+     * or a value from one of the at most {@value #LOAD_CLIENTS} updates in flight at the kill. A row
+     * back at its old value after an acknowledged update is a lost write.
+     */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("servers")
+    void updatesUnderLoadSurviveSigkill(FrontEnd fe) throws Exception {
+        ServerProcess first = ServerProcess.start(fe, "DurabilityTest-load");
+        Path dir = first.dataDir;
+        assertEquals(0, first.stop(), "exit code after SIGTERM");
+        Map<Integer, Integer> before = new HashMap<>();
+        try (Db db = Db.open(dir)) {
+            DemoDb demo = DemoDb.open(db);
+            db.read(txn -> {
+                for (int id = 1; id <= DemoDb.WORLD_ROWS; id++) before.put(id, demo.worlds().get(txn, id));
+                return null;
+            }).join();
+        }
+        ServerProcess s = ServerProcess.start(fe, dir, "DurabilityTest-load-again");
+        Map<Integer, Set<Integer>> acknowledged = new ConcurrentHashMap<>();
+        AtomicInteger answers = new AtomicInteger();
+        ExecutorService clients = Executors.newFixedThreadPool(LOAD_CLIENTS);
+        try {
+            for (int c = 0; c < LOAD_CLIENTS; c++) {
+                clients.execute(() -> {
+                    while (!Thread.currentThread().isInterrupted()) {
+                        JsonNode rows;
+                        try {
+                            HttpResponse<byte[]> r = Contract.get(s, "/updates?queries=" + LOAD_ROWS);
+                            if (r.statusCode() != 200) continue;
+                            rows = Contract.JSON.readTree(r.body());
+                        } catch (RuntimeException | IOException | AssertionError e) {
+                            return; // the server is gone
+                        }
+                        for (JsonNode row : rows) {
+                            int[] w = Contract.assertWorld(row);
+                            acknowledged.computeIfAbsent(w[0], id -> ConcurrentHashMap.newKeySet()).add(w[1]);
+                        }
+                        answers.incrementAndGet();
+                    }
+                });
+            }
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+            while (answers.get() < 50 && System.nanoTime() < deadline) Thread.sleep(20);
+            assertEquals(137, s.kill(), "exit code of a SIGKILLed JVM (128 + 9)");
+        } finally {
+            clients.shutdownNow();
+            assertTrue(clients.awaitTermination(30, TimeUnit.SECONDS), "clients did not stop");
+        }
+        assertTrue(answers.get() >= 50, () -> "only " + answers.get() + " updates answered before the kill; log:\n" + s.logText());
+
+        List<String> lost = new ArrayList<>();
+        int inFlight = 0;
+        try (Db db = Db.open(dir)) {
+            DemoDb demo = DemoDb.open(db);
+            Map<Integer, Integer> after = db.read(txn -> {
+                Map<Integer, Integer> m = new HashMap<>();
+                for (int id = 1; id <= DemoDb.WORLD_ROWS; id++) m.put(id, demo.worlds().get(txn, id));
+                return m;
+            }).join();
+            for (Map.Entry<Integer, Set<Integer>> e : acknowledged.entrySet()) {
+                int stored = after.get(e.getKey());
+                if (e.getValue().contains(stored)) continue;
+                if (stored == before.get(e.getKey())) {
+                    lost.add("id " + e.getKey() + ": acknowledged " + e.getValue() + ", stored the old " + stored);
+                } else {
+                    inFlight++;
+                }
+            }
+        }
+        int unexplained = inFlight;
+        assertTrue(lost.isEmpty(), () -> lost.size() + " of " + acknowledged.size() + " acknowledged rows lost after SIGKILL, e.g. "
+            + lost.subList(0, Math.min(10, lost.size())) + "\n--- " + s.log + " ---\n" + s.logText());
+        assertTrue(unexplained <= LOAD_CLIENTS * LOAD_ROWS, () -> unexplained + " rows hold values no acknowledged update gave them, more"
+            + " than " + LOAD_CLIENTS + " updates in flight can explain");
+        System.out.println(fe.id + ": " + answers.get() + " updates answered before SIGKILL, " + acknowledged.size()
+            + " rows acknowledged, none lost; " + unexplained + " rows from updates in flight");
+        ServerProcess.deleteRecursively(dir);
     }
 
     /** @return id -> the randomNumber of its last acknowledged update, in answer order */
