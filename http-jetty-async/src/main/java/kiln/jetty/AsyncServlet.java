@@ -1,5 +1,6 @@
 package kiln.jetty;
 
+import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.concurrent.Executor;
 import java.util.logging.Level;
@@ -42,7 +43,7 @@ final class AsyncServlet extends HttpServlet {
     }
 
     @Override
-    protected void service(HttpServletRequest request, HttpServletResponse response) throws java.io.IOException {
+    protected void service(HttpServletRequest request, HttpServletResponse response) throws IOException {
         // A refused request is answered here, on Jetty's thread: a small write, no queue, no database.
         if (Responses.refused(request, response)) return;
         AsyncContext async = request.startAsync();

@@ -1,14 +1,11 @@
 package kiln.jetty;
 
 import java.io.IOException;
+import java.nio.ByteBuffer;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
 import jakarta.servlet.http.HttpServlet;
-
-import java.nio.ByteBuffer;
-import java.util.List;
-import java.util.stream.Collectors;
 
 import kiln.app.AsyncEndpoints;
 import kiln.app.ConnectionWatch;

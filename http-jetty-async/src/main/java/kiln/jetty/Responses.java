@@ -1,5 +1,6 @@
 package kiln.jetty;
 
+import java.io.IOException;
 import java.util.concurrent.ConcurrentHashMap;
 
 import jakarta.servlet.http.HttpServletRequest;
@@ -8,6 +9,7 @@ import jakarta.servlet.http.HttpServletResponse;
 import kiln.app.Http;
 import kiln.app.HttpDate;
 import kiln.app.Reply;
+import org.eclipse.jetty.ee10.servlet.ServletContextRequest;
 import org.eclipse.jetty.ee10.servlet.ServletContextResponse;
 import org.eclipse.jetty.http.HttpField;
 import org.eclipse.jetty.http.HttpFields;
@@ -53,8 +55,8 @@ final class Responses {
      *
      * @return true when the request was answered here
      */
-    static boolean refused(HttpServletRequest request, HttpServletResponse response) throws java.io.IOException {
-        int fields = org.eclipse.jetty.ee10.servlet.ServletContextRequest.getServletContextRequest(request).getHeaders().size();
+    static boolean refused(HttpServletRequest request, HttpServletResponse response) throws IOException {
+        int fields = ServletContextRequest.getServletContextRequest(request).getHeaders().size();
         Reply refusal = Reply.refuseRequest(fields, request.getContentLengthLong(), request.getHeader("Transfer-Encoding") != null);
         if (refusal == null) return false;
         head(request, response, refusal);
