@@ -49,7 +49,7 @@ public final class Launcher {
     public static void run(String name, ServerOptions options, Starter starter) {
         Db db = null;
         try {
-            db = Db.open(options.data);
+            db = Db.builder(options.data).queueCapacity(options.dbQueue).open();
             Server server = starter.start(DemoDb.open(db));
             Db openDb = db;
             Shutdown.onSignal(() -> {

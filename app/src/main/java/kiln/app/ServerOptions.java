@@ -40,6 +40,10 @@ public final class ServerOptions {
             + " (default: the open-files limit minus 64, now ${sys:kiln.maxConnections}).")
     public Integer maxConnections;
 
+    @Option(names = "--db-queue", paramLabel = "N", defaultValue = "16384",
+        description = "Writes that may wait for the database's writer; beyond it a write is answered 503 with Retry-After: 1 (default: ${DEFAULT-VALUE}).")
+    public int dbQueue;
+
     static {
         System.setProperty("kiln.cores", Integer.toString(Runtime.getRuntime().availableProcessors()));
         System.setProperty("kiln.maxConnections", Integer.toString(defaultMaxConnections()));
@@ -81,6 +85,9 @@ public final class ServerOptions {
         }
         if (headerTimeoutMs < 1 || headerTimeoutMs > Integer.MAX_VALUE) {
             throw new CommandLine.ParameterException(cmd, "--header-timeout must be 1.." + Integer.MAX_VALUE + " ms, got " + headerTimeoutMs);
+        }
+        if (dbQueue < 1) {
+            throw new CommandLine.ParameterException(cmd, "--db-queue must be at least 1, got " + dbQueue);
         }
         if (maxConnections != null && maxConnections < 1) {
             throw new CommandLine.ParameterException(cmd, "--max-connections must be at least 1, got " + maxConnections);

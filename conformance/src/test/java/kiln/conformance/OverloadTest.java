@@ -7,11 +7,15 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.Socket;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.net.SocketTimeoutException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -82,6 +86,40 @@ class OverloadTest {
             RobustnessTest.assertServesPromptly(s);
             List<String> reports = RobustnessTest.logLines(s, fe == FrontEnd.KILIM ? "with 503 since the last report" : "at the connection cap");
             assertEquals(1, reports.size(), () -> fe.id + " should report the cap once in these few seconds; log:\n" + s.logText());
+        }
+    }
+
+    /**
+     * The database's write queue is bounded ({@code --db-queue}, here 1): concurrent writes beyond it
+     * are answered 503 with {@code Retry-After: 1} at once, the others succeed, and the server goes on.
+     */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("servers")
+    void fullWriteQueueAnswers503WithRetryAfter(FrontEnd fe) throws Exception {
+        try (ServerProcess s = ServerProcess.start(fe, "OverloadTest-queue", List.of("--db-queue", "1"))) {
+            List<CompletableFuture<HttpResponse<byte[]>>> updates = new ArrayList<>();
+            for (int i = 0; i < 40; i++) {
+                HttpRequest request = HttpRequest.newBuilder(s.uri("/updates?queries=500")).timeout(Duration.ofSeconds(30)).build();
+                updates.add(Contract.CLIENT.sendAsync(request, HttpResponse.BodyHandlers.ofByteArray()));
+            }
+            int ok = 0;
+            int busy = 0;
+            for (CompletableFuture<HttpResponse<byte[]>> f : updates) {
+                HttpResponse<byte[]> r = f.get(60, TimeUnit.SECONDS);
+                if (r.statusCode() == 200) {
+                    ok++;
+                } else {
+                    assertEquals(503, r.statusCode(), () -> fe.id + ": " + new String(r.body(), StandardCharsets.UTF_8));
+                    assertEquals("1", r.headers().firstValue("Retry-After").orElse(null), "Retry-After of a 503");
+                    busy++;
+                }
+            }
+            int answered = ok;
+            int refused = busy;
+            System.out.println(fe.id + ": 40 concurrent /updates with --db-queue 1: " + answered + " x 200, " + refused + " x 503");
+            assertTrue(answered > 0 && refused > 0, () -> fe.id + ": " + answered + " x 200 and " + refused + " x 503; want some of each");
+            RobustnessTest.assertServesPromptly(s);
+            assertEquals(200, Contract.get(s, "/updates?queries=5").statusCode(), "a write once the queue has room");
         }
     }
 
