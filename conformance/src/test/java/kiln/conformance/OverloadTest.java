@@ -221,7 +221,8 @@ class OverloadTest {
         Path jcmd = Path.of(System.getProperty("java.home"), "bin", "jcmd");
         Process p = new ProcessBuilder(jcmd.toString(), Long.toString(s.pid()), "GC.class_histogram").redirectErrorStream(true).start();
         String out;
-        try (OutputStream stdin = p.getOutputStream(); InputStream stdout = p.getInputStream()) {
+        p.getOutputStream().close();
+        try (InputStream stdout = p.getInputStream()) {
             out = new String(stdout.readAllBytes(), StandardCharsets.UTF_8);
         }
         assertTrue(p.waitFor(60, TimeUnit.SECONDS), "jcmd did not finish");
