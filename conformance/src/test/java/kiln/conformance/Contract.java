@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.nio.file.Path;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
@@ -16,13 +17,17 @@ import java.time.format.DateTimeParseException;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.regex.Pattern;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import kiln.app.Fortune;
+import kiln.app.DemoDb;
 import kiln.app.Http;
+import kiln.db.Db;
 
 /**
  * What the contract says a response looks like, built from app's constants, plus the assertions
@@ -211,6 +216,45 @@ final class Contract {
         } catch (IOException e) {
             throw new AssertionError(target + " is not JSON: " + new String(r.body(), java.nio.charset.StandardCharsets.UTF_8), e);
         }
+    }
+
+    /**
+     * Records each World row of an /updates answer as acknowledged: a later answer's row for the same
+     * id replaces an earlier one (answers in the order they came).
+     */
+    static void acknowledge(Map<Integer, Integer> acknowledged, JsonNode rows) {
+        for (JsonNode row : rows) {
+            int[] w = assertWorld(row);
+            acknowledged.put(w[0], w[1]);
+        }
+    }
+
+    /**
+     * Opens a stopped server's LMDB directory in this JVM and reads every World row.
+     *
+     * @return id -> randomNumber for ids 1..{@value DemoDb#WORLD_ROWS}
+     * @throws AssertionError if the table does not hold exactly {@value DemoDb#WORLD_ROWS} rows
+     */
+    static Map<Integer, Integer> storedWorlds(Path dataDir) {
+        try (Db db = Db.open(dataDir)) {
+            DemoDb demo = DemoDb.open(db);
+            assertEquals(DemoDb.WORLD_ROWS, (long) db.read(txn -> demo.worlds().count(txn)).join(), "world rows in " + dataDir);
+            return db.read(txn -> {
+                Map<Integer, Integer> rows = new HashMap<>();
+                for (int id = 1; id <= DemoDb.WORLD_ROWS; id++) rows.put(id, demo.worlds().get(txn, id));
+                return rows;
+            }).join();
+        }
+    }
+
+    /** @return one line per acknowledged id whose stored value differs ("id 7: acknowledged 5, stored 3") */
+    static List<String> lostUpdates(Map<Integer, Integer> acknowledged, Map<Integer, Integer> stored) {
+        List<String> lost = new ArrayList<>();
+        for (Map.Entry<Integer, Integer> e : acknowledged.entrySet()) {
+            Integer value = stored.get(e.getKey());
+            if (!e.getValue().equals(value)) lost.add("id " + e.getKey() + ": acknowledged " + e.getValue() + ", stored " + value);
+        }
+        return lost;
     }
 
     /**

@@ -8,7 +8,6 @@ import java.io.IOException;
 import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -20,8 +19,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import kiln.app.DemoDb;
-import kiln.db.Db;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -133,14 +130,7 @@ class DurabilityTest {
         ServerProcess first = ServerProcess.start(fe, "DurabilityTest-load");
         Path dir = first.dataDir;
         assertEquals(0, first.stop(), "exit code after SIGTERM");
-        Map<Integer, Integer> before = new HashMap<>();
-        try (Db db = Db.open(dir)) {
-            DemoDb demo = DemoDb.open(db);
-            db.read(txn -> {
-                for (int id = 1; id <= DemoDb.WORLD_ROWS; id++) before.put(id, demo.worlds().get(txn, id));
-                return null;
-            }).join();
-        }
+        Map<Integer, Integer> before = Contract.storedWorlds(dir);
         ServerProcess s = ServerProcess.start(fe, dir, "DurabilityTest-load-again");
         Map<Integer, Set<Integer>> acknowledged = new ConcurrentHashMap<>();
         AtomicInteger answers = new AtomicInteger();
@@ -176,21 +166,14 @@ class DurabilityTest {
 
         List<String> lost = new ArrayList<>();
         int inFlight = 0;
-        try (Db db = Db.open(dir)) {
-            DemoDb demo = DemoDb.open(db);
-            Map<Integer, Integer> after = db.read(txn -> {
-                Map<Integer, Integer> m = new HashMap<>();
-                for (int id = 1; id <= DemoDb.WORLD_ROWS; id++) m.put(id, demo.worlds().get(txn, id));
-                return m;
-            }).join();
-            for (Map.Entry<Integer, Set<Integer>> e : acknowledged.entrySet()) {
-                int stored = after.get(e.getKey());
-                if (e.getValue().contains(stored)) continue;
-                if (stored == before.get(e.getKey())) {
-                    lost.add("id " + e.getKey() + ": acknowledged " + e.getValue() + ", stored the old " + stored);
-                } else {
-                    inFlight++;
-                }
+        Map<Integer, Integer> after = Contract.storedWorlds(dir);
+        for (Map.Entry<Integer, Set<Integer>> e : acknowledged.entrySet()) {
+            int stored = after.get(e.getKey());
+            if (e.getValue().contains(stored)) continue;
+            if (stored == before.get(e.getKey())) {
+                lost.add("id " + e.getKey() + ": acknowledged " + e.getValue() + ", stored the old " + stored);
+            } else {
+                inFlight++;
             }
         }
         int unexplained = inFlight;
@@ -210,10 +193,7 @@ class DurabilityTest {
             for (int i = 0; i < UPDATE_REQUESTS; i++) {
                 JsonNode rows = Contract.getJson(s, "/updates?queries=500");
                 assertEquals(500, rows.size(), "rows");
-                for (JsonNode row : rows) {
-                    int[] w = Contract.assertWorld(row);
-                    last.put(w[0], w[1]);
-                }
+                Contract.acknowledge(last, rows);
             }
         } catch (AssertionError | RuntimeException e) {
             s.kill();
@@ -223,20 +203,7 @@ class DurabilityTest {
     }
 
     private static void assertStored(Path dataDir, Map<Integer, Integer> expected, ServerProcess s) {
-        List<String> lost = new ArrayList<>();
-        try (Db db = Db.open(dataDir)) {
-            DemoDb demo = DemoDb.open(db);
-            db.read(txn -> {
-                for (Map.Entry<Integer, Integer> e : expected.entrySet()) {
-                    Integer stored = demo.worlds().get(txn, e.getKey());
-                    if (!e.getValue().equals(stored)) {
-                        lost.add("id " + e.getKey() + ": acknowledged " + e.getValue() + ", stored " + stored);
-                    }
-                }
-                return null;
-            }).join();
-            assertEquals(DemoDb.WORLD_ROWS, (long) db.read(txn -> demo.worlds().count(txn)).join(), "world rows");
-        }
+        List<String> lost = Contract.lostUpdates(expected, Contract.storedWorlds(dataDir));
         assertTrue(expected.size() > 1000, () -> "only " + expected.size() + " distinct ids updated");
         assertTrue(lost.isEmpty(), () -> lost.size() + " of " + expected.size() + " acknowledged updates are not in "
             + dataDir + ", e.g. " + lost.subList(0, Math.min(10, lost.size())) + "\n--- " + s.log + " ---\n" + s.logText());

@@ -17,9 +17,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import kiln.app.DemoDb;
-import kiln.db.Db;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -44,7 +41,7 @@ class FaultsTest {
         ServerProcess s = ServerProcess.start(fe, "FaultsTest-disk");
         try {
             Map<Integer, Integer> acknowledged = new LinkedHashMap<>();
-            acknowledge(acknowledged, Contract.getJson(s, "/updates?queries=500"));
+            Contract.acknowledge(acknowledged, Contract.getJson(s, "/updates?queries=500"));
             long size = Files.size(s.dataDir.resolve("data.mdb"));
             assertEquals(0, prlimit(s.pid(), "--fsize=" + size + ":"), "prlimit on the server");
 
@@ -54,7 +51,7 @@ class FaultsTest {
                 HttpResponse<byte[]> r = Contract.get(s, "/updates?queries=500");
                 statuses.add(r.statusCode());
                 if (r.statusCode() == 200) {
-                    acknowledge(acknowledged, Contract.JSON.readTree(r.body()));
+                    Contract.acknowledge(acknowledged, Contract.JSON.readTree(r.body()));
                 } else {
                     failure = new String(r.body(), StandardCharsets.UTF_8);
                     assertEquals(500, r.statusCode(), "a write that cannot be committed: " + failure);
@@ -66,24 +63,13 @@ class FaultsTest {
             assertEquals(200, Contract.get(s, "/db").statusCode(), "reads go on while writes fail");
 
             assertEquals(0, prlimit(s.pid(), "--fsize=unlimited:"), "prlimit on the server");
-            acknowledge(acknowledged, Contract.getJson(s, "/updates?queries=500"));
+            Contract.acknowledge(acknowledged, Contract.getJson(s, "/updates?queries=500"));
             RobustnessTest.assertServesPromptly(s);
 
             int exit = s.stop();
             assertEquals(0, exit, () -> "exit code after SIGTERM; log:\n" + s.logText());
-            try (Db db = Db.open(s.dataDir)) {
-                DemoDb demo = DemoDb.open(db);
-                List<String> lost = db.read(txn -> {
-                    List<String> wrong = new ArrayList<>();
-                    for (Map.Entry<Integer, Integer> e : acknowledged.entrySet()) {
-                        Integer stored = demo.worlds().get(txn, e.getKey());
-                        if (!e.getValue().equals(stored)) wrong.add("id " + e.getKey() + ": acknowledged " + e.getValue() + ", stored " + stored);
-                    }
-                    return wrong;
-                }).join();
-                assertTrue(lost.isEmpty(), () -> lost.size() + " acknowledged updates lost, e.g. " + lost.subList(0, Math.min(5, lost.size())));
-                assertEquals(DemoDb.WORLD_ROWS, (long) db.read(txn -> demo.worlds().count(txn)).join());
-            }
+            List<String> lost = Contract.lostUpdates(acknowledged, Contract.storedWorlds(s.dataDir));
+            assertTrue(lost.isEmpty(), () -> lost.size() + " acknowledged updates lost, e.g. " + lost.subList(0, Math.min(5, lost.size())));
             String log = s.logText();
             assertTrue(log.contains("commit of"), () -> fe.id + " did not log the failed commit; log:\n" + log);
         } finally {
@@ -114,13 +100,6 @@ class FaultsTest {
         } finally {
             Files.setPosixFilePermissions(made, PosixFilePermissions.fromString("rwxr-xr-x"));
             ServerProcess.deleteRecursively(made);
-        }
-    }
-
-    private static void acknowledge(Map<Integer, Integer> acknowledged, JsonNode rows) {
-        for (JsonNode row : rows) {
-            int[] w = Contract.assertWorld(row);
-            acknowledged.put(w[0], w[1]);
         }
     }
 
