@@ -34,14 +34,14 @@ final class Exchanges {
     }
 
     /**
-     * Applies {@link Reply#refuseRequest} to the content (Undertow limits the header fields itself,
-     * {@code MAX_HEADERS}): answers 413 and closes when the request's content is refused, without
-     * reading it. Call it on the IO thread, first thing.
+     * Applies {@link Reply#refuseRequest}: answers 413 and closes when the request's content is
+     * refused, without reading it (Undertow's parser already rejects more than {@code MAX_HEADERS}
+     * fields, so the field count never trips here). Call it on the IO thread, first thing.
      *
      * @return true when the exchange was refused (answered), false when it may be served
      */
     static boolean refuseContent(HttpServerExchange exchange) {
-        Reply refusal = Reply.refuseRequest(0, exchange.getRequestContentLength(),
+        Reply refusal = Reply.refuseRequest(exchange.getRequestHeaders().size(), exchange.getRequestContentLength(),
             exchange.getRequestHeaders().contains(Headers.TRANSFER_ENCODING));
         if (refusal == null) return false;
         exchange.setPersistent(false);
