@@ -263,7 +263,7 @@ if ((NEEDS_NGINX)); then
 fi
 if ((NEEDS_JAVA)); then
   need_tool "$JAVA" "install a JDK 17+: apt-get install -y openjdk-17-jdk-headless"
-  JAVA_VERSION_LINE=$("$JAVA" -version 2>&1 | head -n 1)
+  JAVA_VERSION_LINE=$("$JAVA" -version 2>&1 | sed -n 1p)
   [[ $JAVA_VERSION_LINE =~ \"([0-9]+)(\.[0-9]+)*[^\"]*\" ]] || die "cannot read the version of $JAVA: $JAVA_VERSION_LINE"
   JAVA_MAJOR=${BASH_REMATCH[1]}
   ((JAVA_MAJOR >= 17)) || die "$JAVA is Java $JAVA_MAJOR; kiln needs 17 or newer (set JAVA=/path/to/java)"
@@ -341,8 +341,8 @@ print_plan() {
 }
 print_plan
 ((PLAN_ONLY)) && exit 0
-if [[ -n $PORT_OPT && -n $(ss -Htan exclude time-wait "sport = :$PORT_OPT" | head -n 1) ]]; then
-  ss -Htan exclude time-wait "sport = :$PORT_OPT" | head -n 3 >&2
+if [[ -n $PORT_OPT && -n $(ss -Htan exclude time-wait "sport = :$PORT_OPT" | sed -n 1p) ]]; then
+  ss -Htan exclude time-wait "sport = :$PORT_OPT" | sed -n 1,3p >&2
   die "port $PORT_OPT is in use (above); choose another --port or leave it out to pick a free one"
 fi
 
@@ -485,9 +485,9 @@ setting memory "$(awk '/^MemTotal:/ {printf "%.1f GiB", $2 / 1048576}' /proc/mem
 ((NEEDS_JAVA)) && setting java "$JAVA_VERSION_LINE; flags ${JAVA_FLAGS[*]}"
 ((NEEDS_NGINX)) && setting nginx "$(nginx -v 2>&1)"
 if [[ $CLIENT == ab ]]; then
-  setting client_version "$(ab -V | head -n 1)"
+  setting client_version "$(ab -V | sed -n 1p)"
 else
-  setting client_version "$(wrk -v 2>&1 | head -n 1)"
+  setting client_version "$(wrk -v 2>&1 | sed -n 1p)"
 fi
 setting commit "$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo none)"
 
@@ -514,8 +514,8 @@ http_status() {
 choose_port() {
   if [[ -n $PORT_OPT ]]; then
     # A TIME_WAIT socket on the port does not stop a listener with SO_REUSEADDR; anything else does.
-    if [[ -n $(ss -Htan exclude time-wait "sport = :$PORT_OPT" | head -n 1) ]]; then
-      ss -Htan exclude time-wait "sport = :$PORT_OPT" | head -n 3 >&2
+    if [[ -n $(ss -Htan exclude time-wait "sport = :$PORT_OPT" | sed -n 1p) ]]; then
+      ss -Htan exclude time-wait "sport = :$PORT_OPT" | sed -n 1,3p >&2
       die "port $PORT_OPT is in use (above); choose another --port or leave it out to pick a free one"
     fi
     echo "$PORT_OPT"

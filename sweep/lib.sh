@@ -182,5 +182,5 @@ sweep_port_candidates() {
 # sweep_port_in_use PORT
 #   True when any TCP socket on this machine uses PORT locally (listening, connected or TIME_WAIT).
 sweep_port_in_use() {
-  [[ -n $(ss -Htan "sport = :$1" 2>/dev/null | head -n 1) ]]
+  [[ -n $(ss -Htan "sport = :$1" 2>/dev/null | sed -n 1p) ]]
 }
