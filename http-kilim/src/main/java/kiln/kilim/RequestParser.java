@@ -323,16 +323,14 @@ final class RequestParser {
                 int eol = findLineEnd(buf, pos, end, 1024);
                 if (eol == TOO_LONG) throw new HttpError(400, "chunk-size line too long");
                 if (eol < 0) return null;
-                int semi = indexOf(buf, pos, eol, (byte) ';');
-                int sizeEnd = semi < 0 ? eol : semi;
-                if (sizeEnd == pos || sizeEnd - pos > 8) throw new HttpError(400, "invalid chunk size");
-                int size = 0;
-                for (int i = pos; i < sizeEnd; i++) {
-                    int d = Character.digit(buf[i], 16);
-                    if (d < 0) throw new HttpError(400, "invalid chunk size");
+                int sizeEnd = pos;
+                long size = 0;
+                for (int d; sizeEnd < eol && (d = Character.digit(buf[sizeEnd], 16)) >= 0; sizeEnd++) {
                     size = size * 16 + d;
+                    if (out.size() + size > MAX_BODY) throw new HttpError(413, "chunked body exceeds " + MAX_BODY + " bytes");
                 }
-                if (size < 0 || out.size() + (long) size > MAX_BODY) throw new HttpError(413, "chunked body exceeds " + MAX_BODY + " bytes");
+                if (sizeEnd == pos) throw new HttpError(400, "invalid chunk size");
+                checkChunkExtensions(buf, sizeEnd, eol);
                 pos = eol + 2;
                 if (size == 0) {
                     // trailer section: header lines until an empty line
@@ -346,11 +344,59 @@ final class RequestParser {
                     }
                 }
                 if (end - pos < size + 2) return null;
-                out.write(buf, pos, size);
-                pos += size;
+                out.write(buf, pos, (int) size);
+                pos += (int) size;
                 if (buf[pos] != CR || buf[pos + 1] != LF) throw new HttpError(400, "chunk data not followed by CRLF");
                 pos += 2;
             }
+        }
+
+        /**
+         * Checks what follows the chunk size on its line against
+         * {@code chunk-ext = *( BWS ";" BWS chunk-ext-name [ BWS "=" BWS chunk-ext-val ] )}, where a
+         * name is a token and a value a token or quoted-string (RFC 9112 section 7.1.1). Extensions
+         * are checked and ignored: kiln defines none.
+         */
+        private static void checkChunkExtensions(byte[] buf, int from, int eol) throws HttpError {
+            int i = from;
+            while (i < eol) {
+                i = skipBws(buf, i, eol);
+                if (i == eol || buf[i] != ';') throw new HttpError(400, "invalid chunk size or extension");
+                i = skipToken(buf, skipBws(buf, i + 1, eol), eol, "chunk extension name");
+                int eq = skipBws(buf, i, eol);
+                if (eq < eol && buf[eq] == '=') {
+                    int v = skipBws(buf, eq + 1, eol);
+                    i = v < eol && buf[v] == '"' ? skipQuotedString(buf, v, eol) : skipToken(buf, v, eol, "chunk extension value");
+                }
+            }
+        }
+
+        private static int skipBws(byte[] buf, int i, int end) {
+            while (i < end && (buf[i] == ' ' || buf[i] == '\t')) i++;
+            return i;
+        }
+
+        private static int skipToken(byte[] buf, int i, int end, String what) throws HttpError {
+            int start = i;
+            while (i < end && isToken(buf[i])) i++;
+            if (i == start) throw new HttpError(400, "invalid " + what);
+            return i;
+        }
+
+        /** quoted-string = DQUOTE *( qdtext / quoted-pair ) DQUOTE (RFC 9110 section 5.6.4); i is at the opening quote. */
+        private static int skipQuotedString(byte[] buf, int i, int end) throws HttpError {
+            for (i++; i < end; i++) {
+                int b = buf[i] & 0xff;
+                if (b == '"') return i + 1;
+                if (b == '\\') {
+                    if (++i == end) break;
+                    b = buf[i] & 0xff;
+                    if (b != '\t' && (b < 0x20 || b == 0x7f)) break;
+                } else if (b != '\t' && (b < 0x20 || b == 0x7f)) {
+                    break;
+                }
+            }
+            throw new HttpError(400, "invalid quoted chunk extension value");
         }
     }
 }

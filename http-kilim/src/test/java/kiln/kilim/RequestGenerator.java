@@ -209,33 +209,34 @@ final class RequestGenerator {
         }
     }
 
-    /** Up to 4 chunks of 1..64 bytes (size in hex with leading zeros, either case, extensions), a last chunk, trailers. */
+    /** Up to 4 chunks of 1..64 bytes (size in hex with up to 11 leading zeros, either case, extensions), a last chunk, trailers. */
     private static Framing chunked(Random r, Field field) {
         ByteArrayOutputStream sent = new ByteArrayOutputStream();
         ByteArrayOutputStream body = new ByteArrayOutputStream();
         for (int n = r.nextInt(5); n > 0; n--) {
             byte[] data = bytes(r, 1, 64);
             String hex = Integer.toHexString(data.length);
-            sent.writeBytes(latin1("0".repeat(r.nextInt(6)) + (r.nextBoolean() ? hex.toUpperCase(Locale.ROOT) : hex) + chunkExtension(r) + CRLF));
+            sent.writeBytes(latin1("0".repeat(r.nextInt(12)) + (r.nextBoolean() ? hex.toUpperCase(Locale.ROOT) : hex) + chunkExtension(r) + CRLF));
             sent.writeBytes(data);
             sent.writeBytes(latin1(CRLF));
             body.writeBytes(data);
         }
-        sent.writeBytes(latin1("0".repeat(1 + r.nextInt(8)) + chunkExtension(r) + CRLF));
+        sent.writeBytes(latin1("0".repeat(1 + r.nextInt(12)) + chunkExtension(r) + CRLF));
         for (int n = r.nextInt(3); n > 0; n--) sent.writeBytes(latin1(extraField(r).line()));
         sent.writeBytes(latin1(CRLF));
         return new Framing(field, sent.toByteArray(), body.toByteArray());
     }
 
-    /** Zero to two {@code ;name}, {@code ;name=token} or {@code ;name="quoted"}. */
+    /** Zero to two {@code ;name}, {@code ;name=token} or {@code ;name="quoted"}, with optional whitespace (BWS) around ; and =. */
     private static String chunkExtension(Random r) {
         StringBuilder s = new StringBuilder();
         for (int n = r.nextInt(3); n > 0; n--) {
-            s.append(';').append(token(r, 8));
+            s.append(ows(r)).append(';').append(ows(r)).append(token(r, 8));
             switch (r.nextInt(3)) {
                 case 0 -> { }
-                case 1 -> s.append('=').append(token(r, 8));
-                default -> s.append("=\"").append(string(r, VCHAR.replace("\"", "").replace("\\", "") + " \t", 0, 10)).append('"');
+                case 1 -> s.append(ows(r)).append('=').append(ows(r)).append(token(r, 8));
+                default -> s.append(ows(r)).append("=").append(ows(r)).append('"')
+                    .append(string(r, VCHAR.replace("\"", "").replace("\\", "") + " \t", 0, 10)).append('"');
             }
         }
         return s.toString();

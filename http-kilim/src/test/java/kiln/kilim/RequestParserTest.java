@@ -94,6 +94,14 @@ class RequestParserTest {
     }
 
     @Test
+    void chunkExtensionsMayHaveWhitespaceAroundSemicolonAndEquals() throws HttpError {
+        // RFC 9112 section 7.1.1: chunk-ext = *( BWS ";" BWS name [ BWS "=" BWS value ] ); sizes may have leading zeros
+        RequestParser.Parsed p = parse("POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+            + "5 ;a\t; b = \"q \\\" x\"\r\nhello\r\n0000000000006;c=d\r\n world\r\n0 ; e\r\n\r\n");
+        assertEquals("hello world", new String(p.request.body(), StandardCharsets.US_ASCII));
+    }
+
+    @Test
     void leadingEmptyLinesAreIgnored() throws HttpError {
         assertEquals("/a", parse("\r\n\r\nGET /a HTTP/1.1\r\nHost: a\r\n\r\n").request.path());
     }
@@ -126,6 +134,8 @@ class RequestParserTest {
         assertEquals("x=1", r.rawQuery());
     }
 
+    private static final String CHUNKED = "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n";
+
     static Stream<Arguments> malformed() {
         return Stream.of(
             Arguments.of("garbage line", "GARBAGE\r\n\r\n"),
@@ -152,7 +162,13 @@ class RequestParserTest {
             Arguments.of("Content-Length with chunked", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
             Arguments.of("chunked in HTTP/1.0", "POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
             Arguments.of("bad chunk size", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"),
-            Arguments.of("chunk without CRLF", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nabc\r\n"));
+            Arguments.of("chunk without CRLF", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nabc\r\n"),
+            Arguments.of("whitespace after chunk size", CHUNKED + "1 \r\na\r\n0\r\n\r\n"),
+            Arguments.of("chunk extension without name", CHUNKED + "1;\r\na\r\n0\r\n\r\n"),
+            Arguments.of("chunk extension without value", CHUNKED + "1;a=\r\na\r\n0\r\n\r\n"),
+            Arguments.of("chunk extension with space in name", CHUNKED + "1;a b\r\na\r\n0\r\n\r\n"),
+            Arguments.of("unterminated quoted chunk extension", CHUNKED + "1;a=\"x\r\na\r\n0\r\n\r\n"),
+            Arguments.of("control byte in quoted chunk extension", CHUNKED + "1;a=\"\u0001\"\r\na\r\n0\r\n\r\n"));
     }
 
     @ParameterizedTest(name = "{0}")
