@@ -21,7 +21,7 @@ import java.util.List;
  *       section 6.3), never in HTTP/1.0.</li>
  * </ul>
  * Limits (defaults): request line 8 KiB (414 when the target is what makes it long), header section
- * 16 KiB and 100 fields (431), body 64 KiB (413).
+ * 16 KiB and 100 fields (431; the same for a chunked body's trailer section), body 64 KiB (413).
  */
 final class RequestParser {
     static final int MAX_REQUEST_LINE = 8 * 1024;
@@ -333,12 +333,14 @@ final class RequestParser {
                 checkChunkExtensions(buf, sizeEnd, eol);
                 pos = eol + 2;
                 if (size == 0) {
-                    // trailer section: header lines until an empty line
-                    while (true) {
-                        int t = findLineEnd(buf, pos, end, MAX_HEADER_BYTES);
-                        if (t == TOO_LONG) throw new HttpError(431, "trailer section too large");
+                    // trailer section: header lines until an empty line, held to the header section's limits
+                    int trailerStart = pos;
+                    for (int fields = 0; ; fields++) {
+                        int t = findLineEnd(buf, pos, end, Math.max(0, MAX_HEADER_BYTES - (pos - trailerStart)));
+                        if (t == TOO_LONG) throw new HttpError(431, "trailer section larger than " + MAX_HEADER_BYTES + " bytes");
                         if (t < 0) return null;
                         if (t == pos) return new ChunkedBody(out.toByteArray(), pos + 2);
+                        if (fields == MAX_HEADERS) throw new HttpError(431, "more than " + MAX_HEADERS + " trailer fields");
                         parseField(buf, pos, t, new ArrayList<>(2));
                         pos = t + 2;
                     }

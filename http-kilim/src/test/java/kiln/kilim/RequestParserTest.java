@@ -199,6 +199,21 @@ class RequestParserTest {
     }
 
     @Test
+    void trailersAreHeldToTheHeaderLimits() throws HttpError {
+        String lastChunk = CHUNKED + "0\r\n";
+        StringBuilder fields = new StringBuilder();
+        for (int i = 0; i < RequestParser.MAX_HEADERS; i++) fields.append("T").append(i).append(": 1\r\n");
+        assertEquals(lastChunk.length() + fields.length() + 2, parse(lastChunk + fields + "\r\n").length);
+        assertEquals(431, errorStatus(lastChunk + fields + "T: 1\r\n\r\n"));
+        assertEquals(431, errorStatus(lastChunk + "T: " + "v".repeat(RequestParser.MAX_HEADER_BYTES) + "\r\n\r\n"));
+        // a trailer section exactly at the byte limit waits for its empty line, as the header section does
+        String exact = lastChunk + "T: " + "v".repeat(RequestParser.MAX_HEADER_BYTES - "T: \r\n".length()) + "\r\n";
+        assertNull(parse(exact));
+        assertNull(parse(exact + "\r"));
+        assertEquals(exact.length() + 2, parse(exact + "\r\n").length);
+    }
+
+    @Test
     void garbageIsRejectedBeforeTheLineEnds() {
         // a scanner that never sends CRLF must not make the server buffer forever
         assertEquals(400, errorStatus("\u0016\u0003\u0001\u0002\u0000"));
