@@ -48,6 +48,8 @@ final class HttpConnection extends Task<Object> {
     private final KilimServer server;
     private final EndPoint endpoint;
     private final SocketChannel channel;
+    /** How far the request being received has been parsed, so each read parses only what is new. */
+    private final RequestParser.Progress progress = new RequestParser.Progress();
     /** System.nanoTime() after which the reaper may end the connection; meaningful when {@link #phase} != NONE. */
     private volatile long deadline;
     private volatile int phase = NONE;
@@ -87,7 +89,7 @@ final class HttpConnection extends Task<Object> {
             boolean close = false;
             try {
                 while (true) {
-                    RequestParser.Parsed p = RequestParser.parse(in.array(), start, in.position());
+                    RequestParser.Parsed p = RequestParser.parse(in.array(), start, in.position(), progress);
                     if (p == null) break;
                     start += p.length;
                     phase = NONE;

@@ -76,8 +76,13 @@ final class ParserChecks {
 
         /** Parses {@code buf[start, end)}; any exception other than HttpError propagates and fails the caller. */
         static Outcome of(byte[] buf, int start, int end) {
+            return of(buf, start, end, new RequestParser.Progress());
+        }
+
+        /** Parses {@code buf[start, end)}, resuming from {@code progress}. */
+        static Outcome of(byte[] buf, int start, int end, RequestParser.Progress progress) {
             try {
-                RequestParser.Parsed p = RequestParser.parse(buf, start, end);
+                RequestParser.Parsed p = RequestParser.parse(buf, start, end, progress);
                 if (p == null) return NEED_MORE;
                 HttpRequest r = p.request;
                 String summary = r.method() + " " + r.target() + " path=" + r.path() + " query=" + r.rawQuery()
@@ -125,14 +130,23 @@ final class ParserChecks {
     /**
      * More bytes never undo an answer: once a prefix parses, every longer prefix parses to the same
      * request and length; once a prefix is an error, every longer prefix is the same error. So the
-     * server's answer does not depend on how the client's bytes were split into reads.
+     * server's answer does not depend on how the client's bytes were split into reads. Each prefix is
+     * also parsed by resuming a {@link RequestParser.Progress} fed the shorter prefixes before it.
      */
     static void checkPrefixesConsistent(byte[] b, TreeSet<Integer> lengths) {
         Outcome settled = null;
         int settledAt = -1;
+        RequestParser.Progress progress = new RequestParser.Progress();
         for (int k : lengths) {
             Outcome o = Outcome.of(b, 0, k);
             assertDocumented(o, k, b);
+            // The connection's way: one Progress fed ever longer prefixes, which it moves within its
+            // buffer between reads. Resuming must answer exactly as parsing the prefix afresh.
+            int shift = k % 3;
+            Outcome resumed = Outcome.of(concat(latin1("\r\n\r".substring(0, shift)), Arrays.copyOf(b, k)), shift, shift + k, progress);
+            if (!resumed.equals(o)) {
+                fail("prefix of " + k + " bytes gave " + o + " afresh but " + resumed + " resumed; input \"" + escape(b) + "\"");
+            }
             if (settled != null) {
                 if (!settled.equals(o)) {
                     fail("prefix of " + settledAt + " bytes gave " + settled + " but prefix of " + k + " bytes gave " + o
