@@ -1,5 +1,6 @@
 package kiln.kilim;
 
+import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -90,7 +91,7 @@ final class RequestParser {
         private boolean keepAlive;
         /** Content-Length, or the size of the chunk whose data is awaited. */
         private int length;
-        private java.io.ByteArrayOutputStream chunks;
+        private ByteArrayOutputStream chunks;
 
         void reset() {
             stage = REQUEST_LINE;
@@ -270,7 +271,7 @@ final class RequestParser {
                 throw new HttpError(501, "unsupported Transfer-Encoding: " + transferEncoding);
             }
             p.stage = Progress.CHUNK_LINE;
-            p.chunks = new java.io.ByteArrayOutputStream();
+            p.chunks = new ByteArrayOutputStream();
         } else if (contentLength != null) {
             long n = parseContentLength(contentLength);
             if (n > MAX_BODY) throw new HttpError(413, "request body of " + n + " bytes exceeds " + MAX_BODY);
