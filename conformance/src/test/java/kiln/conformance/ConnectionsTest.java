@@ -116,6 +116,27 @@ class ConnectionsTest {
         }
     }
 
+    /**
+     * A request completed one byte per write, after a whole one in the same first write: the server
+     * keeps the unfinished second request across many reads (and may move it within its buffer)
+     * and must answer both, in order, on a connection that stays usable.
+     */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("servers")
+    void pipelinedRequestTrickledByteByByteIsAnswered(FrontEnd fe) throws InterruptedException {
+        try (RawConnection c = RawConnection.open(SERVERS.get(fe))) {
+            String second = "GET /json HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Trickle: " + "t".repeat(40) + "\r\n\r\n";
+            c.send(get("/plaintext") + second.substring(0, 10));
+            for (int i = 10; i < second.length(); i++) {
+                c.send(second.substring(i, i + 1));
+                Thread.sleep(2);
+            }
+            assertEquals("Hello, World!", c.read().bodyText());
+            assertEquals("{\"message\":\"Hello, World!\"}", c.read().bodyText());
+            assertEquals("Hello, World!", c.exchange(get("/plaintext")).bodyText(), "the connection is still usable");
+        }
+    }
+
     static Stream<Arguments> otherMethods() {
         return FrontEnd.cross(new Object[][] {{"POST"}, {"PUT"}, {"DELETE"}, {"PATCH"}, {"OPTIONS"}});
     }
