@@ -40,13 +40,14 @@ ARGS = $(ARGS_$(SERVER))
 SERVER_JAVA = $(or $(JAVA_$(SERVER)),$(JAVA))
 SERVERS := kilim jetty-async jetty-blocking undertow-async undertow-blocking comsat
 
-.PHONY: help build demo test bench-db clean check-server
+.PHONY: help build demo test bench-db bench-parser clean check-server
 
 help:
 	@echo "make demo [SERVER=$(SERVERS)] [PORT=8080] [DATA=data] [HEAP=256m]   build if needed and start a server"
 	@echo "make test                                  run every test (unit, database, HTTP conformance, sweep)"
 	@echo "make build                                 build every runnable jar (skips tests)"
 	@echo "make bench-db                              database micro-benchmarks (prints a table)"
+	@echo "make bench-parser                          Kilim parser: a request trickled one byte per read, resumed vs re-parsed"
 	@echo "make clean                                 remove build output (keeps ./$(DATA))"
 
 check-server:
@@ -85,6 +86,11 @@ bench-db:
 	$(MVN) -DskipTests -pl bench -am package
 	$(JAVA) -Xms256m -Xmx256m $(LMDB_FLAGS) -Dkiln.bench.dir=bench/target/bench-data \
 	  -cp "bench/target/classes:$$(cat bench/target/classpath.txt)" kiln.bench.BenchDb
+
+# A request trickled one byte per read through the Kilim front end's parser; about 20 s.
+bench-parser:
+	$(MVN) -DskipTests -pl http-kilim -am package
+	$(JAVA) -cp http-kilim/target/classes:http-kilim/target/test-classes:app/target/classes kiln.kilim.TrickleBench
 
 clean:
 	$(MVN) clean

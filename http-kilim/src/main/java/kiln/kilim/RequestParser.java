@@ -63,7 +63,7 @@ final class RequestParser {
     /**
      * Where the parse of an unfinished request stopped, so that the parse after the next read resumes
      * there instead of starting over. Without it every read re-parses the whole request: a client
-     * trickling a 136 KB chunked request one byte per read cost 17 s of CPU; resumed, the work is
+     * trickling a 136 KB chunked request one byte per read cost 17-25 s of CPU; resumed, the work is
      * proportional to the bytes received. Offsets are relative to the request's first byte, so the
      * connection may move the unfinished request within its buffer between reads. One per connection;
      * {@link #parse} resets it when it returns a request or throws.
