@@ -21,13 +21,14 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * The disk under the database failing, for every front end. A full disk is simulated with the
- * server's file-size limit (RLIMIT_FSIZE, set on the running process with util-linux
- * {@code prlimit}): LMDB's writes beyond it fail with EFBIG as they would with ENOSPC, and the JVM
- * ignores the SIGXFSZ that comes with them. The commit fails, the writes in it answer 500 with a
- * short message (details in the log), reads go on, and once the limit is lifted writes succeed
- * again; the database then closes cleanly with every acknowledged write in it. A data directory
- * the server cannot write stops it at start with a clear message.
+ * The disk under the database failing, for every front end, two ways: a real full file system
+ * (ENOSPC: the data directory is a small tmpfs, filled by another file; needs root to mount) and
+ * the server's file-size limit (RLIMIT_FSIZE, set on the running process with util-linux
+ * {@code prlimit}: LMDB's writes beyond it fail with EFBIG, and the JVM ignores the SIGXFSZ that
+ * comes with them). The commit fails, the writes in it answer 500 with a short message (details in
+ * the log), reads go on, and once space returns writes succeed again; the database then closes
+ * cleanly with every acknowledged write in it. A data directory the server cannot write stops it
+ * at start with a clear message.
  */
 class FaultsTest {
     static List<FrontEnd> servers() {
@@ -36,45 +37,97 @@ class FaultsTest {
 
     @ParameterizedTest(name = "{0}")
     @MethodSource("servers")
-    void fullDiskFailsWritesWith500AndTheyRecover(FrontEnd fe) throws Exception {
+    void fileSizeLimitFailsWritesWith500AndTheyRecover(FrontEnd fe) throws Exception {
         assumeTrue(prlimit(ProcessHandle.current().pid(), "--fsize") == 0, "util-linux prlimit is not available");
-        ServerProcess s = ServerProcess.start(fe, "FaultsTest-disk");
-        try {
-            Map<Integer, Integer> acknowledged = new LinkedHashMap<>();
-            Contract.acknowledge(acknowledged, Contract.getJson(s, "/updates?queries=500"));
-            long size = Files.size(s.dataDir.resolve("data.mdb"));
-            assertEquals(0, prlimit(s.pid(), "--fsize=" + size + ":"), "prlimit on the server");
-
-            List<Integer> statuses = new ArrayList<>();
-            String failure = null;
-            for (int i = 0; i < 40 && failure == null; i++) {
-                HttpResponse<byte[]> r = Contract.get(s, "/updates?queries=500");
-                statuses.add(r.statusCode());
-                if (r.statusCode() == 200) {
-                    Contract.acknowledge(acknowledged, Contract.JSON.readTree(r.body()));
-                } else {
-                    failure = new String(r.body(), StandardCharsets.UTF_8);
-                    assertEquals(500, r.statusCode(), "a write that cannot be committed: " + failure);
-                }
-            }
-            String body = failure;
-            assertTrue(body != null, () -> fe.id + " never failed a write with the data file limited to " + size + " bytes: " + statuses);
-            assertTrue(body.length() < 200 && body.startsWith("500 "), () -> fe.id + " 500 body: " + body);
-            assertEquals(200, Contract.get(s, "/db").statusCode(), "reads go on while writes fail");
-
-            assertEquals(0, prlimit(s.pid(), "--fsize=unlimited:"), "prlimit on the server");
-            Contract.acknowledge(acknowledged, Contract.getJson(s, "/updates?queries=500"));
-            RobustnessTest.assertServesPromptly(s);
-
-            int exit = s.stop();
-            assertEquals(0, exit, () -> "exit code after SIGTERM; log:\n" + s.logText());
-            List<String> lost = Contract.lostUpdates(acknowledged, Contract.storedWorlds(s.dataDir));
-            assertTrue(lost.isEmpty(), () -> lost.size() + " acknowledged updates lost, e.g. " + lost.subList(0, Math.min(5, lost.size())));
-            String log = s.logText();
-            assertTrue(log.contains("commit of"), () -> fe.id + " did not log the failed commit; log:\n" + log);
-        } finally {
-            s.close();
+        try (ServerProcess s = ServerProcess.start(fe, "FaultsTest-fsize")) {
+            writesFailWith500AndRecover(s, "the data file limited to its size (RLIMIT_FSIZE)",
+                () -> assertEquals(0, prlimit(s.pid(), "--fsize=" + Files.size(s.dataDir.resolve("data.mdb")) + ":"), "prlimit on the server"),
+                () -> assertEquals(0, prlimit(s.pid(), "--fsize=unlimited:"), "prlimit on the server"));
         }
+    }
+
+    /**
+     * A real full file system (ENOSPC): the server's data directory is a small tmpfs of its own,
+     * filled up by a file beside the database and freed by deleting it. Mounting needs root
+     * (CAP_SYS_ADMIN), as in CI; elsewhere the test is skipped and says why.
+     */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("servers")
+    void fullFileSystemFailsWritesWith500AndTheyRecover(FrontEnd fe) throws Exception {
+        Files.createDirectories(Dirs.data());
+        Path mount = Files.createTempDirectory(Dirs.data(), "FaultsTest-enospc-" + fe.id + "-");
+        String mounted = run("mount", "-t", "tmpfs", "-o", "size=" + TMPFS_BYTES, "tmpfs", mount.toString());
+        assumeTrue(mounted == null, () -> "cannot mount a tmpfs (needs root): " + mounted);
+        try (ServerProcess s = ServerProcess.start(fe, mount, "FaultsTest-enospc")) {
+            Path filler = mount.resolve("filler");
+            writesFailWith500AndRecover(s, "its file system full (ENOSPC)",
+                () -> fill(filler),
+                () -> Files.delete(filler));
+        } finally {
+            String unmounted = run("umount", mount.toString());
+            if (unmounted != null) run("umount", "-l", mount.toString());
+            Files.deleteIfExists(mount);
+        }
+    }
+
+    /** Room for the demo database and a few hundred updates; the test fills the rest. */
+    private static final long TMPFS_BYTES = 16L << 20;
+
+    /** A step of a test that may throw anything. */
+    interface Step {
+        void run() throws Exception;
+    }
+
+    /**
+     * The disk-full contract, whatever takes the disk away: with the disk {@code fill}ed, a write
+     * that cannot be committed answers 500 with a short message (details in the log) and reads go on;
+     * once {@code free}d, writes succeed again, and after SIGTERM every acknowledged write is stored.
+     */
+    private static void writesFailWith500AndRecover(ServerProcess s, String how, Step fill, Step free) throws Exception {
+        String id = s.frontEnd.id;
+        Map<Integer, Integer> acknowledged = new LinkedHashMap<>();
+        Contract.acknowledge(acknowledged, Contract.getJson(s, "/updates?queries=500"));
+        fill.run();
+
+        List<Integer> statuses = new ArrayList<>();
+        String failure = null;
+        for (int i = 0; i < 40 && failure == null; i++) {
+            HttpResponse<byte[]> r = Contract.get(s, "/updates?queries=500");
+            statuses.add(r.statusCode());
+            if (r.statusCode() == 200) {
+                Contract.acknowledge(acknowledged, Contract.JSON.readTree(r.body()));
+            } else {
+                failure = new String(r.body(), StandardCharsets.UTF_8);
+                assertEquals(500, r.statusCode(), "a write that cannot be committed: " + failure);
+            }
+        }
+        String body = failure;
+        assertTrue(body != null, () -> id + " never failed a write with " + how + ": " + statuses);
+        assertTrue(body.length() < 200 && body.startsWith("500 "), () -> id + " 500 body: " + body);
+        assertEquals(200, Contract.get(s, "/db").statusCode(), "reads go on while writes fail");
+
+        free.run();
+        Contract.acknowledge(acknowledged, Contract.getJson(s, "/updates?queries=500"));
+        RobustnessTest.assertServesPromptly(s);
+
+        int exit = s.stop();
+        assertEquals(0, exit, () -> "exit code after SIGTERM; log:\n" + s.logText());
+        List<String> lost = Contract.lostUpdates(acknowledged, Contract.storedWorlds(s.dataDir));
+        assertTrue(lost.isEmpty(), () -> lost.size() + " acknowledged updates lost, e.g. " + lost.subList(0, Math.min(5, lost.size())));
+        String log = s.logText();
+        assertTrue(log.contains("commit of"), () -> id + " did not log the failed commit; log:\n" + log);
+    }
+
+    /** Writes {@code file} until its file system has no space left. */
+    private static void fill(Path file) throws IOException {
+        byte[] block = new byte[64 * 1024];
+        try (var out = Files.newOutputStream(file)) {
+            for (int i = 0; i < (int) (TMPFS_BYTES / block.length) + 1; i++) out.write(block);
+        } catch (IOException e) {
+            if (e.getMessage() == null || !e.getMessage().contains("No space left")) throw e;
+            return;
+        }
+        throw new AssertionError("wrote " + TMPFS_BYTES + " bytes to " + file + " without filling its file system");
     }
 
     /**
@@ -100,6 +153,18 @@ class FaultsTest {
         } finally {
             Files.setPosixFilePermissions(made, PosixFilePermissions.fromString("rwxr-xr-x"));
             ServerProcess.deleteRecursively(made);
+        }
+    }
+
+    /** Runs {@code command}. @return null when it succeeds, else its exit code and output */
+    private static String run(String... command) throws InterruptedException {
+        try {
+            Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
+            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
+            if (!p.waitFor(30, TimeUnit.SECONDS)) return "did not finish in 30 s";
+            return p.exitValue() == 0 ? null : "exit " + p.exitValue() + ": " + out;
+        } catch (IOException e) {
+            return e.getMessage();
         }
     }
 
