@@ -49,7 +49,7 @@ class FaultsTest {
     /**
      * A real full file system (ENOSPC): the server's data directory is a small tmpfs of its own,
      * filled up by a file beside the database and freed by deleting it. Mounting needs root
-     * (CAP_SYS_ADMIN), as in CI; elsewhere the test is skipped and says why.
+     * (CAP_SYS_ADMIN); without it the test is skipped and says why.
      */
     @ParameterizedTest(name = "{0}")
     @MethodSource("servers")
