@@ -31,6 +31,9 @@ import org.junit.jupiter.params.provider.MethodSource;
  * at start with a clear message.
  */
 class FaultsTest {
+    /** The ENOSPC case's file system: room for the demo database and a few hundred updates; the test fills the rest. */
+    private static final long TMPFS_BYTES = 16L << 20;
+
     static List<FrontEnd> servers() {
         return FrontEnd.underTest();
     }
@@ -57,6 +60,7 @@ class FaultsTest {
         Files.createDirectories(Dirs.data());
         Path mount = Files.createTempDirectory(Dirs.data(), "FaultsTest-enospc-" + fe.id + "-");
         String mounted = run("mount", "-t", "tmpfs", "-o", "size=" + TMPFS_BYTES, "tmpfs", mount.toString());
+        if (mounted != null) Files.delete(mount);
         assumeTrue(mounted == null, () -> "cannot mount a tmpfs (needs root): " + mounted);
         try (ServerProcess s = ServerProcess.start(fe, mount, "FaultsTest-enospc")) {
             Path filler = mount.resolve("filler");
@@ -69,9 +73,6 @@ class FaultsTest {
             Files.deleteIfExists(mount);
         }
     }
-
-    /** Room for the demo database and a few hundred updates; the test fills the rest. */
-    private static final long TMPFS_BYTES = 16L << 20;
 
     /** A step of a test that may throw anything. */
     interface Step {
