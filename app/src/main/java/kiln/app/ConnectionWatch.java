@@ -1,5 +1,6 @@
 package kiln.app;
 
+import java.nio.ByteBuffer;
 import java.util.Collection;
 import java.util.IdentityHashMap;
 import java.util.Map;
@@ -42,6 +43,14 @@ public final class ConnectionWatch<C> {
 
         /** Answers 408 if the library allows it, then closes; must not block. */
         void expire(C connection);
+    }
+
+    /**
+     * What a {@link Probe#expire} writes before closing, where the library lets it write raw bytes:
+     * 408 with the contract's head and {@code Connection: close}. Built per call, so its Date is now.
+     */
+    public static ByteBuffer requestTimeoutResponse() {
+        return ByteBuffer.wrap(Reply.error(408, "request head not complete in time").toClosingResponse());
     }
 
     /** A head in progress: which request it is and when the watch first saw it. */

@@ -1,7 +1,6 @@
 package kiln.comsat;
 
 import java.io.IOException;
-import java.nio.ByteBuffer;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
@@ -171,8 +170,6 @@ final class ComsatServer implements Launcher.Server {
 
     /** Jetty 9.4's view of a connection for the {@link ConnectionWatch}. */
     private static final class Probe implements ConnectionWatch.Probe<EndPoint> {
-        private static final byte[] REQUEST_TIMEOUT = Reply.error(408, "request head not complete in time").toClosingResponse();
-
         @Override
         public boolean readingHead(EndPoint endPoint) {
             return endPoint.getConnection() instanceof HttpConnection http
@@ -187,7 +184,7 @@ final class ComsatServer implements Launcher.Server {
         @Override
         public void expire(EndPoint endPoint) {
             try {
-                endPoint.write(Callback.from(endPoint::close), ByteBuffer.wrap(REQUEST_TIMEOUT));
+                endPoint.write(Callback.from(endPoint::close), ConnectionWatch.requestTimeoutResponse());
             } catch (RuntimeException e) {
                 endPoint.close(); // a write already pending: just close
             }

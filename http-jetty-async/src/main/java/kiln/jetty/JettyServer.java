@@ -1,7 +1,6 @@
 package kiln.jetty;
 
 import java.io.IOException;
-import java.nio.ByteBuffer;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
@@ -12,7 +11,6 @@ import kiln.app.ConnectionWatch;
 import kiln.app.DemoDb;
 import kiln.app.Launcher;
 import kiln.app.ModeOptions;
-import kiln.app.Reply;
 import kiln.app.ServerOptions;
 import kiln.app.WorkerPool;
 import org.eclipse.jetty.io.EndPoint;
@@ -156,8 +154,6 @@ final class JettyServer implements Launcher.Server {
 
     /** Jetty 12's view of a connection for the {@link ConnectionWatch}. */
     private static final class Probe implements ConnectionWatch.Probe<EndPoint> {
-        private static final byte[] REQUEST_TIMEOUT = Reply.error(408, "request head not complete in time").toClosingResponse();
-
         @Override
         public boolean readingHead(EndPoint endPoint) {
             return endPoint.getConnection() instanceof HttpConnection http
@@ -172,7 +168,7 @@ final class JettyServer implements Launcher.Server {
         @Override
         public void expire(EndPoint endPoint) {
             try {
-                endPoint.write(Callback.from(endPoint::close), ByteBuffer.wrap(REQUEST_TIMEOUT));
+                endPoint.write(Callback.from(endPoint::close), ConnectionWatch.requestTimeoutResponse());
             } catch (RuntimeException e) {
                 endPoint.close(); // a write already pending: just close
             }
