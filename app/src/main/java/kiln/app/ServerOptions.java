@@ -74,23 +74,23 @@ public final class ServerOptions {
 
     /** Checks ranges picocli's types do not express. */
     void validate(CommandLine cmd) {
-        if (port < 0 || port > 65535) {
-            throw new CommandLine.ParameterException(cmd, "--port must be 0..65535, got " + port);
-        }
-        if (threads != null && (threads < 1 || threads > 256)) {
-            throw new CommandLine.ParameterException(cmd, "--threads must be 1..256, got " + threads);
-        }
-        if (idleTimeoutMs < 1 || idleTimeoutMs > Integer.MAX_VALUE) {
-            throw new CommandLine.ParameterException(cmd, "--idle-timeout must be 1.." + Integer.MAX_VALUE + " ms, got " + idleTimeoutMs);
-        }
-        if (headerTimeoutMs < 1 || headerTimeoutMs > Integer.MAX_VALUE) {
-            throw new CommandLine.ParameterException(cmd, "--header-timeout must be 1.." + Integer.MAX_VALUE + " ms, got " + headerTimeoutMs);
-        }
-        if (dbQueue < 1) {
-            throw new CommandLine.ParameterException(cmd, "--db-queue must be at least 1, got " + dbQueue);
-        }
-        if (maxConnections != null && maxConnections < 1) {
-            throw new CommandLine.ParameterException(cmd, "--max-connections must be at least 1, got " + maxConnections);
+        requireRange(cmd, "--port", port, 0, 65535, "");
+        if (threads != null) requireRange(cmd, "--threads", threads, 1, 256, "");
+        requireRange(cmd, "--idle-timeout", idleTimeoutMs, 1, Integer.MAX_VALUE, " ms");
+        requireRange(cmd, "--header-timeout", headerTimeoutMs, 1, Integer.MAX_VALUE, " ms");
+        requireRange(cmd, "--db-queue", dbQueue, 1, Long.MAX_VALUE, "");
+        if (maxConnections != null) requireRange(cmd, "--max-connections", maxConnections, 1, Long.MAX_VALUE, "");
+    }
+
+    /**
+     * @param max the largest allowed value, or {@link Long#MAX_VALUE} for no upper bound
+     * @throws CommandLine.ParameterException "OPTION must be MIN..MAX[UNIT], got VALUE" (or "must be at
+     *         least MIN") when {@code value} is outside
+     */
+    private static void requireRange(CommandLine cmd, String option, long value, long min, long max, String unit) {
+        if (value < min || value > max) {
+            String range = max == Long.MAX_VALUE ? "at least " + min : min + ".." + max + unit;
+            throw new CommandLine.ParameterException(cmd, option + " must be " + range + ", got " + value);
         }
     }
 
