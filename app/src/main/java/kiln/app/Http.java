@@ -28,7 +28,7 @@ public final class Http {
     /**
      * Most request content a front end accepts, bytes. No endpoint reads content; a front end that
      * parses requests itself (kilim) reads and drops up to this much, the others refuse chunked
-     * content unread ({@link Reply#refuseContent}).
+     * content unread ({@link Reply#refuseRequest}).
      */
     public static final int MAX_CONTENT = 64 * 1024;
 

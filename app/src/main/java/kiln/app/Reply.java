@@ -1,5 +1,8 @@
 package kiln.app;
 
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+
 /**
  * What an endpoint answers, before any server turns it into bytes: the status, the
  * {@code Content-Type}, the body and at most one extra header ({@code Allow} on 405,
@@ -112,8 +115,8 @@ public final class Reply {
         if (extraHeader != null) head.append(extraHeader).append(": ").append(extraValue).append("\r\n");
         head.append("Content-Length: ").append(body.length).append("\r\n")
             .append("Connection: close\r\n\r\n");
-        byte[] h = head.toString().getBytes(java.nio.charset.StandardCharsets.US_ASCII);
-        byte[] all = java.util.Arrays.copyOf(h, h.length + body.length);
+        byte[] h = head.toString().getBytes(StandardCharsets.US_ASCII);
+        byte[] all = Arrays.copyOf(h, h.length + body.length);
         System.arraycopy(body, 0, all, h.length, body.length);
         return all;
     }
