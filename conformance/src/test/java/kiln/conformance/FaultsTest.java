@@ -16,7 +16,6 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -146,11 +145,9 @@ class FaultsTest {
         try {
             Files.setPosixFilePermissions(made, PosixFilePermissions.fromString("r-xr-xr-x"));
             Path dir = Files.isWritable(made) ? Path.of("/proc") : made;
-            Process p = new ProcessBuilder(ServerProcess.command(fe, dir, List.of())).redirectErrorStream(true).start();
-            p.getOutputStream().close();
-            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-            assertTrue(p.waitFor(60, TimeUnit.SECONDS), "did not exit");
-            assertEquals(1, p.exitValue(), () -> fe.id + " on the unwritable directory " + dir + ":\n" + out);
+            Command started = Command.run(60, ServerProcess.command(fe, dir, List.of()));
+            String out = started.output;
+            assertEquals(1, started.exitCode, () -> fe.id + " on the unwritable directory " + dir + ":\n" + out);
             assertTrue(out.contains("error:") && out.contains(dir.toString()), () -> fe.id + " should name " + dir + ":\n" + out);
             assertFalse(out.contains("Exception in thread"), () -> fe.id + " should fail with one line, not a stack trace:\n" + out);
         } finally {
@@ -159,13 +156,11 @@ class FaultsTest {
         }
     }
 
-    /** Runs {@code command}. @return null when it succeeds, else its exit code and output */
+    /** Runs {@code command}. @return null when it succeeds, else its exit code and output, or why it did not start */
     private static String run(String... command) throws InterruptedException {
         try {
-            Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
-            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
-            if (!p.waitFor(30, TimeUnit.SECONDS)) return "did not finish in 30 s";
-            return p.exitValue() == 0 ? null : "exit " + p.exitValue() + ": " + out;
+            Command c = Command.run(30, List.of(command));
+            return c.exitCode == 0 ? null : "exit " + c.exitCode + ": " + c.output.trim();
         } catch (IOException e) {
             return e.getMessage();
         }

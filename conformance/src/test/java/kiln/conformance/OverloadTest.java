@@ -219,14 +219,9 @@ class OverloadTest {
      */
     static long liveInstances(ServerProcess s, String className) throws IOException, InterruptedException {
         Path jcmd = Path.of(System.getProperty("java.home"), "bin", "jcmd");
-        Process p = new ProcessBuilder(jcmd.toString(), Long.toString(s.pid()), "GC.class_histogram").redirectErrorStream(true).start();
-        String out;
-        p.getOutputStream().close();
-        try (InputStream stdout = p.getInputStream()) {
-            out = new String(stdout.readAllBytes(), StandardCharsets.UTF_8);
-        }
-        assertTrue(p.waitFor(60, TimeUnit.SECONDS), "jcmd did not finish");
-        assertEquals(0, p.exitValue(), () -> "jcmd failed:\n" + out);
+        Command histogram = Command.run(60, List.of(jcmd.toString(), Long.toString(s.pid()), "GC.class_histogram"));
+        String out = histogram.output;
+        assertEquals(0, histogram.exitCode, () -> "jcmd failed:\n" + out);
         long count = 0;
         boolean rows = false;
         for (String line : out.split("\n")) {
