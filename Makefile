@@ -17,28 +17,19 @@ LMDB_FLAGS := --add-opens java.base/java.nio=ALL-UNNAMED --add-exports java.base
 JAVA       ?= java
 JAVA_FLAGS := -Xms$(HEAP) -Xmx$(HEAP) $(LMDB_FLAGS)
 
-# SERVER name -> runnable jar and its extra arguments
-JAR_kilim := http-kilim/target/kiln-kilim.jar
-ARGS_kilim :=
-JAR_jetty-async := http-jetty-async/target/kiln-jetty.jar
-ARGS_jetty-async := --mode async
-JAR_jetty-blocking := $(JAR_jetty-async)
-ARGS_jetty-blocking := --mode blocking
-JAR_undertow-async := http-undertow-async/target/kiln-undertow.jar
-ARGS_undertow-async := --mode async
-JAR_undertow-blocking := $(JAR_undertow-async)
-ARGS_undertow-blocking := --mode blocking
-JAR_comsat := http-comsat/target/kiln-comsat.jar
-ARGS_comsat :=
-# Quasar (comsat) runs only on JDK 17: the first JDK 17 in Debian's JVM directory, else $(JAVA)
-# (the server then names a JDK 17 if $(JAVA) is another version). Override with JAVA_comsat=...
-JAVA_comsat ?= $(or $(firstword $(wildcard /usr/lib/jvm/*-17-*/bin/java /usr/lib/jvm/*17*/bin/java)),$(JAVA))
-
-JAR  = $(JAR_$(SERVER))
-ARGS = $(ARGS_$(SERVER))
-# The java that runs SERVER: JAVA_<server> when a front end needs a particular JDK, else $(JAVA).
-SERVER_JAVA = $(or $(JAVA_$(SERVER)),$(JAVA))
-SERVERS := kilim jetty-async jetty-blocking undertow-async undertow-blocking comsat
+# Front ends come from frontends.conf (one line each: name, module, jar, jdk, ..., args).
+FRONTENDS := frontends.conf
+SERVERS   := $(shell awk '!/^\#/ && NF {print $$1}' $(FRONTENDS))
+# fe_field NAME,COLUMN: one column of a front end's line
+fe_field = $(shell awk -v n='$(1)' '!/^\#/ && $$1 == n {print $$$(2)}' $(FRONTENDS))
+MODULE = $(call fe_field,$(SERVER),2)
+JAR    = $(if $(MODULE),$(MODULE)/target/$(call fe_field,$(SERVER),3))
+ARGS   = $(shell awk -v n='$(SERVER)' '!/^\#/ && $$1 == n {$$1=$$2=$$3=$$4=$$5=$$6=""; sub(/^ +/, ""); print}' $(FRONTENDS))
+# The java that runs SERVER: $(JAVA) when its JDK range allows, else a fitting JDK under /usr/lib/jvm
+# (scripts/find-java.sh). When none fits, $(JAVA) runs it and the server names the JDK it needs.
+SERVER_JAVA = $(or $(shell JAVA=$(JAVA) scripts/find-java.sh $(call fe_field,$(SERVER),4) 2>/dev/null),$(JAVA))
+# A jar is rebuilt when any main source or pom changed since it was made.
+MAIN_SOURCES := $(shell find . -path ./conformance -prune -o \( -path '*/src/main/*' -o -name pom.xml \) -type f -print 2>/dev/null)
 
 .PHONY: help build demo test bench-db bench-parser clean check-server
 
@@ -51,23 +42,13 @@ help:
 	@echo "make clean                                 remove build output (keeps ./$(DATA))"
 
 check-server:
-	@if [ -z "$(JAR)" ]; then echo "make: unknown SERVER '$(SERVER)'; choose one of: $(SERVERS)" >&2; exit 2; fi
+	@if [ -z "$(JAR)" ]; then echo "make: unknown SERVER '$(SERVER)'; choose one of: $(SERVERS) (frontends.conf)" >&2; exit 2; fi
 
 build:
 	$(MVN) -DskipTests package
 
-# Rebuild when any source or pom changed since the jar was made.
-$(JAR_kilim): $(shell find db app http-kilim -name '*.java' -o -name pom.xml 2>/dev/null) pom.xml
-	$(MVN) -DskipTests -pl http-kilim -am package
-
-$(JAR_jetty-async): $(shell find db app http-jetty-async -name '*.java' -o -name pom.xml 2>/dev/null) pom.xml
-	$(MVN) -DskipTests -pl http-jetty-async -am package
-
-$(JAR_undertow-async): $(shell find db app http-undertow-async -name '*.java' -o -name pom.xml 2>/dev/null) pom.xml
-	$(MVN) -DskipTests -pl http-undertow-async -am package
-
-$(JAR_comsat): $(shell find db app quasar-agent http-comsat -name '*.java' -o -name pom.xml -o -name suspendables 2>/dev/null) pom.xml
-	$(MVN) -DskipTests -pl http-comsat -am package
+$(JAR): $(MAIN_SOURCES)
+	$(MVN) -DskipTests -pl $(MODULE) -am package
 
 demo: check-server $(JAR)
 	@echo "Starting kiln ($(SERVER)) on http://$(BIND):$(PORT)/ with data in ./$(DATA), heap $(HEAP). Ctrl-C stops it cleanly."

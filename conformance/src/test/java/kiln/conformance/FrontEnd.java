@@ -1,5 +1,7 @@
 package kiln.conformance;
 
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -14,27 +16,17 @@ import java.util.stream.Stream;
 import org.junit.jupiter.params.provider.Arguments;
 
 /**
- * Every front end the suite knows, the one list of servers under test, each with the
- * {@link Deviation}s its server library forces on it (the README's front-end table lists them).
- *
- * <p>To add a front end: add a constant below with its test name, module directory, runnable jar
- * (in {@code <module>/target/}), its deviations and any extra command-line arguments, for example
- * {@code COMSAT("comsat", "http-comsat", "kiln-comsat.jar", none())}; then add
- * the module to conformance/pom.xml as a {@code type pom} test dependency (see the comment there) so
- * the reactor builds its jar first. Every test of the suite then runs against it.
+ * A front end under test, as one line of the repository's {@code frontends.conf} describes it (the
+ * registry the Makefile and {@code ab-sweep.sh} read too): its name, module, runnable jar, the
+ * {@link Deviation}s its server library forces on it, the class counted by the leak check, and its
+ * extra arguments. Adding a line there (and building its module) puts a front end under every test.
  *
  * <p>{@code -Dkiln.servers=kilim,jetty-async} (names, comma-separated; default {@code all}) selects a
  * subset while developing.
  */
-enum FrontEnd {
-    KILIM("kilim", "http-kilim", "kiln-kilim.jar", "kiln.kilim.HttpConnection", none()),
-    JETTY_ASYNC("jetty-async", "http-jetty-async", "kiln-jetty.jar", "org.eclipse.jetty.server.internal.HttpConnection", jetty(), "--mode", "async"),
-    JETTY_BLOCKING("jetty-blocking", "http-jetty-async", "kiln-jetty.jar", "org.eclipse.jetty.server.internal.HttpConnection", jetty(), "--mode", "blocking"),
-    UNDERTOW_ASYNC("undertow-async", "http-undertow-async", "kiln-undertow.jar", "io.undertow.server.protocol.http.HttpServerConnection", undertow(), "--mode", "async"),
-    UNDERTOW_BLOCKING("undertow-blocking", "http-undertow-async", "kiln-undertow.jar", "io.undertow.server.protocol.http.HttpServerConnection", undertow(),
-        "--mode", "blocking"),
-    /** JDK 17 only (Quasar): the suite's JVM must be a 17, as CI's is. The jar starts Quasar's agent itself. */
-    COMSAT("comsat", "http-comsat", "kiln-comsat.jar", "org.eclipse.jetty.server.HttpConnection", comsat());
+final class FrontEnd {
+    /** Every front end in the registry, in its order; read once. */
+    private static final List<FrontEnd> ALL = load(Dirs.repo().resolve("frontends.conf"));
 
     /** Name used in test names, in {@code -Dkiln.servers} and in log file names. */
     final String id;
@@ -42,47 +34,66 @@ enum FrontEnd {
     final String module;
     /** Runnable jar file name, in {@code <module>/target/}. */
     final String jar;
+    /** The Java feature versions it runs on, as written in the registry: {@code 17}, {@code 17+}, {@code 21+}. */
+    final String jdk;
+    /** The server's class with one live instance per open connection (a Kilim connection is its fiber). */
+    final String connectionClass;
     /** Where this front end cannot follow the contract; the tests check the weaker property instead. */
     final Set<Deviation> deviations;
     /** Arguments after the common {@code --port --bind --data}. */
     final List<String> extraArgs;
-    /** The server's class with one live instance per open connection (a Kilim connection is its fiber). */
-    final String connectionClass;
 
-    FrontEnd(String id, String module, String jar, String connectionClass, Set<Deviation> deviations, String... extraArgs) {
+    private FrontEnd(String id, String module, String jar, String jdk, String connectionClass, Set<Deviation> deviations,
+                     List<String> extraArgs) {
         this.id = id;
         this.module = module;
         this.jar = jar;
+        this.jdk = jdk;
         this.connectionClass = connectionClass;
         this.deviations = Collections.unmodifiableSet(deviations);
-        this.extraArgs = Collections.unmodifiableList(Arrays.asList(extraArgs));
+        this.extraArgs = List.copyOf(extraArgs);
+    }
+
+    /**
+     * Parses the registry: one front end per line, {@code name module jar jdk connection deviations
+     * args...}, {@code #} comments and blank lines ignored.
+     *
+     * @throws IllegalStateException naming the line when one is malformed or names an unknown deviation
+     */
+    static List<FrontEnd> load(Path registry) {
+        List<String> lines;
+        try {
+            lines = Files.readAllLines(registry);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read the front-end registry " + registry, e);
+        }
+        List<FrontEnd> all = new ArrayList<>();
+        for (int i = 0; i < lines.size(); i++) {
+            String line = lines.get(i).strip();
+            if (line.isEmpty() || line.startsWith("#")) continue;
+            String[] f = line.split("\\s+");
+            if (f.length < 6) {
+                throw new IllegalStateException(registry + ":" + (i + 1) + ": want name module jar jdk connection deviations [args], got: " + line);
+            }
+            Set<Deviation> deviations = EnumSet.noneOf(Deviation.class);
+            if (!f[5].equals("-")) {
+                for (String d : f[5].split(",")) {
+                    try {
+                        deviations.add(Deviation.valueOf(d));
+                    } catch (IllegalArgumentException e) {
+                        throw new IllegalStateException(registry + ":" + (i + 1) + ": unknown deviation '" + d + "'; known: "
+                            + Arrays.toString(Deviation.values()), e);
+                    }
+                }
+            }
+            all.add(new FrontEnd(f[0], f[1], f[2], f[3], f[4], deviations, Arrays.asList(f).subList(6, f.length)));
+        }
+        return List.copyOf(all);
     }
 
     /** @return true if this front end has deviation {@code d} */
     boolean has(Deviation d) {
         return deviations.contains(d);
-    }
-
-    private static Set<Deviation> none() {
-        return EnumSet.noneOf(Deviation.class);
-    }
-
-    /** Jetty 12.1, both modes: the parser, not the servlet, answers a malformed version; content and the cap. */
-    private static Set<Deviation> jetty() {
-        return EnumSet.of(Deviation.MALFORMED_VERSION_IS_505, Deviation.CHUNKED_CONTENT_REFUSED_UNREAD,
-            Deviation.CONNECTION_CAP_WAITS_IN_BACKLOG);
-    }
-
-    /** Undertow 2.4, both modes: header order, what its parser answers or serves before the handler, timeouts, the cap. */
-    private static Set<Deviation> undertow() {
-        return EnumSet.of(Deviation.HEADER_ORDER_HASHED, Deviation.PARSE_ERRORS_BODILESS_400,
-            Deviation.UNKNOWN_VERSION_SERVED_AS_HTTP_1_1, Deviation.CHUNKED_CONTENT_REFUSED_UNREAD,
-            Deviation.HEADER_TIMEOUT_CLOSES_SILENTLY, Deviation.CONNECTION_CAP_WAITS_IN_BACKLOG);
-    }
-
-    /** Comsat on Jetty 9.4: content and the cap, as Jetty 12. */
-    private static Set<Deviation> comsat() {
-        return EnumSet.of(Deviation.CHUNKED_CONTENT_REFUSED_UNREAD, Deviation.CONNECTION_CAP_WAITS_IN_BACKLOG);
     }
 
     /** @return the program name the jar prints in its ready line: the jar name without ".jar" (kiln-jetty) */
@@ -93,6 +104,29 @@ enum FrontEnd {
     /** @return the jar's path, from {@code -Dkiln.repo} (the repository root) */
     Path jarPath() {
         return Dirs.repo().resolve(module).resolve("target").resolve(jar);
+    }
+
+    /**
+     * @return the {@code java} that runs this front end: the suite's own when its feature version is
+     *         in {@link #jdk}, else the one {@code scripts/find-java.sh} finds (as {@code make demo} does)
+     * @throws AssertionError with the script's advice when no JDK on this machine fits
+     */
+    String javaBinary() {
+        String own = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        int feature = Runtime.version().feature();
+        int min = Integer.parseInt(jdk.replace("+", ""));
+        if (feature == min || (jdk.endsWith("+") && feature > min)) return own;
+        Command found;
+        try {
+            found = Command.run(30, List.of(Dirs.repo().resolve("scripts/find-java.sh").toString(), jdk));
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AssertionError("interrupted while looking for a JDK " + jdk, e);
+        }
+        if (found.exitCode != 0) throw new AssertionError("front end '" + id + "' needs JDK " + jdk + ": " + found.output.strip());
+        return found.output.strip();
     }
 
     /** @return true if the jar has been built */
@@ -112,7 +146,7 @@ enum FrontEnd {
      */
     static List<FrontEnd> underTest() {
         String wanted = System.getProperty("kiln.servers", "all").trim();
-        if (wanted.isEmpty() || wanted.equals("all")) return List.of(values());
+        if (wanted.isEmpty() || wanted.equals("all")) return ALL;
         List<FrontEnd> chosen = new ArrayList<>();
         for (String name : wanted.split(",")) {
             FrontEnd fe = byId(name.trim());
@@ -141,10 +175,10 @@ enum FrontEnd {
     }
 
     private static FrontEnd byId(String id) {
-        for (FrontEnd fe : values()) {
+        for (FrontEnd fe : ALL) {
             if (fe.id.equals(id)) return fe;
         }
         throw new IllegalArgumentException("-Dkiln.servers names an unknown front end '" + id + "'; known: all, "
-            + Arrays.stream(values()).map(fe -> fe.id).collect(Collectors.joining(", ")));
+            + ALL.stream().map(fe -> fe.id).collect(Collectors.joining(", ")));
     }
 }

@@ -156,7 +156,7 @@ final class ServerProcess implements AutoCloseable {
      */
     static List<String> command(FrontEnd fe, Path dataDir, List<String> args) {
         List<String> cmd = new ArrayList<>();
-        cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        cmd.add(fe.javaBinary());
         cmd.add("-Xms128m");
         cmd.add("-Xmx256m");
         cmd.addAll(LMDB_FLAGS);

@@ -1,7 +1,7 @@
 package kiln.conformance;
 
 import java.util.ArrayList;
-import java.util.EnumMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -21,9 +21,9 @@ import org.junit.jupiter.api.extension.TestWatcher;
 final class Servers implements AfterAllCallback, TestWatcher {
     private final String owner;
     private final List<String> args;
-    private final Map<FrontEnd, ServerProcess> running = new EnumMap<>(FrontEnd.class);
+    private final Map<FrontEnd, ServerProcess> running = new LinkedHashMap<>();
     /** A start that failed is not retried for every test of the class: each one fails with the same error. */
-    private final Map<FrontEnd, AssertionError> failedStarts = new EnumMap<>(FrontEnd.class);
+    private final Map<FrontEnd, AssertionError> failedStarts = new LinkedHashMap<>();
 
     Servers(String owner, String... args) {
         this.owner = owner;
