@@ -75,18 +75,6 @@ public final class Bodies {
         return html.toString().getBytes(StandardCharsets.UTF_8);
     }
 
-    /** {@code GET /}: a small page that links every endpoint. */
-    public static final byte[] INDEX = ("<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>kiln</title></head><body>"
-        + "<h1>kiln</h1><p>A fiber-based async database demo server. Endpoints (TechEmpower test types):</p><ul>"
-        + "<li><a href=\"/plaintext\">/plaintext</a> &mdash; Hello, World! as text</li>"
-        + "<li><a href=\"/json\">/json</a> &mdash; a JSON message</li>"
-        + "<li><a href=\"/db\">/db</a> &mdash; one random World row</li>"
-        + "<li><a href=\"/queries?queries=20\">/queries?queries=N</a> &mdash; N random rows (1..500)</li>"
-        + "<li><a href=\"/updates?queries=20\">/updates?queries=N</a> &mdash; N rows updated durably</li>"
-        + "<li><a href=\"/fortunes\">/fortunes</a> &mdash; the fortunes table as HTML</li>"
-        + "<li><a href=\"/hello?delay=100\">/hello?delay=MS</a> &mdash; HelloWorld after an asynchronous sleep</li>"
-        + "</ul></body></html>").getBytes(StandardCharsets.UTF_8);
-
     /** @return a short plain-text error body ending in a newline, e.g. {@code "404 Not Found\n"} */
     public static byte[] error(int status, String reason, String detail) {
         String text = status + " " + reason + (detail == null || detail.isEmpty() ? "" : ": " + detail) + "\n";

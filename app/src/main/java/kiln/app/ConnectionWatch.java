@@ -123,11 +123,7 @@ public final class ConnectionWatch<C> {
             this.timer = null;
             return;
         }
-        this.timer = Executors.newSingleThreadScheduledExecutor(r -> {
-            Thread t = new Thread(r, "kiln-timeouts");
-            t.setDaemon(true);
-            return t;
-        });
+        this.timer = Executors.newSingleThreadScheduledExecutor(Threads.daemon("kiln-timeouts"));
         long tick = probe == null ? 1000 : Math.max(10, Math.min(1000, headerTimeoutMs / TICKS_PER_TIMEOUT));
         timer.scheduleWithFixedDelay(this::tickSafely, tick, tick, TimeUnit.MILLISECONDS);
     }

@@ -2,6 +2,7 @@ package kiln.app;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.logging.Logger;
 
@@ -81,11 +82,6 @@ public final class DemoDb {
         return worlds;
     }
 
-    /** @return the fortune table, id → message */
-    public Table<Integer, String> fortunes() {
-        return fortunes;
-    }
-
     /** @return a uniformly random World id, 1..10000 */
     public static int randomId() {
         return ThreadLocalRandom.current().nextInt(1, WORLD_ROWS + 1);
@@ -94,6 +90,39 @@ public final class DemoDb {
     /** @return a uniformly random randomNumber, 1..10000 */
     public static int randomNumber() {
         return ThreadLocalRandom.current().nextInt(1, WORLD_ROWS + 1);
+    }
+
+    /** @return one World row with a random id, read now on the calling thread (the single query test) */
+    public World readRandomWorld() {
+        return readNow(randomWorld());
+    }
+
+    /** @return {@code n} World rows with random ids, one read each (the multiple queries test) */
+    public World[] readRandomWorlds(int n) {
+        World[] rows = new World[n];
+        for (int i = 0; i < n; i++) rows[i] = readNow(randomWorld());
+        return rows;
+    }
+
+    /** @return every fortune in the table, in id order, read now */
+    public List<Fortune> readFortunes() {
+        return readNow(allFortunes());
+    }
+
+    /**
+     * Runs a read query: {@link Db#read} completes it on this thread before it returns, so no thread
+     * ever waits here.
+     *
+     * @throws RuntimeException the query's exception (a checked one wrapped in a {@link CompletionException})
+     */
+    private <R> R readNow(Query<R> query) {
+        try {
+            return db.read(query).join();
+        } catch (CompletionException e) {
+            if (e.getCause() instanceof RuntimeException) throw (RuntimeException) e.getCause();
+            if (e.getCause() instanceof Error) throw (Error) e.getCause();
+            throw e;
+        }
     }
 
     /** @return a read query for one World row with a random id (the single query test) */

@@ -2,13 +2,14 @@ package kiln.app;
 
 /**
  * The HTTP contract every front end follows, so that benchmark responses are the same size
- * everywhere: the endpoint paths, and the response head
+ * everywhere: the response head
  * <pre>
  * HTTP/1.1 200 OK             (always HTTP/1.1, also to HTTP/1.0 requests: RFC 9110 section 6.2)
  * Server: kiln
  * Date: Sun, 22 Nov 2026 16:19:12 GMT
  * Content-Type: ...
- * Allow: GET                  (405 only; 503 carries Retry-After: 1 here instead)
+ * Allow: GET                  (the reply's further headers, in the order added: Allow on 405,
+ *                              Retry-After on 503, Location, Set-Cookie... from a handler)
  * Content-Length: ...
  * Connection: keep-alive      (only when answering an HTTP/1.0 keep-alive request)
  * Connection: close           (only when the server closes the connection after the response)
@@ -25,62 +26,40 @@ public final class Http {
     public static final String APPLICATION_JSON = "application/json";
     public static final String TEXT_HTML = "text/html; charset=UTF-8";
 
-    /**
-     * Most request content a front end accepts, bytes. No endpoint reads content; a front end that
-     * parses requests itself (kilim) reads and drops up to this much, the others refuse chunked
-     * content unread ({@link Reply#refuseRequest}).
-     */
-    public static final int MAX_CONTENT = 64 * 1024;
+    /** tchar per RFC 9110 section 5.6.2, indexed by ASCII code. */
+    private static final boolean[] TOKEN = new boolean[128];
 
-    /** Most header fields a request may carry (431 beyond it, RFC 6585 section 5). */
-    public static final int MAX_HEADERS = 100;
+    static {
+        for (char c = '0'; c <= '9'; c++) TOKEN[c] = true;
+        for (char c = 'a'; c <= 'z'; c++) TOKEN[c] = true;
+        for (char c = 'A'; c <= 'Z'; c++) TOKEN[c] = true;
+        for (char c : "!#$%&'*+-.^_`|~".toCharArray()) TOKEN[c] = true;
+    }
 
     private Http() {
     }
 
-    /** The demo's endpoints. All accept only GET; any other method gets 405 with {@code Allow: GET}. */
-    public enum Endpoint {
-        INDEX("/", TEXT_HTML),
-        PLAINTEXT("/plaintext", TEXT_PLAIN),
-        JSON("/json", APPLICATION_JSON),
-        DB("/db", APPLICATION_JSON),
-        QUERIES("/queries", APPLICATION_JSON),
-        UPDATES("/updates", APPLICATION_JSON),
-        FORTUNES("/fortunes", TEXT_HTML),
-        HELLO("/hello", TEXT_PLAIN);
-
-        public final String path;
-        public final String contentType;
-
-        Endpoint(String path, String contentType) {
-            this.path = path;
-            this.contentType = contentType;
-        }
-
-        /** @return the endpoint for a request path (without query string), or null: answer 404 */
-        public static Endpoint of(String path) {
-            switch (path) {
-                case "/": return INDEX;
-                case "/plaintext": return PLAINTEXT;
-                case "/json": return JSON;
-                case "/db": return DB;
-                case "/queries": return QUERIES;
-                case "/updates": return UPDATES;
-                case "/fortunes": return FORTUNES;
-                case "/hello": return HELLO;
-                default: return null;
-            }
-        }
+    /** @return true when {@code c} may appear in a token: a method, a header name (RFC 9110 section 5.6.2) */
+    public static boolean isTokenChar(int c) {
+        return c > 0 && c < 128 && TOKEN[c];
     }
 
     /** @return the RFC 9110 reason phrase for the status codes this project sends */
     public static String reason(int status) {
         switch (status) {
             case 200: return "OK";
+            case 201: return "Created";
+            case 301: return "Moved Permanently";
+            case 302: return "Found";
+            case 303: return "See Other";
+            case 307: return "Temporary Redirect";
+            case 308: return "Permanent Redirect";
             case 400: return "Bad Request";
             case 404: return "Not Found";
+            case 403: return "Forbidden";
             case 405: return "Method Not Allowed";
             case 408: return "Request Timeout";
+            case 409: return "Conflict";
             case 413: return "Content Too Large";
             case 414: return "URI Too Long";
             case 431: return "Request Header Fields Too Large";

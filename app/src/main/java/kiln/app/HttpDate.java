@@ -52,9 +52,4 @@ public final class HttpDate {
     public static byte[] nowAscii() {
         return stamp().ascii;
     }
-
-    /** @return {@code epochSecond} formatted as an IMF-fixdate */
-    public static String format(long epochSecond) {
-        return IMF_FIXDATE.format(Instant.ofEpochSecond(epochSecond));
-    }
 }

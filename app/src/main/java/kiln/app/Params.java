@@ -3,7 +3,7 @@ package kiln.app;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
 
-/** Query-string parameter rules shared by every front end. */
+/** Query-string rules shared by every front end. */
 public final class Params {
     /** Most rows one /queries or /updates request may ask for (TechEmpower test types 3 and 5). */
     public static final int MAX_QUERIES = 500;
@@ -11,6 +11,40 @@ public final class Params {
     public static final int MAX_DELAY_MS = 60_000;
 
     private Params() {
+    }
+
+    /**
+     * Finds one parameter in a raw query string ({@code a=1&b=2}, without the {@code ?}).
+     *
+     * @param rawQuery the query part of the request target, or null
+     * @return the first value of {@code name}, percent-decoded as UTF-8 ("" for {@code name} alone),
+     *         or null if absent
+     * @throws HttpException 400 on a malformed percent-escape
+     */
+    public static String query(String rawQuery, String name) {
+        if (rawQuery == null || rawQuery.isEmpty()) return null;
+        int i = 0;
+        int n = rawQuery.length();
+        while (i <= n) {
+            int amp = rawQuery.indexOf('&', i);
+            if (amp < 0) amp = n;
+            int eq = rawQuery.indexOf('=', i);
+            int keyEnd = (eq >= 0 && eq < amp) ? eq : amp;
+            if (keyEnd - i == name.length() && rawQuery.regionMatches(i, name, 0, name.length())) {
+                String value = keyEnd == amp ? "" : rawQuery.substring(keyEnd + 1, amp);
+                return value.indexOf('%') < 0 && value.indexOf('+') < 0 ? value : decode(value);
+            }
+            i = amp + 1;
+        }
+        return null;
+    }
+
+    private static String decode(String value) {
+        try {
+            return URLDecoder.decode(value, StandardCharsets.UTF_8);
+        } catch (IllegalArgumentException e) {
+            throw new HttpException(400, "malformed query string: " + e.getMessage());
+        }
     }
 
     /**
@@ -33,7 +67,8 @@ public final class Params {
     /**
      * The {@code delay} of {@code /hello}: milliseconds to sleep, 0 (no sleep) when absent or empty.
      *
-     * @throws IllegalArgumentException when it is not an integer in 0..60000 (the front end answers 400)
+     * @param raw the decoded parameter value, or null when absent
+     * @throws HttpException 400 when it is not an integer in 0..60000
      */
     public static int delayMs(String raw) {
         if (raw == null || raw.isEmpty()) return 0;
@@ -41,83 +76,9 @@ public final class Params {
         try {
             ms = Integer.parseInt(raw.trim());
         } catch (NumberFormatException e) {
-            throw new IllegalArgumentException("delay must be an integer number of milliseconds, got '" + raw + "'");
+            throw new HttpException(400, "delay must be an integer number of milliseconds, got '" + raw + "'");
         }
-        if (ms < 0 || ms > MAX_DELAY_MS) {
-            throw new IllegalArgumentException("delay must be 0.." + MAX_DELAY_MS + " ms, got " + ms);
-        }
+        if (ms < 0 || ms > MAX_DELAY_MS) throw new HttpException(400, "delay must be 0.." + MAX_DELAY_MS + " ms, got " + ms);
         return ms;
-    }
-
-    /**
-     * Finds one parameter in a raw query string ({@code a=1&b=2}, without the {@code ?}).
-     *
-     * @param rawQuery the query part of the request target, or null
-     * @return the first value of {@code name}, percent-decoded as UTF-8 ("" for {@code name} alone),
-     *         or null if absent
-     * @throws IllegalArgumentException on a malformed percent-escape
-     */
-    public static String query(String rawQuery, String name) {
-        if (rawQuery == null || rawQuery.isEmpty()) return null;
-        int i = 0;
-        int n = rawQuery.length();
-        while (i <= n) {
-            int amp = rawQuery.indexOf('&', i);
-            if (amp < 0) amp = n;
-            int eq = rawQuery.indexOf('=', i);
-            int keyEnd = (eq >= 0 && eq < amp) ? eq : amp;
-            if (keyEnd - i == name.length() && rawQuery.regionMatches(i, name, 0, name.length())) {
-                String value = keyEnd == amp ? "" : rawQuery.substring(keyEnd + 1, amp);
-                return value.indexOf('%') < 0 && value.indexOf('+') < 0 ? value : URLDecoder.decode(value, StandardCharsets.UTF_8);
-            }
-            i = amp + 1;
-        }
-        return null;
-    }
-
-    /**
-     * A query parameter the client got wrong. Every front end answers it with 400 and the message,
-     * which is short and safe to show. Not an {@link IllegalArgumentException}, so that it cannot be
-     * confused with a programming error.
-     */
-    public static final class BadParameter extends RuntimeException {
-        private static final long serialVersionUID = 1L;
-
-        public BadParameter(String message) {
-            super(message, null, false, false);
-        }
-    }
-
-    /**
-     * @return the first value of {@code name} in {@code rawQuery}, percent-decoded, or null
-     * @throws BadParameter on a malformed percent-escape
-     */
-    public static String param(String rawQuery, String name) {
-        try {
-            return query(rawQuery, name);
-        } catch (IllegalArgumentException e) {
-            throw new BadParameter("malformed query string: " + e.getMessage());
-        }
-    }
-
-    /**
-     * @return {@link #queries} of the {@code queries} parameter of {@code rawQuery}
-     * @throws BadParameter on a malformed percent-escape
-     */
-    public static int queriesParam(String rawQuery) {
-        return queries(param(rawQuery, "queries"));
-    }
-
-    /**
-     * @return {@link #delayMs} of the {@code delay} parameter of {@code rawQuery}
-     * @throws BadParameter when it is not an integer in 0..60000 or badly escaped
-     */
-    public static int delayParam(String rawQuery) {
-        String raw = param(rawQuery, "delay");
-        try {
-            return delayMs(raw);
-        } catch (IllegalArgumentException e) {
-            throw new BadParameter(e.getMessage());
-        }
     }
 }

@@ -2,64 +2,146 @@ package kiln.app;
 
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
+import java.util.Locale;
+import java.util.Set;
 
 /**
- * What an endpoint answers, before any server turns it into bytes: the status, the
- * {@code Content-Type}, the body and at most one extra header ({@code Allow} on 405,
- * {@code Retry-After} on 503). The front end writes the headers in the order {@link Http} gives:
- * {@code Server, Date, Content-Type}, the extra header, {@code Content-Length}, then
- * {@code Connection} when needed.
+ * An HTTP response before any server turns it into bytes: the status, the {@code Content-Type}, the
+ * body and any number of further headers ({@code Location}, {@code Set-Cookie},
+ * {@code Cache-Control}...). The one response type of every front end and every handler. Immutable:
+ * {@link #header} returns a copy.
+ *
+ * <p>Every front end writes it in the contract's order ({@link Http}): {@code Server}, {@code Date},
+ * {@code Content-Type}, the further headers in the order they were added, {@code Content-Length},
+ * then {@code Connection} when needed. The server writes {@code Server}, {@code Date},
+ * {@code Content-Length}, {@code Connection} and the framing itself, so {@link #header} refuses them.
+ *
+ * <pre>{@code
+ * return Reply.json(todo).header("Location", "/todos/" + id);
+ * }</pre>
  */
 public final class Reply {
+    /** Headers the server writes itself (lower case); a handler cannot set them. */
+    private static final Set<String> SERVER_HEADERS =
+        Set.of("server", "date", "content-type", "content-length", "connection", "transfer-encoding", "keep-alive", "upgrade");
+    private static final String[] NO_HEADERS = {};
+
     public final int status;
     public final String contentType;
     public final byte[] body;
-    /** Name of the extra header, or null when there is none. */
-    public final String extraHeader;
-    /** Value of the extra header, or null when there is none. */
-    public final String extraValue;
+    /** Further headers as name, value, name, value... in the order added. */
+    private final String[] headers;
 
-    private Reply(int status, String contentType, byte[] body, String extraHeader, String extraValue) {
+    private Reply(int status, String contentType, byte[] body, String[] headers) {
         this.status = status;
         this.contentType = contentType;
         this.body = body;
-        this.extraHeader = extraHeader;
-        this.extraValue = extraValue;
+        this.headers = headers;
     }
 
-    /** @return 200 OK with {@code body} as the endpoint's content type */
-    public static Reply ok(Http.Endpoint endpoint, byte[] body) {
-        return new Reply(200, endpoint.contentType, body, null, null);
+    /**
+     * @param status      a status code, 200..599
+     * @param contentType the {@code Content-Type} value, e.g. {@link Http#APPLICATION_JSON}
+     * @param body        the body bytes (not copied: do not modify them afterwards)
+     * @return the reply
+     * @throws IllegalArgumentException when {@code status} is outside 200..599 (1xx and 204/304
+     *                                  framing are the server's business)
+     */
+    public static Reply of(int status, String contentType, byte[] body) {
+        if (status < 200 || status > 599) throw new IllegalArgumentException("status must be 200..599, got " + status);
+        return new Reply(status, checkValue("Content-Type", contentType), body, NO_HEADERS);
+    }
+
+    /** @return 200 OK with {@code body} of {@code contentType} */
+    public static Reply ok(String contentType, byte[] body) {
+        return of(200, contentType, body);
+    }
+
+    /** @return 200 with {@code value} serialized as JSON by Jackson ({@link Http#APPLICATION_JSON}) */
+    public static Reply json(Object value) {
+        return ok(Http.APPLICATION_JSON, Bodies.json(value));
+    }
+
+    /** @return 200 with {@code text} as {@link Http#TEXT_PLAIN} (UTF-8) */
+    public static Reply text(String text) {
+        return ok(Http.TEXT_PLAIN, text.getBytes(StandardCharsets.UTF_8));
+    }
+
+    /** @return 200 with {@code html} as {@link Http#TEXT_HTML} (UTF-8); escape what you put in it */
+    public static Reply html(String html) {
+        return ok(Http.TEXT_HTML, html.getBytes(StandardCharsets.UTF_8));
     }
 
     /**
      * @param status an error status (4xx, 5xx)
      * @param detail a short explanation for the body, or null
-     * @return the error with body {@link Bodies#error} as {@link Http#TEXT_PLAIN}; 405 carries
-     *         {@code Allow: GET} (RFC 9110 section 15.5.6), 503 {@code Retry-After: 1} (section 10.2.3)
+     * @return the error with body {@link Bodies#error} ({@code "404 Not Found: detail\n"}) as
+     *         {@link Http#TEXT_PLAIN}
      */
     public static Reply error(int status, String detail) {
-        byte[] body = Bodies.error(status, Http.reason(status), detail);
-        switch (status) {
-            case 405: return new Reply(status, Http.TEXT_PLAIN, body, "Allow", "GET");
-            case 503: return new Reply(status, Http.TEXT_PLAIN, body, "Retry-After", "1");
-            default: return new Reply(status, Http.TEXT_PLAIN, body, null, null);
-        }
+        return new Reply(status, Http.TEXT_PLAIN, Bodies.error(status, Http.reason(status), detail), NO_HEADERS);
     }
 
-    /** @return 404 for a path no endpoint serves (RFC 9110 section 15.5.5) */
+    /**
+     * @param name  a header name: an RFC 9110 token, not one the server writes itself
+     *              ({@code Server, Date, Content-Type, Content-Length, Connection, Transfer-Encoding})
+     * @param value its value: visible ASCII, spaces and tabs (no CR, LF or other control bytes:
+     *              they would split the head)
+     * @return a copy of this reply with the header added after those it has
+     * @throws IllegalArgumentException on a bad or reserved name, or a bad value
+     */
+    public Reply header(String name, String value) {
+        checkName(name);
+        String[] more = Arrays.copyOf(headers, headers.length + 2);
+        more[headers.length] = name;
+        more[headers.length + 1] = checkValue(name, value);
+        return new Reply(status, contentType, body, more);
+    }
+
+    /** @return how many further headers this reply has (besides those the server writes) */
+    public int headerCount() {
+        return headers.length / 2;
+    }
+
+    /** @return the name of further header {@code i}, 0-based, in the order added */
+    public String headerName(int i) {
+        return headers[2 * i];
+    }
+
+    /** @return the value of further header {@code i}, 0-based */
+    public String headerValue(int i) {
+        return headers[2 * i + 1];
+    }
+
+    /** @return the value of the first further header named {@code name} (any case), or null */
+    public String header(String name) {
+        for (int i = 0; i < headers.length; i += 2) {
+            if (headers[i].equalsIgnoreCase(name)) return headers[i + 1];
+        }
+        return null;
+    }
+
+    /** @return 404 for a path no route serves (RFC 9110 section 15.5.5) */
     public static Reply notFound(String path) {
         return error(404, "no such path: " + path);
     }
 
-    /** @return 405 with {@code Allow: GET} for a known path asked with another method */
-    public static Reply methodNotAllowed(String method, String path) {
-        return error(405, method + " is not allowed on " + path);
+    /**
+     * @param allow the methods the path has, e.g. {@code "GET"} or {@code "GET, POST"}
+     * @return 405 with {@code Allow} for a known path asked with another method (RFC 9110 section 15.5.6)
+     */
+    public static Reply methodNotAllowed(String method, String path, String allow) {
+        return error(405, method + " is not allowed on " + path).header("Allow", allow);
+    }
+
+    /** @return 503 with {@code Retry-After: 1} (RFC 9110 sections 15.6.4, 10.2.3) and {@code detail} */
+    public static Reply unavailable(String detail) {
+        return error(503, detail).header("Retry-After", "1");
     }
 
     /** @return 503 with {@code Retry-After: 1}, for {@link kiln.db.DbException.Overloaded} */
     public static Reply overloaded() {
-        return error(503, "the database is overloaded; retry shortly");
+        return unavailable("the database is overloaded; retry shortly");
     }
 
     /**
@@ -72,8 +154,8 @@ public final class Reply {
 
     /**
      * The limits a server library does not apply itself, for front ends whose library parses
-     * requests: more than {@link Http#MAX_HEADERS} header fields is 431 (RFC 6585 section 5);
-     * content is never read, so a request declaring more than {@link Http#MAX_CONTENT} bytes, or
+     * requests: more than {@link Limits#MAX_HEADERS} header fields is 431 (RFC 6585 section 5);
+     * content is never read, so a request declaring more than {@link Limits#MAX_CONTENT} bytes, or
      * chunked content (whose framing cannot be checked without reading it), is 413 (RFC 9110
      * section 15.5.14). Checked before any endpoint runs. Send the refusal with
      * {@code Connection: close}: unread content must not be taken for a request.
@@ -84,12 +166,12 @@ public final class Reply {
      * @return the refusal to send and close, or null to serve the request
      */
     public static Reply refuseRequest(int headerCount, long contentLength, boolean chunked) {
-        if (headerCount > Http.MAX_HEADERS) {
-            return error(431, headerCount + " header fields; at most " + Http.MAX_HEADERS + " accepted");
+        if (headerCount > Limits.MAX_HEADERS) {
+            return error(431, headerCount + " header fields; at most " + Limits.MAX_HEADERS + " accepted");
         }
         if (chunked) return error(413, "chunked request content is not accepted; the endpoints take no content");
-        if (contentLength > Http.MAX_CONTENT) {
-            return error(413, "request content of " + contentLength + " bytes; at most " + Http.MAX_CONTENT + " accepted");
+        if (contentLength > Limits.MAX_CONTENT) {
+            return error(413, "request content of " + contentLength + " bytes; at most " + Limits.MAX_CONTENT + " accepted");
         }
         return null;
     }
@@ -102,7 +184,8 @@ public final class Reply {
     /**
      * The whole response as bytes, head in the contract's order ({@link Http}) with
      * {@code Connection: close}: for a server library's hook that can only write raw bytes to the
-     * socket before closing it (a 408 to a slow client).
+     * socket before closing it (a 408 to a slow client), and for the one-shot 503 to a connection
+     * over the cap.
      *
      * @return status line, headers and body, ASCII head
      */
@@ -112,18 +195,41 @@ public final class Reply {
             .append("Server: ").append(Http.SERVER).append("\r\n")
             .append("Date: ").append(HttpDate.now()).append("\r\n")
             .append("Content-Type: ").append(contentType).append("\r\n");
-        if (extraHeader != null) head.append(extraHeader).append(": ").append(extraValue).append("\r\n");
+        for (int i = 0; i < headers.length; i += 2) head.append(headers[i]).append(": ").append(headers[i + 1]).append("\r\n");
         head.append("Content-Length: ").append(body.length).append("\r\n")
             .append("Connection: close\r\n\r\n");
-        byte[] h = head.toString().getBytes(StandardCharsets.US_ASCII);
+        byte[] h = head.toString().getBytes(StandardCharsets.ISO_8859_1);
         byte[] all = Arrays.copyOf(h, h.length + body.length);
         System.arraycopy(body, 0, all, h.length, body.length);
         return all;
     }
 
+    private static void checkName(String name) {
+        if (name == null || name.isEmpty()) throw new IllegalArgumentException("header name is empty");
+        for (int i = 0; i < name.length(); i++) {
+            if (!Http.isTokenChar(name.charAt(i))) throw new IllegalArgumentException("header name is not a token: '" + name + "'");
+        }
+        if (SERVER_HEADERS.contains(name.toLowerCase(Locale.ROOT))) {
+            throw new IllegalArgumentException(name + " is written by the server; a reply cannot set it");
+        }
+    }
+
+    private static String checkValue(String name, String value) {
+        if (value == null) throw new IllegalArgumentException(name + " value is null");
+        for (int i = 0; i < value.length(); i++) {
+            char c = value.charAt(i);
+            if ((c < 0x20 && c != '\t') || c == 0x7f || c > 0xff) {
+                throw new IllegalArgumentException(name + " value has a control or non-Latin-1 character at " + i);
+            }
+        }
+        return value;
+    }
+
     @Override
     public String toString() {
-        return "Reply{" + status + ", " + contentType + ", " + body.length + " bytes"
-            + (extraHeader == null ? "" : ", " + extraHeader + ": " + extraValue) + '}';
+        StringBuilder s = new StringBuilder("Reply{").append(status).append(", ").append(contentType).append(", ")
+            .append(body.length).append(" bytes");
+        for (int i = 0; i < headers.length; i += 2) s.append(", ").append(headers[i]).append(": ").append(headers[i + 1]);
+        return s.append('}').toString();
     }
 }

@@ -8,7 +8,7 @@ import picocli.CommandLine.Option;
 /**
  * Command-line options every front end shares. A front end declares its own picocli
  * {@code @Command} class with {@code @Mixin ServerOptions server} (plus options of its own) and
- * calls {@link #parseOrExit}.
+ * calls {@link #parseOrExit}, which adds the endpoint list ({@link Endpoints#usage}) to its help.
  */
 public final class ServerOptions {
     @Option(names = "--port", paramLabel = "N", defaultValue = "8080",
@@ -103,6 +103,7 @@ public final class ServerOptions {
      */
     public static ServerOptions parseOrExit(Object command, String[] args) {
         CommandLine cmd = new CommandLine(command);
+        cmd.getCommandSpec().usageMessage().footer("%nEndpoints:%n" + Endpoints.usage().replace("%", "%%"));
         try {
             CommandLine.ParseResult parsed = cmd.parseArgs(args);
             if (parsed.isUsageHelpRequested()) {

@@ -3,14 +3,13 @@ package kiln.app;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
 
 /**
- * The async mode's threads for front ends that wait with {@link java.util.concurrent.CompletionStage}s
- * (Jetty, Undertow): the request queue with its {@code kiln-worker-N} threads, and one
- * {@code kiln-timer-1} thread that ends {@code /hello} delays. Neither ever blocks on the database.
+ * The async mode's threads for front ends whose threads must never block (Jetty, Undertow): the
+ * request queue with its {@code kiln-worker-N} threads, and one {@code kiln-timer-1} thread that
+ * ends {@code /hello} delays. Neither ever blocks on the database.
  */
 public final class WorkerPool {
     private final ExecutorService workers;
@@ -18,8 +17,8 @@ public final class WorkerPool {
 
     /** @param workers worker threads serving the queue, 1..{@value ModeOptions#MAX_WORKERS} */
     public WorkerPool(int workers) {
-        this.workers = Executors.newFixedThreadPool(workers, named("kiln-worker-"));
-        this.timer = Executors.newSingleThreadScheduledExecutor(named("kiln-timer-"));
+        this.workers = Executors.newFixedThreadPool(workers, Threads.daemon("kiln-worker-"));
+        this.timer = Executors.newSingleThreadScheduledExecutor(Threads.daemon("kiln-timer-"));
     }
 
     /** @return the request queue: each task submitted runs on a worker */
@@ -27,9 +26,14 @@ public final class WorkerPool {
         return workers;
     }
 
-    /** @return the endpoints, resuming writes and delays on the workers ({@link AsyncEndpoints.Waits#nonBlocking}) */
-    public AsyncEndpoints endpoints(DemoDb demo) {
-        return new AsyncEndpoints(demo, AsyncEndpoints.Waits.nonBlocking(workers, timer));
+    /**
+     * Runs {@code step} on the workers without blocking any of them ({@link Step#runAsync}): after a
+     * write or a delay the rest of the request continues on a worker.
+     *
+     * @param send receives the reply, on the calling thread when the step is done, else on a worker
+     */
+    public void run(Step step, Consumer<Reply> send) {
+        Step.runAsync(step, workers, timer, send);
     }
 
     /** Stops the timer, lets the workers finish queued tasks for up to 1 s, then interrupts them. */
@@ -41,14 +45,5 @@ public final class WorkerPool {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
-    }
-
-    private static ThreadFactory named(String prefix) {
-        AtomicInteger n = new AtomicInteger();
-        return r -> {
-            Thread t = new Thread(r, prefix + n.incrementAndGet());
-            t.setDaemon(true);
-            return t;
-        };
     }
 }

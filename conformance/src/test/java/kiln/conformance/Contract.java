@@ -195,11 +195,17 @@ final class Contract {
 
     /** GETs {@code target} with {@link #CLIENT}; 10 s timeout. */
     static HttpResponse<byte[]> get(ServerProcess server, String target) {
-        HttpRequest request = HttpRequest.newBuilder(server.uri(target)).timeout(Duration.ofSeconds(10)).GET().build();
+        return send(server, "GET", target);
+    }
+
+    /** Sends {@code method target} without a body with {@link #CLIENT}; 10 s timeout. */
+    static HttpResponse<byte[]> send(ServerProcess server, String method, String target) {
+        HttpRequest request = HttpRequest.newBuilder(server.uri(target)).timeout(Duration.ofSeconds(10))
+            .method(method, HttpRequest.BodyPublishers.noBody()).build();
         try {
             return CLIENT.send(request, HttpResponse.BodyHandlers.ofByteArray());
         } catch (IOException e) {
-            throw new UncheckedIOException("GET " + target + " on " + server.frontEnd.id, e);
+            throw new UncheckedIOException(method + " " + target + " on " + server.frontEnd.id, e);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new AssertionError("interrupted", e);

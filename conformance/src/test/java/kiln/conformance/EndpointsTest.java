@@ -22,6 +22,8 @@ import java.util.stream.Stream;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import kiln.app.Bodies;
+import kiln.app.Endpoint;
+import kiln.app.Endpoints;
 import kiln.app.Fortune;
 import kiln.app.Http;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -50,11 +52,23 @@ class EndpointsTest {
         HttpResponse<byte[]> r = get(SERVERS.get(fe), "/");
         assertEquals(200, r.statusCode());
         assertEquals(Http.TEXT_HTML, contentType(r));
-        assertArrayEquals(Bodies.INDEX, r.body(), "body is Bodies.INDEX");
+        assertArrayEquals(Endpoints.indexPage(), r.body(), "body is the registry's index page");
         String html = text(r);
-        for (Http.Endpoint e : Http.Endpoint.values()) {
-            if (e != Http.Endpoint.INDEX) assertTrue(html.contains("href=\"" + e.path), () -> "no link to " + e.path + " in " + html);
+        for (Endpoint e : Endpoints.ALL) {
+            if (!e.path.equals("/")) assertTrue(html.contains("href=\"" + e.example + "\""), () -> "no link to " + e + " in " + html);
         }
+    }
+
+    /** The registry's walk: every endpoint it lists answers its example with 200 on every front end. */
+    static Stream<Arguments> registry() {
+        return FrontEnd.cross(Endpoints.ALL.stream().map(e -> new Object[] {e.method, e.example}).toArray(Object[][]::new));
+    }
+
+    @ParameterizedTest(name = "{0} {1} {2}")
+    @MethodSource("registry")
+    void everyRegistryEndpointIsServed(FrontEnd fe, String method, String example) throws Exception {
+        HttpResponse<byte[]> r = Contract.send(SERVERS.get(fe), method, example);
+        assertEquals(200, r.statusCode(), () -> fe + " " + method + " " + example + " answered " + r.statusCode() + ": " + text(r));
     }
 
     @ParameterizedTest(name = "{0}")

@@ -16,6 +16,7 @@ import java.util.regex.Pattern;
 import java.util.stream.Stream;
 
 import kiln.app.Bodies;
+import kiln.app.Endpoints;
 import kiln.app.Http;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -80,7 +81,7 @@ class HeadersTest {
     }
 
     static final List<Case> CASES = List.of(
-        ok("GET /", "/", Http.TEXT_HTML, Bodies.INDEX),
+        ok("GET /", "/", Http.TEXT_HTML, Endpoints.indexPage()),
         ok("GET /plaintext", "/plaintext", TEXT, Bodies.PLAINTEXT),
         ok("GET /json", "/json", Http.APPLICATION_JSON, Bodies.helloJson()),
         ok("GET /hello", "/hello", TEXT, Bodies.HELLO),

@@ -110,9 +110,9 @@ public final class Db implements AutoCloseable {
     public <R> QueryFuture<R> read(Query<R> query) {
         QueryFuture<R> f = new QueryFuture<>();
         try {
-            f.complete(readNow(query));
+            f.succeed(readNow(query));
         } catch (Throwable t) {
-            f.completeExceptionally(t);
+            f.fail(t);
         }
         return f;
     }
@@ -139,13 +139,12 @@ public final class Db implements AutoCloseable {
     /**
      * Takes a read transaction from the pool (renewed) or opens one, on the newest committed snapshot.
      *
-     * <p>LMDB's mdb_txn_begin/renew reads the last committed txn id from the lock file and then copies
-     * the meta page of that id's parity. If the thread is descheduled between the two steps while the
-     * writer commits twice, the second commit rewrites that very meta page: the reader then sees a
-     * snapshot newer than the one it registered, half-written in the worst case, and its next read may
-     * go back in time (seen here: a count read as 121, then 120, on one thread). The writer bumps
-     * {@link Writer#metaEpoch} after each commit; a begin that overlapped no commit end cannot have
-     * met the second meta write, since that write comes after the first commit ended. Otherwise begin again.
+     * <p>Invariant: reads never go back in time. A transaction begun after another on the same thread
+     * sees a snapshot at least as new. LMDB's begin (mdb_txn_begin/renew) reads the last committed
+     * txn id, then copies the meta page of that id's parity, which the writer's next-but-one commit
+     * rewrites; so a begin that overlapped the end of a commit ({@link Writer#metaEpoch} moved while
+     * it ran) begins again. A begin that overlapped no commit end cannot have met that rewrite.
+     * {@code ReadConsistencyTest} guards it.
      */
     private org.lmdbjava.Txn<ByteBuffer> acquireReadTxn() {
         org.lmdbjava.Txn<ByteBuffer> t = idleReadTxns.poll();

@@ -3,6 +3,9 @@ package kiln.db;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executor;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 
 import kilim.Cell;
 import kilim.Pausable;
@@ -17,11 +20,27 @@ import kilim.Pausable;
  *       ({@code whenComplete}, {@code thenAccept}...). Write callbacks run on the database's writer
  *       thread unless you use an {@code ...Async} variant: keep them short.</li>
  * </ul>
- * Only the database completes these futures.
+ * Only the database completes these futures: the methods of {@link CompletableFuture} that would
+ * let a caller complete, cancel or time out this one throw {@link UnsupportedOperationException}
+ * (to give up waiting, time out a copy: {@code future.copy().orTimeout(1, SECONDS)}). Futures
+ * derived from it ({@code thenApply}, {@code copy}...) are plain {@link CompletableFuture}s.
  *
  * @param <R> the query's result type
  */
 public final class QueryFuture<R> extends CompletableFuture<R> {
+
+    QueryFuture() {
+    }
+
+    /** Completes this future with the query's result; the database's side of {@link #complete}. */
+    boolean succeed(R value) {
+        return super.complete(value);
+    }
+
+    /** Completes this future with a failure; the database's side of {@link #completeExceptionally}. */
+    boolean fail(Throwable failure) {
+        return super.completeExceptionally(failure);
+    }
 
     /**
      * Waits for the result without blocking the carrier thread. Call only from Kilim fiber code
@@ -55,7 +74,66 @@ public final class QueryFuture<R> extends CompletableFuture<R> {
 
     static <R> QueryFuture<R> failed(Throwable t) {
         QueryFuture<R> f = new QueryFuture<>();
-        f.completeExceptionally(t);
+        f.fail(t);
         return f;
+    }
+
+    private static UnsupportedOperationException onlyTheDatabase(String method) {
+        return new UnsupportedOperationException(method + "() on a QueryFuture: only the database completes it;"
+            + " derive a future of your own (thenApply, copy) and complete or time out that");
+    }
+
+    /** @throws UnsupportedOperationException always: only the database completes a query's future */
+    @Override
+    public boolean complete(R value) {
+        throw onlyTheDatabase("complete");
+    }
+
+    /** @throws UnsupportedOperationException always: only the database completes a query's future */
+    @Override
+    public boolean completeExceptionally(Throwable ex) {
+        throw onlyTheDatabase("completeExceptionally");
+    }
+
+    /** @throws UnsupportedOperationException always: a query cannot be called off once submitted */
+    @Override
+    public boolean cancel(boolean mayInterruptIfRunning) {
+        throw onlyTheDatabase("cancel");
+    }
+
+    /** @throws UnsupportedOperationException always */
+    @Override
+    public void obtrudeValue(R value) {
+        throw onlyTheDatabase("obtrudeValue");
+    }
+
+    /** @throws UnsupportedOperationException always */
+    @Override
+    public void obtrudeException(Throwable ex) {
+        throw onlyTheDatabase("obtrudeException");
+    }
+
+    /** @throws UnsupportedOperationException always */
+    @Override
+    public CompletableFuture<R> completeAsync(Supplier<? extends R> supplier, Executor executor) {
+        throw onlyTheDatabase("completeAsync");
+    }
+
+    /** @throws UnsupportedOperationException always */
+    @Override
+    public CompletableFuture<R> completeAsync(Supplier<? extends R> supplier) {
+        throw onlyTheDatabase("completeAsync");
+    }
+
+    /** @throws UnsupportedOperationException always: time out a {@link #copy()} instead */
+    @Override
+    public CompletableFuture<R> orTimeout(long timeout, TimeUnit unit) {
+        throw onlyTheDatabase("orTimeout");
+    }
+
+    /** @throws UnsupportedOperationException always: time out a {@link #copy()} instead */
+    @Override
+    public CompletableFuture<R> completeOnTimeout(R value, long timeout, TimeUnit unit) {
+        throw onlyTheDatabase("completeOnTimeout");
     }
 }

@@ -34,8 +34,8 @@ final class Writer implements Runnable {
         }
 
         void complete() {
-            if (error == null) future.complete(result);
-            else future.completeExceptionally(error);
+            if (error == null) future.succeed(result);
+            else future.fail(error);
         }
     }
 
@@ -101,11 +101,11 @@ final class Writer implements Runnable {
     <R> QueryFuture<R> submit(Query<R> query) {
         Pending<R> p = new Pending<>(query);
         if (!queue.offer(p)) {
-            p.future.completeExceptionally(new DbException.Overloaded(
+            p.future.fail(new DbException.Overloaded(
                 "write queue full (" + queue.size() + " writes waiting for the disk); retry later"));
         } else if (stopping && queue.remove(p)) {
             // close() raced with this submit and the writer may already have drained: refuse it
-            p.future.completeExceptionally(new DbException.Closed("database " + db.directory() + " is closed"));
+            p.future.fail(new DbException.Closed("database " + db.directory() + " is closed"));
         }
         return p.future;
     }
@@ -142,7 +142,7 @@ final class Writer implements Runnable {
             } catch (Throwable t) {
                 LOG.log(Level.SEVERE, "writer thread: unexpected error; failing the batch", t);
                 for (Pending<?> p : batch) {
-                    if (!p.future.isDone()) p.future.completeExceptionally(t);
+                    if (!p.future.isDone()) p.future.fail(t);
                 }
             } finally {
                 batch.clear();
@@ -176,7 +176,7 @@ final class Writer implements Runnable {
             } catch (RuntimeException e) {
                 DbException failure = new DbException.CommitFailed("commit of " + batch.size() + " writes failed: " + e.getMessage(), e);
                 LOG.log(Level.SEVERE, failure.getMessage(), e);
-                for (Pending<?> p : batch) p.future.completeExceptionally(failure);
+                for (Pending<?> p : batch) p.future.fail(failure);
                 return;
             }
         }

@@ -10,7 +10,9 @@ import javax.servlet.http.HttpServletResponse;
 
 import kiln.app.ConnectionWatch;
 import kiln.app.DemoDb;
+import kiln.app.Endpoints;
 import kiln.app.Launcher;
+import kiln.app.Limits;
 import kiln.app.Reply;
 import kiln.app.ServerOptions;
 import org.eclipse.jetty.io.EndPoint;
@@ -38,7 +40,7 @@ import org.eclipse.jetty.util.thread.QueuedThreadPool;
  *       fiber, so it never waits on the database.</li>
  *   <li>Quasar's default fiber scheduler runs the fibers: a fork-join pool of {@code --threads}
  *       carrier threads (system property {@code co.paralleluniverse.fibers.DefaultFiberPool.parallelism},
- *       set by {@link Main}).</li>
+ *       set by {@link ComsatMain}).</li>
  * </ul>
  *
  * <h2>Limits</h2>
@@ -49,8 +51,6 @@ import org.eclipse.jetty.util.thread.QueuedThreadPool;
  */
 final class ComsatServer implements Launcher.Server {
     private static final Logger LOG = Logger.getLogger(ComsatServer.class.getName());
-    /** Listen backlog: large enough for a c=1000+ ApacheBench connect burst (capped by net.core.somaxconn). */
-    private static final int BACKLOG = 4096;
     static final int MIN_THREADS = 4;
     static final int MAX_THREADS = 32;
 
@@ -84,7 +84,7 @@ final class ComsatServer implements Launcher.Server {
         connector = new ServerConnector(server, 1, 1, JettyConnections.factory(http));
         connector.setHost(options.bind);
         connector.setPort(options.port);
-        connector.setAcceptQueueSize(BACKLOG);
+        connector.setAcceptQueueSize(Limits.BACKLOG);
         connector.setIdleTimeout(options.idleTimeoutMs);
         server.addConnector(connector);
         connectionLimit = new ConnectionLimit(options.maxConnectionsOrDefault(), connector);
@@ -94,14 +94,14 @@ final class ComsatServer implements Launcher.Server {
         ServletContextHandler context = new ServletContextHandler(ServletContextHandler.NO_SESSIONS);
         context.setContextPath("/");
         context.setErrorHandler(new JettyErrors());  // errors Jetty raises inside the context
-        ServletHolder holder = new ServletHolder("kiln", new KilnServlet(demo));
+        ServletHolder holder = new ServletHolder("kiln", new KilnServlet(Endpoints.serve(demo)));
         holder.setAsyncSupported(true);  // FiberHttpServlet answers from its fiber through an AsyncContext
         context.addServlet(holder, "/*");
         // StatisticsHandler counts requests in flight, async ones included, so stop() can wait for them.
         StatisticsHandler stats = new StatisticsHandler();
         stats.setHandler(new Refusals(context));
         server.setHandler(stats);
-        server.setStopAtShutdown(false);  // Main stops it, then closes the database
+        server.setStopAtShutdown(false);  // ComsatMain stops it, then closes the database
     }
 
     /**

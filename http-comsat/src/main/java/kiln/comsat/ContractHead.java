@@ -18,7 +18,7 @@ import org.eclipse.jetty.http.MetaData;
  *   <li>Connection comes last: Jetty adds the request's {@code Connection: keep-alive} (HTTP/1.0) or
  *       {@code Connection: close} to the response's fields when it parses the request, so it writes
  *       it first, before Server. The other fields already come in the contract's order: in the order
- *       {@link Responses} puts them (Server, Date, Content-Type, then Allow or Retry-After), then
+ *       {@link Responses} puts them (Server, Date, Content-Type, then the reply's further headers), then
  *       Content-Length, which Jetty always writes after every other field.</li>
  * </ul>
  * The status line's version is Jetty's, HTTP/1.1, as the contract says. Values are not touched.

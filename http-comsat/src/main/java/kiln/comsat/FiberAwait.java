@@ -1,8 +1,6 @@
 package kiln.comsat;
 
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
-import java.util.concurrent.ExecutionException;
 
 import co.paralleluniverse.fibers.FiberAsync;
 import co.paralleluniverse.fibers.SuspendExecution;
@@ -34,34 +32,17 @@ final class FiberAwait extends FiberAsync<Void, RuntimeException> {
     }
 
     /**
-     * @return the future's result, once it has one
-     * @throws RuntimeException the future's failure: its own unchecked exception (a
-     *                          {@link kiln.db.DbException}, the query's exception), an
-     *                          {@link Error} as is, a checked one wrapped in a
-     *                          {@link CompletionException}
+     * Returns once {@code future} is complete, normally or not; the caller reads its outcome.
+     *
      * @throws InterruptedException when the fiber is interrupted while waiting
      */
-    static <R> R await(CompletableFuture<R> future) throws SuspendExecution, InterruptedException {
+    static void await(CompletableFuture<?> future) throws SuspendExecution, InterruptedException {
         if (!future.isDone()) waitFor(future).run();
-        return resultOf(future);
     }
 
     // Kept out of await(): Quasar's analyzer warns about a "new X(...)" in a suspendable method.
 
     private static FiberAwait waitFor(CompletableFuture<?> future) {
         return new FiberAwait(future);
-    }
-
-    private static <R> R resultOf(CompletableFuture<R> done) {
-        try {
-            return done.get();
-        } catch (ExecutionException e) {
-            Throwable cause = e.getCause();
-            if (cause instanceof RuntimeException) throw (RuntimeException) cause;
-            if (cause instanceof Error) throw (Error) cause;
-            throw new CompletionException(cause);
-        } catch (InterruptedException e) {
-            throw new IllegalStateException("unreachable: the future is done", e);
-        }
     }
 }

@@ -6,7 +6,7 @@ import co.paralleluniverse.fibers.instrument.JavaAgent;
 
 /**
  * Starts Quasar's instrumentation agent for {@code java -jar kiln-comsat.jar}: the jar's manifest
- * names this class as its {@code Launcher-Agent-Class}, which the JVM runs before {@link Main},
+ * names this class as its {@code Launcher-Agent-Class}, which the JVM runs before {@link ComsatMain},
  * with the class-retransformation capability the manifest grants. So the Comsat jar starts with the
  * same command as every other front end. When {@code -javaagent:kiln-quasar-agent.jar} started
  * Quasar already (the tests run from classes that way), this does nothing.
@@ -24,7 +24,7 @@ public final class LauncherAgent {
      */
     public static void agentmain(String args, Instrumentation inst) {
         // On an unsupported JDK Quasar's transformer would only print errors for every class;
-        // Main explains the problem instead.
+        // ComsatMain explains the problem instead.
         if (!Preflight.supportedJdk(Runtime.version().feature()) || JavaAgent.isActive()) return;
         JavaAgent.premain(args, inst);
     }

@@ -54,7 +54,7 @@ final class Responses {
     static void send(HttpServletRequest request, Response response, Reply reply) throws IOException {
         HttpFields fields = response.getHttpFields();
         putHead(fields, reply.contentType);
-        if (reply.extraHeader != null) fields.put(reply.extraHeader, reply.extraValue);
+        for (int i = 0; i < reply.headerCount(); i++) fields.add(reply.headerName(i), reply.headerValue(i));
         if (HttpVersion.HTTP_1_0.is(request.getProtocol()) && !fields.contains(HttpHeader.CONNECTION)) {
             fields.put(CONNECTION_CLOSE);
         }

@@ -37,6 +37,7 @@ import co.paralleluniverse.fibers.servlet.FiberHttpServlet;
 import co.paralleluniverse.strands.SuspendableRunnable;
 import kiln.app.DemoDb;
 import kiln.app.ServerOptions;
+import kiln.app.Step;
 import kiln.db.Db;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -102,7 +103,7 @@ class FiberInstrumentationTest {
         assertInstrumented(FiberHttpServlet.class.getDeclaredMethod("exec0",
             FiberHttpServlet.class, AsyncContext.class, HttpServletRequest.class, HttpServletResponse.class));
         assertInstrumented(KilnServlet.class.getDeclaredMethod("service", HttpServletRequest.class, HttpServletResponse.class));
-        assertInstrumented(KilnServlet.class.getDeclaredMethod("respond", String.class, String.class, String.class));
+        assertInstrumented(KilnServlet.class.getDeclaredMethod("run", Step.class));
         for (Method m : KilnServlet.class.getDeclaredMethods()) {
             if (List.of(m.getExceptionTypes()).contains(SuspendExecution.class)) assertInstrumented(m);
         }

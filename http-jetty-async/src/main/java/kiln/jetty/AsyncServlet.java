@@ -2,7 +2,6 @@ package kiln.jetty;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.util.concurrent.Executor;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
@@ -11,8 +10,9 @@ import jakarta.servlet.http.HttpServlet;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
 
-import kiln.app.AsyncEndpoints;
+import kiln.app.Endpoints;
 import kiln.app.Reply;
+import kiln.app.WorkerPool;
 import org.eclipse.jetty.ee10.servlet.HttpOutput;
 import org.eclipse.jetty.ee10.servlet.ServletContextResponse;
 import org.eclipse.jetty.util.Callback;
@@ -22,7 +22,7 @@ import org.eclipse.jetty.util.Callback;
  * {@link #service}, which starts async processing, queues the request to the worker threads and
  * returns at once. A worker runs the endpoint; reads finish inline, and a request that waits
  * (durable write, {@code /hello} delay) is finished later by a worker again, through
- * {@link AsyncEndpoints.Waits#nonBlocking}. No worker ever blocks: the response body goes out with
+ * {@link WorkerPool#run}. No worker ever blocks: the response body goes out with
  * Jetty's non-blocking {@link HttpOutput#sendContent(ByteBuffer, Callback)}, whose callback
  * completes the {@link AsyncContext}.
  */
@@ -30,14 +30,14 @@ final class AsyncServlet extends HttpServlet {
     private static final long serialVersionUID = 1L;
     private static final Logger LOG = Logger.getLogger(AsyncServlet.class.getName());
 
-    private final transient AsyncEndpoints endpoints;
-    private final transient Executor workers;
+    private final transient Endpoints endpoints;
+    private final transient WorkerPool workers;
 
     /**
-     * @param endpoints built with {@link AsyncEndpoints.Waits#nonBlocking} on {@code workers}
-     * @param workers   the request queue and its worker threads
+     * @param endpoints the endpoint registry, bound to the database
+     * @param workers   the request queue, its worker threads and the delay timer
      */
-    AsyncServlet(AsyncEndpoints endpoints, Executor workers) {
+    AsyncServlet(Endpoints endpoints, WorkerPool workers) {
         this.endpoints = endpoints;
         this.workers = workers;
     }
@@ -50,14 +50,14 @@ final class AsyncServlet extends HttpServlet {
         // No async timeout: every queued request ends by itself (the database completes or fails
         // every write, the timer fires every delay); Jetty's idle timeout still ends dead connections.
         async.setTimeout(0);
-        workers.execute(() -> serve(async));
+        workers.queue().execute(() -> serve(async));
     }
 
     /** On a worker: runs the endpoint, then sends its reply (now, or when the wait ends). */
     private void serve(AsyncContext async) {
         HttpServletRequest request = (HttpServletRequest) async.getRequest();
-        endpoints.handle(request.getMethod(), request.getRequestURI(), request.getQueryString())
-            .thenAccept(reply -> send(async, request, reply));
+        workers.run(endpoints.start(request.getMethod(), request.getRequestURI(), request.getQueryString()),
+            reply -> send(async, request, reply));
     }
 
     private static void send(AsyncContext async, HttpServletRequest request, Reply reply) {

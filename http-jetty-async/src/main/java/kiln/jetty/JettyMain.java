@@ -9,13 +9,12 @@ import picocli.CommandLine.Mixin;
 /**
  * {@code java -jar kiln-jetty.jar [--port N] [--bind ADDR] [--data DIR] [--threads N]
  * [--mode async|blocking] [--workers N]}: opens (and on first start fills) the database, serves the
- * demo endpoints on embedded Jetty, and on SIGTERM or Ctrl-C stops accepting, finishes requests in
+ * endpoint registry on embedded Jetty, and on SIGTERM or Ctrl-C stops accepting, finishes requests in
  * flight, commits queued writes and closes LMDB.
  */
 @Command(name = "kiln-jetty", mixinStandardHelpOptions = true, version = "kiln-jetty 0.1.0",
     description = "The kiln demo endpoints on embedded Jetty 12 (servlet).%n"
-        + "--threads sets Jetty's selector (IO) threads; connections are accepted by the selectors.%n"
-        + "Endpoints: / /plaintext /json /db /queries?queries=N /updates?queries=N /fortunes /hello?delay=MS")
+        + "--threads sets Jetty's selector (IO) threads; connections are accepted by the selectors.")
 public final class JettyMain {
     static final String NAME = "kiln-jetty";
 

@@ -6,10 +6,11 @@ import java.util.logging.Logger;
 
 import jakarta.servlet.http.HttpServlet;
 
-import kiln.app.AsyncEndpoints;
 import kiln.app.ConnectionWatch;
 import kiln.app.DemoDb;
+import kiln.app.Endpoints;
 import kiln.app.Launcher;
+import kiln.app.Limits;
 import kiln.app.ModeOptions;
 import kiln.app.ServerOptions;
 import kiln.app.WorkerPool;
@@ -52,8 +53,6 @@ import org.eclipse.jetty.util.thread.QueuedThreadPool;
  */
 final class JettyServer implements Launcher.Server {
     private static final Logger LOG = Logger.getLogger(JettyServer.class.getName());
-    /** Listen backlog: large enough for a c=1000+ ApacheBench connect burst (capped by net.core.somaxconn). */
-    private static final int BACKLOG = 4096;
 
     private final Server server;
     private final ServerConnector connector;
@@ -89,7 +88,7 @@ final class JettyServer implements Launcher.Server {
         connector = new ServerConnector(server, 0, options.threadsOrDefault(), new HttpConnectionFactory(http));
         connector.setHost(options.bind);
         connector.setPort(options.port);
-        connector.setAcceptQueueSize(BACKLOG);
+        connector.setAcceptQueueSize(Limits.BACKLOG);
         connector.setIdleTimeout(options.idleTimeoutMs);
         server.addConnector(connector);
         connectionLimit = new NetworkConnectionLimit(options.maxConnectionsOrDefault(), connector);
@@ -99,10 +98,10 @@ final class JettyServer implements Launcher.Server {
         HttpServlet servlet;
         if (mode == ModeOptions.Mode.ASYNC) {
             workerPool = new WorkerPool(workers);
-            servlet = new AsyncServlet(workerPool.endpoints(demo), workerPool.queue());
+            servlet = new AsyncServlet(Endpoints.serve(demo), workerPool);
         } else {
             workerPool = null;
-            servlet = new BlockingServlet(new AsyncEndpoints(demo, AsyncEndpoints.Waits.blocking()));
+            servlet = new BlockingServlet(Endpoints.serve(demo));
         }
         ServletContextHandler context = new ServletContextHandler("/");
         ServletHolder holder = new ServletHolder("kiln", servlet);

@@ -4,6 +4,7 @@ import java.nio.ByteBuffer;
 
 import kiln.app.Bodies;
 import kiln.app.Http;
+import kiln.app.Reply;
 import org.eclipse.jetty.http.HttpFields;
 import org.eclipse.jetty.http.HttpStatus;
 import org.eclipse.jetty.server.Request;
@@ -40,7 +41,7 @@ final class PlainErrorHandler extends ErrorHandler {
         byte[] body = noVersion ? body(HttpStatus.BAD_REQUEST_400, "request line without an HTTP version") : body(code, message);
         HttpFields.Mutable fields = response.getHeaders();
         fields.clear();
-        Responses.put(fields, Http.TEXT_PLAIN, body.length, null, null);
+        Responses.put(fields, Reply.of(noVersion ? HttpStatus.BAD_REQUEST_400 : code, Http.TEXT_PLAIN, body));
         fields.put(Responses.CONNECTION_CLOSE);
         response.write(true, ByteBuffer.wrap(body), callback);
     }

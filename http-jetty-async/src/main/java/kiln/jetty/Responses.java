@@ -26,8 +26,8 @@ import org.eclipse.jetty.http.PreEncodedHttpField;
  * {@code text/plain;charset=utf-8}, another length), so Content-Type is added as a field Jetty does
  * not recognise (see {@link #contentType}). Jetty's HTTP/1.1 generator writes the status line as
  * {@code HTTP/1.1} for every request and {@code Content-Length} and {@code Connection} after every
- * other field; the contract follows both, so the extra header ({@code Allow}, {@code Retry-After})
- * goes before {@code Content-Length}.
+ * other field; the contract follows both, so the reply's further headers ({@code Allow},
+ * {@code Retry-After}, ...) go before {@code Content-Length}.
  */
 final class Responses {
     private static final HttpField SERVER = new PreEncodedHttpField(HttpHeader.SERVER, Http.SERVER);
@@ -45,7 +45,7 @@ final class Responses {
     static void head(HttpServletRequest request, HttpServletResponse response, Reply reply) {
         response.setStatus(reply.status);
         HttpFields.Mutable fields = ServletContextResponse.getServletContextResponse(response).getHeaders();
-        put(fields, reply.contentType, reply.body.length, reply.extraHeader, reply.extraValue);
+        put(fields, reply);
         if (HttpVersion.HTTP_1_0.is(request.getProtocol()) && !asksKeepAlive(request)) fields.put(CONNECTION_CLOSE);
     }
 
@@ -66,15 +66,15 @@ final class Responses {
     }
 
     /**
-     * Puts Server, Date, Content-Type, the extra header (when not null) and Content-Length, in the
-     * order Jetty will write them.
+     * Puts Server, Date, Content-Type, the reply's further headers and Content-Length, in the order
+     * Jetty will write them.
      */
-    static void put(HttpFields.Mutable fields, String contentType, int contentLength, String extraHeader, String extraValue) {
+    static void put(HttpFields.Mutable fields, Reply reply) {
         fields.put(SERVER);
         fields.put(HttpHeader.DATE, HttpDate.now());
-        fields.put(CONTENT_TYPES.computeIfAbsent(contentType, Responses::contentType));
-        if (extraHeader != null) fields.put(extraHeader, extraValue);
-        fields.put(HttpHeader.CONTENT_LENGTH, Integer.toString(contentLength));
+        fields.put(CONTENT_TYPES.computeIfAbsent(reply.contentType, Responses::contentType));
+        for (int i = 0; i < reply.headerCount(); i++) fields.add(reply.headerName(i), reply.headerValue(i));
+        fields.put(HttpHeader.CONTENT_LENGTH, Integer.toString(reply.body.length));
     }
 
     /**

@@ -1,6 +1,7 @@
 package kiln.kilim;
 
 import kilim.Pausable;
+import kiln.app.Reply;
 
 /**
  * Answers one request inside the connection's fiber. It may await the database
@@ -12,12 +13,12 @@ import kilim.Pausable;
  *   <li>never block the carrier thread: no {@code Thread.sleep}, {@code join()}, blocking I/O or
  *       {@code synchronized} waits — there are only as many carriers as cores;</li>
  *   <li>no pausable call inside a {@code synchronized} block;</li>
- *   <li>no records or sealed types in woven code (Kilim's weaver cannot read them);</li>
  *   <li>the class must be woven by Kilim ({@code mvn package} does it); the server refuses
  *       unwoven handlers at start-up.</li>
  * </ul>
- * An exception becomes a 500 response; {@link HttpException} its own status,
- * {@link kiln.app.Params.BadParameter} 400, {@link kiln.db.DbException.Overloaded} 503.
+ * An exception becomes the failure policy's reply ({@link kiln.app.Failures}): a
+ * {@link kiln.app.HttpException} its own status, {@link kiln.db.DbException.Overloaded} 503, anything
+ * else 500.
  */
 @FunctionalInterface
 public interface Handler {
@@ -25,5 +26,5 @@ public interface Handler {
      * @param request the parsed request
      * @return the response; never null
      */
-    HttpResponse handle(HttpRequest request) throws Pausable, Exception;
+    Reply handle(HttpRequest request) throws Pausable, Exception;
 }

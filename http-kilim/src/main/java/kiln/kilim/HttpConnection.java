@@ -10,6 +10,8 @@ import java.util.logging.Logger;
 import kilim.Pausable;
 import kilim.Task;
 import kilim.nio.EndPoint;
+import kiln.app.HttpException;
+import kiln.app.Reply;
 
 /**
  * One client connection, served by one fiber for its whole life: read bytes, parse every complete
@@ -94,7 +96,7 @@ final class HttpConnection extends Task<Object> {
                     start += p.length;
                     phase = NONE;
                     HttpRequest request = p.request;
-                    HttpResponse response = server.respond(request);
+                    Reply response = server.respond(request);
                     boolean keepAlive = request.keepAlive() && !server.isStopping();
                     ResponseWriter.write(out, request.minorVersion(), response, keepAlive, "HEAD".equals(request.method()));
                     if (!keepAlive) {
@@ -104,26 +106,26 @@ final class HttpConnection extends Task<Object> {
                     if (out.length() >= FLUSH_AT) flush(out);
                 }
                 if (!close && start == 0 && !in.hasRemaining() && in.capacity() >= MAX_INPUT) {
-                    throw new HttpError(431, "request larger than " + MAX_INPUT + " bytes");
+                    throw new HttpException(431, "request larger than " + MAX_INPUT + " bytes");
                 }
-            } catch (HttpError e) {
+            } catch (HttpException e) {
                 // Answer what was already parsed, then the error, then close: after a framing error the
                 // next request's start is unknown (RFC 9112 section 9.6 / 11.2).
-                ResponseWriter.write(out, 1, HttpResponse.error(e.status, e.getMessage()), false, false);
+                ResponseWriter.write(out, 1, Reply.error(e.status(), e.getMessage()), false, false);
                 close = true;
             }
             if (out.length() > 0) flush(out);
             if (close) return;
             in = compact(in, start);
             if (in.position() == 0) {
-                await(IDLE, server.idleTimeoutNanos());
+                armDeadline(IDLE, server.idleTimeoutNanos());
             } else if (phase != HEADER) {
-                await(HEADER, server.headerTimeoutNanos());  // the first bytes of a request are here
+                armDeadline(HEADER, server.headerTimeoutNanos());  // the first bytes of a request are here
             }
             if (!read(in)) {
                 if (expired == HEADER) {
                     // RFC 9110 section 15.5.9: tell a slow client why, then close
-                    ResponseWriter.write(out, 1, HttpResponse.error(408, "request not received within "
+                    ResponseWriter.write(out, 1, Reply.error(408, "request not received within "
                         + server.headerTimeoutNanos() / 1_000_000_000L + " s"), false, false);
                     flush(out);
                 }
@@ -132,8 +134,8 @@ final class HttpConnection extends Task<Object> {
         }
     }
 
-    /** Starts the deadline for {@code what}: the reaper ends the connection {@code nanos} from now. */
-    private void await(int what, long nanos) {
+    /** Starts the deadline for {@code what}: the reaper ends the connection {@code nanos} from now. It never waits. */
+    private void armDeadline(int what, long nanos) {
         deadline = System.nanoTime() + nanos;
         phase = what;
     }
@@ -161,7 +163,7 @@ final class HttpConnection extends Task<Object> {
     private void flush(Output out) throws Pausable, IOException {
         int previous = phase;
         long previousDeadline = deadline;
-        await(WRITE, server.idleTimeoutNanos());
+        armDeadline(WRITE, server.idleTimeoutNanos());
         endpoint.write(out.toByteBuffer());
         out.clear(INITIAL_BUFFER);
         deadline = previousDeadline;

@@ -2,7 +2,7 @@ package kiln.kilim;
 
 import java.util.List;
 
-import kiln.app.Params;
+import kiln.app.Request;
 
 /**
  * One parsed HTTP/1.x request, as {@link RequestParser} produced it. Immutable.
@@ -10,7 +10,7 @@ import kiln.app.Params;
  * <p>Header names keep the client's spelling; look them up with {@link #header}, which ignores case
  * (RFC 9110 section 5.1).
  */
-public final class HttpRequest {
+public final class HttpRequest implements Request {
     private final String method;
     private final String target;
     private final String path;
@@ -32,7 +32,7 @@ public final class HttpRequest {
         this.keepAlive = keepAlive;
     }
 
-    /** @return the method token, case-sensitive as sent: "GET", "POST"... */
+    @Override
     public String method() {
         return method;
     }
@@ -42,22 +42,14 @@ public final class HttpRequest {
         return target;
     }
 
-    /** @return the path part of the target, without the query, e.g. {@code /queries} */
+    @Override
     public String path() {
         return path;
     }
 
-    /** @return the query part without '?', or null when the target has none */
+    @Override
     public String rawQuery() {
         return rawQuery;
-    }
-
-    /**
-     * @return the first value of query parameter {@code name}, percent-decoded, or null when absent
-     * @throws Params.BadParameter on a malformed percent-escape (the server answers 400)
-     */
-    public String param(String name) {
-        return Params.param(rawQuery, name);
     }
 
     /** @return 0 for HTTP/1.0, 1 for HTTP/1.1 */
@@ -65,7 +57,7 @@ public final class HttpRequest {
         return minorVersion;
     }
 
-    /** @return the first value of header {@code name} (case-insensitive), trimmed, or null */
+    @Override
     public String header(String name) {
         for (int i = 0; i < headers.size(); i += 2) {
             if (headers.get(i).equalsIgnoreCase(name)) return headers.get(i + 1);

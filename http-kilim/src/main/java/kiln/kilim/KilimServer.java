@@ -3,6 +3,7 @@ package kiln.kilim;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.StandardSocketOptions;
+import java.nio.ByteBuffer;
 import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
@@ -21,11 +22,12 @@ import kilim.Scheduler;
 import kilim.Task;
 import kilim.nio.EndPoint;
 import kilim.nio.NioSelectorScheduler;
+import kiln.app.Failures;
 import kiln.app.Launcher;
-import kiln.app.Params;
+import kiln.app.Limits;
 import kiln.app.Reply;
 import kiln.app.ServerOptions;
-import kiln.db.DbException;
+import kiln.app.Threads;
 import kiln.db.QueryFuture;
 
 /**
@@ -53,8 +55,6 @@ import kiln.db.QueryFuture;
  */
 public final class KilimServer implements Launcher.Server {
     private static final Logger LOG = Logger.getLogger(KilimServer.class.getName());
-    /** Pending-connection queue length; sized for bursts of thousands of new keep-alive connections. */
-    private static final int BACKLOG = 4096;
 
     private final String bindAddress;
     private final int requestedPort;
@@ -141,7 +141,7 @@ public final class KilimServer implements Launcher.Server {
         ServerSocketChannel ssc = ServerSocketChannel.open();
         try {
             ssc.setOption(StandardSocketOptions.SO_REUSEADDR, true);
-            ssc.bind(new InetSocketAddress(bindAddress, requestedPort), BACKLOG);
+            ssc.bind(new InetSocketAddress(bindAddress, requestedPort), Limits.BACKLOG);
             ssc.configureBlocking(false);
         } catch (IOException e) {
             ssc.close();
@@ -150,11 +150,7 @@ public final class KilimServer implements Launcher.Server {
         channel = ssc;
         selector = new NioSelectorScheduler();
         carriers = new AffineScheduler(threads, 0);
-        reaper = Executors.newSingleThreadScheduledExecutor(r -> {
-            Thread t = new Thread(r, "kiln-timeouts");
-            t.setDaemon(true);
-            return t;
-        });
+        reaper = Executors.newSingleThreadScheduledExecutor(Threads.daemon("kiln-timeouts"));
         reaper.scheduleWithFixedDelay(this::expireOverdue, 1, 1, TimeUnit.SECONDS);
         Task listener = new Listener(ssc);
         listener.setScheduler(carriers);
@@ -212,20 +208,13 @@ public final class KilimServer implements Launcher.Server {
         if (selector != null) selector.shutdown();
     }
 
-    /** Runs the handler, turning exceptions into error responses. Called from connection fibers. */
-    HttpResponse respond(HttpRequest request) throws Pausable {
+    /** Runs the handler; an exception becomes the failure policy's reply. Called from connection fibers. */
+    Reply respond(HttpRequest request) throws Pausable {
         inFlight.incrementAndGet();
         try {
             return router.dispatch(request);
-        } catch (HttpException e) {
-            return HttpResponse.error(e.status(), e.getMessage());
-        } catch (Params.BadParameter e) {
-            return HttpResponse.error(400, e.getMessage());
-        } catch (DbException.Overloaded e) {
-            return HttpResponse.of(Reply.overloaded());
         } catch (Exception e) {
-            LOG.log(Level.SEVERE, "handler failed: " + request, e);
-            return HttpResponse.of(Reply.internalError());
+            return Failures.toReply(e, request);
         } finally {
             inFlight.decrementAndGet();
         }
@@ -256,15 +245,6 @@ public final class KilimServer implements Launcher.Server {
         } catch (IOException ignored) {
             // already failing; the accept error is what gets logged
         }
-    }
-
-    /** @return the 503 (with Retry-After and Connection: close) sent to a connection over the cap */
-    private static byte[] overCapacityResponse() {
-        Output out = new Output(256);
-        ResponseWriter.write(out, 1, HttpResponse.error(503, "too many connections; retry shortly"), false, false);
-        byte[] b = new byte[out.length()];
-        out.toByteBuffer().get(b);
-        return b;
     }
 
     /** The accept loop, itself a fiber: pauses until the selector reports a pending connection. */
@@ -335,7 +315,7 @@ public final class KilimServer implements Launcher.Server {
          */
         private void refuse(SocketChannel ch) {
             try {
-                ch.write(java.nio.ByteBuffer.wrap(overCapacityResponse()));
+                ch.write(ByteBuffer.wrap(Reply.unavailable("too many connections; retry shortly").toClosingResponse()));
             } catch (IOException ignored) {
                 // best effort: the client may already be gone
             }

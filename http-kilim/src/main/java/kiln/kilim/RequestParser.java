@@ -5,11 +5,15 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 
+import kiln.app.Http;
+import kiln.app.HttpException;
+import kiln.app.Limits;
+
 /**
  * A strict HTTP/1.x request parser (RFC 9112). It parses one request from the bytes received so
  * far, or says that more bytes are needed, and a connection calls it again after each read; a
  * {@link Progress} carried between those calls lets it resume where it stopped, with the same
- * answers as parsing afresh. Anything malformed is an {@link HttpError}, never a guess:
+ * answers as parsing afresh. Anything malformed is an {@link HttpException} (400, 413, 414, 431, 501, 505), never a guess:
  * <ul>
  *   <li>request line {@code method SP request-target SP HTTP/x.y CRLF} (section 3), method a token,
  *       target origin-form ({@code /path?query}) or absolute-form ({@code http://host/path}) made of
@@ -26,24 +30,14 @@ import java.util.List;
  * 16 KiB and 100 fields (431; the same for a chunked body's trailer section), body 64 KiB (413).
  */
 final class RequestParser {
-    static final int MAX_REQUEST_LINE = 8 * 1024;
-    static final int MAX_HEADER_BYTES = 16 * 1024;
-    static final int MAX_HEADERS = kiln.app.Http.MAX_HEADERS;
-    static final int MAX_BODY = kiln.app.Http.MAX_CONTENT;
+    static final int MAX_REQUEST_LINE = Limits.MAX_REQUEST_LINE;
+    static final int MAX_HEADER_BYTES = Limits.MAX_HEADER_BYTES;
+    static final int MAX_HEADERS = Limits.MAX_HEADERS;
+    static final int MAX_BODY = Limits.MAX_CONTENT;
 
     private static final byte CR = '\r';
     private static final byte LF = '\n';
     private static final byte[] NO_BODY = new byte[0];
-
-    /** tchar per RFC 9110 section 5.6.2. */
-    private static final boolean[] TOKEN = new boolean[128];
-
-    static {
-        for (char c = '0'; c <= '9'; c++) TOKEN[c] = true;
-        for (char c = 'a'; c <= 'z'; c++) TOKEN[c] = true;
-        for (char c = 'A'; c <= 'Z'; c++) TOKEN[c] = true;
-        for (char c : "!#$%&'*+-.^_`|~".toCharArray()) TOKEN[c] = true;
-    }
 
     /** Result of one {@link #parse} call that found a whole request. */
     static final class Parsed {
@@ -110,9 +104,9 @@ final class RequestParser {
      *
      * @return the request and its length, or null when the bytes so far are a valid prefix of a
      *         request and more are needed
-     * @throws HttpError when the bytes cannot start a valid request, or break a limit
+     * @throws HttpException when the bytes cannot start a valid request, or break a limit
      */
-    static Parsed parse(byte[] buf, int start, int end) throws HttpError {
+    static Parsed parse(byte[] buf, int start, int end) {
         return parse(buf, start, end, new Progress());
     }
 
@@ -120,117 +114,136 @@ final class RequestParser {
      * Parses one request from {@code buf[start..end)}, resuming where {@code progress} stopped on the
      * same request's shorter prefix: same answers as {@link #parse(byte[], int, int)}, less work.
      */
-    static Parsed parse(byte[] buf, int start, int end, Progress progress) throws HttpError {
+    static Parsed parse(byte[] buf, int start, int end, Progress progress) {
         try {
             Parsed parsed = resume(buf, start, end, progress);
             if (parsed != null) progress.reset();
             return parsed;
-        } catch (HttpError e) {
+        } catch (HttpException e) {
             progress.reset();
             throw e;
         }
     }
 
-    private static Parsed resume(byte[] buf, int messageStart, int end, Progress p) throws HttpError {
-        if (p.stage == Progress.REQUEST_LINE) {
-            int start = messageStart;
-            // RFC 9112 section 2.2: ignore empty lines before the request line (a few, not unbounded).
-            for (int skipped = 0; skipped < 4 && end - start >= 2 && buf[start] == CR && buf[start + 1] == LF; skipped++) {
-                start += 2;
-            }
-            // A lone CR may be the first half of one more empty line: wait for the next byte.
-            if (end - start == 1 && buf[start] == CR) return null;
-            int lineEnd = findLineEnd(buf, start, end, MAX_REQUEST_LINE);
-            if (lineEnd < 0) {
-                checkPrefix(buf, start, end);
-                if (lineEnd == TOO_LONG) {
-                    throw new HttpError(looksLikeLongTarget(buf, start, end) ? 414 : 400, "request line longer than " + MAX_REQUEST_LINE + " bytes");
-                }
-                return null;
-            }
-            parseRequestLine(buf, start, lineEnd, p);
-            p.headers = new ArrayList<>(16);
-            p.stage = Progress.FIELDS;
-            advanceLine(p, lineEnd + 2 - messageStart);
-            p.sectionStart = p.offset;
-        }
-
+    /** Runs the stages from where {@code p} stopped until one needs more bytes (null) or the request is whole. */
+    private static Parsed resume(byte[] buf, int messageStart, int end, Progress p) {
+        if (p.stage == Progress.REQUEST_LINE && !requestLine(buf, messageStart, end, p)) return null;
         if (p.stage == Progress.FIELDS) {
-            // Header fields, up to the empty line.
-            while (true) {
-                int pos = messageStart + p.offset;
-                int eol = findSectionLine(buf, pos, end, messageStart + p.sectionStart, p);
-                if (eol == INCOMPLETE) return null;
-                if (eol == TOO_LONG) throw new HttpError(431, "header section larger than " + MAX_HEADER_BYTES + " bytes");
-                advanceLine(p, eol + 2 - messageStart);
-                if (eol == pos) break;
-                if (p.headers.size() / 2 >= MAX_HEADERS) throw new HttpError(431, "more than " + MAX_HEADERS + " header fields");
-                parseField(buf, pos, eol, p.headers);
-            }
+            if (!headerFields(buf, messageStart, end, p)) return null;
             frame(p);
             if (p.stage == Progress.FIELDS) return finish(p, NO_BODY, p.offset);
         }
+        if (p.stage == Progress.FIXED_BODY) return fixedBody(buf, messageStart, end, p);
+        return chunkedBody(buf, messageStart, end, p);
+    }
 
-        if (p.stage == Progress.FIXED_BODY) {
-            int pos = messageStart + p.offset;
-            if (end - pos < p.length) return null;
-            byte[] body = new byte[p.length];
-            System.arraycopy(buf, pos, body, 0, p.length);
-            return finish(p, body, p.offset + p.length);
+    /** Stage 1: the request line (RFC 9112 section 3). @return false when more bytes are needed */
+    private static boolean requestLine(byte[] buf, int messageStart, int end, Progress p) {
+        int start = messageStart;
+        // RFC 9112 section 2.2: ignore empty lines before the request line (a few, not unbounded).
+        for (int skipped = 0; skipped < 4 && end - start >= 2 && buf[start] == CR && buf[start + 1] == LF; skipped++) {
+            start += 2;
         }
+        // A lone CR may be the first half of one more empty line: wait for the next byte.
+        if (end - start == 1 && buf[start] == CR) return false;
+        int lineEnd = findLineEnd(buf, start, end, MAX_REQUEST_LINE);
+        if (lineEnd < 0) {
+            checkPrefix(buf, start, end);
+            if (lineEnd == TOO_LONG) {
+                throw new HttpException(looksLikeLongTarget(buf, start, end) ? 414 : 400, "request line longer than " + MAX_REQUEST_LINE + " bytes");
+            }
+            return false;
+        }
+        parseRequestLine(buf, start, lineEnd, p);
+        p.headers = new ArrayList<>(16);
+        p.stage = Progress.FIELDS;
+        advanceLine(p, lineEnd + 2 - messageStart);
+        p.sectionStart = p.offset;
+        return true;
+    }
 
-        // Chunked body (RFC 9112 section 7.1).
+    /** Stage 2: header fields up to the empty line (RFC 9112 section 5). @return false when more bytes are needed */
+    private static boolean headerFields(byte[] buf, int messageStart, int end, Progress p) {
+        while (true) {
+            int pos = messageStart + p.offset;
+            int eol = findSectionLine(buf, pos, end, messageStart + p.sectionStart, p);
+            if (eol == INCOMPLETE) return false;
+            if (eol == TOO_LONG) throw new HttpException(431, "header section larger than " + MAX_HEADER_BYTES + " bytes");
+            advanceLine(p, eol + 2 - messageStart);
+            if (eol == pos) return true;
+            if (p.headers.size() / 2 >= MAX_HEADERS) throw new HttpException(431, "more than " + MAX_HEADERS + " header fields");
+            parseField(buf, pos, eol, p.headers);
+        }
+    }
+
+    /** Stage 3a: a body of Content-Length bytes (RFC 9112 section 6.2). */
+    private static Parsed fixedBody(byte[] buf, int messageStart, int end, Progress p) {
+        int pos = messageStart + p.offset;
+        if (end - pos < p.length) return null;
+        byte[] body = new byte[p.length];
+        System.arraycopy(buf, pos, body, 0, p.length);
+        return finish(p, body, p.offset + p.length);
+    }
+
+    /** Stage 3b: a chunked body and its trailer section (RFC 9112 section 7.1). */
+    private static Parsed chunkedBody(byte[] buf, int messageStart, int end, Progress p) {
         while (true) {
             int pos = messageStart + p.offset;
             if (p.stage == Progress.CHUNK_LINE) {
-                int eol = findLineEnd(buf, pos, pos + p.scanned, end, 1024);
-                if (eol == TOO_LONG) throw new HttpError(400, "chunk-size line too long");
-                if (eol < 0) {
-                    p.scanned = scannedWithoutLineEnd(buf, pos, end);
-                    return null;
-                }
-                long size = 0;
-                int sizeEnd = pos;
-                for (int d; sizeEnd < eol && (d = Character.digit(buf[sizeEnd], 16)) >= 0; sizeEnd++) {
-                    size = size * 16 + d;
-                    if (p.chunks.size() + size > MAX_BODY) throw new HttpError(413, "chunked body exceeds " + MAX_BODY + " bytes");
-                }
-                if (sizeEnd == pos) throw new HttpError(400, "invalid chunk size");
-                checkChunkExtensions(buf, sizeEnd, eol);
-                advanceLine(p, eol + 2 - messageStart);
-                p.length = (int) size;
-                p.stage = size == 0 ? Progress.TRAILERS : Progress.CHUNK_DATA;
-                p.sectionStart = p.offset;
+                if (!chunkLine(buf, messageStart, pos, end, p)) return null;
             } else if (p.stage == Progress.CHUNK_DATA) {
                 if (end - pos < p.length + 2) return null;
                 p.chunks.write(buf, pos, p.length);
-                if (buf[pos + p.length] != CR || buf[pos + p.length + 1] != LF) throw new HttpError(400, "chunk data not followed by CRLF");
+                if (buf[pos + p.length] != CR || buf[pos + p.length + 1] != LF) throw new HttpException(400, "chunk data not followed by CRLF");
                 p.offset += p.length + 2;
                 p.stage = Progress.CHUNK_LINE;
             } else {
                 // trailer section: header lines until an empty line, held to the header section's limits
                 int eol = findSectionLine(buf, pos, end, messageStart + p.sectionStart, p);
                 if (eol == INCOMPLETE) return null;
-                if (eol == TOO_LONG) throw new HttpError(431, "trailer section larger than " + MAX_HEADER_BYTES + " bytes");
+                if (eol == TOO_LONG) throw new HttpException(431, "trailer section larger than " + MAX_HEADER_BYTES + " bytes");
                 advanceLine(p, eol + 2 - messageStart);
                 if (eol == pos) return finish(p, p.chunks.toByteArray(), p.offset);
-                if (p.trailerFields++ == MAX_HEADERS) throw new HttpError(431, "more than " + MAX_HEADERS + " trailer fields");
+                if (p.trailerFields++ == MAX_HEADERS) throw new HttpException(431, "more than " + MAX_HEADERS + " trailer fields");
                 parseField(buf, pos, eol, new ArrayList<>(2));
             }
         }
     }
 
+    /** A chunk-size line with its extensions. @return false when more bytes are needed */
+    private static boolean chunkLine(byte[] buf, int messageStart, int pos, int end, Progress p) {
+        int eol = findLineEnd(buf, pos, pos + p.scanned, end, 1024);
+        if (eol == TOO_LONG) throw new HttpException(400, "chunk-size line too long");
+        if (eol < 0) {
+            p.scanned = scannedWithoutLineEnd(buf, pos, end);
+            return false;
+        }
+        long size = 0;
+        int sizeEnd = pos;
+        for (int d; sizeEnd < eol && (d = Character.digit(buf[sizeEnd], 16)) >= 0; sizeEnd++) {
+            size = size * 16 + d;
+            if (p.chunks.size() + size > MAX_BODY) throw new HttpException(413, "chunked body exceeds " + MAX_BODY + " bytes");
+        }
+        if (sizeEnd == pos) throw new HttpException(400, "invalid chunk size");
+        checkChunkExtensions(buf, sizeEnd, eol);
+        advanceLine(p, eol + 2 - messageStart);
+        p.length = (int) size;
+        p.stage = size == 0 ? Progress.TRAILERS : Progress.CHUNK_DATA;
+        p.sectionStart = p.offset;
+        return true;
+    }
+
     /** Method, target and version from the request line {@code buf[start..lineEnd)}. */
-    private static void parseRequestLine(byte[] buf, int start, int lineEnd, Progress p) throws HttpError {
+    private static void parseRequestLine(byte[] buf, int start, int lineEnd, Progress p) {
         int sp1 = indexOf(buf, start, lineEnd, (byte) ' ');
-        if (sp1 <= start) throw new HttpError(400, "malformed request line: no method");
+        if (sp1 <= start) throw new HttpException(400, "malformed request line: no method");
         for (int i = start; i < sp1; i++) {
-            if (!isToken(buf[i])) throw new HttpError(400, "malformed request line: bad character in method");
+            if (!isToken(buf[i])) throw new HttpException(400, "malformed request line: bad character in method");
         }
         int sp2 = indexOf(buf, sp1 + 1, lineEnd, (byte) ' ');
-        if (sp2 < 0 || sp2 == sp1 + 1) throw new HttpError(400, "malformed request line: expected METHOD SP TARGET SP VERSION");
+        if (sp2 < 0 || sp2 == sp1 + 1) throw new HttpException(400, "malformed request line: expected METHOD SP TARGET SP VERSION");
         for (int i = sp1 + 1; i < sp2; i++) {
-            if (buf[i] <= 0x20 || buf[i] >= 0x7f) throw new HttpError(400, "malformed request target: control, space or non-ASCII byte");
+            if (buf[i] <= 0x20 || buf[i] >= 0x7f) throw new HttpException(400, "malformed request target: control, space or non-ASCII byte");
         }
         p.minor = parseVersion(buf, sp2 + 1, lineEnd);
         p.method = ascii(buf, start, sp1);
@@ -241,7 +254,7 @@ final class RequestParser {
      * Body framing from the complete header section (RFC 9112 section 6): sets the stage to the body
      * to await, or leaves it at FIELDS when the request has no body.
      */
-    private static void frame(Progress p) throws HttpError {
+    private static void frame(Progress p) {
         int hosts = 0;
         String contentLength = null;
         String transferEncoding = null;
@@ -252,7 +265,7 @@ final class RequestParser {
             if (name.equalsIgnoreCase("host")) {
                 hosts++;
             } else if (name.equalsIgnoreCase("content-length")) {
-                if (contentLength != null && !contentLength.equals(value)) throw new HttpError(400, "conflicting Content-Length headers");
+                if (contentLength != null && !contentLength.equals(value)) throw new HttpException(400, "conflicting Content-Length headers");
                 contentLength = value;
             } else if (name.equalsIgnoreCase("transfer-encoding")) {
                 transferEncoding = transferEncoding == null ? value : transferEncoding + "," + value;
@@ -260,21 +273,21 @@ final class RequestParser {
                 connection = connection == null ? value : connection + "," + value;
             }
         }
-        if (hosts > 1) throw new HttpError(400, "more than one Host header");
-        if (p.minor == 1 && hosts == 0) throw new HttpError(400, "HTTP/1.1 request without Host header (RFC 9112 section 3.2)");
+        if (hosts > 1) throw new HttpException(400, "more than one Host header");
+        if (p.minor == 1 && hosts == 0) throw new HttpException(400, "HTTP/1.1 request without Host header (RFC 9112 section 3.2)");
         p.keepAlive = p.minor == 1 ? !hasToken(connection, "close") : hasToken(connection, "keep-alive") && !hasToken(connection, "close");
 
         if (transferEncoding != null) {
-            if (contentLength != null) throw new HttpError(400, "both Transfer-Encoding and Content-Length (RFC 9112 section 6.3)");
-            if (p.minor == 0) throw new HttpError(400, "Transfer-Encoding in an HTTP/1.0 request");
+            if (contentLength != null) throw new HttpException(400, "both Transfer-Encoding and Content-Length (RFC 9112 section 6.3)");
+            if (p.minor == 0) throw new HttpException(400, "Transfer-Encoding in an HTTP/1.0 request");
             if (!transferEncoding.trim().equalsIgnoreCase("chunked")) {
-                throw new HttpError(501, "unsupported Transfer-Encoding: " + transferEncoding);
+                throw new HttpException(501, "unsupported Transfer-Encoding: " + transferEncoding);
             }
             p.stage = Progress.CHUNK_LINE;
             p.chunks = new ByteArrayOutputStream();
         } else if (contentLength != null) {
             long n = parseContentLength(contentLength);
-            if (n > MAX_BODY) throw new HttpError(413, "request body of " + n + " bytes exceeds " + MAX_BODY);
+            if (n > MAX_BODY) throw new HttpException(413, "request body of " + n + " bytes exceeds " + MAX_BODY);
             if (n > 0) {
                 p.stage = Progress.FIXED_BODY;
                 p.length = (int) n;
@@ -282,7 +295,7 @@ final class RequestParser {
         }
     }
 
-    private static Parsed finish(Progress p, byte[] body, int length) throws HttpError {
+    private static Parsed finish(Progress p, byte[] body, int length) {
         String target = p.target;
         int q = target.indexOf('?');
         String pathAndQuery = target;
@@ -305,7 +318,7 @@ final class RequestParser {
      * The end of the header or trailer line at {@code pos}, within the section's {@link #MAX_HEADER_BYTES}
      * counted from {@code sectionStart}; records how far an unfinished line was scanned.
      */
-    private static int findSectionLine(byte[] buf, int pos, int end, int sectionStart, Progress p) throws HttpError {
+    private static int findSectionLine(byte[] buf, int pos, int end, int sectionStart, Progress p) {
         int budget = Math.max(0, MAX_HEADER_BYTES - (pos - sectionStart));
         int eol = findLineEnd(buf, pos, pos + p.scanned, end, budget);
         if (eol == INCOMPLETE) p.scanned = scannedWithoutLineEnd(buf, pos, end);
@@ -321,34 +334,34 @@ final class RequestParser {
     private static final int TOO_LONG = -2;
 
     /** @return index of the CR of the first CRLF in [from, end), INCOMPLETE, or TOO_LONG if none within max bytes */
-    private static int findLineEnd(byte[] buf, int from, int end, int max) throws HttpError {
+    private static int findLineEnd(byte[] buf, int from, int end, int max) {
         return findLineEnd(buf, from, from, end, max);
     }
 
     /** As above, for a line whose bytes {@code [from, scanFrom)} are known to hold no CR or LF. */
-    private static int findLineEnd(byte[] buf, int from, int scanFrom, int end, int max) throws HttpError {
+    private static int findLineEnd(byte[] buf, int from, int scanFrom, int end, int max) {
         int limit = Math.min(end, from + max + 1);
         for (int i = scanFrom; i < limit; i++) {
             byte b = buf[i];
             if (b == CR) {
                 if (i + 1 >= end) return INCOMPLETE;
-                if (buf[i + 1] != LF) throw new HttpError(400, "bare CR in request head");
+                if (buf[i + 1] != LF) throw new HttpException(400, "bare CR in request head");
                 return i;
             }
-            if (b == LF) throw new HttpError(400, "bare LF in request head: lines must end in CRLF");
+            if (b == LF) throw new HttpException(400, "bare LF in request head: lines must end in CRLF");
         }
         return end - from > max ? TOO_LONG : INCOMPLETE;
     }
 
     /** Rejects an incomplete request line early when what has arrived can already not be valid. */
-    private static void checkPrefix(byte[] buf, int start, int end) throws HttpError {
+    private static void checkPrefix(byte[] buf, int start, int end) {
         for (int i = start; i < end; i++) {
             byte b = buf[i];
             if (b == ' ') {
-                if (i == start) throw new HttpError(400, "malformed request line: no method");
+                if (i == start) throw new HttpException(400, "malformed request line: no method");
                 return;
             }
-            if (!isToken(b)) throw new HttpError(400, "malformed request line: bad character in method");
+            if (!isToken(b)) throw new HttpException(400, "malformed request line: bad character in method");
         }
     }
 
@@ -357,19 +370,19 @@ final class RequestParser {
         return sp > start;
     }
 
-    private static int parseVersion(byte[] buf, int from, int to) throws HttpError {
+    private static int parseVersion(byte[] buf, int from, int to) {
         if (to - from != 8 || buf[from] != 'H' || buf[from + 1] != 'T' || buf[from + 2] != 'T' || buf[from + 3] != 'P'
             || buf[from + 4] != '/' || !isDigit(buf[from + 5]) || buf[from + 6] != '.' || !isDigit(buf[from + 7])) {
-            throw new HttpError(400, "malformed HTTP version");
+            throw new HttpException(400, "malformed HTTP version");
         }
         if (buf[from + 5] != '1' || (buf[from + 7] != '0' && buf[from + 7] != '1')) {
-            throw new HttpError(505, "HTTP version " + ascii(buf, from + 5, to) + " not supported; use HTTP/1.1");
+            throw new HttpException(505, "HTTP version " + ascii(buf, from + 5, to) + " not supported; use HTTP/1.1");
         }
         return buf[from + 7] - '0';
     }
 
-    private static void parseField(byte[] buf, int from, int to, List<String> headers) throws HttpError {
-        if (buf[from] == ' ' || buf[from] == '\t') throw new HttpError(400, "obsolete line folding in header section");
+    private static void parseField(byte[] buf, int from, int to, List<String> headers) {
+        if (buf[from] == ' ' || buf[from] == '\t') throw new HttpException(400, "obsolete line folding in header section");
         int colon = -1;
         for (int i = from; i < to; i++) {
             byte b = buf[i];
@@ -377,43 +390,43 @@ final class RequestParser {
                 colon = i;
                 break;
             }
-            if (!isToken(b)) throw new HttpError(400, b == ' ' || b == '\t'
+            if (!isToken(b)) throw new HttpException(400, b == ' ' || b == '\t'
                 ? "whitespace between header name and colon" : "bad character in header name");
         }
-        if (colon < 0) throw new HttpError(400, "header line without a colon");
-        if (colon == from) throw new HttpError(400, "empty header name");
+        if (colon < 0) throw new HttpException(400, "header line without a colon");
+        if (colon == from) throw new HttpException(400, "empty header name");
         int vs = colon + 1;
         int ve = to;
         while (vs < ve && (buf[vs] == ' ' || buf[vs] == '\t')) vs++;
         while (ve > vs && (buf[ve - 1] == ' ' || buf[ve - 1] == '\t')) ve--;
         for (int i = vs; i < ve; i++) {
             int b = buf[i] & 0xff;
-            if ((b < 0x20 && b != '\t') || b == 0x7f) throw new HttpError(400, "control byte in header value");
+            if ((b < 0x20 && b != '\t') || b == 0x7f) throw new HttpException(400, "control byte in header value");
         }
         headers.add(ascii(buf, from, colon));
         headers.add(new String(buf, vs, ve - vs, StandardCharsets.ISO_8859_1));
     }
 
-    private static long parseContentLength(String value) throws HttpError {
-        if (value.isEmpty() || value.length() > 18) throw new HttpError(400, "invalid Content-Length: " + value);
+    private static long parseContentLength(String value) {
+        if (value.isEmpty() || value.length() > 18) throw new HttpException(400, "invalid Content-Length: " + value);
         long n = 0;
         for (int i = 0; i < value.length(); i++) {
             char c = value.charAt(i);
-            if (c < '0' || c > '9') throw new HttpError(400, "invalid Content-Length: " + value);
+            if (c < '0' || c > '9') throw new HttpException(400, "invalid Content-Length: " + value);
             n = n * 10 + (c - '0');
         }
         return n;
     }
 
     /** Path and query of an absolute-form target (RFC 9112 section 3.2.2), e.g. http://h:80/p?q. */
-    private static String absoluteFormPath(String target, String method) throws HttpError {
+    private static String absoluteFormPath(String target, String method) {
         if ("*".equals(target)) {
             if ("OPTIONS".equals(method)) return "*";
-            throw new HttpError(400, "asterisk-form target is only valid with OPTIONS");
+            throw new HttpException(400, "asterisk-form target is only valid with OPTIONS");
         }
         String lower = target.toLowerCase(java.util.Locale.ROOT);
         int scheme = lower.startsWith("http://") ? 7 : lower.startsWith("https://") ? 8 : -1;
-        if (scheme < 0) throw new HttpError(400, "request target must start with '/' or be an absolute http URI");
+        if (scheme < 0) throw new HttpException(400, "request target must start with '/' or be an absolute http URI");
         int slash = target.indexOf('/', scheme);
         int qm = target.indexOf('?', scheme);
         if (slash < 0 || (qm >= 0 && qm < slash)) return qm < 0 ? "/" : "/" + target.substring(qm);
@@ -438,7 +451,7 @@ final class RequestParser {
     }
 
     static boolean isToken(byte b) {
-        return b > 0 && TOKEN[b];
+        return Http.isTokenChar(b);
     }
 
     private static boolean isDigit(byte b) {
@@ -462,11 +475,11 @@ final class RequestParser {
      * name is a token and a value a token or quoted-string (RFC 9112 section 7.1.1). Extensions
      * are checked and ignored: kiln defines none.
      */
-    private static void checkChunkExtensions(byte[] buf, int from, int eol) throws HttpError {
+    private static void checkChunkExtensions(byte[] buf, int from, int eol) {
         int i = from;
         while (i < eol) {
             i = skipBws(buf, i, eol);
-            if (i == eol || buf[i] != ';') throw new HttpError(400, "invalid chunk size or extension");
+            if (i == eol || buf[i] != ';') throw new HttpException(400, "invalid chunk size or extension");
             i = skipToken(buf, skipBws(buf, i + 1, eol), eol, "chunk extension name");
             int eq = skipBws(buf, i, eol);
             if (eq < eol && buf[eq] == '=') {
@@ -481,15 +494,15 @@ final class RequestParser {
         return i;
     }
 
-    private static int skipToken(byte[] buf, int i, int end, String what) throws HttpError {
+    private static int skipToken(byte[] buf, int i, int end, String what) {
         int start = i;
         while (i < end && isToken(buf[i])) i++;
-        if (i == start) throw new HttpError(400, "invalid " + what);
+        if (i == start) throw new HttpException(400, "invalid " + what);
         return i;
     }
 
     /** quoted-string = DQUOTE *( qdtext / quoted-pair ) DQUOTE (RFC 9110 section 5.6.4); i is at the opening quote. */
-    private static int skipQuotedString(byte[] buf, int i, int end) throws HttpError {
+    private static int skipQuotedString(byte[] buf, int i, int end) {
         for (i++; i < end; i++) {
             int b = buf[i] & 0xff;
             if (b == '"') return i + 1;
@@ -501,6 +514,6 @@ final class RequestParser {
                 break;
             }
         }
-        throw new HttpError(400, "invalid quoted chunk extension value");
+        throw new HttpException(400, "invalid quoted chunk extension value");
     }
 }

@@ -5,15 +5,17 @@ import java.util.concurrent.ConcurrentHashMap;
 
 import kiln.app.Http;
 import kiln.app.HttpDate;
+import kiln.app.Reply;
 
 /**
  * Encodes responses into a connection's output bytes, headers in the order {@link Http} fixes for
- * every front end: Server, Date, Content-Type, the extra header (Allow, Retry-After...) when there
- * is one, Content-Length, then Connection when needed. The status line is always HTTP/1.1, the
+ * every front end: Server, Date, Content-Type, the reply's further headers (Allow, Retry-After,
+ * Location...) in the order added, Content-Length, then Connection when needed. The status line is always HTTP/1.1, the
  * highest version this server conforms to (RFC 9110 section 6.2), also for HTTP/1.0 requests.
  */
 final class ResponseWriter {
     private static final byte[] CRLF = {'\r', '\n'};
+    private static final byte[] COLON_SP = {':', ' '};
     private static final byte[] SERVER = ("\r\nServer: " + Http.SERVER + "\r\nDate: ").getBytes(StandardCharsets.US_ASCII);
     private static final byte[] CONTENT_TYPE = "\r\nContent-Type: ".getBytes(StandardCharsets.US_ASCII);
     private static final byte[] CONTENT_LENGTH = "\r\nContent-Length: ".getBytes(StandardCharsets.US_ASCII);
@@ -34,15 +36,17 @@ final class ResponseWriter {
      * @param head         true when answering HEAD: the head only, Content-Length still that of the
      *                     body GET would get (RFC 9110 section 9.3.2)
      */
-    static void write(Output out, int minorVersion, HttpResponse r, boolean keepAlive, boolean head) {
+    static void write(Output out, int minorVersion, Reply r, boolean keepAlive, boolean head) {
         out.put(r.status == 200 ? STATUS_200 : ascii("HTTP/1.1 " + r.status + " " + Http.reason(r.status)));
         out.put(SERVER);
         out.put(HttpDate.nowAscii());
         out.put(CONTENT_TYPE);
         out.put(ascii(r.contentType));
-        if (r.extraHeaderName != null) {
+        for (int i = 0; i < r.headerCount(); i++) {
             out.put(CRLF);
-            out.put(ascii(r.extraHeaderName + ": " + r.extraHeaderValue));
+            out.put(ascii(r.headerName(i)));
+            out.put(COLON_SP);
+            out.put(r.headerValue(i).getBytes(StandardCharsets.ISO_8859_1));
         }
         out.put(CONTENT_LENGTH);
         out.putDecimal(r.body.length);
@@ -56,7 +60,7 @@ final class ResponseWriter {
         if (!head) out.put(r.body);
     }
 
-    /** Header strings repeat (content types, status lines): encode each once. */
+    /** Header strings repeat (content types, status lines, header names): encode each once. */
     private static byte[] ascii(String s) {
         byte[] b = ASCII_CACHE.get(s);
         if (b == null) {

@@ -2,22 +2,46 @@ package kiln.kilim;
 
 import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
-import java.util.LinkedHashMap;
-import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 
+import kilim.Cell;
 import kilim.Fiber;
-import kiln.app.Reply;
 import kilim.Pausable;
+import kilim.Task;
+import kiln.app.DemoDb;
+import kiln.app.Endpoint;
+import kiln.app.Endpoints;
+import kiln.app.Reply;
+import kiln.app.Routes;
+import kiln.app.Step;
 
 /**
- * Maps (method, exact path) to a {@link Handler}. An unknown path answers 404; a known path with
- * another method answers 405 with {@code Allow} listing the methods it has (RFC 9110 section 15.5.6).
+ * Maps (method, exact path) to a fiber {@link Handler}, with the routing every front end shares
+ * ({@link Routes}): an unknown path answers 404; a known path with another method answers 405 with
+ * {@code Allow} listing the methods it has (RFC 9110 section 15.5.6).
+ *
+ * <pre>{@code
+ * Router router = Router.withEndpoints(DemoDb.open(db))     // the demo endpoints of the registry
+ *     .get("/hits", req -> ...);                            // plus your own fiber handlers
+ * }</pre>
  *
  * <p>Registering a handler whose class Kilim did not weave fails at once with an
  * {@link IllegalStateException} that says how to build it, instead of failing on the first request.
  */
 public final class Router {
-    private final Map<String, Map<String, Handler>> routes = new LinkedHashMap<>();
+    private final Routes<Handler> routes = new Routes<>();
+
+    /**
+     * @return a router serving every endpoint of the registry ({@link Endpoints#ALL}) from
+     *         {@code demo}, each run in the connection's fiber: a durable write or a delay pauses
+     *         the fiber, never the carrier thread
+     */
+    public static Router withEndpoints(DemoDb demo) {
+        Router router = new Router();
+        Endpoints endpoints = Endpoints.serve(demo);
+        for (Endpoint e : Endpoints.ALL) router.route(e.method, e.path, request -> run(endpoints.start(e, request)));
+        return router;
+    }
 
     /** Registers {@code handler} for GET {@code path}. */
     public Router get(String path, Handler handler) {
@@ -36,23 +60,37 @@ public final class Router {
      * @throws IllegalArgumentException when the route exists already or the path does not start with '/'
      */
     public Router route(String method, String path, Handler handler) {
-        if (!path.startsWith("/")) throw new IllegalArgumentException("path must start with '/': " + path);
         requireWoven(handler);
-        Handler previous = routes.computeIfAbsent(path, p -> new LinkedHashMap<>()).putIfAbsent(method, handler);
-        if (previous != null) throw new IllegalArgumentException("route " + method + " " + path + " registered twice");
+        routes.add(method, path, handler);
         return this;
     }
 
     /** Runs the handler for {@code request}, or answers 404/405. */
-    HttpResponse dispatch(HttpRequest request) throws Pausable, Exception {
-        Map<String, Handler> byMethod = routes.get(request.path());
-        if (byMethod == null) return HttpResponse.of(Reply.notFound(request.path()));
-        Handler h = byMethod.get(request.method());
-        if (h == null) {
-            return HttpResponse.of(Reply.methodNotAllowed(request.method(), request.path()))
-                .withHeader("Allow", String.join(", ", byMethod.keySet()));
-        }
+    Reply dispatch(HttpRequest request) throws Pausable, Exception {
+        Handler h = routes.find(request.method(), request.path());
+        if (h == null) return routes.miss(request.method(), request.path());
         return h.handle(request);
+    }
+
+    /** Runs an endpoint's {@link Step}s in this fiber: each wait pauses the fiber, not the carrier. */
+    private static Reply run(Step step) throws Pausable {
+        while (!step.isDone()) {
+            if (step.sleepMs() > 0) {
+                Task.sleep(step.sleepMs());
+            } else {
+                awaitCompletion(step.future());
+            }
+            step = step.next();
+        }
+        return step.reply();
+    }
+
+    /** Pauses the fiber until {@code future} is complete; whichever thread completes it only signals. */
+    private static void awaitCompletion(CompletableFuture<?> future) throws Pausable {
+        if (future.isDone()) return;
+        Cell<Boolean> done = new Cell<>();
+        future.whenComplete((r, t) -> done.putnb(Boolean.TRUE));
+        done.get();
     }
 
     /**

@@ -11,6 +11,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 
+import kiln.app.Reply;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -26,7 +27,7 @@ class LimitsTest {
 
     @BeforeEach
     void start() throws IOException {
-        Router router = new Router().get("/plaintext", req -> HttpResponse.text("Hello, World!"));
+        Router router = new Router().get("/plaintext", req -> Reply.text("Hello, World!"));
         server = new KilimServer("127.0.0.1", 0, 2, router).idleTimeout(1_000).headerTimeout(1_000).maxConnections(3);
         server.start();
     }

@@ -10,6 +10,8 @@ import java.util.Arrays;
 import java.util.Set;
 import java.util.TreeSet;
 
+import kiln.app.HttpException;
+
 /**
  * The invariants {@link RequestParser#parse} must keep whatever its input, shared by the Jazzer fuzz
  * test ({@link RequestParserFuzzTest}) and the seeded generator tests ({@link RequestParserPropertyTest}):
@@ -70,11 +72,11 @@ final class ParserChecks {
             return switch (kind) {
                 case NEED_MORE -> "need more";
                 case PARSED -> "parsed " + lengthOrStatus + " bytes: " + request;
-                case ERROR -> "HttpError " + lengthOrStatus;
+                case ERROR -> "HttpException " + lengthOrStatus;
             };
         }
 
-        /** Parses {@code buf[start, end)}; any exception other than HttpError propagates and fails the caller. */
+        /** Parses {@code buf[start, end)}; any exception other than HttpException propagates and fails the caller. */
         static Outcome of(byte[] buf, int start, int end) {
             return of(buf, start, end, new RequestParser.Progress());
         }
@@ -88,8 +90,8 @@ final class ParserChecks {
                 String summary = r.method() + " " + r.target() + " path=" + r.path() + " query=" + r.rawQuery()
                     + " 1." + r.minorVersion() + " keepAlive=" + r.keepAlive() + " body=" + Arrays.hashCode(r.body()) + "/" + r.body().length;
                 return new Outcome(Kind.PARSED, p.length, summary);
-            } catch (HttpError e) {
-                return new Outcome(Kind.ERROR, e.status, null);
+            } catch (HttpException e) {
+                return new Outcome(Kind.ERROR, e.status(), null);
             }
         }
     }
@@ -174,10 +176,10 @@ final class ParserChecks {
         }
     }
 
-    /** The status of the HttpError the whole of {@code b} must give. */
+    /** The status of the HttpException the whole of {@code b} must give. */
     static int errorStatus(byte[] b) {
         Outcome o = Outcome.of(b, 0, b.length);
-        if (o.kind() != Outcome.Kind.ERROR) fail("expected an HttpError, got " + o + "; input \"" + escape(b) + "\"");
+        if (o.kind() != Outcome.Kind.ERROR) fail("expected an HttpException, got " + o + "; input \"" + escape(b) + "\"");
         return o.lengthOrStatus();
     }
 

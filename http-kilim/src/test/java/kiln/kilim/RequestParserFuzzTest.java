@@ -5,7 +5,7 @@ import com.code_intelligence.jazzer.junit.FuzzTest;
 
 /**
  * Coverage-guided fuzzing of {@link RequestParser} with Jazzer: whatever the bytes, {@code parse}
- * answers "need more" (null), a request no longer than its input, or an {@link HttpError} with one
+ * answers "need more" (null), a request no longer than its input, or an {@link kiln.app.HttpException} with one
  * of the statuses the parser documents; never another exception, never a hang; the answer is the
  * same when the bytes sit inside a larger buffer, and more bytes never undo an answer (see
  * {@link ParserChecks#checkAnyInput}).

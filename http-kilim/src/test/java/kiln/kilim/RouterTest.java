@@ -15,6 +15,7 @@ import java.util.function.Supplier;
 import javax.tools.JavaCompiler;
 import javax.tools.ToolProvider;
 
+import kiln.app.Reply;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -22,13 +23,13 @@ class RouterTest {
 
     @Test
     void wovenLambdaHandlersAreAccepted() {
-        new Router().get("/a", req -> HttpResponse.text("a"));
+        new Router().get("/a", req -> Reply.text("a"));
     }
 
     @Test
     void duplicateRoutesAreRefused() {
-        Router r = new Router().get("/a", req -> HttpResponse.text("a"));
-        assertThrows(IllegalArgumentException.class, () -> r.get("/a", req -> HttpResponse.text("b")));
+        Router r = new Router().get("/a", req -> Reply.text("a"));
+        assertThrows(IllegalArgumentException.class, () -> r.get("/a", req -> Reply.text("b")));
     }
 
     /**
@@ -42,7 +43,7 @@ class RouterTest {
         Files.writeString(src, "package u;\n"
             + "public class Plain implements java.util.function.Supplier<kiln.kilim.Handler> {\n"
             + "  public kiln.kilim.Handler get() {\n"
-            + "    return req -> { kilim.Task.sleep(1); return kiln.kilim.HttpResponse.text(\"x\"); };\n"
+            + "    return req -> { kilim.Task.sleep(1); return kiln.app.Reply.text(\"x\"); };\n"
             + "  }\n"
             + "}\n");
         JavaCompiler javac = ToolProvider.getSystemJavaCompiler();

@@ -16,7 +16,7 @@ public final class TrickleBench {
     private TrickleBench() {
     }
 
-    public static void main(String[] args) throws HttpError {
+    public static void main(String[] args) {
         byte[] request = trickledRequest(20_000);
         System.out.printf("request: %,d bytes (16 KB header field, 20,000 one-byte chunks), parsed after every byte%n", request.length);
 
@@ -31,7 +31,7 @@ public final class TrickleBench {
     }
 
     /** Parses every prefix of {@code request} in turn, as reads one byte long would; returns nanoseconds. */
-    private static long everyByte(byte[] request, boolean resume) throws HttpError {
+    private static long everyByte(byte[] request, boolean resume) {
         RequestParser.Progress progress = new RequestParser.Progress();
         long start = System.nanoTime();
         RequestParser.Parsed parsed = null;

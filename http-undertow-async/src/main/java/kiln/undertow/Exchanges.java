@@ -68,7 +68,7 @@ final class Exchanges {
         headers.put(Headers.DATE, HttpDate.now());
         headers.put(Headers.CONTENT_TYPE, reply.contentType);
         headers.put(Headers.CONTENT_LENGTH, reply.body.length);
-        if (reply.extraHeader != null) headers.put(HttpString.tryFromString(reply.extraHeader), reply.extraValue);
+        for (int i = 0; i < reply.headerCount(); i++) headers.add(HttpString.tryFromString(reply.headerName(i)), reply.headerValue(i));
         // With ALWAYS_SET_KEEP_ALIVE off (no Connection header on HTTP/1.1 responses), Undertow no
         // longer confirms an HTTP/1.0 keep-alive either; ApacheBench -k needs that confirmation.
         if (exchange.isHttp10() && exchange.isPersistent()) headers.put(Headers.CONNECTION, Headers.KEEP_ALIVE.toString());

@@ -9,13 +9,12 @@ import picocli.CommandLine.Mixin;
 /**
  * {@code java -jar kiln-undertow.jar [--port N] [--bind ADDR] [--data DIR] [--threads N]
  * [--mode async|blocking] [--workers N]}: opens (and on first start fills) the database, serves the
- * demo endpoints with Undertow's core handlers, and on SIGTERM or Ctrl-C stops accepting, finishes
+ * endpoint registry with Undertow's core handlers, and on SIGTERM or Ctrl-C stops accepting, finishes
  * requests in flight, commits queued writes and closes LMDB.
  */
 @Command(name = "kiln-undertow", mixinStandardHelpOptions = true, version = "kiln-undertow 0.1.0",
     description = "The kiln demo endpoints on Undertow 2 core handlers (no servlet).%n"
-        + "--threads sets Undertow's IO threads (XNIO selector threads, which also accept connections).%n"
-        + "Endpoints: / /plaintext /json /db /queries?queries=N /updates?queries=N /fortunes /hello?delay=MS")
+        + "--threads sets Undertow's IO threads (XNIO selector threads, which also accept connections).")
 public final class UndertowMain {
     static final String NAME = "kiln-undertow";
 

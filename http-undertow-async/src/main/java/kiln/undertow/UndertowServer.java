@@ -7,10 +7,11 @@ import io.undertow.Undertow;
 import io.undertow.UndertowOptions;
 import io.undertow.server.HttpHandler;
 import io.undertow.server.handlers.GracefulShutdownHandler;
-import kiln.app.AsyncEndpoints;
 import kiln.app.ConnectionWatch;
 import kiln.app.DemoDb;
+import kiln.app.Endpoints;
 import kiln.app.Launcher;
+import kiln.app.Limits;
 import kiln.app.ModeOptions;
 import kiln.app.ServerOptions;
 import kiln.app.WorkerPool;
@@ -26,7 +27,7 @@ import org.xnio.Options;
  *   <li>async mode: {@link AsyncHandler} queues each exchange to {@code --workers} worker threads
  *       ({@code kiln-worker-*}); one timer thread ({@code kiln-timer}) ends {@code /hello} delays.
  *       Undertow's own worker pool stays idle.</li>
- *   <li>blocking mode: {@link BlockingHandler} dispatches each exchange to Undertow's worker pool
+ *   <li>blocking mode: {@link ThreadPerRequestHandler} dispatches each exchange to Undertow's worker pool
  *       (Undertow's default size: 8 per IO thread), where it blocks.</li>
  * </ul>
  *
@@ -40,9 +41,6 @@ import org.xnio.Options;
  * Undertow's connector statistics logs the cap.
  */
 final class UndertowServer implements Launcher.Server {
-    /** Listen backlog: large enough for a c=1000+ ApacheBench connect burst (capped by net.core.somaxconn). */
-    private static final int BACKLOG = 4096;
-
     private final Undertow undertow;
     private final GracefulShutdownHandler graceful;
     /** async mode only, else null */
@@ -60,26 +58,26 @@ final class UndertowServer implements Launcher.Server {
         HttpHandler handler;
         if (mode == ModeOptions.Mode.ASYNC) {
             workerPool = new WorkerPool(workers);
-            handler = new AsyncHandler(workerPool.endpoints(demo), workerPool.queue());
+            handler = new AsyncHandler(Endpoints.serve(demo), workerPool);
         } else {
             workerPool = null;
-            handler = new BlockingHandler(new AsyncEndpoints(demo, AsyncEndpoints.Waits.blocking()));
+            handler = new ThreadPerRequestHandler(Endpoints.serve(demo));
         }
         graceful = new GracefulShutdownHandler(handler);
         maxConnections = options.maxConnectionsOrDefault();
         undertow = Undertow.builder()
             .addHttpListener(options.port, options.bind)
             .setIoThreads(options.threadsOrDefault())
-            .setSocketOption(Options.BACKLOG, BACKLOG)
+            .setSocketOption(Options.BACKLOG, Limits.BACKLOG)
             .setSocketOption(Options.CONNECTION_HIGH_WATER, maxConnections)
             .setSocketOption(Options.CONNECTION_LOW_WATER, maxConnections)
             .setServerOption(UndertowOptions.REQUEST_PARSE_TIMEOUT, (int) options.headerTimeoutMs)
             .setServerOption(UndertowOptions.NO_REQUEST_TIMEOUT, (int) options.idleTimeoutMs)
             .setServerOption(UndertowOptions.IDLE_TIMEOUT, (int) options.idleTimeoutMs)
             .setServerOption(UndertowOptions.ENABLE_STATISTICS, true)
-            // The other front ends' head limits: request line 8 KiB + header fields 16 KiB, 100 fields.
-            .setServerOption(UndertowOptions.MAX_HEADER_SIZE, 24 * 1024)
-            .setServerOption(UndertowOptions.MAX_HEADERS, kiln.app.Http.MAX_HEADERS)
+            // The other front ends' head limits, as one: request line + header section; the field count.
+            .setServerOption(UndertowOptions.MAX_HEADER_SIZE, Limits.MAX_HEAD_BYTES)
+            .setServerOption(UndertowOptions.MAX_HEADERS, Limits.MAX_HEADERS)
             // The contract's Date header is written by Exchanges; no Connection: keep-alive on HTTP/1.1.
             .setServerOption(UndertowOptions.ALWAYS_SET_DATE, false)
             .setServerOption(UndertowOptions.ALWAYS_SET_KEEP_ALIVE, false)

@@ -4,12 +4,11 @@ import java.nio.file.Path;
 import java.util.Map;
 
 import kiln.app.DemoDb;
+import kiln.app.HttpException;
+import kiln.app.Reply;
 import kiln.db.Codec;
 import kiln.db.Db;
 import kiln.db.Table;
-import kiln.kilim.DemoRoutes;
-import kiln.kilim.HttpException;
-import kiln.kilim.HttpResponse;
 import kiln.kilim.KilimServer;
 import kiln.kilim.Router;
 
@@ -29,7 +28,7 @@ public final class HitCounter {
         // README-BEGIN
         Table<String, Long> hits = db.table("hits", Codec.STRING, Codec.LONG);
 
-        Router router = DemoRoutes.router(DemoDb.open(db))
+        Router router = Router.withEndpoints(DemoDb.open(db))
             .get("/hits", req -> {
                 String page = req.param("page");
                 if (page == null || page.isEmpty()) throw new HttpException(400, "add ?page=NAME");
@@ -41,7 +40,7 @@ public final class HitCounter {
                 }).await();                                // pauses this fiber until the commit is on disk
 
                 long pages = db.read(txn -> hits.count(txn)).await();   // reads run inline, no pause
-                return HttpResponse.json(Map.of("page", page, "hits", count, "pages", pages));
+                return Reply.json(Map.of("page", page, "hits", count, "pages", pages));
             });
         // README-END
         return router;

@@ -8,7 +8,7 @@ import picocli.CommandLine.Mixin;
 
 /**
  * {@code java -jar kiln-comsat.jar [--port N] [--bind ADDR] [--data DIR] [--threads N]} on JDK 17:
- * opens (and on first start fills) the database, serves the demo endpoints with Comsat's
+ * opens (and on first start fills) the database, serves the endpoint registry with Comsat's
  * FiberHttpServlet on embedded Jetty 9.4, and on SIGTERM or Ctrl-C stops accepting, finishes
  * requests in flight, commits queued writes and closes LMDB.
  *
@@ -19,9 +19,8 @@ import picocli.CommandLine.Mixin;
  */
 @Command(name = "kiln-comsat", mixinStandardHelpOptions = true, version = "kiln-comsat 0.1.0",
     description = "The kiln demo endpoints served by Quasar fibers: Comsat's FiberHttpServlet on embedded Jetty 9.4. JDK 17 only.%n"
-        + "--threads sets the fiber scheduler's carrier threads.%n"
-        + "Endpoints: / /plaintext /json /db /queries?queries=N /updates?queries=N /fortunes /hello?delay=MS")
-public final class Main {
+        + "--threads sets the fiber scheduler's carrier threads.")
+public final class ComsatMain {
     static final String NAME = "kiln-comsat";
     private static final String FIBER_PARALLELISM = "co.paralleluniverse.fibers.DefaultFiberPool.parallelism";
     /**
@@ -34,7 +33,7 @@ public final class Main {
     ServerOptions server;
 
     public static void main(String[] args) {
-        ServerOptions options = ServerOptions.parseOrExit(new Main(), args);
+        ServerOptions options = ServerOptions.parseOrExit(new ComsatMain(), args);
         String problem = Preflight.problem();
         if (problem != null) ServerOptions.fail(NAME, problem);
         // Read once each: when the first fiber creates Quasar's default scheduler, and when the

@@ -1,0 +1,55 @@
+package kiln.app;
+
+/**
+ * One entry of the endpoint registry ({@link Endpoints#ALL}): what the index page, every
+ * {@code --help} and the conformance suite's walk show of it, and the logic that answers it.
+ */
+public final class Endpoint {
+    /**
+     * How one request is answered, over a database bound by {@link Binding}. Runs on the front end's
+     * thread up to its first wait; see {@link Step}. An exception becomes the failure policy's reply
+     * ({@link Failures}): throw {@link HttpException} for a client error.
+     */
+    @FunctionalInterface
+    public interface Logic {
+        Step handle(Request request) throws Exception;
+    }
+
+    /**
+     * Binds an endpoint's logic to the demo database when a server starts. State the endpoint keeps
+     * across requests (a cache) is created here, once per server.
+     */
+    @FunctionalInterface
+    public interface Binding {
+        Logic bind(DemoDb demo);
+    }
+
+    /** The request method, e.g. {@code GET}. */
+    public final String method;
+    /** The exact path, e.g. {@code /queries}. */
+    public final String path;
+    /** The path with its parameters as a reader writes them, e.g. {@code /queries?queries=N}. */
+    public final String usage;
+    /** A target that exercises it, e.g. {@code /queries?queries=20}: the index page's link. */
+    public final String example;
+    /** What it answers, in a few words (plain text, no markup). */
+    public final String description;
+    final Binding binding;
+
+    Endpoint(String method, String path, String usage, String example, String description, Binding binding) {
+        if (!example.equals(path) && !example.startsWith(path + "?")) {
+            throw new IllegalArgumentException("example " + example + " is not a target of " + path);
+        }
+        this.method = method;
+        this.path = path;
+        this.usage = usage;
+        this.example = example;
+        this.description = description;
+        this.binding = binding;
+    }
+
+    @Override
+    public String toString() {
+        return method + " " + usage;
+    }
+}

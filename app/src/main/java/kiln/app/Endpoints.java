@@ -1,0 +1,145 @@
+package kiln.app;
+
+import java.nio.charset.StandardCharsets;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Map;
+
+import org.owasp.encoder.Encode;
+
+/**
+ * The endpoint registry: every endpoint kiln serves, written once. Every front end serves exactly
+ * these ({@link #serve}); the index page ({@code /}), every {@code --help} ({@link #usage}) and the
+ * conformance suite's walk are derived from {@link #ALL}. To add an endpoint, add its entry here,
+ * a test, and its line in the README's endpoint table.
+ *
+ * <p>Test types and rules: TechEmpower Framework Benchmarks, "Project Information / Framework Tests
+ * Overview" (test types 1-6).
+ */
+public final class Endpoints {
+    /** Every endpoint, in the order the index page and {@code --help} list them. */
+    public static final List<Endpoint> ALL = List.of(
+        get("/", "/", "this page: a link to every endpoint",
+            demo -> {
+                Reply page = Reply.ok(Http.TEXT_HTML, indexPage());
+                return request -> Step.of(page);
+            }),
+        get("/plaintext", "/plaintext", "Hello, World! as text",
+            demo -> request -> Step.of(Reply.ok(Http.TEXT_PLAIN, Bodies.PLAINTEXT))),
+        get("/json", "/json", "a JSON message",
+            demo -> request -> Step.of(Reply.ok(Http.APPLICATION_JSON, Bodies.helloJson()))),
+        get("/db", "/db", "one random World row",
+            demo -> request -> Step.of(Reply.json(demo.readRandomWorld()))),
+        get("/queries?queries=N", "/queries?queries=20", "N random rows (1..500)",
+            demo -> request -> Step.of(Reply.json(demo.readRandomWorlds(Params.queries(request.param("queries")))))),
+        get("/updates?queries=N", "/updates?queries=20", "N rows updated durably",
+            demo -> request -> {
+                World[] rows = demo.readRandomWorlds(Params.queries(request.param("queries")));
+                return Step.after(demo.db().write(demo.updateWithNewRandomNumbers(rows)),
+                    updated -> Step.of(Reply.json(updated)));  // answered once the commit is durable
+            }),
+        get("/fortunes", "/fortunes", "the fortunes table as HTML",
+            demo -> request -> Step.of(Reply.ok(Http.TEXT_HTML, Bodies.fortunesHtml(demo.readFortunes())))),
+        get("/hello?delay=MS", "/hello?delay=100", "HelloWorld after an asynchronous sleep",
+            demo -> request -> {
+                int ms = Params.delayMs(request.param("delay"));
+                Reply hello = Reply.ok(Http.TEXT_PLAIN, Bodies.HELLO);
+                return ms == 0 ? Step.of(hello) : Step.afterSleep(ms, () -> Step.of(hello));
+            }));
+
+    private final Routes<Endpoint> routes = new Routes<>();
+    private final Map<Endpoint, Endpoint.Logic> logic = new IdentityHashMap<>();
+
+    private Endpoints(DemoDb demo) {
+        for (Endpoint e : ALL) {
+            routes.add(e.method, e.path, e);
+            logic.put(e, e.binding.bind(demo));
+        }
+    }
+
+    /** @return every endpoint of {@link #ALL}, bound to {@code demo}, ready to answer requests */
+    public static Endpoints serve(DemoDb demo) {
+        return new Endpoints(demo);
+    }
+
+    /**
+     * Routes a request and runs its endpoint's logic up to its first wait. Never throws: an unknown
+     * path is 404, another method 405, and a failure the failure policy's reply ({@link Failures}).
+     *
+     * @return the reply, or a wait to run with the front end's way of waiting ({@link Step})
+     */
+    public Step start(Request request) {
+        Endpoint endpoint = routes.find(request.method(), request.path());
+        if (endpoint == null) return Step.of(routes.miss(request.method(), request.path()));
+        return start(endpoint, request);
+    }
+
+    /**
+     * Runs one endpoint's logic up to its first wait, for a front end that routed the request
+     * itself (Kilim's {@code Router}). Never throws (see {@link #start(Request)}).
+     */
+    public Step start(Endpoint endpoint, Request request) {
+        try {
+            return logic.get(endpoint).handle(request).forRequest(request);
+        } catch (Exception | Error e) {
+            return Step.of(Failures.toReply(e, request));
+        }
+    }
+
+    /** @return {@link #start} for a front end that needs only a method and a target's path and query */
+    public Step start(String method, String path, String rawQuery) {
+        return start(new SimpleRequest(method, path, rawQuery));
+    }
+
+    /** @return every endpoint as lines {@code "  GET /queries?queries=N   N random rows (1..500)"}, for --help */
+    public static String usage() {
+        int width = ALL.stream().mapToInt(e -> e.usage.length()).max().orElse(0);
+        StringBuilder s = new StringBuilder();
+        for (Endpoint e : ALL) {
+            s.append("  ").append(e.method).append(' ').append(e.usage).append(" ".repeat(width - e.usage.length() + 2))
+                .append(e.description).append('\n');
+        }
+        return s.toString();
+    }
+
+    /** The index page ({@code GET /}): a link to every other endpoint, its usage and description. */
+    public static byte[] indexPage() {
+        StringBuilder html = new StringBuilder("<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>kiln</title></head><body>"
+            + "<h1>kiln</h1><p>A fiber-based async database demo server. Endpoints (TechEmpower test types):</p><ul>");
+        for (Endpoint e : ALL) {
+            if (e.path.equals("/")) continue;
+            html.append("<li><a href=\"").append(Encode.forHtmlAttribute(e.example)).append("\">").append(Encode.forHtml(e.usage))
+                .append("</a> &mdash; ").append(Encode.forHtml(e.description)).append("</li>");
+        }
+        return html.append("</ul></body></html>").toString().getBytes(StandardCharsets.UTF_8);
+    }
+
+    /** @param usage the path, with {@code ?name=VALUE} when it takes parameters */
+    private static Endpoint get(String usage, String example, String description, Endpoint.Binding binding) {
+        int q = usage.indexOf('?');
+        return new Endpoint("GET", q < 0 ? usage : usage.substring(0, q), usage, example, description, binding);
+    }
+
+    /** A request that is only a method and a target: all the endpoints read. */
+    private static final class SimpleRequest implements Request {
+        private final String method;
+        private final String path;
+        private final String rawQuery;
+
+        SimpleRequest(String method, String path, String rawQuery) {
+            this.method = method;
+            this.path = path;
+            this.rawQuery = rawQuery;
+        }
+
+        @Override public String method() { return method; }
+        @Override public String path() { return path; }
+        @Override public String rawQuery() { return rawQuery; }
+        @Override public String header(String name) { return null; }
+
+        @Override
+        public String toString() {
+            return method + " " + path + (rawQuery == null ? "" : "?" + rawQuery);
+        }
+    }
+}

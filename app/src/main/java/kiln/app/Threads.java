@@ -1,0 +1,25 @@
+package kiln.app;
+
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/** Thread factories for kiln's own threads. */
+public final class Threads {
+    private Threads() {
+    }
+
+    /**
+     * @param prefix the threads' name without the number, e.g. {@code "kiln-worker-"}; a name
+     *               without a trailing dash is used as is for every thread ({@code "kiln-timeouts"})
+     * @return a factory of daemon threads named {@code prefix1, prefix2...}: they never keep the JVM
+     *         alive, the server's own non-daemon threads do
+     */
+    public static ThreadFactory daemon(String prefix) {
+        AtomicInteger n = new AtomicInteger();
+        return r -> {
+            Thread t = new Thread(r, prefix.endsWith("-") ? prefix + n.incrementAndGet() : prefix);
+            t.setDaemon(true);
+            return t;
+        };
+    }
+}

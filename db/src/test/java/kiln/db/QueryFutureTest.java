@@ -1,0 +1,48 @@
+package kiln.db;
+
+import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import java.nio.file.Path;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** A query's future can be waited on and chained by anyone, and completed only by the database. */
+class QueryFutureTest {
+    @TempDir Path dir;
+
+    @Test
+    void onlyTheDatabaseCompletesAQuerysFuture() {
+        try (Db db = Db.open(dir)) {
+            Table<Integer, Integer> t = db.table("t", Codec.INT, Codec.INT);
+            QueryFuture<Integer> read = db.read(txn -> t.get(txn, 1, 7));
+            QueryFuture<Object> write = db.write(txn -> {
+                t.put(txn, 1, 2);
+                return null;
+            });
+            for (QueryFuture<?> f : new QueryFuture<?>[] {read, write}) {
+                assertThrows(UnsupportedOperationException.class, () -> f.complete(null));
+                assertThrows(UnsupportedOperationException.class, () -> f.completeExceptionally(new RuntimeException()));
+                assertThrows(UnsupportedOperationException.class, () -> f.cancel(true));
+                assertThrows(UnsupportedOperationException.class, () -> f.obtrudeValue(null));
+                assertThrows(UnsupportedOperationException.class, () -> f.obtrudeException(new RuntimeException()));
+                assertThrows(UnsupportedOperationException.class, () -> f.completeAsync(() -> null));
+                assertThrows(UnsupportedOperationException.class, () -> f.orTimeout(1, TimeUnit.SECONDS));
+                assertThrows(UnsupportedOperationException.class, () -> f.completeOnTimeout(null, 1, TimeUnit.SECONDS));
+            }
+            assertEquals(7, read.join());
+            write.join();
+            assertEquals(2, db.read(txn -> t.get(txn, 1)).join(), "the write the caller could not cancel is committed");
+
+            CompletableFuture<Integer> copy = db.read(txn -> t.get(txn, 1)).copy();
+            assertFalse(copy instanceof QueryFuture, "a derived future is the caller's own");
+            assertDoesNotThrow(() -> copy.complete(5));
+            assertEquals(2, copy.join(), "the copy was complete already");
+        }
+    }
+}
