@@ -16,8 +16,12 @@ public final class Threads {
      */
     public static ThreadFactory daemon(String prefix) {
         AtomicInteger n = new AtomicInteger();
+        boolean numbered = prefix.endsWith("-");
         return r -> {
-            Thread t = new Thread(r, prefix.endsWith("-") ? prefix + n.incrementAndGet() : prefix);
+            // The name is computed before `new Thread`: Quasar's agent (the comsat front end loads this
+            // class under it) fails with ArrayIndexOutOfBounds on a conditional inside constructor arguments.
+            String name = numbered ? prefix + n.incrementAndGet() : prefix;
+            Thread t = new Thread(r, name);
             t.setDaemon(true);
             return t;
         };
