@@ -38,6 +38,20 @@ public final class Endpoints {
                 return Step.after(demo.db().write(demo.updateWithNewRandomNumbers(rows)),
                     updated -> Step.of(Reply.json(updated)));  // answered once the commit is durable
             }),
+        get("/cached-queries?count=N", "/cached-queries?count=20", "N random rows from an in-memory cache (1..500)",
+            demo -> {
+                // TechEmpower test type 7: the World table held in memory, read once when the server starts
+                World[] byId = new World[DemoDb.WORLD_ROWS + 1];
+                demo.db().read(txn -> demo.worlds().scan(txn, (id, number) -> {
+                    byId[id] = new World(id, number);
+                    return true;
+                })).join();
+                return request -> {
+                    World[] rows = new World[Params.queries(request.param("count"))];
+                    for (int i = 0; i < rows.length; i++) rows[i] = byId[DemoDb.randomId()];
+                    return Step.of(Reply.json(rows));
+                };
+            }),
         get("/fortunes", "/fortunes", "the fortunes table as HTML",
             demo -> request -> Step.of(Reply.ok(Http.TEXT_HTML, Bodies.fortunesHtml(demo.readFortunes())))),
         get("/hello?delay=MS", "/hello?delay=100", "HelloWorld after an asynchronous sleep",

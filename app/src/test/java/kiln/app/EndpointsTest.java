@@ -90,6 +90,7 @@ class EndpointsTest {
             + "<li><a href=\"/db\">/db</a> &mdash; one random World row</li>"
             + "<li><a href=\"/queries?queries=20\">/queries?queries=N</a> &mdash; N random rows (1..500)</li>"
             + "<li><a href=\"/updates?queries=20\">/updates?queries=N</a> &mdash; N rows updated durably</li>"
+            + "<li><a href=\"/cached-queries?count=20\">/cached-queries?count=N</a> &mdash; N random rows from an in-memory cache (1..500)</li>"
             + "<li><a href=\"/fortunes\">/fortunes</a> &mdash; the fortunes table as HTML</li>"
             + "<li><a href=\"/hello?delay=100\">/hello?delay=MS</a> &mdash; HelloWorld after an asynchronous sleep</li>"
             + "</ul></body></html>", text(index));
@@ -153,6 +154,18 @@ class EndpointsTest {
         assertEquals(1, JSON.readTree(now("GET", "/queries", "queries=0").body).size());
         assertEquals(500, JSON.readTree(now("GET", "/queries", "queries=9999").body).size());
         assertTrue(text(now("GET", "/fortunes", null)).contains("&lt;script&gt;"));
+    }
+
+    @Test
+    void cachedQueriesServeNRowsFromTheWorldTableAsLoadedAtStart() throws Exception {
+        assertEquals(1, JSON.readTree(now("GET", "/cached-queries", null).body).size());
+        assertEquals(500, JSON.readTree(now("GET", "/cached-queries", "count=501").body).size());
+        JsonNode rows = JSON.readTree(now("GET", "/cached-queries", "count=50").body);
+        assertEquals(50, rows.size());
+        for (JsonNode row : rows) {
+            int id = row.get("id").intValue();
+            assertEquals(db.read(txn -> demo.worlds().get(txn, id)).join(), row.get("randomNumber").intValue(), row::toString);
+        }
     }
 
     @Test
