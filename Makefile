@@ -8,6 +8,9 @@ SERVER ?= kilim
 PORT   ?= 8080
 BIND   ?= 0.0.0.0
 DATA   ?= data
+# A main class of your own to run instead of the front end's (e.g. kiln.kilim.example.HitCounter);
+# it must be in SERVER's module, whose jar holds it.
+APP    ?=
 # Heap for a 1 GB VPS: leaves room for LMDB's page cache, thread stacks and the OS.
 HEAP   ?= 256m
 MVN    ?= mvn -B -q
@@ -35,6 +38,7 @@ MAIN_SOURCES := $(shell find . -path ./conformance -prune -o \( -path '*/src/mai
 
 help:
 	@echo "make demo [SERVER=$(SERVERS)] [PORT=8080] [DATA=data] [HEAP=256m]   build if needed and start a server"
+	@echo "make demo APP=your.Main                    build and run your own routes (a main calling KilimMain.serve)"
 	@echo "make test                                  run every test (unit, database, HTTP conformance, sweep)"
 	@echo "make build                                 build every runnable jar (skips tests)"
 	@echo "make bench-db                              database micro-benchmarks (prints a table)"
@@ -51,9 +55,9 @@ $(JAR): $(MAIN_SOURCES)
 	$(MVN) -DskipTests -pl $(MODULE) -am package
 
 demo: check-server $(JAR)
-	@echo "Starting kiln ($(SERVER)) on http://$(BIND):$(PORT)/ with data in ./$(DATA), heap $(HEAP). Ctrl-C stops it cleanly."
-	@echo "  try: curl http://127.0.0.1:$(PORT)/db    curl 'http://127.0.0.1:$(PORT)/updates?queries=5'"
-	exec $(SERVER_JAVA) $(JAVA_FLAGS) -jar $(JAR) --port $(PORT) --bind $(BIND) --data $(DATA) $(ARGS)
+	@echo "Starting $(or $(APP),kiln ($(SERVER))) on http://$(BIND):$(PORT)/ with data in ./$(DATA), heap $(HEAP). Ctrl-C stops it cleanly."
+	@$(if $(APP),true,echo "  try: curl http://127.0.0.1:$(PORT)/db    curl 'http://127.0.0.1:$(PORT)/updates?queries=5'")
+	exec $(SERVER_JAVA) $(JAVA_FLAGS) $(if $(APP),-cp $(JAR) $(APP),-jar $(JAR)) --port $(PORT) --bind $(BIND) --data $(DATA) $(if $(APP),,$(ARGS))
 
 # Maven prints each module's surefire summary; the sweep's own tests end with "N passed, N failed".
 test:

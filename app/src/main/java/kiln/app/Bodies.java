@@ -1,5 +1,6 @@
 package kiln.app;
 
+import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -48,6 +49,20 @@ public final class Bodies {
             return JSON.writeValueAsBytes(value);
         } catch (JsonProcessingException e) {
             throw new IllegalArgumentException("cannot serialize " + value.getClass().getName() + " as JSON", e);
+        }
+    }
+
+    /**
+     * @return {@code json} (UTF-8) bound to {@code type} by Jackson
+     * @throws HttpException 400 naming what is wrong when it is empty or does not bind
+     */
+    public static <T> T fromJson(byte[] json, Class<T> type) {
+        if (json.length == 0) throw new HttpException(400, "expected a JSON body, got none");
+        try {
+            return JSON.readValue(json, type);
+        } catch (IOException e) {
+            String why = e instanceof JsonProcessingException ? ((JsonProcessingException) e).getOriginalMessage() : e.getMessage();
+            throw new HttpException(400, "malformed JSON for " + type.getSimpleName() + ": " + why);
         }
     }
 

@@ -77,20 +77,23 @@ public final class Endpoints {
     }
 
     /**
-     * Routes a request and runs its endpoint's logic up to its first wait. Never throws: an unknown
-     * path is 404, another method 405, and a failure the failure policy's reply ({@link Failures}).
+     * Routes a request and runs its endpoint's logic up to its first wait, for a front end whose
+     * server library parsed the request. Never throws: an unknown path is 404, another method 405,
+     * and a failure the failure policy's reply ({@link Failures}).
      *
+     * @param path     the request path, not percent-decoded
+     * @param rawQuery the query without '?', still percent-encoded, or null
      * @return the reply, or a wait to run with the front end's way of waiting ({@link Step})
      */
-    public Step start(Request request) {
-        Endpoint endpoint = routes.find(request.method(), request.path());
-        if (endpoint == null) return Step.of(routes.miss(request.method(), request.path()));
-        return start(endpoint, request);
+    public Step start(String method, String path, String rawQuery) {
+        Routes.Route<Endpoint> route = routes.find(method, path);
+        if (route == null) return Step.of(routes.miss(method, path));
+        return start(route.handler, new SimpleRequest(method, path, rawQuery, route));
     }
 
     /**
      * Runs one endpoint's logic up to its first wait, for a front end that routed the request
-     * itself (Kilim's {@code Router}). Never throws (see {@link #start(Request)}).
+     * itself (kiln's own HTTP layer). Never throws (see {@link #start(String, String, String)}).
      */
     public Step start(Endpoint endpoint, Request request) {
         try {
@@ -98,11 +101,6 @@ public final class Endpoints {
         } catch (Exception | Error e) {
             return Step.of(Failures.toReply(e, request));
         }
-    }
-
-    /** @return {@link #start} for a front end that needs only a method and a target's path and query */
-    public Step start(String method, String path, String rawQuery) {
-        return start(new SimpleRequest(method, path, rawQuery));
     }
 
     /** @return every endpoint as lines {@code "  GET /queries?queries=N   N random rows (1..500)"}, for --help */
@@ -136,20 +134,25 @@ public final class Endpoints {
 
     /** A request that is only a method and a target: all the endpoints read. */
     private static final class SimpleRequest implements Request {
+        private static final byte[] NO_BODY = {};
         private final String method;
         private final String path;
         private final String rawQuery;
+        private final Routes.Route<Endpoint> route;
 
-        SimpleRequest(String method, String path, String rawQuery) {
+        SimpleRequest(String method, String path, String rawQuery, Routes.Route<Endpoint> route) {
             this.method = method;
             this.path = path;
             this.rawQuery = rawQuery;
+            this.route = route;
         }
 
         @Override public String method() { return method; }
         @Override public String path() { return path; }
         @Override public String rawQuery() { return rawQuery; }
         @Override public String header(String name) { return null; }
+        @Override public byte[] body() { return NO_BODY; }
+        @Override public String pathParam(String name) { return route.param(path, name); }
 
         @Override
         public String toString() {

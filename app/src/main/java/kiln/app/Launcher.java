@@ -7,8 +7,7 @@ import kiln.db.Db;
 import kiln.db.DbException;
 
 /**
- * The life of every front end's process, written once: open the database (filling the demo schema
- * on first start), start the server, print the ready line the tests and {@code ab-sweep.sh} wait
+ * The life of every front end's process, written once: open the database, start the server, print the ready line the tests and {@code ab-sweep.sh} wait
  * for, and on SIGTERM or Ctrl-C stop accepting, finish requests in flight, commit queued writes,
  * close LMDB and exit 0 ({@link Shutdown}). A start-up failure prints one line and exits 1.
  */
@@ -26,13 +25,14 @@ public final class Launcher {
         void stop(long graceMillis);
     }
 
-    /** Builds and starts a front end over the opened demo database. */
+    /** Builds and starts a front end over the opened database. */
     @FunctionalInterface
     public interface Starter {
         /**
+         * @param db the database, open; {@code DemoDb.open(db)} adds the demo tables
          * @throws IOException when the address cannot be bound (port in use, address not local)
          */
-        Server start(DemoDb demo) throws IOException;
+        Server start(Db db) throws IOException;
     }
 
     private Launcher() {
@@ -50,7 +50,7 @@ public final class Launcher {
         Db db = null;
         try {
             db = Db.builder(options.data).queueCapacity(options.dbQueue).open();
-            Server server = starter.start(DemoDb.open(db));
+            Server server = starter.start(db);
             Db openDb = db;
             Shutdown.onSignal(() -> {
                 LOG.info("stopping: finishing requests in flight, committing queued writes");

@@ -73,6 +73,33 @@ public final class Reply {
     }
 
     /**
+     * @param location where the new resource is, e.g. {@code /todos/7} (RFC 9110 section 10.2.2)
+     * @return 201 Created with {@code value} as JSON and {@code Location}
+     */
+    public static Reply created(String location, Object value) {
+        return of(201, Http.APPLICATION_JSON, Bodies.json(value)).header("Location", location);
+    }
+
+    /**
+     * @param status   301, 302, 303, 307 or 308 (RFC 9110 section 15.4); 303 See Other after a
+     *                 POST sends a browser on with GET
+     * @param location the target, e.g. {@code /todos}
+     * @return the redirect, with a one-line text body naming the target
+     * @throws IllegalArgumentException for another status
+     */
+    public static Reply redirect(int status, String location) {
+        if (status != 301 && status != 302 && status != 303 && status != 307 && status != 308) {
+            throw new IllegalArgumentException("a redirect is 301, 302, 303, 307 or 308, got " + status);
+        }
+        return of(status, Http.TEXT_PLAIN, ("see " + location + "\n").getBytes(StandardCharsets.UTF_8)).header("Location", location);
+    }
+
+    /** @return 200 with an empty body, for a DELETE or PUT with nothing to return (kiln sends no 204s) */
+    public static Reply empty() {
+        return of(200, Http.TEXT_PLAIN, new byte[0]);
+    }
+
+    /**
      * @param status an error status (4xx, 5xx)
      * @param detail a short explanation for the body, or null
      * @return the error with body {@link Bodies#error} ({@code "404 Not Found: detail\n"}) as

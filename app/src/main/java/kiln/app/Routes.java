@@ -1,44 +1,213 @@
 package kiln.app;
 
+import java.net.URLDecoder;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 /**
- * Routing, written once for every front end: (method, exact path) to a handler of type {@code H}.
- * A path no route has is 404; a path asked with a method it has no route for is 405 with
- * {@code Allow} listing the methods it has (RFC 9110 sections 15.5.5, 15.5.6).
+ * Routing, written once for every front end: (method, path) to a handler of type {@code H}.
+ * <ul>
+ *   <li>A path is exact ({@code /todos}) or a template whose segments may be parameters
+ *       ({@code /todos/{id}}: one whole segment each, read with {@link Route#param}). Exact paths
+ *       win over templates; templates are tried in the order added.</li>
+ *   <li>{@code HEAD} is answered by the {@code GET} route when the path has no {@code HEAD} route
+ *       of its own (RFC 9110 section 9.3.2: the same head, no body; the front end drops the body).</li>
+ *   <li>A path no route has is 404; a path asked with a method it has no route for is 405 with
+ *       {@code Allow} listing the methods it has (RFC 9110 sections 15.5.5, 15.5.6).</li>
+ * </ul>
  *
  * @param <H> the handler type: the endpoints' logic, or a front end's own (Kilim's fiber handlers)
  */
 public final class Routes<H> {
-    private final Map<String, Map<String, H>> byPath = new HashMap<>();
+    private final Map<String, Map<String, Route<H>>> exact = new HashMap<>();
+    private final List<Template> templates = new ArrayList<>();
+    /** Keyed by identity: {@link #add} reuses the one Template of a pattern. */
+    private final Map<Template, Map<String, Route<H>>> byTemplate = new HashMap<>();
+
+    /** A matched route: its handler and the template that reads path parameters. */
+    public static final class Route<H> {
+        public final String method;
+        public final H handler;
+        final Template template;
+
+        Route(String method, H handler, Template template) {
+            this.method = method;
+            this.handler = handler;
+            this.template = template;
+        }
+
+        /**
+         * @param path the request's path, as the route was found with
+         * @param name a parameter of the route's template, e.g. {@code id} of {@code /todos/{id}}
+         * @return that segment of {@code path}, percent-decoded as UTF-8
+         * @throws IllegalArgumentException when the template has no parameter {@code name}
+         * @throws HttpException 400 when the segment is badly percent-encoded
+         */
+        public String param(String path, String name) {
+            return template.param(path, name);
+        }
+
+        /** @return the path as registered, e.g. {@code /todos/{id}} */
+        public String pattern() {
+            return template.pattern;
+        }
+    }
 
     /**
      * Adds a route.
      *
      * @param method a method token, e.g. {@code GET}
-     * @param path   an exact path starting with '/', without a query
+     * @param path   an exact path or a template ({@code /todos/{id}}), starting with '/', without a query
      * @return this
-     * @throws IllegalArgumentException when the route exists already or the path does not start with '/'
+     * @throws IllegalArgumentException when the route exists already, the method is not a token, or
+     *                                  the path is malformed
      */
     public Routes<H> add(String method, String path, H handler) {
-        if (!path.startsWith("/")) throw new IllegalArgumentException("path must start with '/': " + path);
-        H previous = byPath.computeIfAbsent(path, p -> new LinkedHashMap<>()).putIfAbsent(method, handler);
-        if (previous != null) throw new IllegalArgumentException("route " + method + " " + path + " registered twice");
+        if (method.isEmpty() || !method.chars().allMatch(Http::isTokenChar)) throw new IllegalArgumentException("method is not a token: " + method);
+        Template t = Template.parse(path);
+        Map<String, Route<H>> byMethod;
+        if (t.isExact()) {
+            byMethod = exact.computeIfAbsent(path, p -> new HashMap<>());
+        } else {
+            for (Template other : templates) {
+                if (!other.sameShape(t)) continue;
+                if (!other.pattern.equals(path)) throw new IllegalArgumentException(path + " clashes with " + other.pattern);
+                t = other;
+            }
+            byMethod = byTemplate.get(t);
+            if (byMethod == null) {
+                templates.add(t);
+                byMethod = new HashMap<>();
+                byTemplate.put(t, byMethod);
+            }
+        }
+        if (byMethod.putIfAbsent(method, new Route<>(method, handler, t)) != null) {
+            throw new IllegalArgumentException("route " + method + " " + path + " registered twice");
+        }
         return this;
     }
 
-    /** @return the handler for {@code method} on {@code path}, or null: answer {@link #miss} */
-    public H find(String method, String path) {
-        Map<String, H> byMethod = byPath.get(path);
-        return byMethod == null ? null : byMethod.get(method);
+    /** @return the route for {@code method} on {@code path} ({@code HEAD} falls back to {@code GET}), or null: answer {@link #miss} */
+    public Route<H> find(String method, String path) {
+        Map<String, Route<H>> byMethod = methodsOf(path);
+        if (byMethod == null) return null;
+        Route<H> r = byMethod.get(method);
+        if (r == null && method.equals("HEAD")) r = byMethod.get("GET");
+        return r;
     }
 
     /** @return the answer when {@link #find} found nothing: 404, or 405 with {@code Allow} */
     public Reply miss(String method, String path) {
-        Map<String, H> byMethod = byPath.get(path);
+        Map<String, Route<H>> byMethod = methodsOf(path);
         if (byMethod == null) return Reply.notFound(path);
-        return Reply.methodNotAllowed(method, path, String.join(", ", byMethod.keySet()));
+        Set<String> allow = new LinkedHashSet<>();
+        for (String m : new String[] {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"}) {
+            if (byMethod.containsKey(m) || (m.equals("HEAD") && byMethod.containsKey("GET"))) allow.add(m);
+        }
+        allow.addAll(byMethod.keySet());
+        return Reply.methodNotAllowed(method, path, String.join(", ", allow));
+    }
+
+    private Map<String, Route<H>> methodsOf(String path) {
+        Map<String, Route<H>> byMethod = exact.get(path);
+        if (byMethod != null || templates.isEmpty()) return byMethod;
+        for (Template t : templates) {
+            if (t.matches(path)) return byTemplate.get(t);
+        }
+        return null;
+    }
+
+    /** A path split at '/', each segment a literal or a {@code {name}} parameter. */
+    static final class Template {
+        final String pattern;
+        private final String[] segments;
+        private final boolean[] isParam;
+
+        private Template(String pattern, String[] segments, boolean[] isParam) {
+            this.pattern = pattern;
+            this.segments = segments;
+            this.isParam = isParam;
+        }
+
+        static Template parse(String path) {
+            if (!path.startsWith("/")) throw new IllegalArgumentException("path must start with '/': " + path);
+            if (path.indexOf('?') >= 0) throw new IllegalArgumentException("path must not hold a query: " + path);
+            String[] segments = path.substring(1).split("/", -1);
+            boolean[] isParam = new boolean[segments.length];
+            Set<String> names = new LinkedHashSet<>();
+            for (int i = 0; i < segments.length; i++) {
+                String s = segments[i];
+                if (s.startsWith("{") && s.endsWith("}") && s.length() > 2) {
+                    String name = s.substring(1, s.length() - 1);
+                    if (name.indexOf('{') >= 0 || name.indexOf('}') >= 0 || !names.add(name)) {
+                        throw new IllegalArgumentException("bad or repeated parameter " + s + " in " + path);
+                    }
+                    segments[i] = name;
+                    isParam[i] = true;
+                } else if (s.indexOf('{') >= 0 || s.indexOf('}') >= 0) {
+                    throw new IllegalArgumentException("a parameter must be a whole segment, like /todos/{id}: " + path);
+                }
+            }
+            return new Template(path, segments, isParam);
+        }
+
+        boolean isExact() {
+            for (boolean p : isParam) {
+                if (p) return false;
+            }
+            return true;
+        }
+
+        /** @return true when both match the same paths (same literals, parameters in the same places) */
+        boolean sameShape(Template o) {
+            if (o.segments.length != segments.length) return false;
+            for (int i = 0; i < segments.length; i++) {
+                if (isParam[i] != o.isParam[i] || (!isParam[i] && !segments[i].equals(o.segments[i]))) return false;
+            }
+            return true;
+        }
+
+        boolean matches(String path) {
+            if (!path.startsWith("/")) return false;
+            int start = 1;
+            for (int i = 0; i < segments.length; i++) {
+                int end = path.indexOf('/', start);
+                boolean last = i == segments.length - 1;
+                if (last != (end < 0)) return false;
+                if (end < 0) end = path.length();
+                if (isParam[i]) {
+                    if (end == start) return false;
+                } else if (end - start != segments[i].length() || !path.startsWith(segments[i], start)) {
+                    return false;
+                }
+                start = end + 1;
+            }
+            return true;
+        }
+
+        String param(String path, String name) {
+            int start = 1;
+            for (int i = 0; i < segments.length; i++) {
+                int end = path.indexOf('/', start);
+                if (end < 0) end = path.length();
+                if (isParam[i] && segments[i].equals(name)) return decode(path.substring(start, end));
+                start = end + 1;
+            }
+            throw new IllegalArgumentException(pattern + " has no parameter {" + name + "}");
+        }
+
+        private static String decode(String segment) {
+            if (segment.indexOf('%') < 0) return segment;
+            try {
+                return URLDecoder.decode(segment.replace("+", "%2B"), StandardCharsets.UTF_8);
+            } catch (IllegalArgumentException e) {
+                throw new HttpException(400, "malformed path: " + e.getMessage());
+            }
+        }
     }
 }

@@ -104,6 +104,20 @@ public final class ServerOptions {
     public static ServerOptions parseOrExit(Object command, String[] args) {
         CommandLine cmd = new CommandLine(command);
         cmd.getCommandSpec().usageMessage().footer("%nEndpoints:%n" + Endpoints.usage().replace("%", "%%"));
+        return parseOrExit(cmd, args);
+    }
+
+    /**
+     * As {@link #parseOrExit(Object, String[])}, for a program of your own that serves its own routes:
+     * {@code name} and {@code description} replace the command's, and the usage lists no endpoints.
+     */
+    public static ServerOptions parseOrExit(Object command, String name, String description, String[] args) {
+        CommandLine cmd = new CommandLine(command).setCommandName(name);
+        cmd.getCommandSpec().usageMessage().description(description.replace("%", "%%"));
+        return parseOrExit(cmd, args);
+    }
+
+    private static ServerOptions parseOrExit(CommandLine cmd, String[] args) {
         try {
             CommandLine.ParseResult parsed = cmd.parseArgs(args);
             if (parsed.isUsageHelpRequested()) {
@@ -114,7 +128,7 @@ public final class ServerOptions {
             for (Object mixin : cmd.getMixins().values()) {
                 if (mixin instanceof ServerOptions) options = (ServerOptions) mixin;
             }
-            if (options == null) throw new IllegalArgumentException(command.getClass() + " has no @Mixin ServerOptions");
+            if (options == null) throw new IllegalArgumentException(cmd.getCommandName() + " has no @Mixin ServerOptions");
             options.validate(cmd);
             return options;
         } catch (CommandLine.ParameterException e) {

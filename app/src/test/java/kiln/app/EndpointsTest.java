@@ -133,8 +133,15 @@ class EndpointsTest {
         assertEquals(405, post.status);
         assertEquals(1, post.headerCount());
         assertEquals("Allow", post.headerName(0));
-        assertEquals("GET", post.headerValue(0));
+        assertEquals("GET, HEAD", post.headerValue(0));
         assertEquals(Http.TEXT_PLAIN, post.contentType);
+    }
+
+    @Test
+    void headIsAnsweredByTheGetLogic() {
+        Reply head = now("HEAD", "/plaintext", null);
+        assertEquals(200, head.status);
+        assertArrayEquals(Bodies.PLAINTEXT, head.body, "the same reply; the front end drops the body");
     }
 
     @Test

@@ -11,7 +11,12 @@ import java.nio.charset.StandardCharsets;
  * codecs do (big-endian, sign bit flipped); {@link #STRING} orders by UTF-8 bytes. Keys are at
  * most 511 bytes (LMDB's default {@code MDB_MAXKEYSIZE}).
  *
- * <p>A custom codec for a small value class:
+ * <p>For a value class, {@link #json} stores it as JSON through Jackson:
+ * <pre>{@code
+ * Table<Long, Todo> todos = db.table("todos", Codec.LONG, Codec.json(Todo.class));
+ * }</pre>
+ *
+ * <p>A custom codec for a small fixed-size value class:
  * <pre>{@code
  * Codec<Point> POINT = new Codec<>() {
  *     public int size(Point p) { return 8; }
@@ -63,6 +68,24 @@ public interface Codec<T> {
             return new String(bytes, StandardCharsets.UTF_8);
         }
     };
+
+    /**
+     * Values of {@code type} as UTF-8 JSON, written and read by Jackson: public fields or getters
+     * out, public fields, setters or a {@code @JsonCreator} in; a record works too. The size is the
+     * JSON's length (LMDB stores values of any length up to the map size). Keep keys out of it: JSON
+     * does not sort as its values do.
+     *
+     * <p>Errors: a value Jackson cannot write throws {@link IllegalArgumentException} in
+     * {@link Table#put} (a write query that does so is rolled back alone); a stored value that is
+     * not JSON for {@code type} (written by another codec) throws {@link DbException} on read. Classes
+     * may change: a stored property the class no longer has is skipped, a new field reads as its default.
+     *
+     * @param type the value class
+     * @return the codec
+     */
+    static <T> Codec<T> json(Class<T> type) {
+        return new JsonCodec<>(type);
+    }
 
     /** Byte length of {@code s} in UTF-8 (unpaired surrogates count as the 1-byte '?' Java writes). */
     static int utf8Length(String s) {

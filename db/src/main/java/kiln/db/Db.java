@@ -59,6 +59,8 @@ public final class Db implements AutoCloseable {
     private final AtomicInteger idleReadCount = new AtomicInteger();
     private final int maxIdleReadTxns;
     private volatile boolean closed;
+    /** The table of every {@link Sequence}, opened on first use. */
+    private Table<String, Long> sequences;
     /** Map size in bytes, kept here so that {@link #stats} never calls into a closing environment. */
     private volatile long mapSize;
 
@@ -99,6 +101,17 @@ public final class Db implements AutoCloseable {
             throw new IllegalStateException("db.table() cannot be called inside a write query; open tables at start-up");
         }
         return new Table<>(name, env.openDbi(name, DbiFlags.MDB_CREATE), keys, values);
+    }
+
+    /**
+     * Opens (creating if missing) a durable counter for ids; see {@link Sequence}. Call it at start-up.
+     *
+     * @param name the sequence's name, 1..511 bytes of UTF-8
+     * @throws IllegalStateException on the writer thread (inside a write query)
+     */
+    public synchronized Sequence sequence(String name) {
+        if (sequences == null) sequences = table(Sequence.TABLE, Codec.STRING, Codec.LONG);
+        return new Sequence(sequences, name);
     }
 
     /**

@@ -5,6 +5,7 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.function.Supplier;
 
 import kilim.Cell;
@@ -63,6 +64,40 @@ public final class QueryFuture<R> extends CompletableFuture<R> {
             throw unwrap(e.getCause());
         } catch (InterruptedException e) {
             throw new IllegalStateException("unreachable: the future is done", e);
+        }
+    }
+
+    /**
+     * Waits on a plain thread; in fiber code use {@link #await()}.
+     *
+     * @throws IllegalStateException when called from a Kilim carrier thread (fiber code) before the
+     *                               result is in: blocking there would stall every fiber of that carrier
+     */
+    @Override
+    public R join() {
+        refuseBlockingACarrier("join");
+        return super.join();
+    }
+
+    /** As {@link #join()}: refused on a Kilim carrier thread while the result is not in. */
+    @Override
+    public R get() throws InterruptedException, ExecutionException {
+        refuseBlockingACarrier("get");
+        return super.get();
+    }
+
+    /** As {@link #join()}: refused on a Kilim carrier thread while the result is not in. */
+    @Override
+    public R get(long timeout, TimeUnit unit) throws InterruptedException, ExecutionException, TimeoutException {
+        refuseBlockingACarrier("get");
+        return super.get(timeout, unit);
+    }
+
+    private void refuseBlockingACarrier(String method) {
+        if (!isDone() && KilimCarrier.isCurrentThread()) {
+            throw new IllegalStateException(method + "() on a database future in fiber code (Kilim carrier thread "
+                + Thread.currentThread().getName() + ") would block the carrier and every fiber on it: use future.await(),"
+                + " which pauses only this fiber. join() and get() are for plain threads.");
         }
     }
 

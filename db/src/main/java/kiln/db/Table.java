@@ -108,9 +108,7 @@ public final class Table<K, V> {
             boolean more = from == null ? c.seek(SeekOp.MDB_FIRST) : c.get(encodeKey(from, KEY_BUFFER.get()), GetOp.MDB_SET_RANGE);
             while (more) {
                 n++;
-                K k = keys.read(c.key().order(ByteOrder.BIG_ENDIAN));
-                V v = values.read(c.val().order(ByteOrder.BIG_ENDIAN));
-                if (!visitor.test(k, v)) break;
+                if (!visitor.test(decodeKey(c), decodeValue(c))) break;
                 more = c.next();
             }
         }
@@ -120,6 +118,87 @@ public final class Table<K, V> {
     /** Visits every entry in key order; see {@link #scan}. */
     public long scan(Txn txn, BiPredicate<? super K, ? super V> visitor) {
         return scan(txn, null, visitor);
+    }
+
+    /**
+     * Visits entries in reverse key order, starting at the last key {@code <= from} (or the last key
+     * when {@code from} is null), until the visitor returns false or the table's start: "the newest
+     * first" for keys from a {@link Sequence}.
+     *
+     * @return the number of entries visited
+     */
+    public long scanBackward(Txn txn, K from, BiPredicate<? super K, ? super V> visitor) {
+        long n = 0;
+        try (Cursor<ByteBuffer> c = dbi.openCursor(txn.lmdb)) {
+            boolean more;
+            if (from == null) {
+                more = c.last();
+            } else {
+                ByteBuffer start = copyOf(encodeKey(from, KEY_BUFFER.get()));
+                more = c.get(start, GetOp.MDB_SET_RANGE);
+                if (!more) more = c.last();
+                else if (!c.key().equals(start)) more = c.prev();
+            }
+            while (more) {
+                n++;
+                if (!visitor.test(decodeKey(c), decodeValue(c))) break;
+                more = c.prev();
+            }
+        }
+        return n;
+    }
+
+    /**
+     * Visits, in key order, the entries whose encoded key starts with the encoding of {@code prefix}:
+     * with {@link Codec#STRING} keys, {@code scanPrefix(txn, "user:", ...)} visits every key that
+     * begins with "user:". (With the fixed-size number codecs a prefix is a whole key.)
+     *
+     * @return the number of entries visited
+     */
+    public long scanPrefix(Txn txn, K prefix, BiPredicate<? super K, ? super V> visitor) {
+        long n = 0;
+        ByteBuffer p = copyOf(encodeKey(prefix, KEY_BUFFER.get()));
+        int length = p.remaining();
+        try (Cursor<ByteBuffer> c = dbi.openCursor(txn.lmdb)) {
+            boolean more = c.get(p, GetOp.MDB_SET_RANGE);
+            while (more) {
+                ByteBuffer key = c.key();
+                if (key.remaining() < length || !key.slice(key.position(), length).equals(p)) break;
+                n++;
+                if (!visitor.test(decodeKey(c), decodeValue(c))) break;
+                more = c.next();
+            }
+        }
+        return n;
+    }
+
+    /** @return the smallest key, or null when the table is empty */
+    public K firstKey(Txn txn) {
+        try (Cursor<ByteBuffer> c = dbi.openCursor(txn.lmdb)) {
+            return c.first() ? decodeKey(c) : null;
+        }
+    }
+
+    /** @return the largest key (the newest id of a {@link Sequence}), or null when the table is empty */
+    public K lastKey(Txn txn) {
+        try (Cursor<ByteBuffer> c = dbi.openCursor(txn.lmdb)) {
+            return c.last() ? decodeKey(c) : null;
+        }
+    }
+
+    private K decodeKey(Cursor<ByteBuffer> c) {
+        return keys.read(c.key().order(ByteOrder.BIG_ENDIAN));
+    }
+
+    private V decodeValue(Cursor<ByteBuffer> c) {
+        return values.read(c.val().order(ByteOrder.BIG_ENDIAN));
+    }
+
+    /** A copy in a direct buffer of its own: the shared key buffer may be reused while it is needed. */
+    private static ByteBuffer copyOf(ByteBuffer key) {
+        ByteBuffer copy = ByteBuffer.allocateDirect(key.remaining());
+        copy.put(key.duplicate()).flip();
+        return copy;
     }
 
     private ByteBuffer encodeKey(K key, ByteBuffer buf) {

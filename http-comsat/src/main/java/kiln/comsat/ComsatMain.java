@@ -1,7 +1,8 @@
 package kiln.comsat;
 
-import kiln.app.Params;
+import kiln.app.DemoDb;
 import kiln.app.Launcher;
+import kiln.app.Params;
 import kiln.app.ServerOptions;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -44,8 +45,8 @@ public final class ComsatMain {
         if (System.getProperty(ASYNC_TIMEOUT) == null) {
             System.setProperty(ASYNC_TIMEOUT, Long.toString(Params.MAX_DELAY_MS + 30_000L));
         }
-        Launcher.run(NAME, options, demo -> {
-            ComsatServer server = new ComsatServer(options, demo);
+        Launcher.run(NAME, options, db -> {
+            ComsatServer server = new ComsatServer(options, DemoDb.open(db));
             server.start();
             return server;
         });

@@ -1,5 +1,6 @@
 package kiln.jetty;
 
+import kiln.app.DemoDb;
 import kiln.app.Launcher;
 import kiln.app.ModeOptions;
 import kiln.app.ServerOptions;
@@ -27,8 +28,8 @@ public final class JettyMain {
     public static void main(String[] args) {
         JettyMain command = new JettyMain();
         ServerOptions options = ServerOptions.parseOrExit(command, args);
-        Launcher.run(NAME, options, demo -> {
-            JettyServer server = new JettyServer(options, command.threading.mode, command.threading.workers, demo);
+        Launcher.run(NAME, options, db -> {
+            JettyServer server = new JettyServer(options, command.threading.mode, command.threading.workers, DemoDb.open(db));
             server.start();
             return server;
         });

@@ -7,6 +7,7 @@ import java.nio.channels.SocketChannel;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
+import kilim.NotPausable;
 import kilim.Pausable;
 import kilim.Task;
 import kilim.nio.EndPoint;
@@ -57,11 +58,31 @@ final class HttpConnection extends Task<Object> {
     private volatile int phase = NONE;
     /** Set by the reaper before it half-closes the socket, so the fiber knows why it saw end-of-stream. */
     private volatile int expired = NONE;
+    /** The request whose handler runs now, or null; read by the {@link CarrierWatch} for its report. */
+    private HttpRequest current;
 
     HttpConnection(KilimServer server, EndPoint endpoint) {
         this.server = server;
         this.endpoint = endpoint;
         this.channel = endpoint.dataChannel();
+    }
+
+    /** Each run of this fiber on a carrier, until it pauses or ends, is marked for the {@link CarrierWatch}. */
+    @Override
+    public void run() throws NotPausable {
+        CarrierWatch.Slot slot = server.carrierWatch().enter(this);
+        try {
+            super.run();
+        } finally {
+            slot.exit();
+        }
+    }
+
+    /** @return the handler now running, e.g. {@code GET /todos/{id}}, for a report, or null between requests */
+    String handlerName() {
+        HttpRequest r = current;
+        if (r == null) return null;
+        return r.method() + " " + (r.route != null ? r.route.pattern() : r.path());
     }
 
     @Override
@@ -96,7 +117,9 @@ final class HttpConnection extends Task<Object> {
                     start += p.length;
                     phase = NONE;
                     HttpRequest request = p.request;
+                    current = request;
                     Reply response = server.respond(request);
+                    current = null;
                     boolean keepAlive = request.keepAlive() && !server.isStopping();
                     ResponseWriter.write(out, request.minorVersion(), response, keepAlive, "HEAD".equals(request.method()));
                     if (!keepAlive) {

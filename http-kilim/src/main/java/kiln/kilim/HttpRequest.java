@@ -3,6 +3,7 @@ package kiln.kilim;
 import java.util.List;
 
 import kiln.app.Request;
+import kiln.app.Routes;
 
 /**
  * One parsed HTTP/1.x request, as {@link RequestParser} produced it. Immutable.
@@ -19,6 +20,8 @@ public final class HttpRequest implements Request {
     private final List<String> headers;
     private final byte[] body;
     private final boolean keepAlive;
+    /** The route the router matched, for {@link #pathParam}; set before the handler runs. */
+    Routes.Route<?> route;
 
     HttpRequest(String method, String target, String path, String rawQuery, int minorVersion,
                 List<String> headers, byte[] body, boolean keepAlive) {
@@ -65,7 +68,13 @@ public final class HttpRequest implements Request {
         return null;
     }
 
-    /** @return the request body (empty when there is none); do not modify */
+    @Override
+    public String pathParam(String name) {
+        if (route == null) throw new IllegalStateException("pathParam(\"" + name + "\") before the request was routed");
+        return route.param(path, name);
+    }
+
+    @Override
     public byte[] body() {
         return body;
     }

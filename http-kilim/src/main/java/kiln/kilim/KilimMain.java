@@ -1,14 +1,26 @@
 package kiln.kilim;
 
+import java.util.function.Function;
+
+import kiln.app.DemoDb;
 import kiln.app.Launcher;
 import kiln.app.ServerOptions;
+import kiln.db.Db;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
 
 /**
- * {@code java -jar kiln-kilim.jar [--port N] [--bind ADDR] [--data DIR] [--threads N]}: opens (and
- * on first start fills) the database, serves the endpoint registry, and on SIGTERM or Ctrl-C stops
- * accepting, finishes requests in flight, commits queued writes and closes LMDB.
+ * {@code java -jar kiln-kilim.jar [--port N] [--bind ADDR] [--data DIR] [--threads N] ...}: opens
+ * (and on first start fills) the database, serves the endpoint registry, and on SIGTERM or Ctrl-C
+ * stops accepting, finishes requests in flight, commits queued writes and closes LMDB.
+ *
+ * <p>{@link #serve} runs your own routes the same way, with the same options:
+ * <pre>{@code
+ * public static void main(String[] args) {
+ *     KilimMain.serve("todo", args, db -> TodoApp.routes(db));
+ * }
+ * }</pre>
  */
 @Command(name = "kiln-kilim", mixinStandardHelpOptions = true, version = "kiln-kilim 0.1.0",
     description = "The Kilim fiber HTTP server over the kiln LMDB database.")
@@ -18,13 +30,39 @@ public final class KilimMain {
     @Mixin
     ServerOptions server;
 
+    @Option(names = "--blocked-carrier-ms", paramLabel = "MS", defaultValue = "100",
+        description = "Log, once per handler, a fiber that runs this long on its carrier thread without pausing"
+            + " (a Thread.sleep, a blocking call, a long loop), with its stack and what to use instead; 0: off (default: ${DEFAULT-VALUE}).")
+    long blockedCarrierMs;
+
     public static void main(String[] args) {
-        ServerOptions options = ServerOptions.parseOrExit(new KilimMain(), args);
-        Launcher.run(NAME, options, demo -> {
-            KilimServer server = new KilimServer(options.bind, options.port, options.threadsOrDefault(), Router.withEndpoints(demo))
+        KilimMain command = new KilimMain();
+        command.start(NAME, ServerOptions.parseOrExit(command, args), db -> Router.withEndpoints(DemoDb.open(db)));
+    }
+
+    /**
+     * Runs your routes as a server: parses the standard options ({@code --port --bind --data
+     * --threads}, the limits, {@code --help}), opens the database, serves the router {@code routes}
+     * builds over it, prints {@code NAME listening on http://ADDR:PORT/}, and stops cleanly on
+     * SIGTERM or Ctrl-C. Returns once serving; a bad option exits 2, a start-up failure exits 1 with
+     * one line.
+     *
+     * @param name   the program's name, for its usage, log and ready lines
+     * @param args   the command line
+     * @param routes builds the router once the database is open (open tables and sequences here)
+     */
+    public static void serve(String name, String[] args, Function<Db, Router> routes) {
+        KilimMain command = new KilimMain();
+        command.start(name, ServerOptions.parseOrExit(command, name, "Your routes on kiln's Kilim fiber HTTP server.", args), routes);
+    }
+
+    private void start(String name, ServerOptions options, Function<Db, Router> routes) {
+        Launcher.run(name, options, db -> {
+            KilimServer server = new KilimServer(options.bind, options.port, options.threadsOrDefault(), routes.apply(db))
                 .idleTimeout(options.idleTimeoutMs)
                 .headerTimeout(options.headerTimeoutMs)
-                .maxConnections(options.maxConnectionsOrDefault());
+                .maxConnections(options.maxConnectionsOrDefault())
+                .blockedCarrierThreshold(blockedCarrierMs);
             server.start();
             return server;
         });

@@ -48,6 +48,8 @@ import kiln.db.QueryFuture;
  *       connection fibers. Handlers run here and must never block (see {@link Handler}).</li>
  *   <li>{@code kiln-timeouts}: once a second, half-closes connections past their idle, header or
  *       write deadline (see {@link HttpConnection}).</li>
+ *   <li>{@code kiln-carrier-watch}: reports a handler that holds its carrier thread too long
+ *       ({@link CarrierWatch}).</li>
  * </ul>
  * Beyond {@link #maxConnections} open connections, a new connection gets a one-shot 503 and is
  * closed, so a flood cannot exhaust the process's file descriptors.
@@ -66,6 +68,8 @@ public final class KilimServer implements Launcher.Server {
     private long idleTimeoutNanos = TimeUnit.SECONDS.toNanos(60);
     private long headerTimeoutNanos = TimeUnit.SECONDS.toNanos(10);
     private int maxConnections = ServerOptions.defaultMaxConnections();
+    private long blockedCarrierMs = 100;
+    private CarrierWatch carrierWatch = new CarrierWatch(0);
     private volatile boolean stopping;
     private ScheduledExecutorService reaper;
     private ServerSocketChannel channel;
@@ -116,6 +120,21 @@ public final class KilimServer implements Launcher.Server {
         return this;
     }
 
+    /**
+     * Sets how long one fiber may run on its carrier thread without pausing before the server logs
+     * what it is blocked in, once per handler (default 100 ms; 0 turns the check off). See
+     * {@link CarrierWatch}. Call before {@link #start}.
+     */
+    public KilimServer blockedCarrierThreshold(long millis) {
+        if (millis < 0) throw new IllegalArgumentException("blocked-carrier threshold must be >= 0 ms, got " + millis);
+        blockedCarrierMs = millis;
+        return this;
+    }
+
+    CarrierWatch carrierWatch() {
+        return carrierWatch;
+    }
+
     /** @return the connection cap in force */
     public int maxConnections() {
         return maxConnections;
@@ -150,6 +169,7 @@ public final class KilimServer implements Launcher.Server {
         channel = ssc;
         selector = new NioSelectorScheduler();
         carriers = new AffineScheduler(threads, 0);
+        carrierWatch = new CarrierWatch(blockedCarrierMs);
         reaper = Executors.newSingleThreadScheduledExecutor(Threads.daemon("kiln-timeouts"));
         reaper.scheduleWithFixedDelay(this::expireOverdue, 1, 1, TimeUnit.SECONDS);
         Task listener = new Listener(ssc);
@@ -204,6 +224,7 @@ public final class KilimServer implements Launcher.Server {
         }
         if (inFlight.get() > 0) LOG.warning(inFlight.get() + " requests still running after " + graceMillis + " ms; stopping anyway");
         if (reaper != null) reaper.shutdownNow();
+        carrierWatch.stop();
         if (carriers != null) carriers.shutdown();
         if (selector != null) selector.shutdown();
     }

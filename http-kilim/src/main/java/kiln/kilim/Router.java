@@ -16,9 +16,9 @@ import kiln.app.Routes;
 import kiln.app.Step;
 
 /**
- * Maps (method, exact path) to a fiber {@link Handler}, with the routing every front end shares
- * ({@link Routes}): an unknown path answers 404; a known path with another method answers 405 with
- * {@code Allow} listing the methods it has (RFC 9110 section 15.5.6).
+ * Maps (method, path) to a fiber {@link Handler}, with the routing every front end shares
+ * ({@link Routes}): exact paths and templates ({@code /todos/{id}}), HEAD answered by GET, 404 for
+ * an unknown path, 405 with {@code Allow} for a known path asked with another method.
  *
  * <pre>{@code
  * Router router = Router.withEndpoints(DemoDb.open(db))     // the demo endpoints of the registry
@@ -43,7 +43,7 @@ public final class Router {
         return router;
     }
 
-    /** Registers {@code handler} for GET {@code path}. */
+    /** Registers {@code handler} for GET {@code path}; it answers HEAD too (the body dropped). */
     public Router get(String path, Handler handler) {
         return route("GET", path, handler);
     }
@@ -53,11 +53,23 @@ public final class Router {
         return route("POST", path, handler);
     }
 
+    /** Registers {@code handler} for PUT {@code path}. */
+    public Router put(String path, Handler handler) {
+        return route("PUT", path, handler);
+    }
+
+    /** Registers {@code handler} for DELETE {@code path}. */
+    public Router delete(String path, Handler handler) {
+        return route("DELETE", path, handler);
+    }
+
     /**
-     * Registers {@code handler} for {@code method} on {@code path} (exact match, no query string).
+     * Registers {@code handler} for {@code method} on {@code path}: an exact path ({@code /todos}) or
+     * a template with whole-segment parameters ({@code /todos/{id}}, read with
+     * {@code request.pathParam("id")}); no query string. See {@link Routes} for the matching rules.
      *
      * @throws IllegalStateException when the handler's class was not woven by Kilim
-     * @throws IllegalArgumentException when the route exists already or the path does not start with '/'
+     * @throws IllegalArgumentException when the route exists already or the path is malformed
      */
     public Router route(String method, String path, Handler handler) {
         requireWoven(handler);
@@ -67,9 +79,10 @@ public final class Router {
 
     /** Runs the handler for {@code request}, or answers 404/405. */
     Reply dispatch(HttpRequest request) throws Pausable, Exception {
-        Handler h = routes.find(request.method(), request.path());
-        if (h == null) return routes.miss(request.method(), request.path());
-        return h.handle(request);
+        Routes.Route<Handler> route = routes.find(request.method(), request.path());
+        if (route == null) return routes.miss(request.method(), request.path());
+        request.route = route;
+        return route.handler.handle(request);
     }
 
     /** Runs an endpoint's {@link Step}s in this fiber: each wait pauses the fiber, not the carrier. */

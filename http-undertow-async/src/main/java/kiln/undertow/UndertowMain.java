@@ -1,5 +1,6 @@
 package kiln.undertow;
 
+import kiln.app.DemoDb;
 import kiln.app.Launcher;
 import kiln.app.ModeOptions;
 import kiln.app.ServerOptions;
@@ -27,8 +28,8 @@ public final class UndertowMain {
     public static void main(String[] args) {
         UndertowMain command = new UndertowMain();
         ServerOptions options = ServerOptions.parseOrExit(command, args);
-        Launcher.run(NAME, options, demo -> {
-            UndertowServer server = new UndertowServer(options, command.threading.mode, command.threading.workers, demo);
+        Launcher.run(NAME, options, db -> {
+            UndertowServer server = new UndertowServer(options, command.threading.mode, command.threading.workers, DemoDb.open(db));
             server.start();
             return server;
         });

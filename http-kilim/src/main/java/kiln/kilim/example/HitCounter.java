@@ -1,6 +1,5 @@
 package kiln.kilim.example;
 
-import java.nio.file.Path;
 import java.util.Map;
 
 import kiln.app.DemoDb;
@@ -9,15 +8,13 @@ import kiln.app.Reply;
 import kiln.db.Codec;
 import kiln.db.Db;
 import kiln.db.Table;
-import kiln.kilim.KilimServer;
+import kiln.kilim.KilimMain;
 import kiln.kilim.Router;
 
 /**
  * The README's "write your own fiber handler" example, kept compiling (and its text in sync with
- * the README) by HitCounterTest. Run it with
- * {@code java --add-opens java.base/java.nio=ALL-UNNAMED --add-exports java.base/sun.nio.ch=ALL-UNNAMED
- * -cp http-kilim/target/kiln-kilim.jar kiln.kilim.example.HitCounter}, then
- * {@code curl 'http://127.0.0.1:8080/hits?page=home'}.
+ * the README) by HitCounterTest. Run it with {@code make demo APP=kiln.kilim.example.HitCounter},
+ * then {@code curl 'http://127.0.0.1:8080/hits?page=home'}.
  */
 public final class HitCounter {
     private HitCounter() {
@@ -46,15 +43,8 @@ public final class HitCounter {
         return router;
     }
 
-    public static void main(String[] args) throws Exception {
-        Db db = Db.open(Path.of(args.length > 0 ? args[0] : "data"));
-        KilimServer server = new KilimServer("127.0.0.1", 8080, Runtime.getRuntime().availableProcessors(), routes(db));
-        server.start();
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            server.stop(5_000);
-            db.close();
-        }));
-        System.out.println("hit counter on http://127.0.0.1:" + server.port() + "/hits?page=home");
-        Thread.currentThread().join();
+    /** {@code make demo APP=kiln.kilim.example.HitCounter}; the standard options, {@code --help} for them. */
+    public static void main(String[] args) {
+        KilimMain.serve("hit-counter", args, HitCounter::routes);
     }
 }

@@ -1,0 +1,134 @@
+package kiln.kilim;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.logging.Handler;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
+
+import kiln.app.Reply;
+import kiln.db.Codec;
+import kiln.db.Db;
+import kiln.db.Table;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The fiber traps that used to be silent now say what to do: the README's trap table, row by row. */
+class TrapsTest {
+    private final List<String> warnings = new CopyOnWriteArrayList<>();
+    private final Handler capture = new Handler() {
+        @Override
+        public void publish(LogRecord r) {
+            warnings.add(r.getMessage());
+        }
+
+        @Override
+        public void flush() {
+        }
+
+        @Override
+        public void close() {
+        }
+    };
+    private final Logger watchLog = Logger.getLogger(CarrierWatch.class.getName());
+    private final HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+
+    @TempDir Path dir;
+    private Db db;
+    private KilimServer server;
+
+    @BeforeEach
+    void listen() {
+        watchLog.addHandler(capture);
+    }
+
+    @AfterEach
+    void stop() {
+        watchLog.removeHandler(capture);
+        if (server != null) server.stop(1_000);
+        if (db != null) db.close();
+    }
+
+    private String base(Router router) throws Exception {
+        server = new KilimServer("127.0.0.1", 0, 2, router).blockedCarrierThreshold(100);
+        server.start();
+        return "http://127.0.0.1:" + server.port();
+    }
+
+    private HttpResponse<String> get(String url) throws Exception {
+        return client.send(HttpRequest.newBuilder(URI.create(url)).timeout(Duration.ofSeconds(10)).build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    @Test
+    void threadSleepInAHandlerIsReportedWithinASecondOncePerHandler() throws Exception {
+        String base = base(new Router().get("/slow/{n}", req -> {
+            Thread.sleep(500);  // the trap
+            return Reply.text("slept");
+        }));
+        long start = System.nanoTime();
+        Thread call = new Thread(() -> {
+            try {
+                get(base + "/slow/1");
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        call.start();
+        while (warnings.isEmpty() && System.nanoTime() - start < 1_000_000_000L) Thread.sleep(10);
+        long seenMs = (System.nanoTime() - start) / 1_000_000;
+        assertEquals(1, warnings.size(), "one warning within 1 s of the call, got " + warnings.size() + " after " + seenMs + " ms");
+        String w = warnings.get(0);
+        assertTrue(w.contains("the handler of GET /slow/{n}") && w.contains("Thread.sleep") && w.contains("use Task.sleep(ms)")
+            && w.contains("java.lang.Thread.sleep("), w);
+        call.join();
+        assertEquals("slept", get(base + "/slow/2").body());
+        assertEquals(1, warnings.size(), "reported once per handler");
+    }
+
+    @Test
+    void joinOnADatabaseFutureInAHandlerFailsAtOnceWithTheAdvice() throws Exception {
+        db = Db.open(dir);
+        Table<String, Long> t = db.table("t", Codec.STRING, Codec.LONG);
+        String base = base(new Router()
+            .get("/join", req -> {
+                try {
+                    db.write(txn -> {
+                        t.put(txn, "k", 1L);
+                        return null;
+                    }).join();  // the trap
+                    return Reply.text("joined");
+                } catch (IllegalStateException e) {
+                    return Reply.text(e.getMessage());
+                }
+            })
+            .get("/read", req -> Reply.text("read " + db.read(txn -> t.get(txn, "k", 0L)).join())));
+        String advice = get(base + "/join").body();
+        assertTrue(advice.startsWith("join() on a database future in fiber code") && advice.contains("use future.await()"), advice);
+        assertEquals("read 1", get(base + "/read").body(), "join() on a finished future (every read) returns at once; the write committed");
+        assertTrue(warnings.isEmpty(), () -> "refused at once, so the carrier was never held: " + warnings);
+    }
+
+    @Test
+    void theReportNamesTheBlockingCallAndTheFiberAlternative() {
+        CarrierWatch watch = new CarrierWatch(0);
+        Thread t = Thread.currentThread();
+        StackTraceElement park = new StackTraceElement("java.util.concurrent.locks.LockSupport", "park", "LockSupport.java", 211);
+        StackTraceElement io = new StackTraceElement("sun.nio.ch.SocketDispatcher", "read0", null, -2);
+        StackTraceElement loop = new StackTraceElement("my.App", "lambda$routes$0", "App.java", 42);
+        assertTrue(watch.report("GET /a", t, 150, new StackTraceElement[] {park, loop}).contains("a lock, latch or blocking queue"));
+        assertTrue(watch.report("GET /a", t, 150, new StackTraceElement[] {io, loop}).contains("kilim.nio.EndPoint"));
+        String busy = watch.report("GET /a", t, 150, new StackTraceElement[] {loop});
+        assertTrue(busy.contains("a long computation") && busy.contains("at my.App.lambda$routes$0(App.java:42)"), busy);
+    }
+}
