@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.stream.Stream;
 
+import kiln.app.Endpoints;
 import kiln.app.Http;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -143,30 +144,43 @@ class ConnectionsTest {
 
     @ParameterizedTest(name = "{0} {1} /plaintext -> 405")
     @MethodSource("otherMethods")
-    void otherMethodsAre405WithAllowGet(FrontEnd fe, String method) {
+    void otherMethodsAre405WithAllow(FrontEnd fe, String method) {
         try (RawConnection c = RawConnection.open(SERVERS.get(fe))) {
             RawResponse r = c.exchange(method + " /plaintext HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n");
             assertEquals("HTTP/1.1 405 Method Not Allowed", r.statusLine, () -> r.toString());
-            assertEquals("GET", r.header("Allow"), () -> r.toString());
+            assertEquals("GET, HEAD", r.header("Allow"), () -> r.toString());
             assertEquals(Http.TEXT_PLAIN, r.header("Content-Type"));
             assertTrue(r.bodyText().startsWith("405 Method Not Allowed"), () -> r.bodyText());
             assertEquals("Hello, World!", c.exchange(get("/plaintext")).bodyText(), "a 405 keeps the connection usable");
         }
     }
 
+    /** HEAD of every GET endpoint of the registry, its example target. */
+    static Stream<Arguments> getEndpoints() {
+        return FrontEnd.cross(Endpoints.ALL.stream().filter(e -> e.method.equals("GET")).map(e -> new Object[] {e.example})
+            .toArray(Object[][]::new));
+    }
+
     /**
-     * HEAD is one of the "other methods" (405), but a response to HEAD never has content: the
-     * client ends it at the empty line whatever Content-Length says (RFC 9110 section 9.3.2,
-     * RFC 9112 section 6.3). Content sent anyway would be read as the start of the next response.
+     * HEAD is answered like GET without the content (RFC 9110 sections 9.1, 9.3.2: a general-purpose
+     * server must support it): the same status and Content-Type, a Content-Length, and nothing after
+     * the head. The client ends a HEAD response at the empty line whatever Content-Length says (RFC
+     * 9112 section 6.3), so content sent anyway would be read as the start of the next response.
      */
-    @ParameterizedTest(name = "{0}")
-    @MethodSource("servers")
-    void headIs405WithoutContent(FrontEnd fe) {
+    @ParameterizedTest(name = "{0} HEAD {1}")
+    @MethodSource("getEndpoints")
+    void headIsTheGetHeadWithoutContent(FrontEnd fe, String target) {
         try (RawConnection c = RawConnection.open(SERVERS.get(fe))) {
-            c.send("HEAD /plaintext HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" + get("/plaintext"));
+            RawResponse got = c.exchange(get(target));
+            c.send("HEAD " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" + get("/plaintext"));
             RawResponse r = c.readHeadOnly();
-            assertEquals("HTTP/1.1 405 Method Not Allowed", r.statusLine, () -> r.toString());
-            assertEquals("GET", r.header("Allow"), () -> r.toString());
+            assertEquals(got.statusLine, r.statusLine, () -> r.toString());
+            assertEquals(got.header("Content-Type"), r.header("Content-Type"), () -> r.toString());
+            if (!target.startsWith("/db") && !target.contains("queries")) {
+                assertEquals(got.header("Content-Length"), r.header("Content-Length"), () -> "same length as GET: " + r);
+            } else {
+                assertTrue(Integer.parseInt(r.header("Content-Length")) > 0, () -> r.toString());
+            }
             String next = c.peek("HTTP/1.1 200 OK".length());
             assertEquals("HTTP/1.1 200 OK", next, "the bytes after the HEAD response's head must be the next response, not content");
             assertEquals("Hello, World!", c.read().bodyText());

@@ -91,7 +91,7 @@ class HeadersTest {
         new Case("GET /updates?queries=2", RawConnection.get("/updates?queries=2"), 200, Http.APPLICATION_JSON, Body.VARIES, null),
         new Case("GET /nope (404)", RawConnection.get("/nope"), 404, TEXT, Body.ERROR, null),
         new Case("POST /plaintext (405)", "POST /plaintext HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n",
-            405, TEXT, Body.ERROR, null, "Allow: GET"),
+            405, TEXT, Body.ERROR, null, "Allow: GET, HEAD"),
         new Case("HTTP/1.0 keep-alive GET /plaintext", "GET /plaintext HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
             200, TEXT, Body.FIXED, Bodies.PLAINTEXT, "Connection: keep-alive"),
         new Case("HTTP/1.0 GET /plaintext", "GET /plaintext HTTP/1.0\r\n\r\n",

@@ -8,11 +8,7 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest.BodyPublishers;
 import java.net.http.HttpResponse.BodyHandlers;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.Arrays;
-import java.util.List;
-import java.util.stream.Collectors;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -23,15 +19,9 @@ import org.junit.jupiter.api.io.TempDir;
 
 /** The README's handler example: its text matches the compiled source, and it works. */
 class HitCounterTest {
-    private static final Path REPO = Path.of(System.getProperty("user.dir")).getParent();
-
     @Test
     void readmeShowsTheExampleExactlyAsCompiled() throws IOException {
-        String source = Files.readString(REPO.resolve("http-kilim/src/main/java/kiln/kilim/example/HitCounter.java"));
-        String example = dedent(between(source, "// README-BEGIN\n", "        // README-END"));
-        String readme = Files.readString(REPO.resolve("README.md"));
-        assertTrue(readme.contains(example),
-            "README.md must contain the code between README-BEGIN and README-END of HitCounter.java, verbatim:\n" + example);
+        ReadmeExample.assertInReadme("http-kilim/src/main/java/kiln/kilim/example/HitCounter.java");
     }
 
     @Test
@@ -64,19 +54,5 @@ class HitCounterTest {
             var hits = reopened.table("hits", kiln.db.Codec.STRING, kiln.db.Codec.LONG);
             assertEquals(3L, reopened.read(txn -> hits.get(txn, "home")).join());
         }
-    }
-
-    private static String between(String s, String begin, String end) {
-        int b = s.indexOf(begin);
-        int e = s.indexOf(end);
-        assertTrue(b >= 0 && e > b, "markers missing in HitCounter.java");
-        return s.substring(b + begin.length(), e);
-    }
-
-    private static String dedent(String block) {
-        List<String> lines = Arrays.asList(block.split("\n", -1));
-        int indent = lines.stream().filter(l -> !l.isBlank())
-            .mapToInt(l -> l.length() - l.stripLeading().length()).min().orElse(0);
-        return lines.stream().map(l -> l.isBlank() ? "" : l.substring(indent)).collect(Collectors.joining("\n")).strip();
     }
 }
