@@ -27,6 +27,12 @@ def _capped_ticks(summary):
     return ticks, [f"{t}*" if t in capped else str(t) for t in ticks]
 
 
+def heap_mb(heap):
+    """A JVM size (256m, 1g, 524288k, bytes) in MB."""
+    scale = {"k": 1 / 1024, "m": 1, "g": 1024}.get(heap[-1].lower())
+    return float(heap[:-1]) * scale if scale else int(heap) / 1048576
+
+
 def chart_png(settings, summary, out_png, out_svg):
     import matplotlib
     matplotlib.use("Agg")
@@ -35,7 +41,7 @@ def chart_png(settings, summary, out_png, out_svg):
     latency = settings.mode == "latency"
     servers = list(dict.fromkeys(s["server"] for s in summary))
     colors = {srv: plt.get_cmap("tab10")(i % 10) for i, srv in enumerate(servers)}
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(11, 9), sharex=True, height_ratios=[3, 2])
+    fig, (top, middle, bottom) = plt.subplots(3, 1, figsize=(11, 12), sharex=True, height_ratios=[3, 2, 2])
     ticks, tick_labels = _capped_ticks(summary)
     if latency:
         for srv in servers:
@@ -65,13 +71,22 @@ def chart_png(settings, summary, out_png, out_svg):
         top.legend(h1 + h2, l1 + l2, fontsize=8, ncol=2, loc="best")
     for srv in servers:
         x, y, _ = _series(summary, srv, "server_cpu_us_per_request_median")
+        middle.plot(x, _gaps(y), marker="o", color=colors[srv], label=srv)
+        x, y, _ = _series(summary, srv, "rss_peak_mb_max")
         bottom.plot(x, _gaps(y), marker="o", color=colors[srv], label=srv)
-    bottom.set_ylabel("server CPU, us/request (median)")
-    bottom.set_ylim(bottom=0)
+    middle.set_ylabel("server CPU, us/request (median)")
+    middle.set_ylim(bottom=0)
+    # Memory is what a small VPS runs out of first: the peak resident set beside the Java heap limit.
+    bottom.axhline(heap_mb(settings.heap), color="grey", linestyle="--", linewidth=1)
+    bottom.annotate(f"JVM heap -Xmx{settings.heap}", (0.99, heap_mb(settings.heap)), xycoords=("axes fraction", "data"),
+                    fontsize=8, color="grey", va="bottom", ha="right")
+    bottom.set_ylabel("peak server RSS, MB (VmHWM, max)")
+    bottom.set_ylim(0, max([heap_mb(settings.heap)] + [s["rss_peak_mb_max"] or 0 for s in summary]) * 1.15)
+    bottom.legend(fontsize=8, ncol=3, loc="best")
     bottom.set_xlabel("concurrent keep-alive connections" + ("  (* capped: see the report)" if any(s["cap_reason"] for s in summary) else ""))
     bottom.set_xticks(ticks)
     bottom.set_xticklabels(tick_labels, rotation=30 if len(ticks) > 6 else 0)
-    for ax in (top, bottom):
+    for ax in (top, middle, bottom):
         ax.grid(True, alpha=0.3)
     fig.suptitle(f"kiln {'latency' if latency else 'sweep'}: GET {settings.path} with {settings.client}, {settings.pinning}, "
                  f"heap {settings.heap}\n{settings.date}, {settings.rounds} round(s), "
@@ -140,7 +155,7 @@ def plotly_figures(settings, summary):
     for key, title, unit, name in (
             ("server_cpu_us_per_request_median", "Server CPU time per request (median)", "us/request", "cpu"),
             ("p99_ms_median", "p99 latency (median over rounds)", "ms", "p99"),
-            ("rss_peak_mb_max", "Peak server RSS (VmHWM, max over rounds)", "MB", "rss")):
+            ("rss_peak_mb_max", "Memory: peak server RSS per step (VmHWM, max over rounds)", "MB", "rss")):
         if latency and name == "p99":
             continue
         f = go.Figure()
@@ -150,6 +165,10 @@ def plotly_figures(settings, summary):
                                    line=dict(color=colors[srv]), customdata=custom(rows), hovertemplate=hover))
         axis(f, title)
         f.update_yaxes(title_text=unit, rangemode="tozero")
+        if name == "rss":
+            # Memory is what a small VPS runs out of first: the peak resident set beside the heap limit.
+            f.add_hline(y=heap_mb(settings.heap), line_dash="dash", line_color="grey",
+                        annotation_text=f"JVM heap -Xmx{settings.heap}", annotation_position="top left")
         figs.append((name, f))
     return figs
 

@@ -64,6 +64,14 @@ def test_records_are_typed_and_complete(quick_sweep):
     assert records.read(d, records.PROBLEMS, records.Problem) == []
 
 
+def test_memory_panel_shows_peak_rss_per_step_per_server(quick_sweep):
+    d, _ = quick_sweep
+    html = (d / "report.html").read_text()
+    assert 'id="chart-rss"' in html and "Memory: peak server RSS per step" in html
+    svg = (d / "chart.svg").read_text()
+    assert "peak server RSS, MB" in svg and "JVM heap -Xmx256m" in svg
+
+
 def test_chart_png_is_a_chart(quick_sweep):
     d, _ = quick_sweep
     img = PIL.open(d / "chart.png").convert("RGB")

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from conftest import DATA
-from kiln_sweep import records, report
+from kiln_sweep import charts, records, report
 from kiln_sweep.records import Problem, Settings, TimedRun
 
 
@@ -145,3 +145,7 @@ def test_records_round_trip_and_unknown_fields_are_refused(tmp_path):
     (tmp_path / records.RUNS).write_text(json.dumps({"round": 1, "no_such_field": 2}) + "\n")
     with pytest.raises(TypeError):
         records.read(tmp_path, records.RUNS, TimedRun)
+
+
+def test_heap_sizes_read_as_the_jvm_reads_them():
+    assert [charts.heap_mb(h) for h in ("256m", "1g", "1G", "524288k", "1048576")] == [256, 1024, 1024, 512, 1]
