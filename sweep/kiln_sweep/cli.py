@@ -10,10 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional
 
-from kiln_sweep import SweepError, registry
+from kiln_sweep import ROOT, SWEEP_DIR, SweepError, registry
 
-SWEEP_DIR = Path(__file__).resolve().parent.parent
-ROOT = SWEEP_DIR.parent
 VENV = SWEEP_DIR / ".venv"
 REQUIREMENTS = SWEEP_DIR / "requirements.txt"
 

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-SWEEP_DIR = Path(__file__).resolve().parent.parent
+from kiln_sweep import SWEEP_DIR
+
 WRK_SCRIPT = SWEEP_DIR / "wrk-report.lua"
 
 

@@ -5,6 +5,8 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
+from kiln_sweep import SweepError
+
 # Measured in the same rounds as the front ends: the floor a Java server reaches here (a minimal NIO
 # server, sweep/DummyServer.java) and nginx with one worker.
 ANCHORS = ("dummy", "nginx")
@@ -31,14 +33,14 @@ class Server:
 
 def read_frontends(path):
     """frontends.conf's front ends, in file order. Columns: name module jar jdk connection deviations
-    args...; '#' starts a comment line. Raises ValueError naming the line when one is short."""
+    args...; '#' starts a comment line. Raises SweepError naming the line when one is short."""
     servers = []
     for number, line in enumerate(Path(path).read_text().splitlines(), 1):
         cols = line.split()
         if not cols or cols[0].startswith("#"):
             continue
         if len(cols) < 6:
-            raise ValueError(f"{path}:{number}: want name module jar jdk connection deviations [args], got {line!r}")
+            raise SweepError(f"{path}:{number}: want name module jar jdk connection deviations [args], got {line!r}")
         name, module, jar, jdk = cols[:4]
         servers.append(Server(name, "jar", module, f"{module}/target/{jar}", jdk, tuple(cols[6:])))
     return servers

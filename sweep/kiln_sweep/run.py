@@ -4,6 +4,7 @@ traps: ../shared/FACTS.md, "Benchmarking on this machine"."""
 
 import datetime
 import os
+import re
 import resource
 import shlex
 import shutil
@@ -14,8 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from kiln_sweep import SweepError, clients, measure, plan, records, registry, servers
-from kiln_sweep.cli import ROOT, SWEEP_DIR, note, setup_venv, write_report
+from kiln_sweep import ROOT, SWEEP_DIR, SweepError, clients, measure, plan, records, registry, servers
+from kiln_sweep.cli import note, setup_venv, write_report
 
 # A server counts as idle below this CPU utilisation (% of one core) over a 0.5 s sample.
 IDLE_PCT = 5
@@ -35,7 +36,11 @@ class Running:
 
     def __init__(self, server, proc, port, log):
         self.server, self.proc, self.port, self.log = server, proc, port, log
-        self.pids = [proc.pid] + measure.children(proc.pid)
+        self.pids = [proc.pid]
+
+    def adopt_children(self):
+        """Once it serves: its children are measured with it (nginx's worker)."""
+        self.pids = [self.proc.pid] + measure.children(self.proc.pid)
 
 
 class Sweep:
@@ -267,7 +272,7 @@ class Sweep:
             (data / "nginx.conf").write_text(servers.nginx_conf(
                 SWEEP_DIR / "nginx.conf.template", data, port, self.nofile, max(s.concurrency for s in self.steps)))
         cmd = self.pinned(servers.command(server, self.javas.get(server.name), self.o.heap, port, data,
-                                          self.tmp / "dummy", data), self.server_cpu)
+                                          self.tmp / "dummy"), self.server_cpu)
         self.log_command(cmd)
         with open(log, "w") as f:
             proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
@@ -280,7 +285,7 @@ class Sweep:
                         f.write((data / "error.log").read_text(errors="replace"))
                 return self.start_failed(rnd, server, log, f"{server.name} exited before it was ready (log: {log})")
             text = log.read_text(errors="replace")
-            if server.kind != "nginx" and 'Exception in thread "main"' in text:
+            if server.kind != "nginx" and re.search(r'^Exception in thread "main"', text, re.MULTILINE):
                 # Its main thread died, yet other threads may keep the JVM alive without ever serving.
                 return self.start_failed(rnd, server, log, f"{server.name} failed while starting (log: {log})")
             if servers.http_status(port, "/") if server.kind == "nginx" else ready_line.search(text):
@@ -294,7 +299,7 @@ class Sweep:
             return self.start_failed(rnd, server, log, f"{server.name} answered GET {self.o.path} with "
                                      f"'{status or 'nothing'}', not 2xx: not measured (every response would count "
                                      "as a failure)")
-        self.running = Running(server, proc, port, log)
+        self.running.adopt_children()
         return self.running
 
     def stop_server(self, quiet=False):
@@ -453,7 +458,8 @@ class Sweep:
                 time.sleep(self.timing.cooldown_s)
         if not records.read(self.out, records.RUNS, records.TimedRun):
             raise SweepError("no step was measured (see the messages above)")
-        write_report(self.out, python)
+        if write_report(self.out, python) != 0:
+            raise SweepError(f"the report of {self.out} failed (see above)")
         self.reported = True
         if records.read(self.out, records.PROBLEMS, records.Problem):
             print("ab-sweep: some servers could not be measured in every round (see the notes above)",

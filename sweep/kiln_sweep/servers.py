@@ -58,7 +58,8 @@ def http_status(port, path, timeout=10):
     try:
         with socket.create_connection((BIND, port), timeout=timeout) as s:
             s.sendall(f"GET {path} HTTP/1.0\r\nHost: {BIND}\r\n\r\n".encode())
-            line = s.makefile("rb").readline(200).decode("latin-1")
+            with s.makefile("rb") as f:
+                line = f.readline(200).decode("latin-1")
     except OSError:
         return None
     m = re.match(r"HTTP/1\.[01] (\d{3})", line)
@@ -116,15 +117,16 @@ def build(root, server, log):
         raise SweepError(f"the build of {server.module} succeeded but made no {server.jar}")
 
 
-def command(server, java, heap, port, data_dir, dummy_classes, nginx_dir):
-    """The command line that starts `server` on BIND:port."""
+def command(server, java, heap, port, data_dir, dummy_classes):
+    """The command line that starts `server` on BIND:port; data_dir holds a front end's database or
+    nginx's configuration, logs and temp files."""
     if server.kind == "jar":
         return [java.path, *java.flags(heap), "-jar", server.jar, "--port", str(port), "--bind", BIND,
                 "--data", str(data_dir), *server.args]
     if server.kind == "dummy":
         return [java.path, *java.flags(heap), "-cp", str(dummy_classes), "DummyServer", "--port", str(port),
                 "--bind", BIND]
-    return ["nginx", "-p", str(nginx_dir), "-c", f"{nginx_dir}/nginx.conf", "-e", f"{nginx_dir}/error.log",
+    return ["nginx", "-p", str(data_dir), "-c", f"{data_dir}/nginx.conf", "-e", f"{data_dir}/error.log",
             "-g", "daemon off;"]
 
 

@@ -7,11 +7,12 @@ import json
 import re
 import shutil
 import subprocess
+import time
 
 import pytest
 
-from conftest import ab_sweep
-from kiln_sweep import records
+from conftest import ROOT, ab_sweep
+from kiln_sweep import measure, records
 
 PIL = pytest.importorskip("PIL.Image", reason="the venv's pillow (sweep/requirements.txt) reads the images")
 
@@ -135,3 +136,20 @@ def test_a_path_the_server_does_not_serve_fails_clearly(quick_sweep, tmp_path):
     assert "kilim answered GET /no-such-endpoint with '404', not 2xx" in out and "no step was measured" in out
     [problem] = records.read(tmp_path / "badpath", records.PROBLEMS, records.Problem)
     assert problem.server == "kilim" and "404" in problem.message
+
+
+def test_sigterm_stops_the_server_and_keeps_what_was_measured(quick_sweep, tmp_path):
+    # After the quick sweep (the fixture): one load on this machine at a time.
+    out = tmp_path / "stopped"
+    proc = subprocess.Popen([str(ROOT / "ab-sweep.sh"), "dummy", "--quick", "--no-anchors", "--no-install", "--out",
+                             str(out)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not (out / records.RUNS).is_file() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    proc.terminate()
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 143, stdout + stderr
+    assert f"stopped early; the steps measured so far are in {out}" in stderr
+    pid = int(re.search(r"dummy listening on \S+ \(pid (\d+)\)", stdout).group(1))
+    assert not measure.alive(pid), "the server outlived the sweep"
+    assert len(records.read(out, records.RUNS, records.TimedRun)) >= 1

@@ -3,7 +3,7 @@
 import pytest
 
 from conftest import ROOT
-from kiln_sweep import registry
+from kiln_sweep import SweepError, registry
 
 
 def conf_names():
@@ -30,7 +30,7 @@ def test_columns_give_the_jar_the_jdk_range_and_the_arguments():
 def test_a_short_line_is_an_error_naming_it(tmp_path):
     conf = tmp_path / "frontends.conf"
     conf.write_text("# comment\n\nkilim http-kilim kiln-kilim.jar 17+\n")
-    with pytest.raises(ValueError, match=r"frontends.conf:3:"):
+    with pytest.raises(SweepError, match=r"frontends.conf:3:"):
         registry.read_frontends(conf)
 
 
