@@ -77,12 +77,11 @@ def chart_png(settings, summary, out_png, out_svg):
     middle.set_ylabel("server CPU, us/request (median)")
     middle.set_ylim(bottom=0)
     # Memory is what a small VPS runs out of first: the peak resident set beside the Java heap limit.
-    bottom.axhline(heap_mb(settings.heap), color="grey", linestyle="--", linewidth=1)
-    bottom.annotate(f"JVM heap -Xmx{settings.heap}", (0.99, heap_mb(settings.heap)), xycoords=("axes fraction", "data"),
-                    fontsize=8, color="grey", va="bottom", ha="right")
+    bottom.axhline(heap_mb(settings.heap), color="grey", linestyle="--", linewidth=1,
+                   label=f"JVM heap -Xmx{settings.heap}")
     bottom.set_ylabel("peak server RSS, MB (VmHWM, max)")
     bottom.set_ylim(0, max([heap_mb(settings.heap)] + [s["rss_peak_mb_max"] or 0 for s in summary]) * 1.15)
-    bottom.legend(fontsize=8, ncol=3, loc="best")
+    bottom.legend(fontsize=8, ncol=4, loc="best")
     bottom.set_xlabel("concurrent keep-alive connections" + ("  (* capped: see the report)" if any(s["cap_reason"] for s in summary) else ""))
     bottom.set_xticks(ticks)
     bottom.set_xticklabels(tick_labels, rotation=30 if len(ticks) > 6 else 0)

@@ -27,7 +27,7 @@ class Server:
     args: tuple = ()
 
     @property
-    def java(self):
+    def runs_on_java(self):
         return self.kind != "nginx"
 
 

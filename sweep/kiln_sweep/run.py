@@ -98,7 +98,7 @@ class Sweep:
         if any(s.kind == "nginx" for s in self.selected):
             need("nginx", "the nginx anchor uses Debian's nginx: apt-get install -y nginx-light (or --no-anchors)")
         by_path = {}
-        for s in (s for s in self.selected if s.java):
+        for s in (s for s in self.selected if s.runs_on_java):
             try:
                 path = servers.find_java(ROOT, s.jdk)
             except SweepError as e:

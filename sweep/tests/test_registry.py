@@ -24,7 +24,7 @@ def test_columns_give_the_jar_the_jdk_range_and_the_arguments():
     assert known["kilim"].args == ()
     assert known["comsat"].jdk == "17"
     assert known["kilim"].jdk == "17+"
-    assert known["nginx"].java is False and known["dummy"].java is True
+    assert known["nginx"].runs_on_java is False and known["dummy"].runs_on_java is True
 
 
 def test_a_short_line_is_an_error_naming_it(tmp_path):
