@@ -97,17 +97,23 @@ class Sweep:
             need("wrk", "apt-get install -y wrk")
         if any(s.kind == "nginx" for s in self.selected):
             need("nginx", "the nginx anchor uses Debian's nginx: apt-get install -y nginx-light (or --no-anchors)")
-        by_path = {}
+        # One find-java.sh per JDK range, one Java per binary it names.
+        by_range, by_path = {}, {}
         for s in (s for s in self.selected if s.runs_on_java):
-            try:
-                path = servers.find_java(ROOT, s.jdk)
-            except SweepError as e:
-                missing.append(f"{s.name} needs JDK {s.jdk}: {e}")
-                continue
-            if path not in by_path:
-                by_path[path] = servers.Java(path)
-            javas[s.name] = by_path[path]
-        if any(s.kind == "dummy" for s in self.selected) and javas.get("dummy") and not javas["dummy"].javac():
+            if s.jdk not in by_range:
+                by_range[s.jdk] = None
+                try:
+                    path = servers.find_java(ROOT, s.jdk)
+                except SweepError as e:
+                    names = " ".join(x.name for x in self.selected if x.runs_on_java and x.jdk == s.jdk)
+                    missing.append(f"JDK {s.jdk} (for {names}): {e}")
+                else:
+                    if path not in by_path:
+                        by_path[path] = servers.Java(path)
+                    by_range[s.jdk] = by_path[path]
+            if by_range[s.jdk]:
+                javas[s.name] = by_range[s.jdk]
+        if "dummy" in javas and not javas["dummy"].javac():
             missing.append("javac not found: the dummy anchor is compiled with javac: apt-get install -y "
                            "openjdk-17-jdk-headless")
         if self.pin:

@@ -104,3 +104,22 @@ def test_the_wrapper_runs_the_package_on_the_system_python_alone():
             "sys.exit(bool(bad))")
     assert subprocess.run([sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(ROOT / 'sweep')!r}); "
                            + code], check=False).returncode == 0
+
+
+def test_a_front_end_without_a_fitting_jdk_is_named_in_the_plan_and_stops_a_real_run(monkeypatch, capsys):
+    from kiln_sweep import SweepError, cli, run, servers
+    real = servers.find_java
+
+    def no_jdk_17(root, jdk_range):
+        if jdk_range == "17":
+            raise SweepError("find-java.sh: no JDK 17 in $JAVA or /usr/lib/jvm")
+        return real(root, jdk_range)
+
+    monkeypatch.setattr(servers, "find_java", no_jdk_17)
+    monkeypatch.chdir(ROOT)
+    assert run.Sweep(cli.parse(["--plan-only", "comsat", "kilim"])).main() == 0
+    out = capsys.readouterr().out
+    assert "Missing:     JDK 17 (for comsat): find-java.sh: no JDK 17" in out
+    assert "for dummy, kilim" in out
+    with pytest.raises(SweepError, match="JDK 17 \\(for comsat\\)"):
+        run.Sweep(cli.parse(["comsat", "--quick"])).main()
