@@ -25,11 +25,11 @@ class Java:
     def __init__(self, path):
         self.path = path
         out = subprocess.run([path, "-version"], capture_output=True, text=True, check=False)
-        self.version_line = (out.stderr or out.stdout).splitlines()[0] if (out.stderr or out.stdout) else ""
-        m = re.search(r'"(\d+)(?:\.(\d+))?', self.version_line)
+        self.version_line = ((out.stderr or out.stdout).splitlines() or [""])[0]
+        m = re.search(r'"(\d+)', self.version_line)
         if not m:
             raise SweepError(f"cannot read the version of {path}: {self.version_line}")
-        self.major = 8 if m.group(1) == "1" else int(m.group(1))
+        self.major = 8 if m.group(1) == "1" else int(m.group(1))  # "1.8.0_..."
 
     def flags(self, heap):
         flags = [f"-Xms{heap}", f"-Xmx{heap}", *LMDB_FLAGS]
