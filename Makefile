@@ -59,11 +59,11 @@ demo: check-server $(JAR)
 	@$(if $(APP),true,echo "  try: curl http://127.0.0.1:$(PORT)/db    curl 'http://127.0.0.1:$(PORT)/updates?queries=5'")
 	exec $(SERVER_JAVA) $(JAVA_FLAGS) $(if $(APP),-cp $(JAR) $(APP),-jar $(JAR)) --port $(PORT) --bind $(BIND) --data $(DATA) $(if $(APP),,$(ARGS))
 
-# Maven prints each module's surefire summary; the sweep's own tests end with "N passed, N failed".
+# Maven prints each module's surefire summary; the sweep's pytest suite (sweep/tests) its own closing line.
 test:
 	mvn -B --no-transfer-progress verify
 	./ab-sweep.sh --setup
-	sweep/test.sh
+	cd sweep && .venv/bin/python -m pytest
 
 # Point reads (JMH) and durable writes/s with and without group commit; ~2 minutes. The data dir
 # is under bench/target on the real disk: write figures are fsync figures (tmpfs would lie).

@@ -1,0 +1,5 @@
+import sys
+
+from kiln_sweep.cli import main
+
+sys.exit(main())

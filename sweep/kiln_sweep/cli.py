@@ -1,0 +1,225 @@
+"""./ab-sweep.sh's command line: options, --help, --setup, --report and the sweep itself."""
+
+import argparse
+import hashlib
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import List, Optional
+
+from kiln_sweep import ROOT, SWEEP_DIR, SweepError, registry
+
+VENV = SWEEP_DIR / ".venv"
+REQUIREMENTS = SWEEP_DIR / "requirements.txt"
+
+HELP = """\
+Usage: ./ab-sweep.sh [options] SERVER...
+
+Starts each SERVER on a free loopback port, loads it with ApacheBench keep-alive connections at
+rising concurrency, stops it, and writes results/<date>-<servers>/: raw outputs, CSV, JSON, a PNG
+chart and a self-contained HTML report. Builds a front end's jar with Maven when it is missing or
+older than its sources.
+
+SERVER (one or more):
+  {front_ends}
+      a kiln front end, as listed in frontends.conf (those whose module exists in this checkout)
+  dummy        anchor: minimal Java NIO server with the same /hello response (sweep/DummyServer.java)
+  nginx        anchor: Debian's nginx, one worker, same 10-byte body
+  all          every front end present, in rounds that interleave the servers
+The anchors are measured in every round unless --no-anchors; each figure is also reported as a
+ratio to them, measured in the same round.
+
+Options:
+  --path PATH        endpoint to load (default /hello), e.g. /plaintext, /db, '/hello?delay=10'
+  --quick            tiny sweep for CI and smoke tests: c=10,100, 1 s steps, one round (< 1 min)
+  --latency          low-concurrency latency table instead of the sweep: c=1,10,100,1000
+  --client ab|wrk    load generator: ab (default; HTTP/1.0 + keep-alive) or wrk (HTTP/1.1)
+  --concurrency LIST comma-separated concurrency steps (default 1000,2000,5000,10000,15000,20000)
+  --duration S       seconds of each timed step and of its warm-up (default 10)
+  --rounds N         sweeps over every server (default 3); medians are taken over them
+  --heap SIZE        JVM -Xms/-Xmx for every Java server (default 256m: a 1 GB VPS)
+  --no-pin           do not pin the server to one core and the client to another
+  --no-anchors       do not measure dummy and nginx (no ratios)
+  --no-build         never run Maven: use the jars as they are; fail when one is missing
+  --port N           server port (default: a free port outside the ephemeral range)
+  --out DIR          results directory (default results/<date>-<servers>)
+  --plan-only        print the plan (servers, java, steps after file-limit capping) and exit
+  --setup            create the Python venv for the charts and tests (sweep/.venv) and exit
+  --no-install       never create that venv: without it only CSV, JSON and the table are written
+  --report DIR       regenerate the CSV/JSON/PNG/HTML of an earlier results directory and exit
+  -h, --help         this help
+
+Environment: JAVA (the java tried first for every Java server; scripts/find-java.sh then looks in
+/usr/lib/jvm for one that fits a front end's JDK range in frontends.conf, e.g. JDK 17 for comsat).
+Needs: python3, ab (apache2-utils), java 17+, taskset (util-linux), ss (iproute2); nginx for the
+nginx anchor, wrk for --client wrk, mvn to build. Loopback only; every run is bounded in time.
+"""
+
+
+@dataclass
+class Options:
+    servers: List[str] = field(default_factory=list)
+    path: str = "/hello"
+    quick: bool = False
+    latency: bool = False
+    client: str = "ab"
+    concurrency: Optional[List[int]] = None
+    duration: Optional[int] = None
+    rounds: Optional[int] = None
+    heap: str = "256m"
+    pin: bool = True
+    anchors: bool = True
+    build: bool = True
+    port: Optional[int] = None
+    out: Optional[str] = None
+    plan_only: bool = False
+    setup: bool = False
+    install: bool = True
+    report: Optional[str] = None
+    help: bool = False
+
+
+def help_text():
+    names = [s.name for s in registry.read_frontends(ROOT / "frontends.conf")]
+    return HELP.format(front_ends=" ".join(names))
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        m = re.fullmatch(r"unrecognized arguments: (\S+).*", message)
+        if m:
+            message = f"unknown option '{m.group(1)}'"
+        m = re.fullmatch(r"argument (\S+?)(/\S+)?: (expected one argument|(.*))", message)
+        if m:
+            message = f"{m.group(1)} needs a value" if m.group(4) is None else m.group(4)
+        raise SweepError(message, usage=True)
+
+
+def _checked(pattern, what):
+    def check(value):
+        if not re.fullmatch(pattern, value):
+            raise argparse.ArgumentTypeError(f"{what}, got '{value}'")
+        return value
+    return check
+
+
+def _bounded(name, low, high, unit=""):
+    def check(value):
+        if not re.fullmatch(r"[0-9]+", value) or not low <= int(value) <= high:
+            raise argparse.ArgumentTypeError(f"{name} must be {low}..{high}{unit}, got '{value}'")
+        return int(value)
+    return check
+
+
+def _steps(value):
+    if not re.fullmatch(r"[1-9][0-9]*(,[1-9][0-9]*)*", value):
+        raise argparse.ArgumentTypeError(f"--concurrency takes numbers separated by commas, got '{value}'")
+    return [int(v) for v in value.split(",")]
+
+
+def parse(argv):
+    """Options from the command line; raises SweepError(usage=True) on bad usage."""
+    p = _Parser(prog="ab-sweep", add_help=False, allow_abbrev=False)
+    p.add_argument("servers", nargs="*")
+    p.add_argument("-h", "--help", action="store_true")
+    p.add_argument("--path", type=_checked(r"/\S*", "--path must start with / and hold no spaces"))
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--latency", action="store_true")
+    p.add_argument("--client", type=_checked(r"ab|wrk", "--client must be ab or wrk"))
+    p.add_argument("--concurrency", type=_steps)
+    p.add_argument("--duration", type=_bounded("--duration", 1, 600, " seconds"))
+    p.add_argument("--rounds", type=_bounded("--rounds", 1, 20))
+    p.add_argument("--heap", type=_checked(r"[0-9]+[kKmMgG]?", "--heap takes a JVM size such as 256m or 1g"))
+    p.add_argument("--no-pin", dest="pin", action="store_false")
+    p.add_argument("--no-anchors", dest="anchors", action="store_false")
+    p.add_argument("--no-build", dest="build", action="store_false")
+    p.add_argument("--port", type=_bounded("--port", 1, 65535))
+    p.add_argument("--out")
+    p.add_argument("--plan-only", action="store_true")
+    p.add_argument("--setup", action="store_true")
+    p.add_argument("--no-install", dest="install", action="store_false")
+    p.add_argument("--report")
+    return Options(**{k: v for k, v in vars(p.parse_intermixed_args(argv)).items() if v is not None})
+
+
+# ---------------------------------------------------------------------------------------------
+# The venv for charts and tests
+# ---------------------------------------------------------------------------------------------
+def _requirements_hash():
+    return hashlib.sha256(REQUIREMENTS.read_bytes()).hexdigest()
+
+
+def venv_ready():
+    marker = VENV / ".requirements.sha256"
+    return (VENV / "bin" / "python").is_file() and marker.is_file() and marker.read_text().strip() == _requirements_hash()
+
+
+def note(message, file=sys.stdout):
+    print(f"ab-sweep: {message}", file=file, flush=True)
+
+
+def setup_venv(install):
+    """The venv's python when the chart libraries are ready (creating the venv first if allowed and
+    needed), else None: then only CSV, JSON and the table are written."""
+    if venv_ready():
+        return VENV / "bin" / "python"
+    if not install:
+        note(f"no chart libraries in {VENV} (--no-install): writing CSV, JSON and the table only; run "
+             "./ab-sweep.sh --setup for the PNG and HTML")
+        return None
+    note(f"first run: creating {VENV} with the libraries pinned in sweep/requirements.txt (matplotlib, plotly, "
+         "Jinja2, pytest; about a minute, needs PyPI)")
+    ok = subprocess.run([sys.executable, "-m", "venv", "--clear", str(VENV)], check=False).returncode == 0 and \
+        subprocess.run([str(VENV / "bin" / "pip"), "install", "--disable-pip-version-check", "--quiet", "--timeout",
+                        "30", "--retries", "2", "-r", str(REQUIREMENTS)], check=False).returncode == 0
+    if not ok:
+        note("could not install the chart libraries (see pip's message above): writing CSV, JSON and the table "
+             "only. Fix it and run ./ab-sweep.sh --setup, then ./ab-sweep.sh --report DIR")
+        return None
+    (VENV / ".requirements.sha256").write_text(_requirements_hash() + "\n")
+    return VENV / "bin" / "python"
+
+
+def write_report(results_dir, python):
+    """The report of a results directory: with charts in the venv's `python`, or here without them
+    when it is None."""
+    if python is None:
+        from kiln_sweep import report
+        return report.main([str(results_dir), "--no-charts"])
+    env = dict(os.environ, PYTHONPATH=str(SWEEP_DIR))
+    return subprocess.run([str(python), "-m", "kiln_sweep.report", str(results_dir)], env=env,
+                          check=False).returncode
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        opts = parse(argv)
+        if opts.help:
+            print(help_text(), end="")
+            return 0
+        os.chdir(ROOT)
+        if opts.setup:
+            if setup_venv(install=True) is None:
+                return 1
+            note(f"chart and test libraries ready in {VENV}")
+            return 0
+        if opts.report:
+            from kiln_sweep import records
+            if not (Path(opts.report) / records.RUNS).is_file():
+                raise SweepError(f"{opts.report} holds no {records.RUNS}: not an ab-sweep results directory "
+                                 "(directories written before the sweep moved to Python hold runs.tsv instead)")
+            return write_report(opts.report, setup_venv(opts.install))
+        if not opts.servers:
+            raise SweepError("name a SERVER (or all)", usage=True)
+        from kiln_sweep import run
+        return run.Sweep(opts).main()
+    except SweepError as e:
+        print(f"ab-sweep: {e}", file=sys.stderr)
+        if e.usage:
+            print("Run ./ab-sweep.sh --help for the options.", file=sys.stderr)
+            return 2
+        return 1

@@ -1,0 +1,112 @@
+"""What a sweep writes while it runs, as typed records: settings.json once, then one JSON line per
+record in runs.jsonl (timed runs), after.jsonl (after-sweep windows) and problems.jsonl. Lines are
+appended as they are measured, so a sweep that stops early still leaves what it measured."""
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import List, Optional
+
+SETTINGS = "settings.json"
+RUNS = "runs.jsonl"
+AFTER = "after.jsonl"
+PROBLEMS = "problems.jsonl"
+
+
+@dataclass
+class Settings:
+    """How the sweep ran and on what: the report's header and settings table."""
+    date: str
+    mode: str                      # "sweep" or "latency"
+    quick: bool
+    servers: List[str]             # in the order of the first round
+    anchors: bool
+    path: str
+    client: str                    # "ab" or "wrk"
+    rounds: int
+    duration_s: int
+    steps_requested: List[int]
+    heap: str
+    pinning: str
+    nofile_soft_start: str         # open-files limits: a number or "unlimited"
+    nofile_soft: str
+    nofile_hard: str
+    clk_tck: int
+    idle_threshold_pct: int
+    after_window_s: int
+    requests_per_connection_min: int
+    wrk_threads: Optional[int] = None
+    plan_notes: List[str] = field(default_factory=list)
+    nofile_advice: str = ""        # how to raise the limit, when it capped a step
+    kernel: str = ""
+    cpu_model: str = ""
+    cpus: str = ""
+    memory: str = ""
+    java: str = ""
+    nginx: str = ""
+    client_version: str = ""
+    commit: str = ""
+
+
+@dataclass
+class TimedRun:
+    """One timed client run against one server at one step, as measured around it. The client's own
+    figures (req/s, failures, latency) are in its raw output, `raw`, relative to the results dir."""
+    round: int
+    server: str
+    step: int                      # 1-based position in the plan
+    requested: int
+    concurrency: int               # what ran (capped when cap_reason is set)
+    cap_reason: str
+    raw: str
+    warmup_raw: str
+    client_rc: int
+    requests_limit: int
+    time_limit_s: int
+    wall_s: float
+    server_cpu_ticks: int          # utime + stime of the server's processes during the run
+    client_user_ms: int
+    client_sys_ms: int
+    rss_hwm_kb: int                # peak resident set (VmHWM) when the run ended; 0 if the server was gone
+    rss_kb: int
+    idle_wait_s: float             # waited for the server to go idle before the run
+    idle_reached: bool
+    server_alive: bool
+
+
+@dataclass
+class AfterWindow:
+    """The server's CPU (% of one core) in each second after its last step."""
+    round: int
+    server: str
+    window_s: int
+    cpu_pct_per_second: List[int]
+
+
+@dataclass
+class Problem:
+    """A server that could not be measured in a round, or died in it."""
+    round: int
+    server: str
+    message: str
+
+
+def append(directory, name, record):
+    with open(Path(directory) / name, "a") as f:
+        f.write(json.dumps(asdict(record)) + "\n")
+
+
+def read(directory, name, cls):
+    """The records of one .jsonl file (none when it does not exist); unknown keys are an error."""
+    path = Path(directory) / name
+    if not path.is_file():
+        return []
+    return [cls(**json.loads(line)) for line in path.read_text().splitlines() if line.strip()]
+
+
+def write_settings(directory, settings):
+    (Path(directory) / SETTINGS).write_text(json.dumps(asdict(settings), indent=2) + "\n")
+
+
+def read_settings(directory):
+    return Settings(**json.loads((Path(directory) / SETTINGS).read_text()))

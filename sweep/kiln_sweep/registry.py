@@ -1,0 +1,103 @@
+"""The servers the sweep knows: kiln's front ends, read from frontends.conf at the repository root (the
+one list the Makefile and the conformance suite read too), and the two anchors measured beside them."""
+
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+
+from kiln_sweep import SweepError
+
+# Measured in the same rounds as the front ends: the floor a Java server reaches here (a minimal NIO
+# server, sweep/DummyServer.java) and nginx with one worker.
+ANCHORS = ("dummy", "nginx")
+
+
+@dataclass(frozen=True)
+class Server:
+    """One server the sweep can start.
+
+    kind is "jar" (a kiln front end), "dummy" or "nginx"; module/jar are the Maven module and its
+    runnable jar relative to the repository root; jdk is frontends.conf's range ("17", "17+", "21+";
+    "" for nginx); args go after the contract's --port/--bind/--data."""
+    name: str
+    kind: str
+    module: str = ""
+    jar: str = ""
+    jdk: str = ""
+    args: tuple = ()
+
+    @property
+    def runs_on_java(self):
+        return self.kind != "nginx"
+
+
+def read_frontends(path):
+    """frontends.conf's front ends, in file order. Columns: name module jar jdk connection deviations
+    args...; '#' starts a comment line. Raises SweepError naming the line when one is short."""
+    servers = []
+    for number, line in enumerate(Path(path).read_text().splitlines(), 1):
+        cols = line.split()
+        if not cols or cols[0].startswith("#"):
+            continue
+        if len(cols) < 6:
+            raise SweepError(f"{path}:{number}: want name module jar jdk connection deviations [args], got {line!r}")
+        name, module, jar, jdk = cols[:4]
+        servers.append(Server(name, "jar", module, f"{module}/target/{jar}", jdk, tuple(cols[6:])))
+    return servers
+
+
+def known(root):
+    """Every server by name: the front ends of frontends.conf, then the anchors."""
+    servers = {s.name: s for s in read_frontends(Path(root) / "frontends.conf")}
+    servers["dummy"] = Server("dummy", "dummy", jdk="17+")
+    servers["nginx"] = Server("nginx", "nginx")
+    return servers
+
+
+def present(root, server):
+    """True when `server` can run from this checkout: an anchor, or a front end whose module exists."""
+    return server.kind != "jar" or (Path(root) / server.module / "pom.xml").is_file()
+
+
+def _pom(path):
+    return ET.parse(path).getroot()
+
+
+def source_dirs(root, module):
+    """The module and every module of this repository it depends on, directly or not (from the poms):
+    the directories whose sources its jar is built from."""
+    root = Path(root)
+    by_artifact = {}
+    for m in _pom(root / "pom.xml").iterfind(".//{*}modules/{*}module"):
+        pom = root / m.text / "pom.xml"
+        if pom.is_file():
+            by_artifact[_pom(pom).findtext("{*}artifactId")] = m.text
+    found, todo = [], [module]
+    while todo:
+        m = todo.pop()
+        if m in found:
+            continue
+        found.append(m)
+        for dep in _pom(root / m / "pom.xml").iterfind("{*}dependencies/{*}dependency"):
+            if dep.findtext("{*}artifactId") in by_artifact and dep.findtext("{*}scope") != "test":
+                todo.append(by_artifact[dep.findtext("{*}artifactId")])
+    return found
+
+
+def jar_outdated(root, server):
+    """True when the server's jar is missing, or a main source or pom it is built from (its module, the
+    modules it depends on and the root pom; tests do not count) is newer than the jar."""
+    root = Path(root)
+    jar = root / server.jar
+    if not jar.is_file():
+        return True
+    built = jar.stat().st_mtime
+    if (root / "pom.xml").stat().st_mtime > built:
+        return True
+    for m in source_dirs(root, server.module):
+        if (root / m / "pom.xml").stat().st_mtime > built:
+            return True
+        for f in (root / m / "src" / "main").rglob("*"):
+            if f.is_file() and f.stat().st_mtime > built:
+                return True
+    return False

@@ -1,0 +1,44 @@
+"""frontends.conf is the sweep's list of front ends: every line, its jar, JDK range and arguments."""
+
+import pytest
+
+from conftest import ROOT
+from kiln_sweep import SweepError, registry
+
+
+def conf_names():
+    return [line.split()[0] for line in (ROOT / "frontends.conf").read_text().splitlines()
+            if line.strip() and not line.startswith("#")]
+
+
+def test_every_line_of_frontends_conf_is_a_front_end_in_file_order():
+    assert [s.name for s in registry.read_frontends(ROOT / "frontends.conf")] == conf_names()
+    known = registry.known(ROOT)
+    assert list(known) == conf_names() + ["dummy", "nginx"]
+
+
+def test_columns_give_the_jar_the_jdk_range_and_the_arguments():
+    known = registry.known(ROOT)
+    assert known["jetty-blocking"].jar == "http-jetty-async/target/kiln-jetty.jar"
+    assert known["jetty-blocking"].args == ("--mode", "blocking")
+    assert known["kilim"].args == ()
+    assert known["comsat"].jdk == "17"
+    assert known["kilim"].jdk == "17+"
+    assert known["nginx"].runs_on_java is False and known["dummy"].runs_on_java is True
+
+
+def test_a_short_line_is_an_error_naming_it(tmp_path):
+    conf = tmp_path / "frontends.conf"
+    conf.write_text("# comment\n\nkilim http-kilim kiln-kilim.jar 17+\n")
+    with pytest.raises(SweepError, match=r"frontends.conf:3:"):
+        registry.read_frontends(conf)
+
+
+def test_a_jar_is_rebuilt_from_the_modules_it_depends_on():
+    assert set(registry.source_dirs(ROOT, "http-comsat")) == {"http-comsat", "quasar-agent", "app", "db"}
+    assert set(registry.source_dirs(ROOT, "http-kilim")) == {"http-kilim", "app", "db"}
+
+
+def test_a_missing_jar_is_outdated(tmp_path):
+    server = registry.Server("x", "jar", "http-kilim", "http-kilim/target/no-such.jar", "17+")
+    assert registry.jar_outdated(ROOT, server)
