@@ -22,7 +22,7 @@ JAVA_FLAGS := -Xms$(HEAP) -Xmx$(HEAP) $(LMDB_FLAGS)
 
 # Front ends come from frontends.conf (one line each: name, module, jar, jdk, ..., args).
 FRONTENDS := frontends.conf
-SERVERS   := $(shell awk '!/^\#/ && NF {print $$1}' $(FRONTENDS))
+SERVER_NAMES := $(shell awk '!/^\#/ && NF {print $$1}' $(FRONTENDS))
 # fe_field NAME,COLUMN: one column of a front end's line
 fe_field = $(shell awk -v n='$(1)' '!/^\#/ && $$1 == n {print $$$(2)}' $(FRONTENDS))
 MODULE = $(call fe_field,$(SERVER),2)
@@ -37,7 +37,7 @@ MAIN_SOURCES := $(shell find . -path ./conformance -prune -o \( -path '*/src/mai
 .PHONY: help build demo test bench-db bench-parser clean check-server
 
 help:
-	@echo "make demo [SERVER=$(SERVERS)] [PORT=8080] [DATA=data] [HEAP=256m]   build if needed and start a server"
+	@echo "make demo [SERVER=$(SERVER_NAMES)] [PORT=8080] [DATA=data] [HEAP=256m]   build if needed and start a server"
 	@echo "make demo APP=your.Main                    build and run your own routes (a main calling KilimMain.serve)"
 	@echo "make test                                  run every test (unit, database, HTTP conformance, sweep)"
 	@echo "make build                                 build every runnable jar (skips tests)"
@@ -46,7 +46,7 @@ help:
 	@echo "make clean                                 remove build output (keeps ./$(DATA))"
 
 check-server:
-	@if [ -z "$(JAR)" ]; then echo "make: unknown SERVER '$(SERVER)'; choose one of: $(SERVERS) (frontends.conf)" >&2; exit 2; fi
+	@if [ -z "$(JAR)" ]; then echo "make: unknown SERVER '$(SERVER)'; choose one of: $(SERVER_NAMES) (frontends.conf)" >&2; exit 2; fi
 
 build:
 	$(MVN) -DskipTests package
