@@ -16,7 +16,13 @@ import org.objectweb.asm.ClassReader;
 import org.objectweb.asm.ClassWriter;
 import org.objectweb.asm.Opcodes;
 import org.objectweb.asm.Type;
+import org.objectweb.asm.tree.AbstractInsnNode;
 import org.objectweb.asm.tree.ClassNode;
+import org.objectweb.asm.tree.LineNumberNode;
+import org.objectweb.asm.tree.MethodNode;
+import org.objectweb.asm.tree.analysis.Analyzer;
+import org.objectweb.asm.tree.analysis.AnalyzerException;
+import org.objectweb.asm.tree.analysis.BasicVerifier;
 
 import kilim.analysis.ClassFlow;
 import kilim.analysis.ClassInfo;
@@ -35,6 +41,9 @@ import kilim.mirrors.CachedClassMirrors;
  *   <li>attributes Kilim's {@code ClassWeaver} does not copy into the class it rewrites are put
  *       back: a record's {@code Record} attribute (its components), a sealed type's
  *       {@code PermittedSubclasses}, and class-level type annotations;</li>
+ *   <li>every woven class is verified (ASM's {@link BasicVerifier}) before it is written: where
+ *       Kilim emits code the JVM would reject at run time, the build fails instead, naming the
+ *       method;</li>
  *   <li>no {@code System.exit}, no static state: it runs inside Maven.</li>
  * </ul>
  */
@@ -102,6 +111,12 @@ public final class KilnWeaver {
                     continue;
                 }
                 String name = weaver.classFlow.getClassName();
+                String unverifiable = weaver.getClassInfos().stream().filter(ci -> ci.className.equals(name))
+                    .map(ci -> Diagnosis.verify(name, ci.bytes)).filter(m -> m != null).findFirst().orElse(null);
+                if (unverifiable != null) {
+                    failures.add(unverifiable); // the class file stays as javac wrote it
+                    continue;
+                }
                 for (ClassInfo ci : weaver.getClassInfos()) {
                     Path out = classes.resolve(ci.className.replace('.', '/') + ".class");
                     byte[] bytes = ci.bytes;
@@ -198,6 +213,45 @@ public final class KilnWeaver {
                 methods.add(line(className, "(the class)", failure));
             }
             return String.join("\n", methods);
+        }
+
+        /**
+         * Kilim 2.0.2 can emit code the JVM rejects ({@code VerifyError: Bad local variable type}):
+         * at a pause inside a catch block it saves and restores a local that is not assigned on
+         * every path there. The JVM would say so only when the class loads; this checks every
+         * method of the woven class with ASM's {@link BasicVerifier} (types as the JVM's verifier
+         * sees them, without loading classes) and says it at build time.
+         *
+         * @return the failure, naming the user's method, or null when the class verifies
+         */
+        static String verify(String className, byte[] woven) {
+            ClassNode node = new ClassNode(Opcodes.ASM9);
+            new ClassReader(woven).accept(node, 0);
+            for (MethodNode m : node.methods) {
+                if (m.instructions.size() == 0) continue;
+                try {
+                    new Analyzer<>(new BasicVerifier()).analyze(node.name, m);
+                } catch (AnalyzerException e) {
+                    // The woven copy of a pausable method carries an extra, last Fiber parameter.
+                    String desc = m.desc.replace(FIBER_LAST, ")");
+                    return "Kilim cannot weave " + javaName(className, m.name, desc) + " (class " + className + "): the woven bytecode"
+                        + " does not verify (" + lineOf(e.node) + e.getMessage() + "); the JVM would refuse the class with VerifyError: Bad local variable type."
+                        + " Kilim 2.0.2 saves a local at the pause that is not assigned on every path to it"
+                        + "\n    what to change: do not pause inside the catch block (set a flag there and pause after the try/catch),"
+                        + " or move the try block into a method of its own, so no local it declares is live at the pause";
+                }
+            }
+            return null;
+        }
+
+        private static final String FIBER_LAST = "Lkilim/Fiber;)";
+
+        /** "source line N, " for the line an instruction belongs to, if the class has line numbers. */
+        private static String lineOf(AbstractInsnNode insn) {
+            for (AbstractInsnNode n = insn; n != null; n = n.getPrevious()) {
+                if (n instanceof LineNumberNode) return "source line " + ((LineNumberNode) n).line + ", ";
+            }
+            return "";
         }
 
         private static String line(String className, String method, String desc, Throwable e) {

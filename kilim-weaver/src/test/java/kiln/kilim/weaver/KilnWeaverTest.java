@@ -1,5 +1,6 @@
 package kiln.kilim.weaver;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -8,6 +9,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.io.ByteArrayInputStream;
 import java.io.File;
 import java.io.IOException;
+import java.net.URL;
+import java.net.URLClassLoader;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -25,6 +28,7 @@ import org.objectweb.asm.tree.ClassNode;
 import org.objectweb.asm.tree.FieldNode;
 import org.objectweb.asm.tree.RecordComponentNode;
 
+import kilim.Fiber;
 import kilim.analysis.ClassInfo;
 import kilim.analysis.ClassWeaver;
 import kilim.analysis.KilimContext;
@@ -114,6 +118,72 @@ class KilnWeaverTest {
         assertEquals(2, e.getMessage().split("\n").length, "one failure, two lines, no stack trace: " + e.getMessage());
         // The classes that could be woven were.
         assertTrue(isWoven(read(classes.resolve("demo/Sleep.class"))));
+    }
+
+    /** A pause in a catch block, in a loop, after a try that declares a long and a String. */
+    private static final String PAUSE_IN_CATCH = "package demo;\n"
+        + "import kilim.*;\n"
+        + "public class Retry {\n"
+        + "  public static String parse(String in) throws Pausable {\n"
+        + "    for (int i = 0; i < 2; i++) {\n"
+        + "      try {\n"
+        + "        long x = Long.parseLong(in);\n"
+        + "        String s = \"v\" + x;\n"
+        + "        if (x > 0) return s;\n"
+        + "      } catch (NumberFormatException e) {\n"
+        + "        Task.sleep(1);\n"
+        + "        int k = i * 2;\n"
+        + "        if (k > 0) return \"k\" + k;\n"
+        + "      }\n"
+        + "    }\n"
+        + "    return \"end\";\n"
+        + "  }\n"
+        + "}\n";
+
+    /** The same, as the advice says: a flag in the catch, the pause after it. */
+    private static final String PAUSE_AFTER_CATCH = PAUSE_IN_CATCH
+        .replace("      } catch (NumberFormatException e) {\n        Task.sleep(1);\n",
+            "      } catch (NumberFormatException e) {\n        failed = true;\n      }\n      if (failed) {\n        Task.sleep(1);\n")
+        .replace("    for (int i = 0; i < 2; i++) {\n", "    for (int i = 0; i < 2; i++) {\n      boolean failed = false;\n");
+
+    /**
+     * Kilim 2.0.2 weaves this without complaint into code the JVM refuses when the class loads
+     * (VerifyError: Bad local variable type). The build now fails instead, naming the method.
+     */
+    @Test
+    void codeKilimWeavesWrongFailsTheBuildNamingTheMethod() throws Exception {
+        Path classes = compile(Map.of("demo/Retry.java", PAUSE_IN_CATCH));
+        byte[] javacs = Files.readAllBytes(classes.resolve("demo/Retry.class"));
+
+        WeaveException e = assertThrows(WeaveException.class, () -> KilnWeaver.weave(classes, classpath()));
+
+        assertTrue(e.getMessage().startsWith("Kilim cannot weave demo.Retry.parse(String) (class demo.Retry): the woven bytecode does not verify"),
+            e.getMessage());
+        assertTrue(e.getMessage().contains("VerifyError: Bad local variable type"), e.getMessage());
+        assertTrue(e.getMessage().contains("what to change: do not pause inside the catch block"), e.getMessage());
+        assertArrayEquals(javacs, Files.readAllBytes(classes.resolve("demo/Retry.class")), "the unverifiable class is not written");
+    }
+
+    /** Runs Retry.parse in a fiber from a plain thread (this test class itself is not woven). */
+    private static final String RUNNER = "package demo;\n"
+        + "public class Runner {\n"
+        + "  public static Object run() {\n"
+        + "    return kilim.Task.spawn(() -> Retry.parse(\"7\") + \" \" + Retry.parse(\"x\")).joinb().result;\n"
+        + "  }\n"
+        + "}\n";
+
+    @Test
+    void theAdvisedRewriteWeavesAndRuns() throws Exception {
+        Path classes = compile(Map.of("demo/Retry.java", PAUSE_AFTER_CATCH, "demo/Runner.java", RUNNER));
+
+        assertEquals(List.of("demo.Retry", "demo.Runner"), KilnWeaver.weave(classes, classpath()).woven);
+
+        try (URLClassLoader woven = new URLClassLoader(new URL[] {classes.toUri().toURL()}, getClass().getClassLoader())) {
+            Class<?> retry = woven.loadClass("demo.Retry");
+            assertEquals(Boolean.TRUE, retry.getField(KilnWeaver.WOVEN_FIELD).get(null));
+            retry.getMethod("parse", String.class, Fiber.class);
+            assertEquals("v7 k2", woven.loadClass("demo.Runner").getMethod("run").invoke(null));
+        }
     }
 
     @Test
