@@ -207,10 +207,10 @@ public final class KilnWeaver {
                         MethodFlow m = (MethodFlow) o;
                         if (m.isPausable() && !m.isAbstract()) pausable.add(javaName(className, m.name, m.desc));
                     }
-                    methods.add(line(className, pausable.isEmpty() ? "(the class)" : String.join(", ", pausable), failure));
+                    methods.add(line(className, pausable.isEmpty() ? null : String.join(", ", pausable), failure));
                 }
             } catch (IOException | RuntimeException | LinkageError | AssertionError e) {
-                methods.add(line(className, "(the class)", failure));
+                methods.add(line(className, null, failure));
             }
             return String.join("\n", methods);
         }
@@ -258,8 +258,10 @@ public final class KilnWeaver {
             return line(className, javaName(className, method, desc), e);
         }
 
+        /** @param method the method(s) at fault, or null when the failure is the whole class's */
         private static String line(String className, String method, Throwable e) {
-            return "Kilim cannot weave " + method + " (class " + className + "): " + cause(e) + "\n    what to change: " + advice(e);
+            String what = method == null ? "class " + className : method + " (class " + className + ")";
+            return "Kilim cannot weave " + what + ": " + cause(e) + "\n    what to change: " + advice(e);
         }
 
         static String javaName(String className, String method, String desc) {
@@ -294,6 +296,10 @@ public final class KilnWeaver {
             }
             if (m.contains("Base class method is")) {
                 return "declare 'throws Pausable' the same way on the overriding method and the method it overrides";
+            }
+            if (m.contains("Unsupported class file major version")) {
+                return "the weaver's ASM cannot read this class file version: compile for Java 17 (the root pom sets"
+                    + " maven.compiler.release), or raise asm.version to an ASM that knows it";
             }
             if (m.contains("requires ASM")) {
                 return "the weaver is not the repaired one (kiln's kilim-weaver raises Kilim's ASM API level to 9): use dev.kiln:kiln-kilim-weaver";

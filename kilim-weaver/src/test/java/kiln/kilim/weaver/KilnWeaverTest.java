@@ -202,6 +202,21 @@ class KilnWeaverTest {
     }
 
     @Test
+    void aClassFileTooNewForTheWeaversAsmIsNamed() throws Exception {
+        Path classes = compile(Map.of("demo/Job.java", SEALED, "demo/Sleep.java", RECORD));
+        Path job = classes.resolve("demo/Job.class");
+        byte[] bytes = Files.readAllBytes(job);
+        bytes[6] = 0;
+        bytes[7] = 99; // class file major version 99
+        Files.write(job, bytes);
+
+        WeaveException e = assertThrows(WeaveException.class, () -> KilnWeaver.weave(classes, classpath()));
+
+        assertTrue(e.getMessage().startsWith("Kilim cannot weave class demo.Job: IllegalArgumentException: Unsupported class file major version 99\n"
+            + "    what to change: the weaver's ASM cannot read this class file version"), e.getMessage());
+    }
+
+    @Test
     void aClasspathWithoutKilimIsNamed() throws Exception {
         Path classes = compile(Map.of("demo/Job.java", SEALED, "demo/Sleep.java", RECORD));
 
