@@ -1,8 +1,8 @@
 package kiln.db;
 
 /**
- * A snapshot of the database's counters since it was opened.
- * Plain class, not a record: Kilim's weaver (ASM 7 API level) cannot handle records.
+ * A snapshot of the database's counters since it was opened. (A plain class from the days of the
+ * stock Kilim weaver, which could not read records; kiln's weaver, kilim-weaver/, can.)
  */
 public final class DbStats {
     /** Durable write transactions committed (one fsync each). */

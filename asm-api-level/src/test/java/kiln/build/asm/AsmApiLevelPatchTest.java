@@ -1,7 +1,8 @@
-package kiln.quasar.agent;
+package kiln.build.asm;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -34,6 +35,9 @@ class AsmApiLevelPatchTest {
     private static final String VISITOR = "co/paralleluniverse/fibers/instrument/SomeVisitor";
     private static final String PLAIN = "co/paralleluniverse/fibers/Plain";
 
+    /** How quasar-agent/ runs it: ASM relocated to Quasar's package and bundled in the jar. */
+    private static final AsmApiLevelPatch.Options QUASAR = new AsmApiLevelPatch.Options("co/paralleluniverse/asm/", true, List.of());
+
     @TempDir
     Path dir;
 
@@ -44,7 +48,7 @@ class AsmApiLevelPatchTest {
             VISITOR + ".class", asmUser(VISITOR, 2, true),
             PLAIN + ".class", plainClassWithAsm7Int(PLAIN)));
 
-        AsmApiLevelPatch.Result r = AsmApiLevelPatch.patch(jar);
+        AsmApiLevelPatch.Result r = AsmApiLevelPatch.patch(jar, QUASAR);
 
         assertEquals(2, r.ldcSites);
         assertEquals(1, r.fieldConstants);
@@ -61,7 +65,7 @@ class AsmApiLevelPatchTest {
         byte[] opcodes = opcodes(true);
         Path jar = jar(Map.of("co/paralleluniverse/asm/Opcodes.class", opcodes, VISITOR + ".class", asmUser(VISITOR, 1, false)));
 
-        AsmApiLevelPatch.patch(jar);
+        AsmApiLevelPatch.patch(jar, QUASAR);
 
         assertArrayEquals(opcodes, read(jar, "co/paralleluniverse/asm/Opcodes.class"));
         assertArrayEquals(MANIFEST.getBytes(StandardCharsets.UTF_8), read(jar, "META-INF/MANIFEST.MF"));
@@ -74,10 +78,10 @@ class AsmApiLevelPatchTest {
     @Test
     void failsAndLeavesTheJarAloneWhenThereIsNothingToPatch() throws IOException {
         Path jar = jar(Map.of("co/paralleluniverse/asm/Opcodes.class", opcodes(true), VISITOR + ".class", asmUser(VISITOR, 1, false)));
-        AsmApiLevelPatch.patch(jar);
+        AsmApiLevelPatch.patch(jar, QUASAR);
         byte[] once = Files.readAllBytes(jar);
 
-        IllegalStateException e = assertThrows(IllegalStateException.class, () -> AsmApiLevelPatch.patch(jar));
+        IllegalStateException e = assertThrows(IllegalStateException.class, () -> AsmApiLevelPatch.patch(jar, QUASAR));
 
         assertTrue(e.getMessage().contains("found no LDC 0x70000"), e.getMessage());
         assertArrayEquals(once, Files.readAllBytes(jar));
@@ -90,9 +94,47 @@ class AsmApiLevelPatchTest {
     void failsWhenTheRelocatedAsmIsNotAsm9() throws IOException {
         Path jar = jar(Map.of("co/paralleluniverse/asm/Opcodes.class", opcodes(false), VISITOR + ".class", asmUser(VISITOR, 1, false)));
 
-        IllegalStateException e = assertThrows(IllegalStateException.class, () -> AsmApiLevelPatch.patch(jar));
+        IllegalStateException e = assertThrows(IllegalStateException.class, () -> AsmApiLevelPatch.patch(jar, QUASAR));
 
         assertTrue(e.getMessage().contains("not ASM 9"), e.getMessage());
+    }
+
+    @Test
+    void extractsThePatchedEntriesIntoADirectoryLeavingOutTheExcludedOnes() throws IOException {
+        String kilimVisitor = "kilim/analysis/SomeFlow";
+        Path jar = jar(Map.of(
+            kilimVisitor + ".class", asmUser(kilimVisitor, "org/objectweb/asm/ClassVisitor", 2, true),
+            "kilim/plugins/Mojo.class", asmUser("kilim/plugins/Mojo", "org/objectweb/asm/ClassVisitor", 1, false),
+            PLAIN + ".class", plainClassWithAsm7Int(PLAIN)));
+        byte[] before = Files.readAllBytes(jar);
+        Path out = dir.resolve("classes");
+        AsmApiLevelPatch.Options kilim = new AsmApiLevelPatch.Options("org/objectweb/asm/", false, List.of("kilim/plugins/", "META-INF/"));
+
+        AsmApiLevelPatch.Result r = AsmApiLevelPatch.extract(jar, out, kilim);
+
+        assertEquals(List.of(kilimVisitor + ".class: 2 LDC, field ASMAPI"), r.classes);
+        byte[] patched = Files.readAllBytes(out.resolve(kilimVisitor + ".class"));
+        assertEquals(List.of(AsmApiLevelPatch.ASM9, AsmApiLevelPatch.ASM9), ldcInts(patched));
+        assertEquals(AsmApiLevelPatch.ASM9, fieldConstant(patched, "ASMAPI"));
+        assertEquals(List.of(AsmApiLevelPatch.ASM7), ldcInts(Files.readAllBytes(out.resolve(PLAIN + ".class"))));
+        assertFalse(Files.exists(out.resolve("kilim/plugins")), "excluded prefix");
+        assertFalse(Files.exists(out.resolve("META-INF")), "excluded prefix");
+        assertArrayEquals(before, Files.readAllBytes(jar), "the source jar is only read");
+
+        // Extracting again (a rebuild without clean) works: it starts from the unpatched jar.
+        assertEquals(2, AsmApiLevelPatch.extract(jar, out, kilim).ldcSites);
+    }
+
+    @Test
+    void extractWritesNothingWhenThereIsNothingToPatch() throws IOException {
+        Path jar = jar(Map.of(PLAIN + ".class", plainClassWithAsm7Int(PLAIN)));
+        Path out = dir.resolve("classes");
+
+        IllegalStateException e = assertThrows(IllegalStateException.class,
+            () -> AsmApiLevelPatch.extract(jar, out, new AsmApiLevelPatch.Options("org/objectweb/asm/", false, List.of())));
+
+        assertTrue(e.getMessage().contains("found no LDC 0x70000"), e.getMessage());
+        assertFalse(Files.exists(out));
     }
 
     /** A jar with a manifest first, then {@code entries} in iteration order. */
@@ -129,8 +171,13 @@ class AsmApiLevelPatchTest {
 
     /** A class like Quasar's visitors: extends the relocated ClassVisitor and passes ASM7 to it. */
     private static byte[] asmUser(String name, int ldcSites, boolean withField) {
+        return asmUser(name, "co/paralleluniverse/asm/ClassVisitor", ldcSites, withField);
+    }
+
+    /** A class that extends {@code superName} (an ASM visitor) and passes ASM7 to it. */
+    private static byte[] asmUser(String name, String superName, int ldcSites, boolean withField) {
         ClassWriter cw = new ClassWriter(ClassWriter.COMPUTE_MAXS);
-        cw.visit(Opcodes.V1_8, Opcodes.ACC_PUBLIC, name, null, "co/paralleluniverse/asm/ClassVisitor", null);
+        cw.visit(Opcodes.V1_8, Opcodes.ACC_PUBLIC, name, null, superName, null);
         if (withField) cw.visitField(Opcodes.ACC_PUBLIC | Opcodes.ACC_STATIC | Opcodes.ACC_FINAL, "ASMAPI", "I", null, AsmApiLevelPatch.ASM7).visitEnd();
         MethodVisitor mv = cw.visitMethod(Opcodes.ACC_STATIC, "levels", "()V", null, null);
         mv.visitCode();
