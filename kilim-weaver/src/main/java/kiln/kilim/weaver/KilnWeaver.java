@@ -8,7 +8,9 @@ import java.net.URLClassLoader;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 
@@ -197,7 +199,9 @@ public final class KilnWeaver {
             // Analyse the methods one by one, as ClassFlow.analyze does, to find the one(s) at fault.
             List<String> methods = new ArrayList<>();
             try {
-                ClassFlow flow = KilnMethodCheck.check(context, bytes, (c, m, e) -> methods.add(line(c, m.name, m.desc, e)));
+                Map<String, Integer> firstLines = firstLines(bytes);
+                ClassFlow flow = KilnMethodCheck.check(context, bytes,
+                    (c, m, e) -> methods.add(line(c, where(c, m.name, m.desc, firstLines.getOrDefault(m.name + m.desc, -1)), e)));
                 className = flow.getClassName();
                 if (methods.isEmpty()) {
                     // Analysis passes method by method: the failure is in rewriting. Name the
@@ -254,8 +258,36 @@ public final class KilnWeaver {
             return "";
         }
 
-        private static String line(String className, String method, String desc, Throwable e) {
-            return line(className, javaName(className, method, desc), e);
+        /**
+         * @return the method as its author knows it, with the source line where it starts:
+         *         {@code demo.Routes.slow(Request) at Routes.java:41}, and for a lambda (a handler
+         *         written {@code req -> ...}), which javac compiles to a synthetic
+         *         {@code lambda$routes$0}, {@code a lambda in demo.Routes.routes at Routes.java:52}
+         */
+        static String where(String className, String name, String desc, int line) {
+            String outer = className.substring(className.lastIndexOf('.') + 1).replaceAll("\\$.*", "");
+            String at = line < 0 ? "" : " at " + outer + ".java:" + line;
+            String[] lambda = name.split("\\$");
+            if (lambda.length == 3 && lambda[0].equals("lambda")) {
+                return "a lambda in " + className + "." + lambda[1] + at + " (" + name + ")";
+            }
+            return javaName(className, name, desc) + at;
+        }
+
+        /** @return each method's first source line (name + descriptor to line), from the class as javac wrote it */
+        private static Map<String, Integer> firstLines(byte[] bytes) {
+            ClassNode node = new ClassNode(Opcodes.ASM9);
+            new ClassReader(bytes).accept(node, ClassReader.SKIP_FRAMES);
+            Map<String, Integer> lines = new HashMap<>();
+            for (MethodNode m : node.methods) {
+                for (AbstractInsnNode n = m.instructions.getFirst(); n != null; n = n.getNext()) {
+                    if (n instanceof LineNumberNode) {
+                        lines.put(m.name + m.desc, ((LineNumberNode) n).line);
+                        break;
+                    }
+                }
+            }
+            return lines;
         }
 
         /** @param method the method(s) at fault, or null when the failure is the whole class's */

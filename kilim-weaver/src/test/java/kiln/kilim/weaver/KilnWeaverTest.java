@@ -111,13 +111,36 @@ class KilnWeaverTest {
 
         WeaveException e = assertThrows(WeaveException.class, () -> KilnWeaver.weave(classes, classpath()));
 
-        String expected = "Kilim cannot weave demo.Counter.tick(String, long) (class demo.Counter): Error: Can not call pausable nethods"
+        String expected = "Kilim cannot weave demo.Counter.tick(String, long) at Counter.java:7 (class demo.Counter): Error: Can not call pausable nethods"
             + " from within a synchronized block; Caller: demo.Counter.tick(Ljava/lang/String;J)V; Callee: sleep\n"
             + "    what to change: move the pausable call out of the synchronized block";
         assertTrue(e.getMessage().startsWith(expected), e.getMessage());
         assertEquals(2, e.getMessage().split("\n").length, "one failure, two lines, no stack trace: " + e.getMessage());
         // The classes that could be woven were.
         assertTrue(isWoven(read(classes.resolve("demo/Sleep.class"))));
+    }
+
+    @Test
+    void aPausableCallInSynchronizedInALambdaHandlerNamesTheEnclosingMethodAndLine() throws Exception {
+        Path classes = compile(Map.of(
+            "demo/Routes.java", "package demo;\n"
+                + "import kilim.*;\n"
+                + "public class Routes {\n"
+                + "  public interface Handler { String handle(String req) throws Pausable; }\n"
+                + "  private final Object lock = new Object();\n"
+                + "  public Handler routes() {\n"
+                + "    return req -> {\n"
+                + "      synchronized (lock) { Task.sleep(1); }\n"
+                + "      return req;\n"
+                + "    };\n"
+                + "  }\n"
+                + "}\n"));
+
+        WeaveException e = assertThrows(WeaveException.class, () -> KilnWeaver.weave(classes, classpath()));
+
+        assertTrue(e.getMessage().startsWith("Kilim cannot weave a lambda in demo.Routes.routes at Routes.java:8 (lambda$routes$0)"
+            + " (class demo.Routes): Error: Can not call pausable nethods from within a synchronized block"), e.getMessage());
+        assertTrue(e.getMessage().contains("what to change: move the pausable call out of the synchronized block"), e.getMessage());
     }
 
     /** A pause in a catch block, in a loop, after a try that declares a long and a String. */
@@ -196,7 +219,7 @@ class KilnWeaverTest {
 
         WeaveException e = assertThrows(WeaveException.class, () -> KilnWeaver.weave(classes, classpath()));
 
-        assertTrue(e.getMessage().startsWith("Kilim cannot weave demo.Slow.<init>(int) (class demo.Slow): Constructors cannot be declared Pausable"),
+        assertTrue(e.getMessage().startsWith("Kilim cannot weave demo.Slow.<init>(int) at Slow.java:4 (class demo.Slow): Constructors cannot be declared Pausable"),
             e.getMessage());
         assertTrue(e.getMessage().contains("what to change: a constructor cannot pause"), e.getMessage());
     }
