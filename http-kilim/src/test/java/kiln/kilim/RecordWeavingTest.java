@@ -21,6 +21,7 @@ import kilim.Fiber;
 import kilim.Mailbox;
 import kilim.Pausable;
 import kilim.Task;
+import kiln.app.Reply;
 
 /**
  * Records and sealed types in woven code, woven by kiln's repaired Kilim weaver (kilim-weaver/) and
@@ -130,14 +131,14 @@ class RecordWeavingTest {
         Router router = new Router().get("/point", req -> {
             int x = Integer.parseInt(req.param("x"));
             Point p = pointAfterPause(x); // a pause inside the handler
-            return HttpResponse.json(p.moved(1));
+            return Reply.json(p.moved(1));
         });
         HttpRequest request = new HttpRequest("GET", "/point?x=4", "/point", "x=4", 1, List.of(), new byte[0], true);
 
-        HttpResponse response = inFiber(() -> router.dispatch(request));
+        Reply response = inFiber(() -> router.dispatch(request));
 
-        assertEquals(200, response.status());
-        assertEquals("{\"x\":5,\"y\":8,\"label\":\"p4\"}", new String(response.body(), StandardCharsets.UTF_8));
+        assertEquals(200, response.status);
+        assertEquals("{\"x\":5,\"y\":8,\"label\":\"p4\"}", new String(response.body, StandardCharsets.UTF_8));
     }
 
     @Test

@@ -143,6 +143,31 @@ class KilnWeaverTest {
         assertTrue(e.getMessage().contains("what to change: move the pausable call out of the synchronized block"), e.getMessage());
     }
 
+    /**
+     * A write query ({@code kiln.db.Query}: {@code R run(Txn) throws Exception}, not pausable) that
+     * pauses: its transaction belongs to the writer thread, so the build must refuse it.
+     */
+    @Test
+    void aPauseInANonPausableLambdaSuchAsAWriteQueryIsRefused() throws Exception {
+        Path classes = compile(Map.of(
+            "demo/Writes.java", "package demo;\n"
+                + "import kilim.*;\n"
+                + "public class Writes {\n"
+                + "  public interface Query { Object run(Object txn) throws Exception; }\n"
+                + "  public Query update() {\n"
+                + "    return txn -> {\n"
+                + "      Task.sleep(1);\n"
+                + "      return txn;\n"
+                + "    };\n"
+                + "  }\n"
+                + "}\n"));
+
+        WeaveException e = assertThrows(WeaveException.class, () -> KilnWeaver.weave(classes, classpath()));
+
+        assertTrue(e.getMessage().startsWith("Kilim cannot weave a lambda in demo.Writes.update at Writes.java:7 (lambda$update$0)"), e.getMessage());
+        assertTrue(e.getMessage().contains("what to change: add 'throws Pausable' to the method"), e.getMessage());
+    }
+
     /** A pause in a catch block, in a loop, after a try that declares a long and a String. */
     private static final String PAUSE_IN_CATCH = "package demo;\n"
         + "import kilim.*;\n"
