@@ -97,6 +97,11 @@ public final class DemoDb {
         return readNow(randomWorld());
     }
 
+    /** @return the World row with {@code id} (1..10000), read now */
+    public World readWorld(int id) {
+        return readNow(world(id));
+    }
+
     /** @return {@code n} World rows with random ids, one read each (the multiple queries test) */
     public World[] readRandomWorlds(int n) {
         World[] rows = new World[n];
@@ -127,7 +132,11 @@ public final class DemoDb {
 
     /** @return a read query for one World row with a random id (the single query test) */
     public Query<World> randomWorld() {
-        int id = randomId();
+        return world(randomId());
+    }
+
+    /** @return a read query for the World row with {@code id}, 1..10000 (every one exists) */
+    public Query<World> world(int id) {
         return txn -> new World(id, worlds.get(txn, id));
     }
 

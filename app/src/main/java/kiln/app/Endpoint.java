@@ -26,7 +26,7 @@ public final class Endpoint {
 
     /** The request method, e.g. {@code GET}. */
     public final String method;
-    /** The exact path, e.g. {@code /queries}. */
+    /** The path: exact, e.g. {@code /queries}, or a template, e.g. {@code /worlds/{id}}. */
     public final String path;
     /** The path with its parameters as a reader writes them, e.g. {@code /queries?queries=N}. */
     public final String usage;
@@ -37,7 +37,8 @@ public final class Endpoint {
     final Binding binding;
 
     Endpoint(String method, String path, String usage, String example, String description, Binding binding) {
-        if (!example.equals(path) && !example.startsWith(path + "?")) {
+        int q = example.indexOf('?');
+        if (!Routes.Template.parse(path).matches(q < 0 ? example : example.substring(0, q))) {
             throw new IllegalArgumentException("example " + example + " is not a target of " + path);
         }
         this.method = method;

@@ -30,6 +30,11 @@ public final class Endpoints {
             demo -> request -> Step.of(Reply.ok(Http.APPLICATION_JSON, Bodies.helloJson()))),
         get("/db", "/db", "one random World row",
             demo -> request -> Step.of(Reply.json(demo.readRandomWorld()))),
+        get("/worlds/{id}", "/worlds/42", "the World row with that id (1..10000)",
+            demo -> request -> {
+                int id = Params.worldId(request.pathParam("id"));
+                return Step.of(Reply.json(demo.readWorld(id)));
+            }),
         get("/queries?queries=N", "/queries?queries=20", "N random rows (1..500)",
             demo -> request -> Step.of(Reply.json(demo.readRandomWorlds(Params.queries(request.param("queries")))))),
         get("/updates?queries=N", "/updates?queries=20", "N rows updated durably",

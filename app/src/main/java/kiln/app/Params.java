@@ -65,6 +65,22 @@ public final class Params {
     }
 
     /**
+     * The {@code {id}} of {@code /worlds/{id}}: a World id, 1..10000.
+     *
+     * @throws HttpException 404 when it is not an id the table has (the resource does not exist)
+     */
+    public static int worldId(String raw) {
+        int id;
+        try {
+            id = Integer.parseInt(raw);
+        } catch (NumberFormatException e) {
+            throw new HttpException(404, "no World with id '" + raw + "'");
+        }
+        if (id < 1 || id > DemoDb.WORLD_ROWS) throw new HttpException(404, "no World with id " + id + "; ids are 1.." + DemoDb.WORLD_ROWS);
+        return id;
+    }
+
+    /**
      * The {@code delay} of {@code /hello}: milliseconds to sleep, 0 (no sleep) when absent or empty.
      *
      * @param raw the decoded parameter value, or null when absent

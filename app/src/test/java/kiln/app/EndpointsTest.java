@@ -88,6 +88,7 @@ class EndpointsTest {
             + "<li><a href=\"/plaintext\">/plaintext</a> &mdash; Hello, World! as text</li>"
             + "<li><a href=\"/json\">/json</a> &mdash; a JSON message</li>"
             + "<li><a href=\"/db\">/db</a> &mdash; one random World row</li>"
+            + "<li><a href=\"/worlds/42\">/worlds/{id}</a> &mdash; the World row with that id (1..10000)</li>"
             + "<li><a href=\"/queries?queries=20\">/queries?queries=N</a> &mdash; N random rows (1..500)</li>"
             + "<li><a href=\"/updates?queries=20\">/updates?queries=N</a> &mdash; N rows updated durably</li>"
             + "<li><a href=\"/cached-queries?count=20\">/cached-queries?count=N</a> &mdash; N random rows from an in-memory cache (1..500)</li>"
@@ -105,7 +106,8 @@ class EndpointsTest {
         for (Endpoint e : Endpoints.ALL) {
             assertTrue(paths.add(e.path), () -> "one entry per path: " + e);
             int q = e.example.indexOf('?');
-            Reply r = Step.runBlocking(endpoints.start(e.method, e.path, q < 0 ? null : e.example.substring(q + 1)));
+            Reply r = Step.runBlocking(endpoints.start(e.method, q < 0 ? e.example : e.example.substring(0, q),
+                q < 0 ? null : e.example.substring(q + 1)));
             assertEquals(200, r.status, () -> e + ": " + text(r));
             assertTrue(Endpoints.usage().contains(e.method + " " + e.usage), e::toString);
         }
@@ -161,6 +163,21 @@ class EndpointsTest {
         assertEquals(1, JSON.readTree(now("GET", "/queries", "queries=0").body).size());
         assertEquals(500, JSON.readTree(now("GET", "/queries", "queries=9999").body).size());
         assertTrue(text(now("GET", "/fortunes", null)).contains("&lt;script&gt;"));
+    }
+
+    @Test
+    void worldsByIdAnswerThatRowAndA404ForAnIdTheTableDoesNotHave() throws Exception {
+        JsonNode row = JSON.readTree(now("GET", "/worlds/42", null).body);
+        assertEquals(42, row.get("id").intValue());
+        assertEquals(db.read(txn -> demo.worlds().get(txn, 42)).join(), row.get("randomNumber").intValue());
+        for (String id : new String[] {"0", "10001", "abc", "-1", "%34%32x"}) {
+            Reply missing = now("GET", "/worlds/" + id, null);
+            assertEquals(404, missing.status, id);
+            assertTrue(text(missing).startsWith("404 Not Found: no World with id"), text(missing));
+        }
+        assertEquals(42, JSON.readTree(now("GET", "/worlds/%34%32", null).body).get("id").intValue(), "the segment is percent-decoded");
+        assertEquals(404, now("GET", "/worlds/", null).status, "an empty segment is no id");
+        assertEquals(405, now("POST", "/worlds/7", null).status);
     }
 
     @Test

@@ -260,7 +260,18 @@ class EndpointsTest {
     }
 
     static Stream<Arguments> unknownPaths() {
-        return FrontEnd.cross(new Object[][] {{"/nope"}, {"/plaintext/"}, {"/PLAINTEXT"}, {"/index.html"}, {"/json/x"}});
+        return FrontEnd.cross(new Object[][] {{"/nope"}, {"/plaintext/"}, {"/PLAINTEXT"}, {"/index.html"}, {"/json/x"},
+            {"/worlds/"}, {"/worlds/0"}, {"/worlds/abc"}, {"/worlds/1/2"}});
+    }
+
+    /** A path parameter, on every front end: /worlds/{id} reads its segment, percent-decoded. */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("servers")
+    void worldsByIdReadsThePathParameter(FrontEnd fe) throws Exception {
+        ServerProcess s = SERVERS.get(fe);
+        assertEquals(7, assertWorld(getJson(s, "/worlds/7"))[0]);
+        assertEquals(42, assertWorld(getJson(s, "/worlds/%34%32"))[0], "percent-decoded");
+        assertEquals(10000, assertWorld(getJson(s, "/worlds/10000"))[0]);
     }
 
     @ParameterizedTest(name = "{0} GET {1} -> 404")
