@@ -55,7 +55,7 @@ $(JAR): $(MAIN_SOURCES)
 	$(MVN) -DskipTests -pl $(MODULE) -am package
 
 demo: check-server $(JAR)
-	@echo "Starting $(or $(APP),kiln ($(SERVER))) on http://$(BIND):$(PORT)/ with data in ./$(DATA), heap $(HEAP). Ctrl-C stops it cleanly."
+	@echo "Starting $(or $(APP),kiln ($(SERVER))) on http://$(BIND):$(PORT)/ with data in $(DATA), heap $(HEAP). Ctrl-C stops it cleanly."
 	@$(if $(APP),true,echo "  try: curl http://127.0.0.1:$(PORT)/db    curl 'http://127.0.0.1:$(PORT)/updates?queries=5'")
 	exec $(SERVER_JAVA) $(JAVA_FLAGS) $(if $(APP),-cp $(JAR) $(APP),-jar $(JAR)) --port $(PORT) --bind $(BIND) --data $(DATA) $(if $(APP),,$(ARGS))
 
