@@ -21,27 +21,30 @@ public final class Endpoints {
     public static final List<Endpoint> ALL = List.of(
         get("/", "/", "this page: a link to every endpoint",
             demo -> {
-                Reply page = Reply.ok(Http.TEXT_HTML, indexPage());
-                return request -> Step.of(page);
+                Step page = Step.of(Reply.ok(Http.TEXT_HTML, indexPage()));
+                return request -> page;
             }),
         get("/plaintext", "/plaintext", "Hello, World! as text",
-            demo -> request -> Step.of(Reply.ok(Http.TEXT_PLAIN, Bodies.PLAINTEXT))),
+            demo -> {
+                Step plaintext = Step.of(Reply.ok(Http.TEXT_PLAIN, Bodies.PLAINTEXT));  // immutable: one for every request
+                return request -> plaintext;
+            }),
         get("/json", "/json", "a JSON message",
             demo -> request -> Step.of(Reply.ok(Http.APPLICATION_JSON, Bodies.helloJson()))),
         get("/db", "/db", "one random World row",
-            demo -> request -> Step.of(Reply.json(demo.readRandomWorld()))),
+            demo -> request -> Step.of(fresh(Reply.json(demo.readRandomWorld())))),
         get("/worlds/{id}", "/worlds/42", "the World row with that id (1..10000)",
             demo -> request -> {
                 int id = Params.worldId(request.pathParam("id"));
-                return Step.of(Reply.json(demo.readWorld(id)));
+                return Step.of(fresh(Reply.json(demo.readWorld(id))));
             }),
         get("/queries?queries=N", "/queries?queries=20", "N random rows (1..500)",
-            demo -> request -> Step.of(Reply.json(demo.readRandomWorlds(Params.queries(request.param("queries")))))),
+            demo -> request -> Step.of(fresh(Reply.json(demo.readRandomWorlds(Params.queries(request.param("queries"))))))),
         get("/updates?queries=N", "/updates?queries=20", "N rows updated durably",
             demo -> request -> {
                 World[] rows = demo.readRandomWorlds(Params.queries(request.param("queries")));
                 return Step.after(demo.db().write(demo.updateWithNewRandomNumbers(rows)),
-                    updated -> Step.of(Reply.json(updated)));  // answered once the commit is durable
+                    updated -> Step.of(fresh(Reply.json(updated))));  // answered once the commit is durable
             }),
         get("/cached-queries?count=N", "/cached-queries?count=20", "N random rows from an in-memory cache (1..500)",
             demo -> {
@@ -54,16 +57,18 @@ public final class Endpoints {
                 return request -> {
                     World[] rows = new World[Params.queries(request.param("count"))];
                     for (int i = 0; i < rows.length; i++) rows[i] = byId[DemoDb.randomId()];
-                    return Step.of(Reply.json(rows));
+                    return Step.of(fresh(Reply.json(rows)));
                 };
             }),
         get("/fortunes", "/fortunes", "the fortunes table as HTML",
-            demo -> request -> Step.of(Reply.ok(Http.TEXT_HTML, Bodies.fortunesHtml(demo.readFortunes())))),
+            demo -> request -> Step.of(fresh(Reply.ok(Http.TEXT_HTML, Bodies.fortunesHtml(demo.readFortunes()))))),
         get("/hello?delay=MS", "/hello?delay=100", "HelloWorld after an asynchronous sleep",
-            demo -> request -> {
-                int ms = Params.delayMs(request.param("delay"));
-                Reply hello = Reply.ok(Http.TEXT_PLAIN, Bodies.HELLO);
-                return ms == 0 ? Step.of(hello) : Step.afterSleep(ms, () -> Step.of(hello));
+            demo -> {
+                Step hello = Step.of(Reply.ok(Http.TEXT_PLAIN, Bodies.HELLO));
+                return request -> {
+                    int ms = Params.delayMs(request.param("delay"));
+                    return ms == 0 ? hello : Step.afterSleep(ms, () -> hello);
+                };
             }));
 
     private final Routes<Endpoint> routes = new Routes<>();
@@ -129,6 +134,15 @@ public final class Endpoints {
                 .append("</a> &mdash; ").append(Encode.forHtml(e.description)).append("</li>");
         }
         return html.append("</ul></body></html>").toString().getBytes(StandardCharsets.UTF_8);
+    }
+
+    /**
+     * @return {@code reply} with {@code Cache-Control: no-store}: an answer read from the database
+     *         changes from one request to the next, so no cache (a proxy, a browser's heuristic
+     *         freshness, RFC 9111 section 4.2.2) may keep it
+     */
+    private static Reply fresh(Reply reply) {
+        return reply.header("Cache-Control", "no-store");
     }
 
     /** @param usage the path, with {@code ?name=VALUE} when it takes parameters */

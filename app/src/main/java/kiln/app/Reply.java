@@ -49,7 +49,8 @@ public final class Reply {
      */
     public static Reply of(int status, String contentType, byte[] body) {
         if (status < 200 || status > 599) throw new IllegalArgumentException("status must be 200..599, got " + status);
-        return new Reply(status, checkValue("Content-Type", contentType), body, NO_HEADERS);
+        boolean known = contentType == Http.APPLICATION_JSON || contentType == Http.TEXT_PLAIN || contentType == Http.TEXT_HTML;
+        return new Reply(status, known ? contentType : checkValue("Content-Type", contentType), body, NO_HEADERS);
     }
 
     /** @return 200 OK with {@code body} of {@code contentType} */

@@ -157,7 +157,11 @@ class EndpointsTest {
 
     @Test
     void readsAnswerInlineAndQueriesAreClampedTo1Through500() throws Exception {
-        JsonNode one = JSON.readTree(now("GET", "/db", null).body);
+        Reply db = now("GET", "/db", null);
+        assertEquals("no-store", db.header("Cache-Control"), "an answer from the database is not cacheable");
+        assertEquals("no-store", now("GET", "/fortunes", null).header("Cache-Control"));
+        assertNull(now("GET", "/plaintext", null).header("Cache-Control"), "a constant answer may be cached");
+        JsonNode one = JSON.readTree(db.body);
         assertTrue(one.isObject() && one.get("id").isInt() && one.get("randomNumber").isInt(), one::toString);
         assertEquals(3, JSON.readTree(now("GET", "/queries", "queries=3").body).size());
         assertEquals(1, JSON.readTree(now("GET", "/queries", "queries=0").body).size());
