@@ -20,7 +20,7 @@ public final class ServerOptions {
     public String bind;
 
     @Option(names = "--data", paramLabel = "DIR", defaultValue = "data",
-        description = "LMDB data directory, created and filled with the demo tables on first start (default: ./${DEFAULT-VALUE}).")
+        description = "LMDB data directory, created on first start; the demo endpoints fill their tables then (default: ./${DEFAULT-VALUE}).")
     public Path data;
 
     @Option(names = "--threads", paramLabel = "N",
