@@ -4,8 +4,8 @@ import com.fasterxml.jackson.annotation.JsonPropertyOrder;
 
 /**
  * A row of the TechEmpower {@code World} table: id 1..10000 and a randomNumber 1..10000.
- * Serialized as {@code {"id":..,"randomNumber":..}}. A plain class, not a record: Kilim's weaver
- * cannot handle records in code that woven handlers call.
+ * Serialized as {@code {"id":..,"randomNumber":..}}. (A plain class from before kiln's repaired
+ * weaver, kilim-weaver/, made records safe in fiber code; it works as well.)
  */
 @JsonPropertyOrder({"id", "randomNumber"})
 public final class World {
