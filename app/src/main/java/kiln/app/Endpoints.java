@@ -45,7 +45,9 @@ public final class Endpoints {
                 int ms = Params.delayMs(request.param("delay"));
                 Reply hello = Reply.ok(Http.TEXT_PLAIN, Bodies.HELLO);
                 return ms == 0 ? Step.of(hello) : Step.afterSleep(ms, () -> Step.of(hello));
-            }));
+            }),
+        get("/healthz", "/healthz", "200 ok while the database answers reads and its writer runs, else 503",
+            demo -> request -> Step.of(Health.check(demo))));
 
     private final Routes<Endpoint> routes = new Routes<>();
     private final Map<Endpoint, Endpoint.Logic> logic = new IdentityHashMap<>();
