@@ -19,7 +19,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 
-import kiln.app.Http;
+import kiln.app.Limits;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
@@ -57,7 +57,7 @@ class RobustnessTest {
 
     static Stream<Arguments> hostileRequests() {
         StringBuilder manyFields = new StringBuilder();
-        for (int i = 0; i < Http.MAX_HEADERS + 50; i++) manyFields.append("X-F").append(i).append(": 1\r\n");
+        for (int i = 0; i < Limits.MAX_HEADERS + 50; i++) manyFields.append("X-F").append(i).append(": 1\r\n");
         StringBuilder bigFields = new StringBuilder();
         for (int i = 0; i < 40; i++) bigFields.append("X-B").append(i).append(": ").append("v".repeat(1000)).append("\r\n");
         return FrontEnd.cross(new Object[][] {
@@ -73,7 +73,7 @@ class RobustnessTest {
             {"invalid chunk size", "GET /plaintext HTTP/1.1\r\n" + HOST + "Transfer-Encoding: chunked\r\n\r\nzz\r\n\r\n", Limit.CHUNKED, 400},
             {"request line of 40 KiB", "GET /" + "a".repeat(40 * 1024) + " HTTP/1.1\r\n" + HOST + "\r\n", Limit.HEAD, 414},
             {"40 KiB of header fields", "GET /plaintext HTTP/1.1\r\n" + HOST + bigFields + "\r\n", Limit.HEAD, 431},
-            {(Http.MAX_HEADERS + 50) + " header fields", "GET /plaintext HTTP/1.1\r\n" + HOST + manyFields + "\r\n", Limit.HEAD, 431},
+            {(Limits.MAX_HEADERS + 50) + " header fields", "GET /plaintext HTTP/1.1\r\n" + HOST + manyFields + "\r\n", Limit.HEAD, 431},
             {"1 MB of declared content", "POST /plaintext HTTP/1.1\r\n" + HOST + "Content-Length: 1000000\r\n\r\n", Limit.SYNTAX, 413}});
     }
 
