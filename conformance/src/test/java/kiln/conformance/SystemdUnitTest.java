@@ -32,14 +32,21 @@ import org.junit.jupiter.api.Test;
  */
 class SystemdUnitTest {
     private static final Path UNIT = Dirs.repo().resolve("deploy/systemd/kiln.service");
+    private static final Path BACKUP_UNIT = Dirs.repo().resolve("deploy/systemd/kiln-backup.service");
+    private static final Path BACKUP_TIMER = Dirs.repo().resolve("deploy/systemd/kiln-backup.timer");
     private static final Path NGINX_SITE = Dirs.repo().resolve("deploy/nginx/kiln.conf");
 
     /** @return the unit's ExecStart, continuation lines joined, split into words */
     private static List<String> execStart() throws IOException {
-        String text = Files.readString(UNIT).replace("\\\n", " ");
-        Matcher m = Pattern.compile("(?m)^ExecStart=(.*)$").matcher(text);
-        assertTrue(m.find(), "no ExecStart in " + UNIT);
-        return new ArrayList<>(Arrays.asList(m.group(1).trim().split("\\s+")));
+        return new ArrayList<>(Arrays.asList(setting(UNIT, "ExecStart").split("\\s+")));
+    }
+
+    /** @return the value of {@code key} in {@code unit}, continuation lines joined */
+    private static String setting(Path unit, String key) throws IOException {
+        String text = Files.readString(unit).replace("\\\n", " ");
+        Matcher m = Pattern.compile("(?m)^" + key + "=(.*)$").matcher(text);
+        assertTrue(m.find(), "no " + key + " in " + unit);
+        return m.group(1).trim();
     }
 
     private static String option(List<String> words, String name) {
@@ -71,9 +78,9 @@ class SystemdUnitTest {
         Command bad = Command.run(60, List.of("systemd-analyze", "verify", typo.toString()));
         assertTrue(bad.output.contains("Restrat"), () -> "systemd-analyze did not report an unknown key:\n" + bad.output);
 
-        Command verify = Command.run(60, List.of("systemd-analyze", "verify", UNIT.toString()));
+        Command verify = Command.run(60, List.of("systemd-analyze", "verify", UNIT.toString(), BACKUP_UNIT.toString(), BACKUP_TIMER.toString()));
         assertEquals(0, verify.exitCode, verify.output);
-        assertTrue(verify.output.isBlank(), () -> "systemd-analyze verify " + UNIT + ":\n" + verify.output);
+        assertTrue(verify.output.isBlank(), () -> "systemd-analyze verify deploy/systemd/*:\n" + verify.output);
     }
 
     @Test
@@ -161,6 +168,56 @@ class SystemdUnitTest {
         } finally {
             p.toHandle().destroyForcibly();
             ServerProcess.deleteRecursively(data);
+        }
+    }
+
+    /**
+     * kiln-backup.service's two commands, with this build's paths: the backup writes one dated
+     * directory holding data.mdb beside a serving kiln, and the clean-up removes backups older than
+     * 14 days and keeps the new one.
+     */
+    @Test
+    void theBackupUnitsCommandsBackUpARunningServerAndPruneOldBackups() throws Exception {
+        FrontEnd kilim = FrontEnd.load(Dirs.repo().resolve("frontends.conf")).stream().filter(f -> f.id.equals("kilim")).findFirst().orElseThrow();
+        Path backups = Files.createTempDirectory(Files.createDirectories(Dirs.data()), "SystemdUnitTest-backups-");
+        try (ServerProcess server = ServerProcess.start(kilim, "SystemdUnitTest-backup")) {
+            Path old = Files.createDirectories(backups.resolve("2000-01-01-033000"));
+            Files.writeString(old.resolve("data.mdb"), "old");
+            Files.setLastModifiedTime(old, java.nio.file.attribute.FileTime.from(java.time.Instant.now().minus(Duration.ofDays(20))));
+            Path recent = Files.createDirectories(backups.resolve("recent"));
+            Files.setLastModifiedTime(recent, java.nio.file.attribute.FileTime.from(java.time.Instant.now().minus(Duration.ofDays(10))));
+
+            String start = setting(BACKUP_UNIT, "ExecStart");
+            Matcher script = Pattern.compile("^/bin/sh -c '(.*)'$").matcher(start);
+            assertTrue(script.matches(), () -> "ExecStart is /bin/sh -c '...': " + start);
+            String sh = script.group(1).replace("%%", "%")  // systemd's escape for %
+                .replace("/usr/bin/java", kilim.javaBinary())
+                .replace("/opt/kiln/kiln-kilim.jar", kilim.jarPath().toString())
+                .replace("/var/lib/kiln", server.dataDir.toString())
+                .replace("/var/backups/kiln", backups.toString());
+            Command backup = Command.run(60, List.of("/bin/sh", "-c", sh));
+            assertEquals(0, backup.exitCode, backup.output);
+            assertTrue(backup.output.startsWith("kiln-kilim: backed up " + server.dataDir), backup.output);
+
+            List<String> post = new ArrayList<>(Arrays.asList(setting(BACKUP_UNIT, "ExecStartPost")
+                .replace("/var/backups/kiln", backups.toString()).split("\\s+")));
+            Command prune = Command.run(60, post);
+            assertEquals(0, prune.exitCode, prune.output);
+
+            List<Path> left;
+            try (var dirs = Files.list(backups)) {
+                left = dirs.sorted().toList();
+            }
+            assertEquals(2, left.size(), () -> "the new backup and the 10-day-old one are kept, the 20-day-old one removed: " + left);
+            assertTrue(left.contains(recent));
+            Path made = left.stream().filter(p -> !p.equals(recent)).findFirst().orElseThrow();
+            assertTrue(made.getFileName().toString().matches("\\d{4}-\\d{2}-\\d{2}-\\d{6}"), made::toString);
+            try (var files = Files.list(made)) {
+                assertEquals(List.of("data.mdb"), files.map(p -> p.getFileName().toString()).toList());
+            }
+            assertEquals(kiln.app.DemoDb.WORLD_ROWS, Contract.storedWorlds(made).size(), "the backup opens and holds the world table");
+        } finally {
+            ServerProcess.deleteRecursively(backups);
         }
     }
 }
