@@ -71,9 +71,9 @@ class NginxTest {
     static void start() throws Exception {
         assertTrue(Files.isExecutable(Path.of("/usr/sbin/nginx")),
             "nginx is not installed: apt-get install nginx-light (.ci/run installs it)");
-        kiln = ServerProcess.start(FrontEnd.underTest().stream().filter(f -> f.id.equals("kilim")).findFirst()
-            .orElse(FrontEnd.load(Dirs.repo().resolve("frontends.conf")).get(0)), "NginxTest");
-        assertEquals("kilim", kiln.frontEnd.id, "nginx is tested in front of the Kilim server");
+        // in front of the Kilim server, whatever -Dkiln.servers selects: the deploy/ files are written for it
+        kiln = ServerProcess.start(FrontEnd.load(Dirs.repo().resolve("frontends.conf")).stream()
+            .filter(f -> f.id.equals("kilim")).findFirst().orElseThrow(), "NginxTest");
         prefix = Files.createDirectories(Dirs.target().resolve("nginx-test"));
         ServerProcess.deleteRecursively(prefix);
         for (String d : List.of("conf/sites", "conf/snippets", "logs", "tmp", "tls", "acme/.well-known/acme-challenge")) {
