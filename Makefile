@@ -34,12 +34,13 @@ SERVER_JAVA = $(or $(shell JAVA=$(JAVA) scripts/find-java.sh $(call fe_field,$(S
 # A jar is rebuilt when any main source or pom changed since it was made.
 MAIN_SOURCES := $(shell find . -path ./conformance -prune -o \( -path '*/src/main/*' -o -name pom.xml \) -type f -print 2>/dev/null)
 
-.PHONY: help build demo test bench-db bench-parser clean check-server
+.PHONY: help build demo backup test bench-db bench-parser clean check-server
 
 help:
 	@echo "make demo [SERVER=$(SERVER_NAMES)] [PORT=8080] [DATA=data] [HEAP=256m]   build if needed and start a server"
 	@echo "make demo APP=your.Main                    build and run your own routes (a main calling KilimMain.serve)"
-	@echo "make test                                  run every test (unit, database, HTTP conformance, sweep)"
+	@echo "make backup TO=DIR [DATA=data]             compacted copy of the database into DIR/data.mdb (also while a server runs)"
+	@echo "make test                                  run every test (unit, database, HTTP conformance, nginx, sweep)"
 	@echo "make build                                 build every runnable jar (skips tests)"
 	@echo "make bench-db                              database micro-benchmarks (prints a table)"
 	@echo "make bench-parser                          Kilim parser: a request trickled one byte per read, resumed vs re-parsed"
@@ -58,6 +59,12 @@ demo: check-server $(JAR)
 	@echo "Starting $(or $(APP),kiln ($(SERVER))) on http://$(BIND):$(PORT)/ with data in $(DATA), heap $(HEAP). Ctrl-C stops it cleanly."
 	@$(if $(APP),true,echo "  try: curl http://127.0.0.1:$(PORT)/db    curl 'http://127.0.0.1:$(PORT)/updates?queries=5'")
 	exec $(SERVER_JAVA) $(JAVA_FLAGS) $(if $(APP),-cp $(JAR) $(APP),-jar $(JAR)) --port $(PORT) --bind $(BIND) --data $(DATA) $(if $(APP),,$(ARGS))
+
+# A consistent, compacted copy of $(DATA) in $(TO)/data.mdb, safe while a server serves $(DATA) (README,
+# "Backup and restore"). Any front end's jar can do it; the heap is small, the copy is not on the heap.
+backup: check-server $(JAR)
+	@if [ -z "$(TO)" ]; then echo "make backup: give TO=DIR, a new or empty directory (e.g. make backup TO=backups/$$(date +%F))" >&2; exit 2; fi
+	$(SERVER_JAVA) -Xmx64m $(LMDB_FLAGS) -jar $(JAR) --data $(DATA) --backup $(TO)
 
 # Maven prints each module's surefire summary; the sweep's pytest suite (sweep/tests) its own closing line.
 test:

@@ -69,7 +69,9 @@ public final class Endpoints {
                     int ms = Params.delayMs(request.param("delay"));
                     return ms == 0 ? hello : Step.afterSleep(ms, () -> hello);
                 };
-            }));
+            }),
+        get("/healthz", "/healthz", "200 ok while the database answers reads and its writer runs, else 503",
+            demo -> request -> Step.of(fresh(Health.check(demo)))));
 
     private final Routes<Endpoint> routes = new Routes<>();
     private final Map<Endpoint, Endpoint.Logic> logic = new IdentityHashMap<>();

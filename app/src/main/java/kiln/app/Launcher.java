@@ -9,7 +9,8 @@ import kiln.db.DbException;
 /**
  * The life of every front end's process, written once: open the database, start the server, print the ready line the tests and {@code ab-sweep.sh} wait
  * for, and on SIGTERM or Ctrl-C stop accepting, finish requests in flight, commit queued writes,
- * close LMDB and exit 0 ({@link Shutdown}). A start-up failure prints one line and exits 1.
+ * close LMDB and exit 0 ({@link Shutdown}). A start-up failure prints one line and exits 1. With
+ * {@code --backup DIR} it serves nothing: it backs the database up and exits ({@link BackupCommand}).
  */
 public final class Launcher {
     private static final Logger LOG = Logger.getLogger(Launcher.class.getName());
@@ -47,6 +48,7 @@ public final class Launcher {
      * @param starter starts the server
      */
     public static void run(String name, ServerOptions options, Starter starter) {
+        if (options.backup != null) BackupCommand.runAndExit(name, options);  // --backup: copy, print, exit
         Db db = null;
         try {
             db = Db.builder(options.data).queueCapacity(options.dbQueue).open();

@@ -44,6 +44,12 @@ public final class ServerOptions {
         description = "Writes that may wait for the database's writer; beyond it a write is answered 503 with Retry-After: 1 (default: ${DEFAULT-VALUE}).")
     public int dbQueue;
 
+    @Option(names = "--backup", paramLabel = "DIR",
+        description = "Do not serve: write a compacted copy of the --data database to DIR/data.mdb (DIR new or empty), print its size"
+            + " and exit. Safe while a server runs on the same --data; run it as the server's user. Restore: stop the server,"
+            + " put the copy's data.mdb in the data directory, start it.")
+    public Path backup;
+
     static {
         System.setProperty("kiln.cores", Integer.toString(Runtime.getRuntime().availableProcessors()));
         System.setProperty("kiln.maxConnections", Integer.toString(defaultMaxConnections()));

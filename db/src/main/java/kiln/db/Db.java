@@ -58,6 +58,7 @@ public final class Db implements AutoCloseable {
     private final ConcurrentLinkedQueue<org.lmdbjava.Txn<ByteBuffer>> idleReadTxns = new ConcurrentLinkedQueue<>();
     private final AtomicInteger idleReadCount = new AtomicInteger();
     private final int maxIdleReadTxns;
+    private final long writerStallNanos;
     private volatile boolean closed;
     /** The table of every {@link Sequence}, opened on first use. */
     private Table<String, Long> sequences;
@@ -69,6 +70,7 @@ public final class Db implements AutoCloseable {
         this.env = openEnv(b);
         this.mapSize = env.info().mapSize;
         this.maxIdleReadTxns = Math.max(1, b.maxReaders / 2);
+        this.writerStallNanos = b.writerStallNanos;
         this.writer = new Writer(this, env, b.maxBatch, b.queueCapacity);
     }
 
@@ -249,6 +251,69 @@ public final class Db implements AutoCloseable {
         }
     }
 
+    /**
+     * Checks what a health endpoint reports: the database is open, a read transaction begins (the
+     * environment answers reads), and the writer thread is running and not stuck: it has been in
+     * its current batch for less than {@link Builder#writerStallLimit} (a commit that never returns,
+     * a write query that never ends). Cheap: one pooled read transaction.
+     *
+     * @return healthy, or the first problem found
+     */
+    public DbHealth health() {
+        if (closed) return DbHealth.problem("the database is closed");
+        if (!writer.isAlive()) return DbHealth.problem("the database's writer thread is not running");
+        long busy = writer.busyNanos(System.nanoTime());
+        if (busy > writerStallNanos) {
+            return DbHealth.problem("the database's writer has been in one batch for " + busy / 1_000_000 + " ms, "
+                + stats().queued + " writes waiting");
+        }
+        try {
+            readNow(txn -> Boolean.TRUE);
+        } catch (Exception e) {
+            return DbHealth.problem("the database does not answer reads: " + e.getMessage());
+        }
+        return DbHealth.ok();
+    }
+
+    /**
+     * Writes a compacted copy of the database into {@code target} (created if missing; it must be
+     * empty) as {@code target/data.mdb}, while reads and writes go on: LMDB copies the snapshot of
+     * one read transaction ({@code mdb_env_copy2} with {@code MDB_CP_COMPACT}), so the copy holds
+     * every write whose future completed before the call, and no write half-applied. The copy is
+     * then flushed to disk and read back (every entry of every table) before this returns.
+     *
+     * <p>Writes go on during the copy, but the map cannot grow until it ends: a write that needs a
+     * larger map (and reads that arrive after it) waits for the copy. To restore, stop the server
+     * and put the copy's {@code data.mdb} in place of the data directory's.
+     *
+     * @return the copy, {@code target/data.mdb}
+     * @throws DbException.BackupFailed when {@code target} is not an empty directory, the copy fails
+     *         (disk full...) or does not read back; a partial copy is removed
+     * @throws DbException.Closed after {@link #close}
+     */
+    public Path backup(Path target) {
+        boolean created = Backup.prepareTarget(target, dir);
+        try {
+            ReentrantReadWriteLock.ReadLock lock = mapLock.readLock();
+            lock.lock();  // the copy's read transaction must not see the map move (growMap)
+            try {
+                checkOpen();
+                Backup.copy(env, target);
+            } finally {
+                lock.unlock();
+            }
+            Backup.finish(target);
+            return target.resolve(Backup.DATA_FILE);
+        } catch (LmdbException e) {
+            Backup.discard(target, created);
+            throw new DbException.BackupFailed("backup of " + dir.toAbsolutePath() + " into " + target.toAbsolutePath()
+                + " failed: " + e.getMessage(), e);
+        } catch (RuntimeException e) {
+            Backup.discard(target, created);
+            throw e;
+        }
+    }
+
     /** @return true once {@link #close} has begun */
     public boolean isClosed() {
         return closed;
@@ -309,6 +374,7 @@ public final class Db implements AutoCloseable {
         private int maxReaders = 1024;
         private int maxBatch = 1024;
         private int queueCapacity = 16384;
+        private long writerStallNanos = 10_000_000_000L;
 
         private Builder(Path dir) {
             this.dir = dir;
@@ -349,6 +415,16 @@ public final class Db implements AutoCloseable {
         public Builder queueCapacity(int n) {
             if (n < 1) throw new IllegalArgumentException("queueCapacity must be >= 1, got " + n);
             this.queueCapacity = n;
+            return this;
+        }
+
+        /**
+         * How long the writer may spend on one batch before {@link Db#health} calls it stuck
+         * (default 10 s: a batch takes milliseconds; seconds mean a disk or a write query that hangs).
+         */
+        public Builder writerStallLimit(java.time.Duration limit) {
+            if (limit.isNegative() || limit.isZero()) throw new IllegalArgumentException("writerStallLimit must be positive, got " + limit);
+            this.writerStallNanos = limit.toNanos();
             return this;
         }
 

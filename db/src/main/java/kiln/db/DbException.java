@@ -62,4 +62,10 @@ public class DbException extends RuntimeException {
         private static final long serialVersionUID = 1L;
         public CommitFailed(String message, Throwable cause) { super(message, cause); }
     }
+
+    /** A backup could not be made: the target is unusable, the copy failed, or it did not read back. */
+    public static final class BackupFailed extends DbException {
+        private static final long serialVersionUID = 1L;
+        public BackupFailed(String message, Throwable cause) { super(message, cause); }
+    }
 }

@@ -63,6 +63,8 @@ final class Writer implements Runnable {
     private volatile long failedWrites;
     private volatile long largestBatch;
     private volatile long mapGrowths;
+    /** System.nanoTime() when the batch being run began, or 0 while the writer waits for work; see {@link #busyNanos}. */
+    private volatile long batchStarted;
 
     Writer(Db db, Env<ByteBuffer> env, int maxBatch, int queueCapacity) {
         this.db = db;
@@ -96,6 +98,17 @@ final class Writer implements Runnable {
 
     boolean isWriterThread() {
         return Thread.currentThread() == thread;
+    }
+
+    /** @return true while the writer thread runs (it ends only after {@link #shutdownAndDrain}, or if it dies) */
+    boolean isAlive() {
+        return thread.isAlive();
+    }
+
+    /** @return how long the writer has been running its current batch, ns; 0 while it waits for work */
+    long busyNanos(long now) {
+        long started = batchStarted;
+        return started == 0 ? 0 : Math.max(1, now - started);
     }
 
     <R> QueryFuture<R> submit(Query<R> query) {
@@ -136,6 +149,7 @@ final class Writer implements Runnable {
                 }
                 batch.add(first);
                 queue.drainTo(batch, maxBatch - 1);
+                batchStarted = System.nanoTime() | 1;  // never 0, which means idle
                 commit(batch);
             } catch (InterruptedException e) {
                 if (stopping) return;
@@ -145,6 +159,7 @@ final class Writer implements Runnable {
                     if (!p.future.isDone()) p.future.fail(t);
                 }
             } finally {
+                batchStarted = 0;
                 batch.clear();
             }
         }

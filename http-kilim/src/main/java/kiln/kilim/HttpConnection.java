@@ -47,6 +47,12 @@ final class HttpConnection extends Task<Object> {
     static final int IDLE = 1;
     static final int HEADER = 2;
     static final int WRITE = 3;
+    static final int LINGER = 4;
+
+    /** A lingering close reads and discards at most this much of what the client still sends... */
+    private static final long LINGER_MAX_BYTES = 1 << 20;
+    /** ...for at most this long (the reaper ends it, 0-1 s later: it checks once a second). */
+    private static final long LINGER_NANOS = 2_000_000_000L;
 
     private final KilimServer server;
     private final EndPoint endpoint;
@@ -110,6 +116,7 @@ final class HttpConnection extends Task<Object> {
         while (true) {
             int start = 0;
             boolean close = false;
+            boolean refused = false;
             try {
                 while (true) {
                     RequestParser.Parsed p = RequestParser.parse(in.array(), start, in.position(), progress);
@@ -136,9 +143,13 @@ final class HttpConnection extends Task<Object> {
                 // next request's start is unknown (RFC 9112 section 9.6 / 11.2).
                 ResponseWriter.write(out, 1, Reply.error(e.status(), e.getMessage()), false, false);
                 close = true;
+                refused = true;
             }
             if (out.length() > 0) flush(out);
-            if (close) return;
+            if (close) {
+                if (refused) linger(in);
+                return;
+            }
             in = compact(in, start);
             if (in.position() == 0) {
                 armDeadline(IDLE, server.idleTimeoutNanos());
@@ -154,6 +165,30 @@ final class HttpConnection extends Task<Object> {
                 }
                 return;
             }
+        }
+    }
+
+    /**
+     * Lingering close, after refusing a request whose content the client may still be sending
+     * (413 for a body over the limit, 400 for broken framing...). Closing at once with unread bytes
+     * in the socket makes the kernel reset the connection, and a reset can destroy the refusal
+     * before the client (or a proxy such as nginx, which then answers 502) has read it. So, as
+     * RFC 9112 section 9.6 describes: shut down output (the client reads the response, then
+     * end-of-stream), read and discard what still arrives, up to {@link #LINGER_MAX_BYTES} and
+     * {@link #LINGER_NANOS} (the reaper half-closes input when it is over), then close.
+     */
+    private void linger(ByteBuffer in) throws Pausable {
+        try {
+            channel.shutdownOutput();
+            armDeadline(LINGER, LINGER_NANOS);
+            long discarded = 0;
+            while (discarded < LINGER_MAX_BYTES) {
+                in.clear();
+                if (!read(in)) break;  // the client closed, or the reaper ended the linger
+                discarded += in.position();
+            }
+        } catch (IOException e) {
+            // the client reset the connection: nothing is left to protect
         }
     }
 
