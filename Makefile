@@ -42,7 +42,7 @@ help:
 	@echo "make test                                  run every test (unit, database, HTTP conformance, sweep)"
 	@echo "make build                                 build every runnable jar (skips tests)"
 	@echo "make bench-db                              database micro-benchmarks (prints a table)"
-	@echo "make bench-parser                          Kilim parser: a request trickled one byte per read, resumed vs re-parsed"
+	@echo "make bench-parser                          kiln's parser: a request trickled one byte per read, resumed vs re-parsed"
 	@echo "make clean                                 remove build output (keeps ./$(DATA))"
 
 check-server:
@@ -72,10 +72,10 @@ bench-db:
 	$(JAVA) -Xms256m -Xmx256m $(LMDB_FLAGS) -Dkiln.bench.dir=bench/target/bench-data \
 	  -cp "bench/target/classes:$$(cat bench/target/classpath.txt)" kiln.bench.BenchDb
 
-# A request trickled one byte per read through the Kilim front end's parser; about 20 s.
+# A request trickled one byte per read through kiln's own parser (http-core); about 20 s.
 bench-parser:
-	$(MVN) -DskipTests -pl http-kilim -am package
-	$(JAVA) -cp http-kilim/target/classes:http-kilim/target/test-classes:app/target/classes kiln.kilim.TrickleBench
+	$(MVN) -DskipTests -pl http-core -am package
+	$(JAVA) -cp http-core/target/classes:http-core/target/test-classes:app/target/classes kiln.http.TrickleBench
 
 clean:
 	$(MVN) clean
