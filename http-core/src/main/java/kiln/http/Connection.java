@@ -231,6 +231,16 @@ public final class Connection {
         return true;
     }
 
+    /** Half-closes both sides, so that the connection's loop ends; see {@link Connections#endAll}. */
+    void end() {
+        try {
+            channel.shutdownInput();
+            channel.shutdownOutput();
+        } catch (IOException e) {
+            LOG.log(Level.FINE, "half-closing a connection at stop", e);
+        }
+    }
+
     /** Drops the consumed bytes; grows the buffer when a partial request fills it. */
     private static ByteBuffer compact(ByteBuffer in, int consumed) {
         if (consumed > 0) {

@@ -195,6 +195,14 @@ public final class Connections {
         if (reaper != null) reaper.shutdownNow();
     }
 
+    /**
+     * Half-closes every open connection, as the reaper does an overdue one: each connection's own
+     * loop then sees end-of-stream and closes. For the end of a stop, after {@link #finishStop}.
+     */
+    public void endAll() {
+        for (Connection c : open) c.end();
+    }
+
     /** Closes {@code ch}, ignoring a failure: for sockets being given up on. */
     public static void closeQuietly(SocketChannel ch) {
         if (ch == null) return;
