@@ -48,5 +48,11 @@ for java in /usr/lib/jvm/*/bin/java; do
   fi
 done
 if ((max == min)); then want="JDK $min"; else want="JDK $min or newer"; fi
-echo "find-java.sh: no $want in \$JAVA or /usr/lib/jvm; install one (Debian/Ubuntu: openjdk-$min-jdk-headless) or set JAVA=/path/to/bin/java" >&2
+if ((min >= 21)); then
+  # Debian 12 packages no JDK 21 or newer; Debian 13 and Ubuntu 24.04 do.
+  how="Debian 13 / Ubuntu 24.04: openjdk-$min-jdk-headless; Debian 12: Temurin $min+ from Adoptium's apt repository"
+else
+  how="Debian/Ubuntu: openjdk-$min-jdk-headless"
+fi
+echo "find-java.sh: no $want in \$JAVA or /usr/lib/jvm; install one ($how) or set JAVA=/path/to/bin/java" >&2
 exit 1
