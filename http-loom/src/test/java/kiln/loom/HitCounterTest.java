@@ -24,6 +24,18 @@ class HitCounterTest {
         ReadmeExample.assertInReadme("http-loom/src/main/java/kiln/loom/example/HitCounter.java");
     }
 
+    /** The README's table of the twins gives each example's line count, fibers beside virtual threads. */
+    @Test
+    void readmeCountsTheTwinsLines() throws IOException {
+        String readme = java.nio.file.Files.readString(ReadmeExample.REPO.resolve("README.md"));
+        for (String example : new String[] {"HitCounter", "TodoApp"}) {
+            long fiber = ReadmeExample.lines("http-kilim/src/main/java/kiln/kilim/example/" + example + ".java");
+            long loom = ReadmeExample.lines("http-loom/src/main/java/kiln/loom/example/" + example + ".java");
+            String row = "| `" + example + "` lines | " + fiber + " | " + loom + " |";
+            assertTrue(readme.contains(row), "README.md must say " + row);
+        }
+    }
+
     @Test
     void hitsAreCountedDurablyPerPage(@TempDir Path dir) throws Exception {
         HttpClient client = HttpClient.newHttpClient();
