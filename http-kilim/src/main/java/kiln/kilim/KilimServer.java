@@ -40,7 +40,7 @@ import kiln.http.HttpRequest;
  *   <li>carrier threads ({@code threads}, default one per core): run the listener fiber and the
  *       connection fibers. Handlers run here and must never block (see {@link Handler}).</li>
  *   <li>{@code kiln-timeouts}: once a second, half-closes connections past their idle, header or
- *       write deadline (see {@link HttpConnection}).</li>
+ *       write deadline (kiln's shared {@link kiln.http.Connections}; see {@link kiln.http.Connection}).</li>
  *   <li>{@code kiln-carrier-watch}: reports a handler that holds its carrier thread too long
  *       ({@link CarrierWatch}).</li>
  * </ul>
