@@ -38,7 +38,7 @@ MAIN_SOURCES := $(shell find . -path ./conformance -prune -o \( -path '*/src/mai
 
 help:
 	@echo "make demo [SERVER=$(SERVER_NAMES)] [PORT=8080] [DATA=data] [HEAP=256m]   build if needed and start a server"
-	@echo "make demo APP=your.Main                    build and run your own routes (a main calling KilimMain.serve)"
+	@echo "make demo APP=your.Main                    build and run your own routes (a main calling KilimMain.serve; LoomMain.serve with SERVER=loom)"
 	@echo "make test                                  run every test (unit, database, HTTP conformance, sweep)"
 	@echo "make build                                 build every runnable jar (skips tests)"
 	@echo "make bench-db                              database micro-benchmarks (prints a table)"
