@@ -38,12 +38,12 @@ MAIN_SOURCES := $(shell find . -path ./conformance -prune -o \( -path '*/src/mai
 
 help:
 	@echo "make demo [SERVER=$(SERVER_NAMES)] [PORT=8080] [DATA=data] [HEAP=256m]   build if needed and start a server"
-	@echo "make demo APP=your.Main                    build and run your own routes (a main calling KilimMain.serve)"
+	@echo "make demo APP=your.Main                    build and run your own routes (a main calling KilimMain.serve; LoomMain.serve with SERVER=loom)"
 	@echo "make backup TO=DIR [DATA=data]             compacted copy of the database into DIR/data.mdb (also while a server runs)"
 	@echo "make test                                  run every test (unit, database, HTTP conformance, nginx, sweep)"
 	@echo "make build                                 build every runnable jar (skips tests)"
 	@echo "make bench-db                              database micro-benchmarks (prints a table)"
-	@echo "make bench-parser                          Kilim parser: a request trickled one byte per read, resumed vs re-parsed"
+	@echo "make bench-parser                          kiln's parser: a request trickled one byte per read, resumed vs re-parsed"
 	@echo "make clean                                 remove build output (keeps ./$(DATA))"
 
 check-server:
@@ -79,10 +79,10 @@ bench-db:
 	$(JAVA) -Xms256m -Xmx256m $(LMDB_FLAGS) -Dkiln.bench.dir=bench/target/bench-data \
 	  -cp "bench/target/classes:$$(cat bench/target/classpath.txt)" kiln.bench.BenchDb
 
-# A request trickled one byte per read through the Kilim front end's parser; about 20 s.
+# A request trickled one byte per read through kiln's own parser (http-core); about 20 s.
 bench-parser:
-	$(MVN) -DskipTests -pl http-kilim -am package
-	$(JAVA) -cp http-kilim/target/classes:http-kilim/target/test-classes:app/target/classes kiln.kilim.TrickleBench
+	$(MVN) -DskipTests -pl http-core -am package
+	$(JAVA) -cp http-core/target/classes:http-core/target/test-classes:app/target/classes kiln.http.TrickleBench
 
 clean:
 	$(MVN) clean

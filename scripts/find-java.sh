@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # find-java.sh RANGE: prints the path of a `java` that runs a front end needing RANGE, as
 # frontends.conf writes it: 17 (17 only), 17+ (17 or newer), 21+ (21 or newer).
-# Tries $JAVA (default: java on the PATH) first, then the JDKs under /usr/lib/jvm in name order.
+# Tries $JAVA (default: java on the PATH) first, then the JDKs under /usr/lib/jvm (or $KILN_JVM_DIR,
+# for tests) in name order.
 # Exit 1 with a line naming what to install when none fits; exit 2 on a bad RANGE.
 set -euo pipefail
 
@@ -40,7 +41,8 @@ if [[ -n $candidate ]] && fits "$candidate"; then
   echo "$candidate"
   exit 0
 fi
-for java in /usr/lib/jvm/*/bin/java; do
+jvm_dir=${KILN_JVM_DIR:-/usr/lib/jvm}
+for java in "$jvm_dir"/*/bin/java; do
   [[ -x $java ]] || continue
   if fits "$java"; then
     echo "$java"
@@ -48,5 +50,11 @@ for java in /usr/lib/jvm/*/bin/java; do
   fi
 done
 if ((max == min)); then want="JDK $min"; else want="JDK $min or newer"; fi
-echo "find-java.sh: no $want in \$JAVA or /usr/lib/jvm; install one (Debian/Ubuntu: openjdk-$min-jdk-headless) or set JAVA=/path/to/bin/java" >&2
+if ((min >= 21)); then
+  # Debian 12 packages no JDK 21 or newer; Debian 13 and Ubuntu 24.04 do.
+  how="Debian 13 / Ubuntu 24.04: openjdk-$min-jdk-headless; Debian 12: Temurin $min+ from Adoptium's apt repository"
+else
+  how="Debian/Ubuntu: openjdk-$min-jdk-headless"
+fi
+echo "find-java.sh: no $want in \$JAVA or $jvm_dir; install one ($how) or set JAVA=/path/to/bin/java" >&2
 exit 1

@@ -4,14 +4,16 @@ import kiln.app.DemoDb;
 import kiln.app.Launcher;
 import kiln.app.ModeOptions;
 import kiln.app.ServerOptions;
+import kiln.app.VirtualThreads;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 
 /**
  * {@code java -jar kiln-jetty.jar [--port N] [--bind ADDR] [--data DIR] [--threads N]
- * [--mode async|blocking] [--workers N]}: opens (and on first start fills) the database, serves the
+ * [--mode async|blocking|loom] [--workers N]}: opens (and on first start fills) the database, serves the
  * endpoint registry on embedded Jetty, and on SIGTERM or Ctrl-C stops accepting, finishes requests in
- * flight, commits queued writes and closes LMDB.
+ * flight, commits queued writes and closes LMDB. {@code --mode loom} needs JDK 21 or newer and
+ * exits 1 with one line naming the JDK to use on an older one.
  */
 @Command(name = "kiln-jetty", mixinStandardHelpOptions = true, version = "kiln-jetty 0.1.0",
     description = "The kiln demo endpoints on embedded Jetty 12 (servlet).%n"
@@ -28,6 +30,7 @@ public final class JettyMain {
     public static void main(String[] args) {
         JettyMain command = new JettyMain();
         ServerOptions options = ServerOptions.parseOrExit(command, args);
+        if (command.threading.mode == ModeOptions.Mode.LOOM) VirtualThreads.requireOrExit(NAME);
         Launcher.run(NAME, options, db -> {
             JettyServer server = new JettyServer(options, command.threading.mode, command.threading.workers, DemoDb.open(db));
             server.start();

@@ -1,6 +1,7 @@
 package kiln.jetty;
 
 import java.io.IOException;
+import java.util.concurrent.Executor;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
@@ -25,6 +26,7 @@ import org.eclipse.jetty.server.ServerConnector;
 import org.eclipse.jetty.server.handler.GracefulHandler;
 import org.eclipse.jetty.server.internal.HttpConnection;
 import org.eclipse.jetty.util.Callback;
+import org.eclipse.jetty.util.VirtualThreads;
 import org.eclipse.jetty.util.thread.QueuedThreadPool;
 
 /**
@@ -41,6 +43,11 @@ import org.eclipse.jetty.util.thread.QueuedThreadPool;
  *       {@code /hello} delays. Pool threads never wait on the database.</li>
  *   <li>blocking mode: {@link BlockingServlet} runs the whole request on a pool thread, so at most
  *       200 requests are in progress at once.</li>
+ *   <li>loom mode (JDK 21+): the same {@link BlockingServlet}, but Jetty runs each request on a new
+ *       virtual thread ({@code kiln-jetty-vt-N}, through
+ *       {@link QueuedThreadPool#setVirtualThreadsExecutor}): a blocked request parks its virtual
+ *       thread, so the pool no longer bounds the requests in progress. What a Jetty user would pick
+ *       today.</li>
  * </ul>
  *
  * <h2>Limits</h2>
@@ -53,6 +60,8 @@ import org.eclipse.jetty.util.thread.QueuedThreadPool;
  */
 final class JettyServer implements Launcher.Server {
     private static final Logger LOG = Logger.getLogger(JettyServer.class.getName());
+    /** Names of the virtual threads of {@code --mode loom}: kiln-jetty-vt-0, -1... */
+    static final String VIRTUAL_THREAD_PREFIX = "kiln-jetty-vt-";
 
     private final Server server;
     private final ServerConnector connector;
@@ -64,13 +73,29 @@ final class JettyServer implements Launcher.Server {
 
     /**
      * @param options   --bind, --port, --threads (selector threads), and the limits
-     * @param mode      async (queue + workers) or blocking (thread per request)
+     * @param mode      async (queue + workers), blocking (thread per request) or loom (virtual thread per request)
      * @param workers   worker threads in async mode, 1..3
      * @param demo      the demo tables
      */
     JettyServer(ServerOptions options, ModeOptions.Mode mode, int workers, DemoDb demo) {
+        this(options, mode, workers, demo, null);
+    }
+
+    /** For tests: serves {@code servlet} on every path, run the way {@code mode} runs the blocking servlet. */
+    JettyServer(ServerOptions options, ModeOptions.Mode mode, HttpServlet servlet) {
+        this(options, mode, 1, null, servlet);
+    }
+
+    private JettyServer(ServerOptions options, ModeOptions.Mode mode, int workers, DemoDb demo, HttpServlet testServlet) {
         QueuedThreadPool pool = new QueuedThreadPool();
         pool.setName("kiln-jetty");
+        if (mode == ModeOptions.Mode.LOOM) {
+            // Jetty's own support, as a Jetty user turns it on: tasks that may block (the servlet's)
+            // run on a new virtual thread each; selectors stay on the pool's platform threads.
+            Executor virtualThreads = VirtualThreads.getNamedVirtualThreadsExecutor(VIRTUAL_THREAD_PREFIX);
+            if (virtualThreads == null) throw new IllegalStateException("--mode loom needs JDK 21 or newer (virtual threads)");
+            pool.setVirtualThreadsExecutor(virtualThreads);
+        }
         server = new Server(pool);
         server.setErrorHandler(new PlainErrorHandler());
 
@@ -96,11 +121,14 @@ final class JettyServer implements Launcher.Server {
         headerTimeoutMs = options.headerTimeoutMs;
 
         HttpServlet servlet;
-        if (mode == ModeOptions.Mode.ASYNC) {
+        if (testServlet != null) {
+            workerPool = null;
+            servlet = testServlet;
+        } else if (mode == ModeOptions.Mode.ASYNC) {
             workerPool = new WorkerPool(workers);
             servlet = new AsyncServlet(Endpoints.serve(demo), workerPool);
         } else {
-            workerPool = null;
+            workerPool = null;  // blocking and loom: the same blocking servlet, on pool threads or virtual threads
             servlet = new BlockingServlet(Endpoints.serve(demo));
         }
         ServletContextHandler context = new ServletContextHandler("/");

@@ -2,6 +2,7 @@ package kiln.kilim;
 
 import kilim.Pausable;
 import kiln.app.Reply;
+import kiln.http.HttpRequest;
 
 /**
  * Answers one request inside the connection's fiber. It may await the database

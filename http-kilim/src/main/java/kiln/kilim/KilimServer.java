@@ -3,16 +3,9 @@ package kiln.kilim;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.StandardSocketOptions;
-import java.nio.ByteBuffer;
 import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
@@ -26,9 +19,9 @@ import kiln.app.Failures;
 import kiln.app.Launcher;
 import kiln.app.Limits;
 import kiln.app.Reply;
-import kiln.app.ServerOptions;
-import kiln.app.Threads;
 import kiln.db.QueryFuture;
+import kiln.http.Connections;
+import kiln.http.HttpRequest;
 
 /**
  * The Kilim fiber HTTP/1.1 server: one NIO selector thread, a pool of carrier threads running one
@@ -47,7 +40,7 @@ import kiln.db.QueryFuture;
  *   <li>carrier threads ({@code threads}, default one per core): run the listener fiber and the
  *       connection fibers. Handlers run here and must never block (see {@link Handler}).</li>
  *   <li>{@code kiln-timeouts}: once a second, half-closes connections past their idle, header or
- *       write deadline (see {@link HttpConnection}).</li>
+ *       write deadline (kiln's shared {@link kiln.http.Connections}; see {@link kiln.http.Connection}).</li>
  *   <li>{@code kiln-carrier-watch}: reports a handler that holds its carrier thread too long
  *       ({@link CarrierWatch}).</li>
  * </ul>
@@ -62,16 +55,10 @@ public final class KilimServer implements Launcher.Server {
     private final int requestedPort;
     private final int threads;
     private final Router router;
-    private final AtomicInteger connections = new AtomicInteger();
-    private final AtomicInteger inFlight = new AtomicInteger();
-    private final Set<HttpConnection> open = ConcurrentHashMap.newKeySet();
-    private long idleTimeoutNanos = TimeUnit.SECONDS.toNanos(60);
-    private long headerTimeoutNanos = TimeUnit.SECONDS.toNanos(10);
-    private int maxConnections = ServerOptions.defaultMaxConnections();
+    /** The limits, the open connections and their reaper, the cap's 503, requests in flight: kiln's shared HTTP layer. */
+    private final Connections connections = new Connections();
     private long blockedCarrierMs = 100;
     private CarrierWatch carrierWatch = new CarrierWatch(0);
-    private volatile boolean stopping;
-    private ScheduledExecutorService reaper;
     private ServerSocketChannel channel;
     private NioSelectorScheduler selector;
     private Scheduler carriers;
@@ -95,8 +82,7 @@ public final class KilimServer implements Launcher.Server {
      * response to a client that does not read may take (default 60 s). Call before {@link #start}.
      */
     public KilimServer idleTimeout(long millis) {
-        if (millis < 1) throw new IllegalArgumentException("idle timeout must be >= 1 ms, got " + millis);
-        idleTimeoutNanos = TimeUnit.MILLISECONDS.toNanos(millis);
+        connections.idleTimeout(millis);
         return this;
     }
 
@@ -105,8 +91,7 @@ public final class KilimServer implements Launcher.Server {
      * (default 10 s); a slower client gets 408 and is closed. Call before {@link #start}.
      */
     public KilimServer headerTimeout(long millis) {
-        if (millis < 1) throw new IllegalArgumentException("header timeout must be >= 1 ms, got " + millis);
-        headerTimeoutNanos = TimeUnit.MILLISECONDS.toNanos(millis);
+        connections.headerTimeout(millis);
         return this;
     }
 
@@ -115,8 +100,7 @@ public final class KilimServer implements Launcher.Server {
      * kept for LMDB, jars and logs). Call before {@link #start}.
      */
     public KilimServer maxConnections(int n) {
-        if (n < 1) throw new IllegalArgumentException("max connections must be >= 1, got " + n);
-        maxConnections = n;
+        connections.maxConnections(n);
         return this;
     }
 
@@ -137,15 +121,11 @@ public final class KilimServer implements Launcher.Server {
 
     /** @return the connection cap in force */
     public int maxConnections() {
-        return maxConnections;
+        return connections.maxConnections();
     }
 
-    long idleTimeoutNanos() {
-        return idleTimeoutNanos;
-    }
-
-    long headerTimeoutNanos() {
-        return headerTimeoutNanos;
+    Connections registry() {
+        return connections;
     }
 
     /**
@@ -170,20 +150,10 @@ public final class KilimServer implements Launcher.Server {
         selector = new NioSelectorScheduler();
         carriers = new AffineScheduler(threads, 0);
         carrierWatch = new CarrierWatch(blockedCarrierMs);
-        reaper = Executors.newSingleThreadScheduledExecutor(Threads.daemon("kiln-timeouts"));
-        reaper.scheduleWithFixedDelay(this::expireOverdue, 1, 1, TimeUnit.SECONDS);
+        connections.start();
         Task listener = new Listener(ssc);
         listener.setScheduler(carriers);
         listener.start();
-    }
-
-    private void expireOverdue() {
-        long now = System.nanoTime();
-        int expired = 0;
-        for (HttpConnection c : open) {
-            if (c.expireIfOverdue(now)) expired++;
-        }
-        if (expired > 0) LOG.fine("timed out " + expired + " connections");
     }
 
     /** @return the port actually bound (useful with port 0) */
@@ -194,11 +164,7 @@ public final class KilimServer implements Launcher.Server {
 
     /** @return open client connections right now */
     public int connections() {
-        return connections.get();
-    }
-
-    boolean isStopping() {
-        return stopping;
+        return connections.count();
     }
 
     /**
@@ -207,23 +173,13 @@ public final class KilimServer implements Launcher.Server {
      */
     @Override
     public void stop(long graceMillis) {
-        stopping = true;
+        connections.beginStop();
         try {
             if (channel != null) channel.close();
         } catch (IOException e) {
             LOG.log(Level.WARNING, "closing the listening socket", e);
         }
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(graceMillis);
-        while (inFlight.get() > 0 && System.nanoTime() < deadline) {
-            try {
-                Thread.sleep(10);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                break;
-            }
-        }
-        if (inFlight.get() > 0) LOG.warning(inFlight.get() + " requests still running after " + graceMillis + " ms; stopping anyway");
-        if (reaper != null) reaper.shutdownNow();
+        connections.finishStop(graceMillis);
         carrierWatch.stop();
         if (carriers != null) carriers.shutdown();
         if (selector != null) selector.shutdown();
@@ -231,23 +187,14 @@ public final class KilimServer implements Launcher.Server {
 
     /** Runs the handler; an exception becomes the failure policy's reply. Called from connection fibers. */
     Reply respond(HttpRequest request) throws Pausable {
-        inFlight.incrementAndGet();
+        connections.requestStarted();
         try {
             return router.dispatch(request);
         } catch (Exception e) {
             return Failures.toReply(e, request);
         } finally {
-            inFlight.decrementAndGet();
+            connections.requestEnded();
         }
-    }
-
-    void connectionOpened(HttpConnection c) {
-        open.add(c);
-    }
-
-    void connectionClosed(HttpConnection c) {
-        open.remove(c);
-        connections.decrementAndGet();
     }
 
     static void requireWoven(Class<?> c) {
@@ -259,21 +206,9 @@ public final class KilimServer implements Launcher.Server {
         }
     }
 
-    private static void closeQuietly(SocketChannel ch) {
-        if (ch == null) return;
-        try {
-            ch.close();
-        } catch (IOException ignored) {
-            // already failing; the accept error is what gets logged
-        }
-    }
-
     /** The accept loop, itself a fiber: pauses until the selector reports a pending connection. */
     private final class Listener extends Task<Object> {
         private final ServerSocketChannel ssc;
-        private long lastAcceptErrorLog;
-        private long lastRefusalLog;
-        private long refusedSinceLog;
 
         Listener(ServerSocketChannel ssc) {
             this.ssc = ssc;
@@ -282,7 +217,7 @@ public final class KilimServer implements Launcher.Server {
         @Override
         public void execute() throws Pausable {
             EndPoint endpoint = new EndPoint(selector, ssc);
-            while (!stopping) {
+            while (!connections.isStopping()) {
                 SocketChannel ch = null;
                 boolean backOff = false;
                 try {
@@ -296,12 +231,8 @@ public final class KilimServer implements Launcher.Server {
                 } catch (IOException e) {
                     // Typically EMFILE ("Too many open files") under a connection flood: keep the
                     // server alive, log at most once a second, and let the backlog wait.
-                    long now = System.currentTimeMillis();
-                    if (now - lastAcceptErrorLog > 1000) {
-                        lastAcceptErrorLog = now;
-                        LOG.warning("accept failed (" + e.getMessage() + "); " + connections.get() + " connections open");
-                    }
-                    closeQuietly(ch);
+                    connections.acceptFailed(e);
+                    Connections.closeQuietly(ch);
                     ch = null;
                     backOff = true;
                 }
@@ -319,35 +250,10 @@ public final class KilimServer implements Launcher.Server {
                     }
                     continue;
                 }
-                if (connections.get() >= maxConnections) {
-                    refuse(ch);
-                    continue;
-                }
-                connections.incrementAndGet();
+                if (!connections.admit(ch)) continue;  // over the cap: answered 503 and closed
                 HttpConnection c = new HttpConnection(KilimServer.this, new EndPoint(selector, ch));
                 c.setScheduler(carriers);
                 c.start();
-            }
-        }
-
-        /**
-         * Answers a connection over the cap with one non-blocking write of a 503 and closes it. The
-         * write may be partial; the close is what matters. Logged at most once per 10 s with a count.
-         */
-        private void refuse(SocketChannel ch) {
-            try {
-                ch.write(ByteBuffer.wrap(Reply.unavailable("too many connections; retry shortly").toClosingResponse()));
-            } catch (IOException ignored) {
-                // best effort: the client may already be gone
-            }
-            closeQuietly(ch);
-            refusedSinceLog++;
-            long now = System.currentTimeMillis();
-            if (now - lastRefusalLog > 10_000) {
-                LOG.warning("refused " + refusedSinceLog + " connection(s) with 503 since the last report: " + connections.get()
-                    + " open, the cap is " + maxConnections + " (--max-connections); reporting at most every 10 s");
-                lastRefusalLog = now;
-                refusedSinceLog = 0;
             }
         }
     }

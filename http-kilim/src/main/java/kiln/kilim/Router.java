@@ -14,6 +14,7 @@ import kiln.app.Endpoints;
 import kiln.app.Reply;
 import kiln.app.Routes;
 import kiln.app.Step;
+import kiln.http.HttpRequest;
 
 /**
  * Maps (method, path) to a fiber {@link Handler}, with the routing every front end shares
@@ -79,10 +80,9 @@ public final class Router {
 
     /** Runs the handler for {@code request}, or answers 404/405. */
     Reply dispatch(HttpRequest request) throws Pausable, Exception {
-        Routes.Route<Handler> route = routes.find(request.method(), request.path());
-        if (route == null) return routes.miss(request.method(), request.path());
-        request.route = route;
-        return route.handler.handle(request);
+        Handler handler = request.routeIn(routes);
+        if (handler == null) return routes.miss(request.method(), request.path());
+        return handler.handle(request);
     }
 
     /** Runs an endpoint's {@link Step}s in this fiber: each wait pauses the fiber, not the carrier. */

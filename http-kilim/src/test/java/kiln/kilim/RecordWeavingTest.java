@@ -22,6 +22,7 @@ import kilim.Mailbox;
 import kilim.Pausable;
 import kilim.Task;
 import kiln.app.Reply;
+import kiln.http.HttpRequest;
 
 /**
  * Records and sealed types in woven code, woven by kiln's repaired Kilim weaver (kilim-weaver/) and
@@ -133,7 +134,7 @@ class RecordWeavingTest {
             Point p = pointAfterPause(x); // a pause inside the handler
             return Reply.json(p.moved(1));
         });
-        HttpRequest request = new HttpRequest("GET", "/point?x=4", "/point", "x=4", 1, List.of(), new byte[0], true);
+        HttpRequest request = HttpRequest.of("GET", "/point?x=4");
 
         Reply response = inFiber(() -> router.dispatch(request));
 

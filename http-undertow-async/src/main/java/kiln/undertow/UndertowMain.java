@@ -28,6 +28,7 @@ public final class UndertowMain {
     public static void main(String[] args) {
         UndertowMain command = new UndertowMain();
         ServerOptions options = ServerOptions.parseOrExit(command, args);
+        command.threading.refuseLoom(NAME);
         Launcher.run(NAME, options, db -> {
             UndertowServer server = new UndertowServer(options, command.threading.mode, command.threading.workers, DemoDb.open(db));
             server.start();

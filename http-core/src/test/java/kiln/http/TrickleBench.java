@@ -1,4 +1,4 @@
-package kiln.kilim;
+package kiln.http;
 
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
@@ -7,7 +7,7 @@ import java.util.Arrays;
 /**
  * What a client that trickles its request one byte per read costs the parser: the connection calls
  * {@link RequestParser#parse} after every read, either resuming a {@link RequestParser.Progress}
- * (what {@link HttpConnection} does) or from the request's first byte (what it did before). The
+ * (what {@link Connection} does for both front ends) or from the request's first byte (what it did before). The
  * request is the worst the limits allow in spirit: a 16 KB header field, then 20,000 one-byte chunks
  * (136 KB in all). Prints wall-clock times measured on this one thread; run with {@code make bench-parser}.
  * A benchmark, not a test: nothing is asserted.

@@ -1,4 +1,4 @@
-package kiln.kilim;
+package kiln.http;
 
 import java.util.List;
 
@@ -20,8 +20,8 @@ public final class HttpRequest implements Request {
     private final List<String> headers;
     private final byte[] body;
     private final boolean keepAlive;
-    /** The route the router matched, for {@link #pathParam}; set before the handler runs. */
-    Routes.Route<?> route;
+    /** The route the router matched, for {@link #pathParam}; set by {@link #routeIn} before the handler runs. */
+    private Routes.Route<?> route;
 
     HttpRequest(String method, String target, String path, String rawQuery, int minorVersion,
                 List<String> headers, byte[] body, boolean keepAlive) {
@@ -33,6 +33,19 @@ public final class HttpRequest implements Request {
         this.headers = headers;
         this.body = body;
         this.keepAlive = keepAlive;
+    }
+
+    /**
+     * A request as if a client had sent {@code METHOD TARGET HTTP/1.1} with no header fields and no
+     * body: for testing code that takes a request without running a server.
+     *
+     * @param target an origin-form target, e.g. {@code /queries?queries=5}
+     */
+    public static HttpRequest of(String method, String target) {
+        if (!target.startsWith("/")) throw new IllegalArgumentException("target must start with '/': " + target);
+        int q = target.indexOf('?');
+        return new HttpRequest(method, target, q < 0 ? target : target.substring(0, q), q < 0 ? null : target.substring(q + 1), 1,
+            List.of(), new byte[0], true);
     }
 
     @Override
@@ -66,6 +79,23 @@ public final class HttpRequest implements Request {
             if (headers.get(i).equalsIgnoreCase(name)) return headers.get(i + 1);
         }
         return null;
+    }
+
+    /**
+     * Finds this request's route in {@code routes} and remembers it, so that {@link #pathParam}
+     * reads the route's template: a front end's router calls it before running the handler.
+     *
+     * @return the route's handler, or null when there is none: answer {@code routes.miss(method(), path())}
+     */
+    public <H> H routeIn(Routes<H> routes) {
+        Routes.Route<H> r = routes.find(method, path);
+        route = r;
+        return r == null ? null : r.handler;
+    }
+
+    /** @return the handler's route as registered and the method, e.g. {@code GET /todos/{id}}, for a log line */
+    public String routeName() {
+        return method + " " + (route != null ? route.pattern() : path);
     }
 
     @Override

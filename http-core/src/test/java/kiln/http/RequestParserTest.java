@@ -1,4 +1,4 @@
-package kiln.kilim;
+package kiln.http;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;

@@ -1,4 +1,4 @@
-package kiln.kilim;
+package kiln.http;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -30,8 +30,8 @@ final class ParserChecks {
     }
 
     /**
-     * Outcome of one parse call, comparable across calls. (No records in this module's tests: the
-     * Kilim weaver cannot read them, see FACTS.md.)
+     * Outcome of one parse call, comparable across calls. (No records: the parser is used from woven
+     * Kilim code, and the Kilim weaver cannot read records, see FACTS.md.)
      */
     static final class Outcome {
         enum Kind { NEED_MORE, PARSED, ERROR }

@@ -1,4 +1,4 @@
-package kiln.kilim;
+package kiln.http;
 
 import com.code_intelligence.jazzer.junit.DictionaryEntries;
 import com.code_intelligence.jazzer.junit.FuzzTest;
@@ -11,9 +11,9 @@ import com.code_intelligence.jazzer.junit.FuzzTest;
  * {@link ParserChecks#checkAnyInput}).
  *
  * <p>Two modes. Without the environment variable {@code JAZZER_FUZZ}, the test replays the seed
- * inputs in {@code src/test/resources/kiln/kilim/RequestParserFuzzTestInputs/parseArbitraryBytes/}
+ * inputs in {@code src/test/resources/kiln/http/RequestParserFuzzTestInputs/parseArbitraryBytes/}
  * (valid requests the fuzzer starts from) as regression cases. With {@code JAZZER_FUZZ=1}, which
- * http-kilim/pom.xml's Surefire execution {@code fuzz-request-parser} sets, Jazzer mutates them under
+ * http-core/pom.xml's Surefire execution {@code fuzz-request-parser} sets, Jazzer mutates them under
  * coverage guidance for {@code maxDuration}; the generated corpus and crash inputs go under
  * {@code target/}. A crash input is replayed by copying it into the seed directory. Jazzer fuzzes
  * only one {@code @FuzzTest} per JVM and its agent stays in the JVM, so this is the module's only

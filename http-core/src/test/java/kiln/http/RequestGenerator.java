@@ -1,8 +1,8 @@
-package kiln.kilim;
+package kiln.http;
 
-import static kiln.kilim.ParserChecks.concat;
-import static kiln.kilim.ParserChecks.escape;
-import static kiln.kilim.ParserChecks.latin1;
+import static kiln.http.ParserChecks.concat;
+import static kiln.http.ParserChecks.escape;
+import static kiln.http.ParserChecks.latin1;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 

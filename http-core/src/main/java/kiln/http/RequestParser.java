@@ -1,4 +1,4 @@
-package kiln.kilim;
+package kiln.http;
 
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;

@@ -1,13 +1,13 @@
-package kiln.kilim;
+package kiln.http;
 
-import static kiln.kilim.ParserChecks.allPrefixes;
-import static kiln.kilim.ParserChecks.checkAtLimit;
-import static kiln.kilim.ParserChecks.checkPrefixesConsistent;
-import static kiln.kilim.ParserChecks.concat;
-import static kiln.kilim.ParserChecks.errorStatus;
-import static kiln.kilim.ParserChecks.escape;
-import static kiln.kilim.ParserChecks.latin1;
-import static kiln.kilim.RequestGenerator.CRLF;
+import static kiln.http.ParserChecks.allPrefixes;
+import static kiln.http.ParserChecks.checkAtLimit;
+import static kiln.http.ParserChecks.checkPrefixesConsistent;
+import static kiln.http.ParserChecks.concat;
+import static kiln.http.ParserChecks.errorStatus;
+import static kiln.http.ParserChecks.escape;
+import static kiln.http.ParserChecks.latin1;
+import static kiln.http.RequestGenerator.CRLF;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 
@@ -20,9 +20,9 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-import kiln.kilim.ParserChecks.Outcome;
-import kiln.kilim.RequestGenerator.Field;
-import kiln.kilim.RequestGenerator.Generated;
+import kiln.http.ParserChecks.Outcome;
+import kiln.http.RequestGenerator.Field;
+import kiln.http.RequestGenerator.Generated;
 
 /**
  * Grammar-based properties of {@link RequestParser}, each over a fixed number of requests drawn from

@@ -1,0 +1,244 @@
+package kiln.loom;
+
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.StandardSocketOptions;
+import java.nio.ByteBuffer;
+import java.nio.channels.ClosedChannelException;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.util.concurrent.ThreadFactory;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+import kiln.app.Failures;
+import kiln.app.Launcher;
+import kiln.app.Limits;
+import kiln.app.Reply;
+import kiln.app.VirtualThreads;
+import kiln.http.Connection;
+import kiln.http.Connections;
+import kiln.http.HttpRequest;
+
+/**
+ * kiln's own HTTP/1.1 layer served by one virtual thread per connection, with blocking socket I/O:
+ * the Kilim server's twin ({@code kiln.kilim.KilimServer}), except for how a connection waits. The
+ * parsing, writing, buffers, deadlines, the reaper, the cap's 503 and the error answers are the same
+ * code ({@link Connection}, {@link Connections}); here a blocked read, write, {@code join()} or
+ * {@code Thread.sleep} parks the connection's virtual thread and frees its carrier.
+ *
+ * <pre>{@code
+ * LoomServer server = new LoomServer("127.0.0.1", 8080, router);
+ * server.start();
+ * ...
+ * server.stop(5_000);
+ * }</pre>
+ *
+ * <h2>Threads</h2>
+ * <ul>
+ *   <li>{@code kiln-accept}: a platform thread blocked in {@code accept()}; it starts one virtual
+ *       thread per connection.</li>
+ *   <li>{@code kiln-conn-N}: the virtual threads, one per open connection; handlers run here.
+ *       They run on the JDK's carrier threads ({@code ForkJoinPool-1-worker-N}, one per core or
+ *       {@code --threads}).</li>
+ *   <li>{@code kiln-timeouts}: once a second, half-closes connections past their idle, header or
+ *       write deadline: the blocked read or write then returns, and the connection closes.</li>
+ * </ul>
+ * Needs JDK 21 or newer at run time; {@link #start} refuses to start on an older one.
+ */
+public final class LoomServer implements Launcher.Server {
+    private static final Logger LOG = Logger.getLogger(LoomServer.class.getName());
+
+    private final String bindAddress;
+    private final int requestedPort;
+    private final Router router;
+    /** The limits, the open connections and their reaper, the cap's 503, requests in flight: kiln's shared HTTP layer. */
+    private final Connections connections = new Connections();
+    private ServerSocketChannel channel;
+    private Thread acceptor;
+
+    /**
+     * @param bindAddress address to listen on, e.g. "0.0.0.0" or "127.0.0.1"
+     * @param port        TCP port, 0 for any free port
+     * @param router      the handlers
+     */
+    public LoomServer(String bindAddress, int port, Router router) {
+        this.bindAddress = bindAddress;
+        this.requestedPort = port;
+        this.router = router;
+    }
+
+    /**
+     * Sets how long a keep-alive connection may wait for its next request, and how long writing a
+     * response to a client that does not read may take (default 60 s). Call before {@link #start}.
+     */
+    public LoomServer idleTimeout(long millis) {
+        connections.idleTimeout(millis);
+        return this;
+    }
+
+    /**
+     * Sets how long a request's head and body may take to arrive once its first byte is in
+     * (default 10 s); a slower client gets 408 and is closed. Call before {@link #start}.
+     */
+    public LoomServer headerTimeout(long millis) {
+        connections.headerTimeout(millis);
+        return this;
+    }
+
+    /**
+     * Sets the most connections open at once (default: the process's open-files limit minus 64);
+     * beyond it a new connection is answered 503 and closed. Call before {@link #start}.
+     */
+    public LoomServer maxConnections(int n) {
+        connections.maxConnections(n);
+        return this;
+    }
+
+    /**
+     * Binds the socket and starts accepting.
+     *
+     * @throws java.net.BindException        when the port is in use or the address is not local
+     * @throws UnsupportedOperationException on a JDK without virtual threads (before 21)
+     */
+    public void start() throws IOException {
+        ThreadFactory virtualThreads = VirtualThreads.factory("kiln-conn-");
+        ServerSocketChannel ssc = ServerSocketChannel.open();
+        try {
+            ssc.setOption(StandardSocketOptions.SO_REUSEADDR, true);
+            ssc.bind(new InetSocketAddress(bindAddress, requestedPort), Limits.BACKLOG);
+        } catch (IOException e) {
+            ssc.close();
+            throw e;
+        }
+        channel = ssc;
+        connections.start();
+        // A platform thread, not daemon: it keeps the JVM alive while the server runs (virtual threads never do).
+        acceptor = new Thread(() -> accept(ssc, virtualThreads), "kiln-accept");
+        acceptor.start();
+    }
+
+    /** @return the port actually bound (useful with port 0) */
+    @Override
+    public int port() {
+        return channel.socket().getLocalPort();
+    }
+
+    /** @return open client connections right now */
+    public int connections() {
+        return connections.count();
+    }
+
+    /**
+     * Graceful stop: closes the listening socket, lets requests in flight finish (up to
+     * {@code graceMillis}), answers them with {@code Connection: close}, then ends the idle
+     * connections.
+     */
+    @Override
+    public void stop(long graceMillis) {
+        connections.beginStop();
+        try {
+            if (channel != null) channel.close();
+        } catch (IOException e) {
+            LOG.log(Level.WARNING, "closing the listening socket", e);
+        }
+        connections.finishStop(graceMillis);
+        connections.endAll();
+        if (acceptor != null) {
+            try {
+                acceptor.join(graceMillis);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    /** The accept loop: blocks in accept(), starts a virtual thread per connection under the cap. */
+    private void accept(ServerSocketChannel ssc, ThreadFactory virtualThreads) {
+        while (!connections.isStopping()) {
+            SocketChannel ch;
+            try {
+                ch = ssc.accept();
+                ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
+            } catch (ClosedChannelException e) {
+                return;  // stopped (AsynchronousCloseException is one)
+            } catch (IOException e) {
+                // Typically EMFILE ("Too many open files") under a connection flood: keep the
+                // server alive, log at most once a second, and let the backlog wait.
+                connections.acceptFailed(e);
+                if (!sleep(10)) return;
+                continue;
+            }
+            if (!connections.admit(ch)) continue;  // over the cap: answered 503 and closed
+            Connection c = new Connection(connections, ch);
+            try {
+                virtualThreads.newThread(() -> serve(c)).start();
+            } catch (RuntimeException | OutOfMemoryError e) {
+                LOG.log(Level.WARNING, "cannot start a virtual thread for a connection; closing it", e);
+                Connections.closeQuietly(ch);
+                connections.closed(c);
+            }
+        }
+    }
+
+    private static boolean sleep(long ms) {
+        try {
+            Thread.sleep(ms);
+            return true;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
+    }
+
+    /** One connection's life, on its virtual thread: the loop of {@link Connection}, blocking in each wait. */
+    private void serve(Connection c) {
+        SocketChannel ch = c.channel();
+        connections.opened(c);
+        try {
+            while (true) {
+                HttpRequest request;
+                while ((request = c.next()) != null) {
+                    c.answer(request, respond(request));
+                    if (c.outputFull()) flush(c);
+                }
+                if (c.hasOutput()) flush(c);
+                if (c.closing()) {
+                    if (c.startLinger()) {
+                        while (ch.read(c.lingerBuffer()) >= 0 && c.discardedMore()) {
+                            // discard what the client still sends after a refusal, then close
+                        }
+                    }
+                    return;
+                }
+                if (ch.read(c.readBuffer()) < 0) {  // end of stream: the client closed, or the reaper half-closed it
+                    if (c.endOfStream()) flush(c);
+                    return;
+                }
+            }
+        } catch (IOException e) {
+            LOG.log(Level.FINE, "connection error", e);
+        } finally {
+            Connections.closeQuietly(ch);
+            connections.closed(c);
+        }
+    }
+
+    private static void flush(Connection c) throws IOException {
+        ByteBuffer bytes = c.startWrite();
+        while (bytes.hasRemaining()) c.channel().write(bytes);
+        c.written();
+    }
+
+    /** Runs the handler; an exception becomes the failure policy's reply. */
+    private Reply respond(HttpRequest request) {
+        connections.requestStarted();
+        try {
+            return router.dispatch(request);
+        } catch (Exception e) {
+            return Failures.toReply(e, request);
+        } finally {
+            connections.requestEnded();
+        }
+    }
+}
