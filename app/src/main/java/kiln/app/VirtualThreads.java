@@ -58,10 +58,10 @@ public final class VirtualThreads {
      */
     public static String unsupportedMessage(String program) {
         if (supported()) return null;
-        return program + " needs JDK " + MIN_JDK + " or newer (virtual threads); this is JDK " + Runtime.version().feature()
-            + " (" + System.getProperty("java.home") + "): run it with a JDK " + MIN_JDK + "+ java, e.g. $(scripts/find-java.sh "
-            + MIN_JDK + "+) -jar ..., or install one (Temurin " + MIN_JDK + "+, or openjdk-" + MIN_JDK
-            + "-jdk-headless on Debian 13 / Ubuntu 24.04)";
+        return "virtual threads need JDK " + MIN_JDK + " or newer; this is JDK " + Runtime.version().feature()
+            + " (" + System.getProperty("java.home") + "): run " + program + " with a JDK " + MIN_JDK
+            + "+ java, e.g. $(scripts/find-java.sh " + MIN_JDK + "+) -jar ..., or install one (Temurin " + MIN_JDK
+            + "+, or openjdk-" + MIN_JDK + "-jdk-headless on Debian 13 / Ubuntu 24.04)";
     }
 
     /** Exits 1 with {@link #unsupportedMessage}'s one line when this JVM has no virtual threads. */
@@ -78,7 +78,7 @@ public final class VirtualThreads {
      * @throws UnsupportedOperationException before JDK 21
      */
     public static ThreadFactory factory(String prefix) {
-        if (!supported()) throw new UnsupportedOperationException(unsupportedMessage("virtual threads"));
+        if (!supported()) throw new UnsupportedOperationException(unsupportedMessage("this server"));
         try {
             Object builder = OF_VIRTUAL.invoke();
             builder = NAME.invoke(builder, prefix, 0L);

@@ -184,6 +184,7 @@ class LoomServerTest {
         assertEquals("", out);
         Set<String> lines = new TreeSet<>(err.strip().lines().toList());
         assertEquals(1, lines.size(), err);
-        assertTrue(err.startsWith("kiln-loom: error: kiln-loom needs JDK 21 or newer (virtual threads); this is JDK 17"), err);
+        assertTrue(err.startsWith("kiln-loom: error: virtual threads need JDK 21 or newer; this is JDK 17 (")
+            && err.contains("run kiln-loom with a JDK 21+ java"), err);
     }
 }
