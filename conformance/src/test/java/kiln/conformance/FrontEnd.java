@@ -129,6 +129,27 @@ final class FrontEnd {
         return found.output.strip();
     }
 
+    /**
+     * @param java a {@code java} binary, as {@link #javaBinary} returns
+     * @return its feature version (17, 21, 25...), from its JDK's {@code release} file
+     */
+    static int featureOf(String java) {
+        Path release;
+        try {
+            release = Path.of(java).toRealPath().getParent().getParent().resolve("release");
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot resolve " + java, e);
+        }
+        try {
+            for (String line : Files.readAllLines(release)) {
+                if (line.startsWith("JAVA_VERSION=\"")) return Integer.parseInt(line.replaceAll("JAVA_VERSION=\"(\\d+).*", "$1"));
+            }
+        } catch (IOException | NumberFormatException e) {
+            throw new AssertionError("cannot read the version of " + java + " from " + release, e);
+        }
+        throw new AssertionError("no JAVA_VERSION in " + release);
+    }
+
     /** @return true if the jar has been built */
     boolean built() {
         return Files.isRegularFile(jarPath());
