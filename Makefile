@@ -31,6 +31,10 @@ ARGS   = $(shell awk -v n='$(SERVER)' '!/^\#/ && $$1 == n {$$1=$$2=$$3=$$4=$$5=$
 # The java that runs SERVER: $(JAVA) when its JDK range allows, else a fitting JDK under /usr/lib/jvm
 # (scripts/find-java.sh). When none fits, $(JAVA) runs it and the server names the JDK it needs.
 SERVER_JAVA = $(or $(shell JAVA=$(JAVA) scripts/find-java.sh $(call fe_field,$(SERVER),4) 2>/dev/null),$(JAVA))
+# JDK 22+ warns on stderr about lmdbjava's native access, 23+ about its sun.misc.Unsafe use, unless allowed.
+NEW_JDK_FLAGS = $(shell v=$$($(SERVER_JAVA) -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p'); \
+  if [ "$${v:-0}" -ge 23 ]; then echo --enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow; \
+  elif [ "$${v:-0}" -ge 22 ]; then echo --enable-native-access=ALL-UNNAMED; fi)
 # A jar is rebuilt when any main source or pom changed since it was made.
 MAIN_SOURCES := $(shell find . -path ./conformance -prune -o \( -path '*/src/main/*' -o -name pom.xml \) -type f -print 2>/dev/null)
 
@@ -58,7 +62,7 @@ $(JAR): $(MAIN_SOURCES)
 demo: check-server $(JAR)
 	@echo "Starting $(or $(APP),kiln ($(SERVER))) on http://$(BIND):$(PORT)/ with data in $(DATA), heap $(HEAP). Ctrl-C stops it cleanly."
 	@$(if $(APP),true,echo "  try: curl http://127.0.0.1:$(PORT)/db    curl 'http://127.0.0.1:$(PORT)/updates?queries=5'")
-	exec $(SERVER_JAVA) $(JAVA_FLAGS) $(if $(APP),-cp $(JAR) $(APP),-jar $(JAR)) --port $(PORT) --bind $(BIND) --data $(DATA) $(if $(APP),,$(ARGS))
+	exec $(SERVER_JAVA) $(JAVA_FLAGS) $(NEW_JDK_FLAGS) $(if $(APP),-cp $(JAR) $(APP),-jar $(JAR)) --port $(PORT) --bind $(BIND) --data $(DATA) $(if $(APP),,$(ARGS))
 
 # A consistent, compacted copy of $(DATA) in $(TO)/data.mdb, safe while a server serves $(DATA) (README,
 # "Backup and restore"). Any front end's jar can do it; the heap is small, the copy is not on the heap.

@@ -35,6 +35,8 @@ class Java:
         flags = [f"-Xms{heap}", f"-Xmx{heap}", *LMDB_FLAGS]
         if self.major >= 22:
             flags.append("--enable-native-access=ALL-UNNAMED")
+        if self.major >= 23:  # lmdbjava uses sun.misc.Unsafe, which JDK 23+ warns about on stderr
+            flags.append("--sun-misc-unsafe-memory-access=allow")
         return flags
 
     def javac(self):
