@@ -14,7 +14,7 @@ import org.owasp.encoder.Encode;
  * a test, and its line in the README's endpoint table.
  *
  * <p>Test types and rules: TechEmpower Framework Benchmarks, "Project Information / Framework Tests
- * Overview" (test types 1-6).
+ * Overview" (test types 1-7).
  */
 public final class Endpoints {
     /** Every endpoint, in the order the index page and {@code --help} list them. */
