@@ -155,6 +155,31 @@ class ConnectionsTest {
         }
     }
 
+    /**
+     * A client that sends {@code Expect: 100-continue} waits for an answer before its content
+     * (RFC 9110 section 10.1.1; curl does for bodies over 1 MB, aiohttp when asked): the server
+     * answers at once, with {@code 100 Continue} when it will read the content (kiln's own layer:
+     * the final answer follows the content), or with its final status when it will not (the
+     * libraries, which never read content no endpoint takes). Before, the Kilim server made such a
+     * client wait for the 10 s header timeout and a 408.
+     */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("servers")
+    void expect100ContinueIsAnsweredAtOnce(FrontEnd fe) {
+        try (RawConnection c = RawConnection.open(SERVERS.get(fe))) {
+            c.send("POST /plaintext HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n");
+            RawResponse first = c.readHeadOnly();
+            if (first.statusLine.equals("HTTP/1.1 100 Continue")) {
+                c.send("x=1&y");
+                RawResponse r = c.read();
+                assertEquals("HTTP/1.1 405 Method Not Allowed", r.statusLine, () -> r.toString());
+                assertEquals("Hello, World!", c.exchange(get("/plaintext")).bodyText(), "the connection is still usable");
+            } else {
+                assertEquals("HTTP/1.1 405 Method Not Allowed", first.statusLine, () -> "a final answer at once: " + first);
+            }
+        }
+    }
+
     /** HEAD of every GET endpoint of the registry, its example target. */
     static Stream<Arguments> getEndpoints() {
         return FrontEnd.cross(Endpoints.ALL.stream().filter(e -> e.method.equals("GET")).map(e -> new Object[] {e.example})

@@ -3,6 +3,7 @@ package kiln.http;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
@@ -57,6 +58,9 @@ public final class Connection {
     private static final int MAX_INPUT = RequestParser.MAX_REQUEST_LINE + RequestParser.MAX_HEADER_BYTES + 2 * RequestParser.MAX_BODY;
     /** Write pipelined responses once this many bytes are waiting. */
     private static final int FLUSH_AT = 64 * 1024;
+
+    /** The interim response to {@code Expect: 100-continue} (RFC 9110 section 15.2.1). */
+    private static final byte[] CONTINUE = "HTTP/1.1 100 Continue\r\n\r\n".getBytes(StandardCharsets.US_ASCII);
 
     /** What the current deadline guards. */
     private static final int NONE = 0;
@@ -121,6 +125,7 @@ public final class Connection {
                 if (consumed == 0 && !in.hasRemaining() && in.capacity() >= MAX_INPUT) {
                     throw new HttpException(431, "request larger than " + MAX_INPUT + " bytes");
                 }
+                if (progress.takeContinue()) out.put(CONTINUE);  // written before the next read
                 return null;
             }
             consumed += p.length;

@@ -86,8 +86,23 @@ final class RequestParser {
         /** Content-Length, or the size of the chunk whose data is awaited. */
         private int length;
         private ByteArrayOutputStream chunks;
+        /** The request asked {@code Expect: 100-continue} before sending its content (RFC 9110 section 10.1.1). */
+        private boolean expectContinue;
+
+        /**
+         * @return true once, when the request's head is in, it asked {@code Expect: 100-continue} and
+         *         its content is awaited: the server will read it, so it sends {@code 100 Continue}
+         *         now (RFC 9110 section 10.1.1) instead of letting the client wait. A request refused
+         *         by its head (413 for a Content-Length over the limit) gets its final status instead.
+         */
+        boolean takeContinue() {
+            if (!expectContinue || stage < FIXED_BODY) return false;
+            expectContinue = false;
+            return true;
+        }
 
         void reset() {
+            expectContinue = false;
             stage = REQUEST_LINE;
             offset = 0;
             scanned = 0;
@@ -259,6 +274,7 @@ final class RequestParser {
         String contentLength = null;
         String transferEncoding = null;
         String connection = null;
+        String expect = null;
         for (int i = 0; i < p.headers.size(); i += 2) {
             String name = p.headers.get(i);
             String value = p.headers.get(i + 1);
@@ -271,6 +287,8 @@ final class RequestParser {
                 transferEncoding = transferEncoding == null ? value : transferEncoding + "," + value;
             } else if (name.equalsIgnoreCase("connection")) {
                 connection = connection == null ? value : connection + "," + value;
+            } else if (name.equalsIgnoreCase("expect")) {
+                expect = value;
             }
         }
         if (hosts > 1) throw new HttpException(400, "more than one Host header");
@@ -293,6 +311,8 @@ final class RequestParser {
                 p.length = (int) n;
             }
         }
+        // HTTP/1.0 clients cannot handle 1xx (RFC 9110 section 10.1.1); other expectations are ignored.
+        p.expectContinue = p.minor == 1 && expect != null && expect.trim().equalsIgnoreCase("100-continue");
     }
 
     private static Parsed finish(Progress p, byte[] body, int length) {

@@ -1,6 +1,7 @@
 package kiln.http;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -39,6 +40,29 @@ class RequestParserTest {
         assertEquals(1, r.minorVersion());
         assertTrue(r.keepAlive());
         assertEquals(p.length, "GET /queries?queries=5&x=1 HTTP/1.1\r\nHost: a\r\nX-Thing:  v  \r\n\r\n".length());
+    }
+
+    /** RFC 9110 section 10.1.1: 100 Continue once the head asks for it and content is awaited. */
+    @Test
+    void expect100ContinueIsTakenOnceWhenTheContentIsAwaited() {
+        byte[] head = "POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nExpect: 100-Continue\r\n\r\n".getBytes(StandardCharsets.ISO_8859_1);
+        RequestParser.Progress p = new RequestParser.Progress();
+        assertNull(RequestParser.parse(head, 0, head.length - 3, p));
+        assertFalse(p.takeContinue(), "not before the head is complete");
+        assertNull(RequestParser.parse(head, 0, head.length, p));
+        assertTrue(p.takeContinue());
+        assertFalse(p.takeContinue(), "once");
+        for (String other : new String[] {
+            "POST /x HTTP/1.0\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n",   // HTTP/1.0: no 1xx
+            "POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\n",               // not asked
+            "GET /x HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\n\r\nGET"}) {       // no content: answered
+            byte[] b = other.getBytes(StandardCharsets.ISO_8859_1);
+            RequestParser.Progress q = new RequestParser.Progress();
+            RequestParser.parse(b, 0, b.length, q);
+            assertFalse(q.takeContinue(), other);
+        }
+        assertEquals(413, errorStatus("POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 900000\r\nExpect: 100-continue\r\n\r\n"),
+            "too large: the final status at once, no 100");
     }
 
     @Test
