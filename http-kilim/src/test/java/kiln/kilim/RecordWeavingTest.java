@@ -195,7 +195,9 @@ class RecordWeavingTest {
 
         assertEquals(List.of(42L), used);
         assertEquals(1, pausedInCatch, "the catch block ran on after its Task.sleep");
-        assertTrue(ms >= 10, "slept " + ms + " ms");
+        // Kilim's timer works on System.currentTimeMillis ticks, so a 10 ms sleep can end a tick or two
+        // early as measured by nanoTime (CI once saw 9 ms); 5 ms still proves the fiber paused.
+        assertTrue(ms >= 5, "slept " + ms + " ms");
     }
 
     /** Every class above was rewritten by the weaver: Kilim marks it and adds Fiber variants. */
