@@ -37,8 +37,13 @@ import kiln.app.Reply;
  * responses to the requests before it, then the connection closes: after a framing error the next
  * request's start is unknown (RFC 9112 sections 9.6, 11.2).
  *
- * <p>Buffers start small (1 KiB in, 1 KiB out) because a keep-alive sweep holds tens of thousands
- * of mostly idle connections; they grow only for large requests or responses.
+ * <h2>Memory</h2>
+ * A keep-alive sweep holds tens of thousands of mostly idle connections, so an idle connection
+ * holds little: its buffers (1 KiB in, 1 KiB out, grown only for large requests or responses) are
+ * borrowed from a shared pool while a request is read or a response written, as nginx does. The
+ * output buffer goes back once written; the input buffer and the parser's state go back when a
+ * front end that can wait for a readable socket without a buffer calls {@link #releaseIfIdle()}
+ * (Kilim's selector does; a virtual thread blocked in {@code read} holds its buffer).
  *
  * <h2>Timeouts</h2>
  * The connection publishes a deadline and the reaper thread enforces it: while waiting for a new
@@ -53,7 +58,6 @@ import kiln.app.Reply;
  */
 public final class Connection {
     private static final Logger LOG = Logger.getLogger(Connection.class.getName());
-    private static final int INITIAL_BUFFER = 1024;
     /** Largest request the parser's limits allow, plus chunk framing; more means the parser already refused it. */
     private static final int MAX_INPUT = RequestParser.MAX_REQUEST_LINE + RequestParser.MAX_HEADER_BYTES + 2 * RequestParser.MAX_BODY;
     /** Write pipelined responses once this many bytes are waiting. */
@@ -76,10 +80,11 @@ public final class Connection {
 
     private final Connections server;
     private final SocketChannel channel;
-    /** How far the request being received has been parsed, so each read parses only what is new. */
-    private final RequestParser.Progress progress = new RequestParser.Progress();
-    private ByteBuffer in = ByteBuffer.allocate(INITIAL_BUFFER);
-    private final Output out = new Output(INITIAL_BUFFER);
+    /** How far the request being received has been parsed, so each read parses only what is new; null while idle. */
+    private RequestParser.Progress progress;
+    /** The bytes read and not yet consumed, from position 0 to the buffer's position; null while idle. */
+    private ByteBuffer in;
+    private final Output out = new Output();
     /** Bytes of {@link #in} taken by requests already parsed since the last read. */
     private int consumed;
     private boolean close;
@@ -118,7 +123,7 @@ public final class Connection {
      *         appended and the connection is closing.
      */
     public HttpRequest next() {
-        if (close) return null;
+        if (close || in == null) return null;
         try {
             RequestParser.Parsed p = RequestParser.parse(in.array(), consumed, in.position(), progress);
             if (p == null) {
@@ -177,9 +182,9 @@ public final class Connection {
         return out.toByteBuffer();
     }
 
-    /** The bytes of {@link #startWrite} are written: forgets them and restores the deadline they interrupted. */
+    /** The bytes of {@link #startWrite} are written: gives their buffer back and restores the deadline they interrupted. */
     public void written() {
-        out.clear(INITIAL_BUFFER);
+        out.release();
         deadline = deadlineBeforeWrite;
         phase = phaseBeforeWrite;
     }
@@ -192,6 +197,10 @@ public final class Connection {
      * @return the buffer to read into, with room for at least one byte
      */
     public ByteBuffer readBuffer() {
+        if (in == null) {
+            in = BufferPool.take();
+            progress = new RequestParser.Progress();
+        }
         in = compact(in, consumed);
         consumed = 0;
         if (in.position() == 0) {
@@ -200,6 +209,23 @@ public final class Connection {
             arm(HEADER, server.headerTimeoutNanos());
         }
         return in;
+    }
+
+    /**
+     * For a front end about to wait for its socket to become readable without holding a buffer:
+     * when nothing of a next request has arrived, gives the input buffer back to the pool and drops
+     * the parser's state, so the idle connection holds neither ({@link #readBuffer()} borrows them
+     * again). Call after {@link #readBuffer()}, when a read found no bytes.
+     *
+     * @return true when the connection is idle and now holds no buffer
+     */
+    public boolean releaseIfIdle() {
+        if (in == null) return true;
+        if (in.position() != 0 || hasOutput()) return false;
+        BufferPool.give(in);
+        in = null;
+        progress = null;
+        return true;
     }
 
     /**
@@ -243,6 +269,7 @@ public final class Connection {
 
     /** @return the buffer to read and discard into during a lingering close, emptied */
     public ByteBuffer lingerBuffer() {
+        if (in == null) in = BufferPool.take();
         in.clear();
         return in;
     }
@@ -294,17 +321,18 @@ public final class Connection {
         }
     }
 
-    /** Drops the consumed bytes; grows the buffer when a partial request fills it. */
+    /** Drops the consumed bytes; grows the buffer when a partial request fills it (a grown buffer is not pooled). */
     private static ByteBuffer compact(ByteBuffer in, int consumed) {
         if (consumed > 0) {
             int remaining = in.position() - consumed;
             System.arraycopy(in.array(), consumed, in.array(), 0, remaining);
             in.position(remaining);
-            if (remaining == 0 && in.capacity() > INITIAL_BUFFER) return ByteBuffer.allocate(INITIAL_BUFFER);
+            if (remaining == 0 && in.capacity() > BufferPool.BUFFER_BYTES) return BufferPool.take();
         }
         if (!in.hasRemaining()) {
             ByteBuffer bigger = ByteBuffer.allocate(Math.min(MAX_INPUT, in.capacity() * 2));
             bigger.put(in.array(), 0, in.position());
+            BufferPool.give(in);
             return bigger;
         }
         return in;

@@ -2,14 +2,15 @@ package kiln.http;
 
 import java.nio.ByteBuffer;
 
-/** A connection's growable output bytes: responses are appended, then written in one go. */
+/**
+ * A connection's growable output bytes: responses are appended, then written in one go. The
+ * buffer is borrowed from the {@link BufferPool} at the first byte and given back by
+ * {@link #release} once written, so an idle connection holds none.
+ */
 final class Output {
-    private byte[] buf;
+    /** The bytes are {@code buf.array()[0, len)}; null while empty. */
+    private ByteBuffer buf;
     private int len;
-
-    Output(int initialCapacity) {
-        buf = new byte[initialCapacity];
-    }
 
     int length() {
         return len;
@@ -17,41 +18,49 @@ final class Output {
 
     void put(byte[] b) {
         ensure(b.length);
-        System.arraycopy(b, 0, buf, len, b.length);
+        System.arraycopy(b, 0, buf.array(), len, b.length);
         len += b.length;
     }
 
     void putDecimal(int n) {
         if (n == 0) {
             ensure(1);
-            buf[len++] = '0';
+            buf.array()[len++] = '0';
             return;
         }
         int digits = 0;
         for (int v = n; v > 0; v /= 10) digits++;
         ensure(digits);
+        byte[] a = buf.array();
         for (int i = len + digits - 1; i >= len; i--) {
-            buf[i] = (byte) ('0' + n % 10);
+            a[i] = (byte) ('0' + n % 10);
             n /= 10;
         }
         len += digits;
     }
 
-    /** @return the bytes to write; call {@link #clear} once written */
+    /** @return the bytes to write (the buffer itself, positioned on them); call {@link #release} once written */
     ByteBuffer toByteBuffer() {
-        return ByteBuffer.wrap(buf, 0, len);
+        if (buf == null) return ByteBuffer.allocate(0);
+        buf.limit(len).position(0);
+        return buf;
     }
 
-    /** Forgets the contents; shrinks back after an unusually large response so idle connections stay small. */
-    void clear(int idleCapacity) {
+    /** Forgets the contents and gives the buffer back: an idle connection holds no output buffer. */
+    void release() {
         len = 0;
-        if (buf.length > 16 * idleCapacity) buf = new byte[idleCapacity];
+        if (buf != null) {
+            BufferPool.give(buf);
+            buf = null;
+        }
     }
 
     private void ensure(int n) {
-        if (len + n > buf.length) {
-            byte[] bigger = new byte[Math.max(buf.length * 2, len + n)];
-            System.arraycopy(buf, 0, bigger, 0, len);
+        if (buf == null) buf = BufferPool.take();
+        if (len + n > buf.capacity()) {
+            ByteBuffer bigger = ByteBuffer.allocate(Math.max(buf.capacity() * 2, len + n));
+            System.arraycopy(buf.array(), 0, bigger.array(), 0, len);
+            BufferPool.give(buf);
             buf = bigger;
         }
     }

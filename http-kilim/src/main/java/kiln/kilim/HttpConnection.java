@@ -1,45 +1,48 @@
 package kiln.kilim;
 
-import java.io.EOFException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.channels.SelectionKey;
 import java.nio.channels.SocketChannel;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
 import kilim.NotPausable;
 import kilim.Pausable;
+import kilim.PauseReason;
 import kilim.Task;
-import kilim.nio.EndPoint;
 import kiln.http.Connection;
 import kiln.http.HttpRequest;
 
 /**
- * One client connection, served by one fiber for its whole life: read bytes, parse every complete
- * request in them, run each request's handler in turn (so pipelined requests are answered in
- * order), write the responses, read again. Reads and writes pause the fiber, not the carrier thread.
+ * The fiber that serves one connection while it has work: the {@link Poller} starts it when the
+ * socket becomes readable; it reads the bytes, parses every complete request in them, runs each
+ * request's handler in turn (so pipelined requests are answered in order), writes the responses,
+ * and reads again. When a read finds nothing more, it gives the connection's buffers back, hands
+ * the connection to the poller and ends: an idle keep-alive connection has no fiber at all. Waits
+ * in the middle of the work (a handler awaiting the database, a write to a client that does not
+ * read, a lingering close) pause the fiber, not the carrier thread.
  *
  * <p>Everything but the waiting is kiln's shared HTTP layer ({@link Connection}: parsing, writing,
  * buffers, deadlines, error answers, HEAD); this class is the pausable loop around it. The reaper
- * half-closes an overdue socket, which wakes this fiber with end-of-stream, and the fiber closes
- * the channel itself (closing it from another thread could race with a pending selector
- * registration, which Kilim's registration fiber does not survive).
+ * half-closes an overdue socket, which makes it readable (end-of-stream) and so starts or wakes
+ * this fiber, and the fiber closes the channel itself.
  */
-final class HttpConnection extends Task<Object> {
+final class HttpConnection extends Task<Object> implements PauseReason {
     private static final Logger LOG = Logger.getLogger(HttpConnection.class.getName());
-    /** Read attempts that yield to other fibers before asking the selector (Kilim's EndPoint does the same). */
+    /** Read or write attempts that yield to other fibers before going back to the selector (Kilim's EndPoint does the same). */
     private static final int YIELDS_BEFORE_SELECT = 4;
 
     private final KilimServer server;
-    private final EndPoint endpoint;
-    private final SocketChannel channel;
+    private final SelectionKey key;
     private final Connection connection;
+    /** Set by the poller when the socket this paused fiber waits for is ready. */
+    private volatile boolean ready;
 
-    HttpConnection(KilimServer server, EndPoint endpoint) {
+    HttpConnection(KilimServer server, SelectionKey key, Connection connection) {
         this.server = server;
-        this.endpoint = endpoint;
-        this.channel = endpoint.dataChannel();
-        this.connection = new Connection(server.registry(), channel);
+        this.key = key;
+        this.connection = connection;
     }
 
     /** Each run of this fiber on a carrier, until it pauses or ends, is marked for the {@link CarrierWatch}. */
@@ -60,25 +63,20 @@ final class HttpConnection extends Task<Object> {
 
     @Override
     public void execute() throws Pausable {
-        server.registry().opened(connection);
+        boolean handedBack = false;
         try {
-            serve();
-        } catch (EOFException e) {
-            // the client closed the connection (the normal end of a keep-alive session), or a timeout did
+            handedBack = serve();
         } catch (IOException e) {
             LOG.log(Level.FINE, "connection error", e);
         } finally {
-            try {
-                channel.close();
-            } catch (IOException ignored) {
-                // nothing left to do for a socket that cannot even close
-            }
-            server.registry().closed(connection);
+            if (!handedBack) close();
         }
     }
 
-    private void serve() throws Pausable, IOException {
+    /** @return true when the connection went back to the poller to wait for its next bytes; false to close it */
+    private boolean serve() throws Pausable, IOException {
         Connection c = connection;
+        SocketChannel channel = c.channel();
         while (true) {
             HttpRequest request;
             while ((request = c.next()) != null) {
@@ -92,11 +90,21 @@ final class HttpConnection extends Task<Object> {
                         // discard what the client still sends after a refusal, then close
                     }
                 }
-                return;
+                return false;
             }
-            if (!read(c.readBuffer())) {
+            ByteBuffer in = c.readBuffer();
+            int n = channel.read(in);
+            for (int yields = 1; n == 0 && yields < YIELDS_BEFORE_SELECT; yields++) {
+                Task.yield();
+                n = channel.read(in);
+            }
+            if (n < 0) {  // end of stream: the client closed, or the reaper half-closed an overdue connection
                 if (c.endOfStream()) flush();
-                return;
+                return false;
+            }
+            if (n == 0) {
+                c.releaseIfIdle();
+                return server.poller().await(key, SelectionKey.OP_READ, c);
             }
         }
     }
@@ -109,20 +117,62 @@ final class HttpConnection extends Task<Object> {
     private boolean read(ByteBuffer in) throws Pausable, IOException {
         int yields = 0;
         while (true) {
-            int n = channel.read(in);
+            int n = connection.channel().read(in);
             if (n > 0) return true;
             if (n < 0) return false;
             if (++yields < YIELDS_BEFORE_SELECT) {
                 Task.yield();
             } else {
-                endpoint.pauseUntilReadable();
+                pauseUntil(SelectionKey.OP_READ);
                 yields = 0;
             }
         }
     }
 
+    /** Writes the waiting responses, pausing the fiber while the socket's send buffer is full. */
     private void flush() throws Pausable, IOException {
-        endpoint.write(connection.startWrite());
+        ByteBuffer bytes = connection.startWrite();
+        SocketChannel channel = connection.channel();
+        int yields = 0;
+        while (bytes.hasRemaining()) {
+            if (channel.write(bytes) > 0) {
+                yields = 0;
+            } else if (++yields < YIELDS_BEFORE_SELECT) {
+                Task.yield();
+            } else {
+                pauseUntil(SelectionKey.OP_WRITE);
+                yields = 0;
+            }
+        }
         connection.written();
+    }
+
+    /** Pauses this fiber until the poller reports the socket ready for {@code op}. */
+    private void pauseUntil(int op) throws Pausable, IOException {
+        ready = false;
+        if (!server.poller().await(key, op, this)) throw new IOException("server stopping");
+        Task.pause(this);
+    }
+
+    /** Called by the poller: the socket is ready; resume this fiber. */
+    void ready() {
+        ready = true;
+        resume();
+    }
+
+    /** The fiber stays paused until {@link #ready()}; Kilim checks this when the pause completes, so an early wake is not lost. */
+    @Override
+    public boolean isValid(Task task) {
+        return !ready;
+    }
+
+    private void close() {
+        try {
+            connection.channel().close();
+        } catch (IOException ignored) {
+            // nothing left to do for a socket that cannot even close
+        }
+        server.registry().closed(connection);
+        server.poller().wakeup();  // the selector deregisters the key, which really closes the socket
     }
 }

@@ -3,18 +3,13 @@ package kiln.kilim;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.StandardSocketOptions;
-import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ServerSocketChannel;
-import java.nio.channels.SocketChannel;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
 import kilim.AffineScheduler;
 import kilim.Pausable;
 import kilim.Scheduler;
-import kilim.Task;
-import kilim.nio.EndPoint;
-import kilim.nio.NioSelectorScheduler;
 import kiln.app.Failures;
 import kiln.app.Launcher;
 import kiln.app.Limits;
@@ -24,8 +19,8 @@ import kiln.http.Connections;
 import kiln.http.HttpRequest;
 
 /**
- * The Kilim fiber HTTP/1.1 server: one NIO selector thread, a pool of carrier threads running one
- * fiber per connection ({@link HttpConnection}), and a {@link Router} of handlers.
+ * The Kilim fiber HTTP/1.1 server: one NIO selector thread, a pool of carrier threads running a
+ * fiber per busy connection ({@link HttpConnection}), and a {@link Router} of handlers.
  *
  * <pre>{@code
  * KilimServer server = new KilimServer("127.0.0.1", 8080, 2, router);
@@ -36,9 +31,10 @@ import kiln.http.HttpRequest;
  *
  * <h2>Threads</h2>
  * <ul>
- *   <li>{@code KilimSelector}: Kilim's selector thread; wakes fibers whose sockets are ready.</li>
- *   <li>carrier threads ({@code threads}, default one per core): run the listener fiber and the
- *       connection fibers. Handlers run here and must never block (see {@link Handler}).</li>
+ *   <li>{@code kiln-selector}: accepts connections; starts a connection's fiber when its socket
+ *       becomes readable, and resumes fibers paused on a socket ({@link Poller}).</li>
+ *   <li>carrier threads ({@code threads}, default one per core): run the connection fibers.
+ *       Handlers run here and must never block (see {@link Handler}).</li>
  *   <li>{@code kiln-timeouts}: once a second, half-closes connections past their idle, header or
  *       write deadline (kiln's shared {@link kiln.http.Connections}; see {@link kiln.http.Connection}).</li>
  *   <li>{@code kiln-carrier-watch}: reports a handler that holds its carrier thread too long
@@ -46,7 +42,13 @@ import kiln.http.HttpRequest;
  * </ul>
  * Beyond {@link #maxConnections} open connections, a new connection gets a one-shot 503 and is
  * closed, so a flood cannot exhaust the process's file descriptors.
- * This server binds its own listening socket (Kilim's built-in listener binds only 0.0.0.0).
+ *
+ * <h2>Memory</h2>
+ * An idle keep-alive connection has no fiber and no buffers: a fiber runs only while its
+ * connection has bytes to read, requests to answer or responses to write, and hands the connection
+ * back to the selector when a read finds nothing more; the buffers are lent from a pool meanwhile.
+ * What stays is the socket, its selection key and a small {@link kiln.http.Connection}. (Kilim's
+ * own {@code kilim.nio} keeps a paused fiber, a mailbox and its events per connection.)
  */
 public final class KilimServer implements Launcher.Server {
     private static final Logger LOG = Logger.getLogger(KilimServer.class.getName());
@@ -60,7 +62,7 @@ public final class KilimServer implements Launcher.Server {
     private long blockedCarrierMs = 100;
     private CarrierWatch carrierWatch = new CarrierWatch(0);
     private ServerSocketChannel channel;
-    private NioSelectorScheduler selector;
+    private Poller poller;
     private Scheduler carriers;
 
     /**
@@ -128,6 +130,10 @@ public final class KilimServer implements Launcher.Server {
         return connections;
     }
 
+    Poller poller() {
+        return poller;
+    }
+
     /**
      * Checks that the classes this server runs were woven, binds the socket and starts accepting.
      *
@@ -147,13 +153,17 @@ public final class KilimServer implements Launcher.Server {
             throw e;
         }
         channel = ssc;
-        selector = new NioSelectorScheduler();
         carriers = new AffineScheduler(threads, 0);
         carrierWatch = new CarrierWatch(blockedCarrierMs);
+        try {
+            poller = new Poller(this, connections, carriers, ssc);
+        } catch (IOException e) {
+            carriers.shutdown();
+            ssc.close();
+            throw e;
+        }
         connections.start();
-        Task listener = new Listener(ssc);
-        listener.setScheduler(carriers);
-        listener.start();
+        poller.start();
     }
 
     /** @return the port actually bound (useful with port 0) */
@@ -179,10 +189,11 @@ public final class KilimServer implements Launcher.Server {
         } catch (IOException e) {
             LOG.log(Level.WARNING, "closing the listening socket", e);
         }
+        if (poller != null) poller.wakeup();  // deregisters the listening socket, which closes it
         connections.finishStop(graceMillis);
         carrierWatch.stop();
+        if (poller != null) poller.stop();
         if (carriers != null) carriers.shutdown();
-        if (selector != null) selector.shutdown();
     }
 
     /** Runs the handler; an exception becomes the failure policy's reply. Called from connection fibers. */
@@ -203,58 +214,6 @@ public final class KilimServer implements Launcher.Server {
         } catch (NoSuchFieldException e) {
             throw new IllegalStateException(c.getName() + " was not woven by Kilim: build with 'mvn package' (the kilim"
                 + " plugin weaves in process-classes; a bare 'mvn compile' or an IDE build leaves classes unwoven)");
-        }
-    }
-
-    /** The accept loop, itself a fiber: pauses until the selector reports a pending connection. */
-    private final class Listener extends Task<Object> {
-        private final ServerSocketChannel ssc;
-
-        Listener(ServerSocketChannel ssc) {
-            this.ssc = ssc;
-        }
-
-        @Override
-        public void execute() throws Pausable {
-            EndPoint endpoint = new EndPoint(selector, ssc);
-            while (!connections.isStopping()) {
-                SocketChannel ch = null;
-                boolean backOff = false;
-                try {
-                    ch = ssc.accept();
-                    if (ch != null) {
-                        ch.configureBlocking(false);
-                        ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
-                    }
-                } catch (ClosedChannelException e) {
-                    return;
-                } catch (IOException e) {
-                    // Typically EMFILE ("Too many open files") under a connection flood: keep the
-                    // server alive, log at most once a second, and let the backlog wait.
-                    connections.acceptFailed(e);
-                    Connections.closeQuietly(ch);
-                    ch = null;
-                    backOff = true;
-                }
-                // Pausing inside a catch block trips Kilim's weaver (VerifyError), so pause out here.
-                if (backOff) {
-                    Task.sleep(10);
-                    continue;
-                }
-                if (ch == null) {
-                    try {
-                        endpoint.pauseUntilAcceptable();
-                    } catch (IOException e) {
-                        LOG.log(Level.SEVERE, "listening socket failed; no longer accepting connections", e);
-                        return;
-                    }
-                    continue;
-                }
-                if (!connections.admit(ch)) continue;  // over the cap: answered 503 and closed
-                HttpConnection c = new HttpConnection(KilimServer.this, new EndPoint(selector, ch));
-                c.setScheduler(carriers);
-                c.start();
-            }
         }
     }
 }

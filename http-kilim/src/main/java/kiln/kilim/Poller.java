@@ -1,0 +1,214 @@
+package kiln.kilim;
+
+import java.io.IOException;
+import java.net.StandardSocketOptions;
+import java.nio.channels.CancelledKeyException;
+import java.nio.channels.ClosedChannelException;
+import java.nio.channels.ClosedSelectorException;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.util.Iterator;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+import kilim.Scheduler;
+import kiln.http.Connection;
+import kiln.http.Connections;
+
+/**
+ * The Kilim server's one selector thread ({@code kiln-selector}): it accepts connections, and when
+ * a connection's socket becomes readable it starts a fiber ({@link HttpConnection}) on the carrier
+ * threads to serve what arrived. A fiber that finds nothing more to read hands its connection back
+ * here and ends, so an idle keep-alive connection is only its socket, its selection key and a
+ * {@link Connection} without buffers (nginx keeps idle connections the same way): no fiber, no
+ * paused frames, no buffers.
+ *
+ * <p>A fiber that must wait in the middle of its work (a client that does not read its response
+ * fast enough, a lingering close) instead pauses, attached to the key, and is resumed here.
+ *
+ * <p>The key's attachment says which: a {@link Connection} to start a fiber for, or the paused
+ * {@link HttpConnection} to resume. The selector thread clears the key's interest when it reports
+ * it, so a socket is reported once per wait; the fiber sets it again with {@link #await}.
+ */
+final class Poller implements Runnable {
+    private static final Logger LOG = Logger.getLogger(Poller.class.getName());
+    /** Connections accepted per readiness report of the listening socket, so that ready connections are served between batches. */
+    private static final int ACCEPT_BATCH = 256;
+    /** After a failed accept (typically EMFILE under a connection flood), accepting pauses this long. */
+    private static final long ACCEPT_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
+
+    private final KilimServer server;
+    private final Connections connections;
+    private final Scheduler carriers;
+    private final Selector selector;
+    private final ServerSocketChannel listener;
+    private final SelectionKey acceptKey;
+    private final Thread thread;
+    /** True while the selector thread is not blocked in select, or a wakeup is already on its way: no other is needed. */
+    private final AtomicBoolean awake = new AtomicBoolean(true);
+    private volatile boolean running = true;
+    /** System.nanoTime() when accepting resumes after a failed accept; 0 while accepting. */
+    private long acceptPausedUntil;
+
+    /**
+     * @param listener a bound, non-blocking listening socket; closed when the poller stops
+     * @throws IOException when the selector cannot be opened
+     */
+    Poller(KilimServer server, Connections connections, Scheduler carriers, ServerSocketChannel listener) throws IOException {
+        this.server = server;
+        this.connections = connections;
+        this.carriers = carriers;
+        this.listener = listener;
+        this.selector = Selector.open();
+        this.acceptKey = listener.register(selector, SelectionKey.OP_ACCEPT);
+        this.thread = new Thread(this, "kiln-selector");  // not a daemon: it keeps a server's JVM alive
+    }
+
+    void start() {
+        thread.start();
+    }
+
+    /**
+     * Sets {@code key}'s interest to {@code op} ({@link SelectionKey#OP_READ} or
+     * {@link SelectionKey#OP_WRITE}) with {@code attachment} to start or resume when it is ready.
+     * From any thread; the caller must not touch the connection afterwards unless it is the paused
+     * fiber that the attachment names.
+     *
+     * @return false when the key is cancelled (the server is stopping): close the connection
+     */
+    boolean await(SelectionKey key, int op, Object attachment) {
+        key.attach(attachment);
+        try {
+            key.interestOps(op);
+        } catch (CancelledKeyException e) {
+            return false;
+        }
+        wakeup();
+        return true;
+    }
+
+    /**
+     * Makes the selector thread look at the interest changes and closed channels since its last
+     * select: a channel registered with a selector is only really closed when the selector next
+     * deregisters it. At most one wakeup is in flight.
+     */
+    void wakeup() {
+        if (!awake.get() && !awake.getAndSet(true)) selector.wakeup();
+    }
+
+    /** Stops the thread, then closes the listening socket and the idle connections; waits up to 1 s. */
+    void stop() {
+        running = false;
+        selector.wakeup();
+        try {
+            thread.join(1000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    @Override
+    public void run() {
+        try {
+            while (running) {
+                awake.set(false);
+                long timeoutMs = acceptPausedUntil == 0 ? 0 : Math.max(1, (acceptPausedUntil - System.nanoTime()) / 1_000_000);
+                selector.select(timeoutMs);
+                awake.set(true);
+                Iterator<SelectionKey> it = selector.selectedKeys().iterator();
+                while (it.hasNext()) {
+                    SelectionKey key = it.next();
+                    it.remove();
+                    if (key == acceptKey) {
+                        acceptAll();
+                    } else {
+                        ready(key);
+                    }
+                }
+                if (acceptPausedUntil != 0 && System.nanoTime() - acceptPausedUntil >= 0) {
+                    acceptPausedUntil = 0;
+                    if (acceptKey.isValid()) acceptKey.interestOps(SelectionKey.OP_ACCEPT);  // invalid once the server stops
+                }
+            }
+        } catch (IOException | ClosedSelectorException | CancelledKeyException e) {
+            if (running) LOG.log(Level.SEVERE, "the selector failed; no longer serving", e);
+        } finally {
+            closeAll();
+        }
+    }
+
+    /** A connection's socket is ready: start a fiber for an idle connection, or resume the paused one. */
+    private void ready(SelectionKey key) {
+        Object attachment = key.attachment();
+        try {
+            key.interestOps(0);
+        } catch (CancelledKeyException e) {
+            return;  // closed by its fiber since the select
+        }
+        if (attachment instanceof HttpConnection paused) {
+            paused.ready();
+        } else {
+            HttpConnection fiber = new HttpConnection(server, key, (Connection) attachment);
+            fiber.setScheduler(carriers);
+            fiber.start();
+        }
+    }
+
+    private void acceptAll() {
+        for (int i = 0; i < ACCEPT_BATCH; i++) {
+            SocketChannel ch = null;
+            try {
+                ch = listener.accept();
+                if (ch == null) return;
+                ch.configureBlocking(false);
+                ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
+            } catch (ClosedChannelException e) {
+                return;
+            } catch (IOException e) {
+                // Typically EMFILE ("Too many open files") under a connection flood: keep the server
+                // alive (acceptFailed logs at most once a second) and let the backlog wait a little.
+                connections.acceptFailed(e);
+                Connections.closeQuietly(ch);
+                if (ch == null) {
+                    acceptKey.interestOps(0);
+                    acceptPausedUntil = System.nanoTime() + ACCEPT_BACKOFF_NANOS;
+                    return;
+                }
+                continue;
+            }
+            if (!connections.admit(ch)) continue;  // over the cap: answered 503 and closed
+            Connection c = new Connection(connections, ch);
+            connections.opened(c);
+            try {
+                ch.register(selector, SelectionKey.OP_READ, c);
+            } catch (ClosedChannelException e) {
+                connections.closed(c);
+            }
+        }
+    }
+
+    /** At the end: closes the listening socket, and every connection waiting here with no fiber. */
+    private void closeAll() {
+        try {
+            listener.close();
+        } catch (IOException e) {
+            LOG.log(Level.WARNING, "closing the listening socket", e);
+        }
+        try {
+            for (SelectionKey key : selector.keys()) {
+                // idle here; a connection whose fiber runs is closed by that fiber, when its next wait finds the key cancelled
+                if (key.isValid() && key.interestOps() == SelectionKey.OP_READ && key.attachment() instanceof Connection c) {
+                    Connections.closeQuietly(c.channel());
+                    connections.closed(c);
+                }
+            }
+            selector.close();
+        } catch (IOException | ClosedSelectorException e) {
+            LOG.log(Level.FINE, "closing the selector", e);
+        }
+    }
+}
