@@ -110,6 +110,7 @@ public final class Connection {
     public Connection(Connections server, SocketChannel channel) {
         this.server = server;
         this.channel = channel;
+        arm(IDLE, server.idleTimeoutNanos());  // a client that connects and never sends is reaped
     }
 
     /** @return the accepted socket */

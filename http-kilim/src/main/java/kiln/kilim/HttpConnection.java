@@ -15,8 +15,8 @@ import kiln.http.Connection;
 import kiln.http.HttpRequest;
 
 /**
- * The fiber that serves one connection while it has work: the {@link Poller} starts it when the
- * socket becomes readable; it reads the bytes, parses every complete request in them, runs each
+ * The fiber that serves one connection while it has work: the {@link Poller} starts it when bytes
+ * arrived on the idle connection; it parses every complete request in them, runs each
  * request's handler in turn (so pipelined requests are answered in order), writes the responses,
  * and reads again. When a read finds nothing more, it gives the connection's buffers back, hands
  * the connection to the poller and ends: an idle keep-alive connection has no fiber at all. Waits
@@ -69,7 +69,7 @@ final class HttpConnection extends Task<Object> implements PauseReason {
         } catch (IOException e) {
             LOG.log(Level.FINE, "connection error", e);
         } finally {
-            if (!handedBack) close();
+            if (!handedBack) server.poller().close(connection);
         }
     }
 
@@ -166,13 +166,4 @@ final class HttpConnection extends Task<Object> implements PauseReason {
         return !ready;
     }
 
-    private void close() {
-        try {
-            connection.channel().close();
-        } catch (IOException ignored) {
-            // nothing left to do for a socket that cannot even close
-        }
-        server.registry().closed(connection);
-        server.poller().wakeup();  // the selector deregisters the key, which really closes the socket
-    }
 }

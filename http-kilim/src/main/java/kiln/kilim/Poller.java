@@ -21,11 +21,15 @@ import kiln.http.Connections;
 
 /**
  * The Kilim server's one selector thread ({@code kiln-selector}): it accepts connections, and when
- * a connection's socket becomes readable it starts a fiber ({@link HttpConnection}) on the carrier
- * threads to serve what arrived. A fiber that finds nothing more to read hands its connection back
- * here and ends, so an idle keep-alive connection is only its socket, its selection key and a
- * {@link Connection} without buffers (nginx keeps idle connections the same way): no fiber, no
- * paused frames, no buffers.
+ * an idle connection's socket becomes readable it reads what arrived and starts a fiber
+ * ({@link HttpConnection}) on the carrier threads to serve it; a client that closed is closed here,
+ * with no fiber. A fiber that finds nothing more to read hands its connection back here and ends,
+ * so an idle keep-alive connection is only its socket, its selection key and a {@link Connection}
+ * without buffers (nginx keeps idle connections the same way): no fiber, no paused frames, no
+ * buffers.
+ *
+ * <p>New connections are accepted after the ready connections of the same select are handled, so
+ * that connections their clients closed are counted out before the cap is checked.
  *
  * <p>A fiber that must wait in the middle of its work (a client that does not read its response
  * fast enough, a lingering close) instead pauses, attached to the key, and is resumed here.
@@ -119,16 +123,18 @@ final class Poller implements Runnable {
                 long timeoutMs = acceptPausedUntil == 0 ? 0 : Math.max(1, (acceptPausedUntil - System.nanoTime()) / 1_000_000);
                 selector.select(timeoutMs);
                 awake.set(true);
+                boolean acceptable = false;
                 Iterator<SelectionKey> it = selector.selectedKeys().iterator();
                 while (it.hasNext()) {
                     SelectionKey key = it.next();
                     it.remove();
                     if (key == acceptKey) {
-                        acceptAll();
+                        acceptable = true;
                     } else {
                         ready(key);
                     }
                 }
+                if (acceptable) acceptAll();
                 if (acceptPausedUntil != 0 && System.nanoTime() - acceptPausedUntil >= 0) {
                     acceptPausedUntil = 0;
                     if (acceptKey.isValid()) acceptKey.interestOps(SelectionKey.OP_ACCEPT);  // invalid once the server stops
@@ -141,7 +147,7 @@ final class Poller implements Runnable {
         }
     }
 
-    /** A connection's socket is ready: start a fiber for an idle connection, or resume the paused one. */
+    /** A connection's socket is ready: resume the fiber paused on it, or read for a connection without one. */
     private void ready(SelectionKey key) {
         Object attachment = key.attachment();
         try {
@@ -152,10 +158,40 @@ final class Poller implements Runnable {
         if (attachment instanceof HttpConnection paused) {
             paused.ready();
         } else {
-            HttpConnection fiber = new HttpConnection(server, key, (Connection) attachment);
+            readable(key, (Connection) attachment);
+        }
+    }
+
+    /**
+     * Reads what arrived on a connection without a fiber: bytes start a fiber to serve them; the
+     * end of the stream closes the connection here (unless a 408 is to be written first); nothing
+     * at all waits again.
+     */
+    private void readable(SelectionKey key, Connection c) {
+        SocketChannel ch = c.channel();
+        int n;
+        try {
+            n = ch.read(c.readBuffer());
+        } catch (IOException e) {
+            n = -1;  // reset by the client
+        }
+        if (n == 0) {
+            c.releaseIfIdle();
+            key.interestOps(SelectionKey.OP_READ);
+        } else if (n < 0 && !c.endOfStream()) {
+            close(c);
+        } else {
+            HttpConnection fiber = new HttpConnection(server, key, c);
             fiber.setScheduler(carriers);
             fiber.start();
         }
+    }
+
+    /** Closes a connection, from any thread, once nothing else will touch it. */
+    void close(Connection c) {
+        Connections.closeQuietly(c.channel());
+        connections.closed(c);
+        wakeup();  // the selector deregisters the key, which really closes the socket
     }
 
     private void acceptAll() {
@@ -202,8 +238,7 @@ final class Poller implements Runnable {
             for (SelectionKey key : selector.keys()) {
                 // idle here; a connection whose fiber runs is closed by that fiber, when its next wait finds the key cancelled
                 if (key.isValid() && key.interestOps() == SelectionKey.OP_READ && key.attachment() instanceof Connection c) {
-                    Connections.closeQuietly(c.channel());
-                    connections.closed(c);
+                    close(c);
                 }
             }
             selector.close();
