@@ -213,6 +213,22 @@ public final class Connection {
     }
 
     /**
+     * Takes bytes the front end read before it had a buffer for this connection, as if
+     * {@link #readBuffer()} had received them. Bytes beyond the input limit are dropped: the
+     * request is refused with 431 by {@link #next()} anyway.
+     */
+    public void received(byte[] bytes) {
+        int off = 0;
+        while (off < bytes.length) {
+            ByteBuffer b = readBuffer();
+            int k = Math.min(b.remaining(), bytes.length - off);
+            if (k == 0) return;
+            b.put(bytes, off, k);
+            off += k;
+        }
+    }
+
+    /**
      * For a front end about to wait for its socket to become readable without holding a buffer:
      * when nothing of a next request has arrived, gives the input buffer back to the pool and drops
      * the parser's state, so the idle connection holds neither ({@link #readBuffer()} borrows them

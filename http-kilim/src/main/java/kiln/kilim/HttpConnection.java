@@ -38,11 +38,18 @@ final class HttpConnection extends Task<Object> implements PauseReason {
     private final Connection connection;
     /** Set by the poller when the socket this paused fiber waits for is ready. */
     private volatile boolean ready;
+    /** The bytes the poller read before starting this fiber, or null. */
+    private byte[] arrived;
 
-    HttpConnection(KilimServer server, SelectionKey key, Connection connection) {
+    /**
+     * @param arrived the bytes the poller read before starting this fiber (no buffer is lent to a
+     *                connection while it waits for a carrier), or null at end of stream
+     */
+    HttpConnection(KilimServer server, SelectionKey key, Connection connection, byte[] arrived) {
         this.server = server;
         this.key = key;
         this.connection = connection;
+        this.arrived = arrived;
     }
 
     /** Each run of this fiber on a carrier, until it pauses or ends, is marked for the {@link CarrierWatch}. */
@@ -77,6 +84,10 @@ final class HttpConnection extends Task<Object> implements PauseReason {
     private boolean serve() throws Pausable, IOException {
         Connection c = connection;
         SocketChannel channel = c.channel();
+        if (arrived != null) {
+            c.received(arrived);
+            arrived = null;
+        }
         while (true) {
             HttpRequest request;
             while ((request = c.next()) != null) {
@@ -92,11 +103,11 @@ final class HttpConnection extends Task<Object> implements PauseReason {
                 }
                 return false;
             }
-            ByteBuffer in = c.readBuffer();
-            int n = channel.read(in);
+            int n = channel.read(c.readBuffer());
             for (int yields = 1; n == 0 && yields < YIELDS_BEFORE_SELECT; yields++) {
+                c.releaseIfIdle();  // no buffer held while waiting in the carriers' run queue
                 Task.yield();
-                n = channel.read(in);
+                n = channel.read(c.readBuffer());
             }
             if (n < 0) {  // end of stream: the client closed, or the reaper half-closed an overdue connection
                 if (c.endOfStream()) flush();

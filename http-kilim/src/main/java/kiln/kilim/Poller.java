@@ -2,6 +2,7 @@ package kiln.kilim;
 
 import java.io.IOException;
 import java.net.StandardSocketOptions;
+import java.nio.ByteBuffer;
 import java.nio.channels.CancelledKeyException;
 import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ClosedSelectorException;
@@ -9,6 +10,7 @@ import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
+import java.util.Arrays;
 import java.util.Iterator;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -52,6 +54,8 @@ final class Poller implements Runnable {
     private final ServerSocketChannel listener;
     private final SelectionKey acceptKey;
     private final Thread thread;
+    /** The selector thread's own read buffer: a connection waiting in a fiber's run queue holds only the bytes that arrived. */
+    private final ByteBuffer scratch = ByteBuffer.allocate(2048);
     /** True while the selector thread is not blocked in select, or a wakeup is already on its way: no other is needed. */
     private final AtomicBoolean awake = new AtomicBoolean(true);
     private volatile boolean running = true;
@@ -168,20 +172,20 @@ final class Poller implements Runnable {
      * at all waits again.
      */
     private void readable(SelectionKey key, Connection c) {
-        SocketChannel ch = c.channel();
         int n;
+        scratch.clear();
         try {
-            n = ch.read(c.readBuffer());
+            n = c.channel().read(scratch);
         } catch (IOException e) {
             n = -1;  // reset by the client
         }
         if (n == 0) {
-            c.releaseIfIdle();
             key.interestOps(SelectionKey.OP_READ);
         } else if (n < 0 && !c.endOfStream()) {
             close(c);
         } else {
-            HttpConnection fiber = new HttpConnection(server, key, c);
+            byte[] arrived = n > 0 ? Arrays.copyOf(scratch.array(), n) : null;
+            HttpConnection fiber = new HttpConnection(server, key, c, arrived);
             fiber.setScheduler(carriers);
             fiber.start();
         }
