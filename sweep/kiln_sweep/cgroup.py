@@ -161,8 +161,9 @@ class VpsCgroup:
         _write(cs / "cpuset.mems", mems or "0")
         m = self.memory
         _write(m / "memory.limit_in_bytes", self.memory_bytes)
-        # With swap accounting, memory+swap gets the same limit: a VPS without swap (none is configured here).
-        if (m / "memory.memsw.limit_in_bytes").is_file():
+        # With swap accounting (the parent has memsw files, so the new group has them too), memory+swap gets
+        # the same limit: a VPS without swap.
+        if (Path(self.parents["memory"]) / "memory.memsw.limit_in_bytes").is_file():
             _write(m / "memory.memsw.limit_in_bytes", self.memory_bytes)
         self.oom_kills_at_start = _read_keys(m / "memory.oom_control").get("oom_kill", 0)
         return self
