@@ -67,7 +67,8 @@ Options:
   -h, --help         this help
 
 Environment: JAVA (the java tried first for every Java server; scripts/find-java.sh then looks in
-/usr/lib/jvm for one that fits a front end's JDK range in frontends.conf, e.g. JDK 17 for comsat).
+/usr/lib/jvm for one that fits a front end's JDK range in frontends.conf, e.g. JDK 17 for comsat);
+KILN_SWEEP_CGROUP_ROOT (where --vps looks for the cgroup hierarchies, default /sys/fs/cgroup; tests).
 Needs: python3, ab (apache2-utils), java 17+, taskset (util-linux), ss (iproute2); nginx for the
 nginx anchor, wrk for --client wrk, mvn to build. Loopback only; every run is bounded in time.
 """

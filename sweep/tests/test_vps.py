@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -249,3 +250,19 @@ def test_real_quick_vps_sweep(tmp_path):
         assert re.search(r"loom\s+c=10: \d+, c=100: \d+; total \d+ events? >= 20 ms", done.stdout)
     doc = json.loads((out / "summary.json").read_text())
     assert all(s["oom_killed"] == "no" and s["cgroup_peak_mb_max"] > 1 for s in doc["summary"])
+
+
+@pytest.mark.skipif(bool(_writable()), reason=f"cgroup v1 cpuset/memory not writable here: {_writable()}")
+def test_sigterm_removes_the_group(tmp_path):
+    out = tmp_path / "stopped"
+    proc = subprocess.Popen([str(ROOT / "ab-sweep.sh"), "--vps", "--quick", "--no-anchors", "--no-install", "dummy",
+                             "--out", str(out)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not (out / records.RUNS).is_file() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    proc.terminate()
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 143, stdout + stderr
+    [name] = {r.cgroup for r in records.read(out, records.RUNS, records.TimedRun)}
+    for base in ("/sys/fs/cgroup/cpuset", "/sys/fs/cgroup/memory"):
+        assert not list(Path(base).rglob(name)), f"{name} left under {base} after SIGTERM"
