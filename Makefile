@@ -38,7 +38,7 @@ NEW_JDK_FLAGS = $(shell v=$$($(SERVER_JAVA) -version 2>&1 | sed -n 's/.*version 
 # A jar is rebuilt when any main source or pom changed since it was made.
 MAIN_SOURCES := $(shell find . -path ./conformance -prune -o \( -path '*/src/main/*' -o -name pom.xml \) -type f -print 2>/dev/null)
 
-.PHONY: help build demo backup test bench-db bench-parser clean check-server
+.PHONY: help build demo backup test bench-db bench-parser bench-memory clean check-server
 
 help:
 	@echo "make demo [SERVER=$(SERVER_NAMES)] [PORT=8080] [DATA=data] [HEAP=256m]   build if needed and start a server"
@@ -48,6 +48,7 @@ help:
 	@echo "make build                                 build every runnable jar (skips tests)"
 	@echo "make bench-db                              database micro-benchmarks (prints a table)"
 	@echo "make bench-parser                          kiln's parser: a request trickled one byte per read, resumed vs re-parsed"
+	@echo "make bench-memory [CONNECTIONS=19500]      heap and RSS bytes per idle keep-alive connection, every front end beside dummy and nginx (prints a table)"
 	@echo "make clean                                 remove build output (keeps ./$(DATA))"
 
 check-server:
@@ -87,6 +88,13 @@ bench-db:
 bench-parser:
 	$(MVN) -DskipTests -pl http-core -am package
 	$(JAVA) -cp http-core/target/classes:http-core/target/test-classes:app/target/classes kiln.http.TrickleBench
+
+# Bytes per idle keep-alive connection (heap from jcmd's class histogram, RSS), every front end of
+# frontends.conf beside the dummy and nginx anchors: ./ab-sweep.sh --memory (README, "Benchmark sweep").
+# About a minute per server; 19500 connections fit an open-files limit of 20000.
+CONNECTIONS ?= 19500
+bench-memory:
+	./ab-sweep.sh --memory --concurrency $(CONNECTIONS) --heap $(HEAP) all
 
 clean:
 	$(MVN) clean

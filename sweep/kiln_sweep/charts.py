@@ -3,7 +3,8 @@ Jinja2). These need the venv's libraries (sweep/requirements.txt); the rest of t
 
 from pathlib import Path
 
-from kiln_sweep.report import RUN_FIELDS, fmt, round_trips, table_rows
+from kiln_sweep.pinning import EVENT
+from kiln_sweep.report import RUN_FIELDS, TOP_CLASSES, fmt, pinning_text, round_trips, table_rows
 
 
 # ---------------------------------------------------------------------------------------------
@@ -173,7 +174,7 @@ def plotly_figures(settings, summary):
 
 
 # The settings table of report.html, in this order.
-SETTINGS_SHOWN = ["path", "client", "client_version", "wrk_threads", "pinning", "heap", "java", "nginx", "rounds",
+SETTINGS_SHOWN = ["path", "client", "client_version", "wrk_threads", "pinning", "vps", "heap", "java", "nginx", "rounds",
                   "duration_s", "requests_per_connection_min", "steps_requested", "plan_notes", "nofile_soft_start",
                   "nofile_soft", "nofile_hard", "idle_threshold_pct", "after_window_s", "kernel", "cpu_model", "cpus",
                   "memory", "commit", "date"]
@@ -185,7 +186,7 @@ def _text(value):
     return "" if value is None else str(value)
 
 
-def report_html(settings, summary, runs, after_rows, note_lines, out_html):
+def report_html(settings, summary, runs, after_rows, note_lines, out_html, pinning_rows=()):
     import jinja2
     import plotly.io as pio
 
@@ -201,7 +202,22 @@ def report_html(settings, summary, runs, after_rows, note_lines, out_html):
     html = env.get_template("report.html.j2").render(
         settings=settings, settings_rows=[(k, v) for k, v in shown if v], charts=charts, header=header, rows=rows, summary=summary, runs=runs,
         round_trips=round_trips(summary) if settings.mode == "latency" else [],
-        after_rows=after_rows, notes=note_lines, fmt=fmt, run_fields=RUN_FIELDS)
+        after_rows=after_rows, notes=note_lines, fmt=fmt, run_fields=RUN_FIELDS,
+        pinning_rows=[dict(p, text=pinning_text(p, settings.pinned_threshold_ms)) for p in pinning_rows],
+        pinned_event=EVENT)
+    Path(out_html).write_text(html)
+
+
+def memory_html(settings, rows, note_lines, out_html):
+    """--memory's report.html: the bytes-per-connection table and each server's top classes."""
+    import jinja2
+
+    shown = [(key, _text(getattr(settings, key))) for key in SETTINGS_SHOWN + ["memory_extra"]
+             if key not in ("client", "client_version", "wrk_threads", "duration_s", "requests_per_connection_min",
+                            "idle_threshold_pct", "after_window_s")]
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(Path(__file__).parent), autoescape=True)
+    html = env.get_template("memory.html.j2").render(settings=settings, settings_rows=[(k, v) for k, v in shown if v],
+                                                      rows=rows, notes=note_lines, fmt=fmt, top=TOP_CLASSES)
     Path(out_html).write_text(html)
 
 

@@ -36,8 +36,22 @@ Options:
   --path PATH        endpoint to load (default /hello), e.g. /plaintext, /db, '/hello?delay=10'
   --quick            tiny sweep for CI and smoke tests: c=10,100, 1 s steps, one round (< 1 min)
   --latency          low-concurrency latency table instead of the sweep: c=1,10,100,1000
+  --vps              the sweep inside one cgroup per server run that gives the server and the client
+                     together one CPU (a cpuset) and 1 GiB of memory, as on a $5 VPS where the client
+                     shares the box; reports the cgroup's peak memory and OOM kills per step. Needs
+                     root and cgroup v1's cpuset and memory controllers writable (else exit status 2;
+                     cgroup v2 is not supported yet). Implies --no-pin.
+  --memory           idle-connection memory instead of the sweep: per server, open N keep-alive
+                     connections that each complete one request and stay idle, and report heap bytes
+                     (JVMs: jcmd GC.class_histogram, live objects, after minus before) and RSS bytes per
+                     connection, and the five classes that grew most. N: 19500 (capped by the
+                     open-files limit), or --concurrency; the front ends' --idle-timeout is raised to
+                     600000 ms so that none closes while they are measured
+  --no-jfr           do not record JFR jdk.VirtualThreadPinned events (carrier pinning >= 20 ms) on the
+                     virtual-thread front ends (JDK range 21+: loom, jetty-loom); recorded by default
   --client ab|wrk    load generator: ab (default; HTTP/1.0 + keep-alive) or wrk (HTTP/1.1)
-  --concurrency LIST comma-separated concurrency steps (default 1000,2000,5000,10000,15000,20000)
+  --concurrency LIST comma-separated concurrency steps (default 1000,2000,5000,10000,15000,20000;
+                     with --memory the idle connections held, default 19500)
   --duration S       seconds of each timed step and of its warm-up (default 10)
   --rounds N         sweeps over every server (default 3); medians are taken over them
   --heap SIZE        JVM -Xms/-Xmx for every Java server (default 256m: a 1 GB VPS)
@@ -53,7 +67,8 @@ Options:
   -h, --help         this help
 
 Environment: JAVA (the java tried first for every Java server; scripts/find-java.sh then looks in
-/usr/lib/jvm for one that fits a front end's JDK range in frontends.conf, e.g. JDK 17 for comsat).
+/usr/lib/jvm for one that fits a front end's JDK range in frontends.conf, e.g. JDK 17 for comsat);
+KILN_SWEEP_CGROUP_ROOT (where --vps looks for the cgroup hierarchies, default /sys/fs/cgroup; tests).
 Needs: python3, ab (apache2-utils), java 17+, taskset (util-linux), ss (iproute2); nginx for the
 nginx anchor, wrk for --client wrk, mvn to build. Loopback only; every run is bounded in time.
 """
@@ -65,6 +80,9 @@ class Options:
     path: str = "/hello"
     quick: bool = False
     latency: bool = False
+    vps: bool = False
+    memory: bool = False
+    jfr: bool = True
     client: str = "ab"
     concurrency: Optional[List[int]] = None
     duration: Optional[int] = None
@@ -128,6 +146,9 @@ def parse(argv):
     p.add_argument("--path", type=_checked(r"/\S*", "--path must start with / and hold no spaces"))
     p.add_argument("--quick", action="store_true")
     p.add_argument("--latency", action="store_true")
+    p.add_argument("--vps", action="store_true")
+    p.add_argument("--memory", action="store_true")
+    p.add_argument("--no-jfr", dest="jfr", action="store_false")
     p.add_argument("--client", type=_checked(r"ab|wrk", "--client must be ab or wrk"))
     p.add_argument("--concurrency", type=_steps)
     p.add_argument("--duration", type=_bounded("--duration", 1, 600, " seconds"))
@@ -142,7 +163,13 @@ def parse(argv):
     p.add_argument("--setup", action="store_true")
     p.add_argument("--no-install", dest="install", action="store_false")
     p.add_argument("--report")
-    return Options(**{k: v for k, v in vars(p.parse_intermixed_args(argv)).items() if v is not None})
+    opts = Options(**{k: v for k, v in vars(p.parse_intermixed_args(argv)).items() if v is not None})
+    modes = [m for m, on in (("--latency", opts.latency), ("--vps", opts.vps), ("--memory", opts.memory)) if on]
+    if len(modes) > 1:
+        raise SweepError(f"{' and '.join(modes)} do not go together: choose one", usage=True)
+    if opts.memory and "--client" in argv:
+        raise SweepError("--memory opens its own idle connections: --client does not apply", usage=True)
+    return opts
 
 
 # ---------------------------------------------------------------------------------------------
@@ -222,4 +249,5 @@ def main(argv=None):
         if e.usage:
             print("Run ./ab-sweep.sh --help for the options.", file=sys.stderr)
             return 2
-        return 1
+        # --vps where the cgroup controllers are not writable: 2, as the option cannot run here at all.
+        return getattr(e, "exit_status", 1)

@@ -11,13 +11,14 @@ SETTINGS = "settings.json"
 RUNS = "runs.jsonl"
 AFTER = "after.jsonl"
 PROBLEMS = "problems.jsonl"
+MEMORY = "memory.jsonl"
 
 
 @dataclass
 class Settings:
     """How the sweep ran and on what: the report's header and settings table."""
     date: str
-    mode: str                      # "sweep" or "latency"
+    mode: str                      # "sweep", "latency" or "memory"
     quick: bool
     servers: List[str]             # in the order of the first round
     anchors: bool
@@ -46,6 +47,9 @@ class Settings:
     nginx: str = ""
     client_version: str = ""
     commit: str = ""
+    vps: str = ""                  # --vps: the cgroup's limits, e.g. "CPU 1 (cpuset), 1 GiB memory (cgroup v1)"
+    pinned_threshold_ms: Optional[int] = None   # JFR jdk.VirtualThreadPinned threshold; None: not recorded
+    memory_extra: str = ""         # --memory: what was changed for it (e.g. the front ends' idle timeout)
 
 
 @dataclass
@@ -72,6 +76,42 @@ class TimedRun:
     idle_wait_s: float             # waited for the server to go idle before the run
     idle_reached: bool
     server_alive: bool
+    # --vps: the memory cgroup over the step (warm-up and timed run): peak bytes, how often the limit was
+    # hit, OOM kills in the group during the step (None: the kernel does not count them), and the group.
+    cgroup_peak_bytes: Optional[int] = None
+    cgroup_failcnt: Optional[int] = None
+    cgroup_oom_kills: Optional[int] = None
+    cgroup: str = ""
+    # JDK 21+ front ends: JFR jdk.VirtualThreadPinned events new during the step (warm-up and timed run;
+    # None: not recorded), the longest (ms), the most frequent places [[count, reason, frames], ...],
+    # the dump they came from and why it could not be read ("" when it could).
+    pinned_events: Optional[int] = None
+    pinned_max_ms: Optional[float] = None
+    pinned_top: List[list] = field(default_factory=list)
+    pinned_jfr: str = ""
+    pinned_error: str = ""
+
+
+@dataclass
+class MemoryRun:
+    """--memory: one server holding `connections` idle keep-alive connections (each after one
+    completed request), against its own baseline just before they opened. Histograms (JVMs only) are
+    raw jcmd GC.class_histogram outputs relative to the results dir; "" for nginx."""
+    round: int
+    server: str
+    requested: int
+    connections: int               # attempted (capped when cap_reason is set)
+    cap_reason: str
+    opened: int                    # completed their request and went idle
+    established: int               # the server's established sockets on its port (ss) when measured
+    still_open: int                # of `opened`, not closed by the server when the measurement ended
+    open_s: float                  # time to open them all
+    errors: str                    # the client's failures, counted by kind ("" when none)
+    rss_before_kb: int             # VmRSS of the server's processes
+    rss_after_kb: int
+    histogram_before: str = ""
+    histogram_after: str = ""
+    error: str = ""                # why this server has no figures ("" when it has them)
 
 
 @dataclass

@@ -21,7 +21,7 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from kiln_sweep import clients, records
+from kiln_sweep import clients, idle, pinning, records
 from kiln_sweep.plan import step_label
 from kiln_sweep.registry import ANCHORS
 
@@ -76,7 +76,27 @@ def figures(d, r, settings):
         "idle_reached": r.idle_reached,
         "server_alive": r.server_alive,
         "raw": r.raw,
+        "cgroup_peak_mb": r.cgroup_peak_bytes / 1048576 if r.cgroup_peak_bytes is not None else None,
+        "cgroup_failcnt": r.cgroup_failcnt,
+        "cgroup_oom_kills": r.cgroup_oom_kills,
+        "oom_victim": oom_victim(r),
+        "pinned_events": r.pinned_events,
+        "pinned_max_ms": r.pinned_max_ms,
+        "pinned_top": r.pinned_top,
+        "pinned_error": r.pinned_error,
     }
+
+
+def oom_victim(r):
+    """--vps: who the kernel's OOM killer took in the group during the step: "server", "client" (ab
+    killed by SIGKILL: timeout exits 137), "other" (a process the group held besides them), "" when
+    none, None when the kernel does not count OOM kills (older than 4.13) or it was not measured."""
+    if r.cgroup_oom_kills is None:
+        return None
+    if r.cgroup_oom_kills == 0:
+        return ""
+    who = [w for w, hit in (("server", not r.server_alive), ("client", r.client_rc in (137, -9))) if hit]
+    return "+".join(who) or "other"
 
 
 def load(results_dir):
@@ -151,6 +171,9 @@ def summarize(settings, runs):
                 "client_cpu_pct_max": _max(r["client_cpu_pct"] for r in ok),
                 "client_saturated": any(r["client_saturated"] for r in ok),
                 "requests_per_connection_median": _median(r["requests_per_connection"] for r in ok),
+                "cgroup_peak_mb_max": _max(r["cgroup_peak_mb"] for r in group),
+                "oom_killed": _oom_killed(group),
+                "pinned_events_max": _max(r["pinned_events"] for r in group),
             }
             for anchor in ANCHORS:
                 row[f"rps_vs_{anchor}"] = _per_round_ratio(runs, server, step, anchor, "rps")
@@ -160,6 +183,48 @@ def summarize(settings, runs):
                     row[f"{key[:-3]}_us_vs_dummy"] = _per_round_diff_us(runs, server, step, "dummy", key)
             rows.append(row)
     return rows
+
+
+def _oom_killed(group):
+    """--vps: "yes (server)" etc. when the OOM killer struck in any round, "no" when it never did,
+    None when not measured or not countable."""
+    victims = [r["oom_victim"] for r in group]
+    if all(v is None for v in victims):
+        return None
+    hit = sorted({v for v in victims if v})
+    return f"yes ({', '.join(hit)})" if hit else "no"
+
+
+def summarize_pinning(settings, runs):
+    """Per server with a JFR recording: events per step (max over rounds), the total, the longest, the
+    most frequent places over all steps and rounds, and any dump that could not be read."""
+    rows = []
+    for server in server_order(settings, runs):
+        group = [r for r in runs if r["server"] == server and (r["pinned_events"] is not None or r["pinned_error"])]
+        if not group:
+            continue
+        places = {}
+        for r in group:
+            for count, reason, where in r["pinned_top"] or []:
+                places[(reason, where)] = places.get((reason, where), 0) + count
+        steps = []
+        for step in sorted({r["step"] for r in group}):
+            rs = [r for r in group if r["step"] == step]
+            steps.append((rs[0]["label"], _max(r["pinned_events"] for r in rs)))
+        total = sum(r["pinned_events"] or 0 for r in group)
+        rows.append({
+            "server": server, "steps": steps, "events": total,
+            "max_ms": _max(r["pinned_max_ms"] for r in group),
+            "top": [[n, reason, where] for (reason, where), n in sorted(places.items(), key=lambda kv: -kv[1])[:3]],
+            "errors": sorted({r["pinned_error"] for r in group if r["pinned_error"]}),
+        })
+    return rows
+
+
+def pinning_text(row, threshold_ms):
+    per_step = ", ".join(f"c={label}: {'-' if n is None else n}" for label, n in row["steps"])
+    line = pinning.text({"events": row["events"], "max_ms": row["max_ms"], "top": row["top"]}, threshold_ms)
+    return f"{per_step}; total {line}" + (f"; not read: {'; '.join(row['errors'])}" if row["errors"] else "")
 
 
 def round_trips(summary):
@@ -201,6 +266,9 @@ def notes(settings, runs, problems=()):
             out.append(f"{where}: the client reported no usable result ({why}); left out of the medians.")
         if not r["server_alive"]:
             out.append(f"{where}: the server died during this step; its later steps in this round are missing.")
+        if r["oom_victim"]:
+            out.append(f"{where}: the kernel's OOM killer killed {r['cgroup_oom_kills']} process(es) in the --vps "
+                       f"cgroup ({r['oom_victim']}).")
         if not r["idle_reached"]:
             out.append(f"{where}: the server was still busy (CPU >= {settings.idle_threshold_pct}%) "
                        f"after {r['idle_wait_s']:.0f} s of waiting before the timed run.")
@@ -221,7 +289,8 @@ RUN_FIELDS = ["round", "server", "step", "requested", "concurrency", "cap_reason
               "failed_length_ignored", "mean_ms", "p50_ms", "p90_ms", "p99_ms", "max_ms",
               "requests_per_connection", "wall_s", "server_cpu_s", "server_cpu_us_per_request", "server_cpu_pct",
               "rss_peak_mb", "rss_mb", "client_cpu_pct", "client_saturated", "idle_wait_s", "idle_reached",
-              "server_alive", "raw"]
+              "server_alive", "cgroup_peak_mb", "cgroup_failcnt", "cgroup_oom_kills", "oom_victim", "pinned_events",
+              "pinned_max_ms", "raw"]
 
 
 def _csv_value(v):
@@ -248,6 +317,10 @@ def summary_fields(settings):
               "rps_vs_dummy", "rps_vs_nginx", "cpu_vs_dummy", "cpu_vs_nginx"]
     if settings.mode == "latency":
         fields += ["mean_us_vs_dummy", "p50_us_vs_dummy", "p99_us_vs_dummy"]
+    if settings.vps:
+        fields += ["cgroup_peak_mb_max", "oom_killed"]
+    if settings.pinned_threshold_ms is not None:
+        fields += ["pinned_events_max"]
     return fields
 
 
@@ -263,6 +336,14 @@ def fmt(v, digits=0, suffix=""):
 def table_rows(settings, summary):
     """The summary table as (header, rows of strings), the same in the terminal and the HTML."""
     latency = settings.mode == "latency"
+    if settings.vps:
+        # --vps: what a $5 VPS owner asks: does it keep up, does it fail, how slow at the tail, how much
+        # memory (the server's own and the whole box's: server + client + page cache), does anything die.
+        header = ["server", "c", "req/s", "failed", "p99 ms", "server RSS MB", "cgroup peak MB", "OOM-killed"]
+        rows = [[s["server"], f"{s['concurrency']}*" if s["cap_reason"] else str(s["concurrency"]),
+                 fmt(s["rps_median"]), fmt(s["failures_max"]), fmt(s["p99_ms_median"], 2), fmt(s["rss_peak_mb_max"]),
+                 fmt(s["cgroup_peak_mb_max"]), s["oom_killed"] or "unknown"] for s in summary]
+        return header, rows
     if latency:
         header = ["server", "c", "req/s", "failed", "mean ms", "p50 ms", "p90 ms", "p99 ms", "max ms",
                   "CPU us/req", "mean vs dummy us", "p99 vs dummy us", "RSS MB", "client CPU"]
@@ -289,13 +370,15 @@ def table_rows(settings, summary):
     return header, rows
 
 
-def print_table(settings, summary, after_rows, note_lines):
+def print_table(settings, summary, after_rows, note_lines, pinning_rows=()):
     header, rows = table_rows(settings, summary)
     widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
     line = lambda cells: "  ".join(str(c).rjust(w) if i > 1 else str(c).ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))
     print()
     print(f"Summary: {settings.path} with {settings.client}, "
           f"medians over {settings.rounds} round(s); failed = max over rounds")
+    if settings.vps:
+        print(f"--vps: {settings.vps}")
     print(line(header))
     print(line(["-" * w for w in widths]))
     for r in rows:
@@ -312,8 +395,133 @@ def print_table(settings, summary, after_rows, note_lines):
         for a in after_rows:
             per_round = "; ".join(" ".join(str(p) for p in pcts) for pcts in a["cpu_pct_per_second"])
             print(f"  {a['server']:<18} mean {fmt(a['cpu_pct_mean_median'], 0)}%  max {fmt(a['cpu_pct_max'])}%  [{per_round}]")
+    if pinning_rows:
+        print()
+        print(f"Carrier pinning (JFR {pinning.EVENT} >= {settings.pinned_threshold_ms} ms, during each step's "
+              "warm-up and timed run; most in any round):")
+        for p in pinning_rows:
+            print(f"  {p['server']:<18} {pinning_text(p, settings.pinned_threshold_ms)}")
     for n in note_lines:
         print("Note: " + n)
+
+
+# ---------------------------------------------------------------------------------------------
+# --memory: bytes per idle connection
+# ---------------------------------------------------------------------------------------------
+TOP_CLASSES = 5
+
+
+def memory_row(d, run):
+    """The figures of one MemoryRun. Divided by the connections the server still held when measured
+    (still_open), which is all of them unless it closed some. Heap: the class histograms' totals
+    (live objects after a full GC), after minus before; RSS: VmRSS after minus before (which also
+    counts heap pages first touched since, so it is not only live memory)."""
+    per = run.still_open
+    row = {"server": run.server, "round": run.round, "requested": run.requested, "connections": run.connections,
+           "cap_reason": run.cap_reason, "label": step_label(run.requested, run.connections, run.cap_reason),
+           "opened": run.opened, "still_open": run.still_open, "established": run.established, "open_s": run.open_s,
+           "errors": run.errors, "error": run.error, "heap_bytes_per_conn": None, "rss_bytes_per_conn": None,
+           "heap_before_mb": None, "heap_after_mb": None, "rss_before_mb": run.rss_before_kb / 1024 or None,
+           "rss_after_mb": run.rss_after_kb / 1024 or None, "top": []}
+    if run.error or not per:
+        return row
+    row["rss_bytes_per_conn"] = (run.rss_after_kb - run.rss_before_kb) * 1024 / per
+    if run.histogram_before and run.histogram_after:
+        before = idle.parse_histogram((Path(d) / run.histogram_before).read_text())
+        after = idle.parse_histogram((Path(d) / run.histogram_after).read_text())
+        row["heap_bytes_per_conn"], top = idle.diff(before, after, per, TOP_CLASSES)
+        row["heap_before_mb"], row["heap_after_mb"] = before.bytes / 1048576, after.bytes / 1048576
+        row["top"] = [{"class": c, "instances_per_conn": n, "bytes_per_conn": b} for c, n, b in top]
+    return row
+
+
+def memory_notes(rows, problems):
+    out = []
+    for requested, ran, reason in sorted({(r["requested"], r["connections"], r["cap_reason"]) for r in rows
+                                          if r["cap_reason"]}):
+        out.append(f"{ran}* is capped: requested {requested}, ran {ran}: {reason}.")
+    for p in problems:
+        out.append(f"Round {p.round}: {p.message}")
+    for r in rows:
+        where = f"{r['server']} c={r['label']} round {r['round']}"
+        if r["error"]:
+            out.append(f"{where}: not measured: {r['error']}")
+            continue
+        if r["opened"] < r["connections"]:
+            out.append(f"{where}: {r['opened']} of {r['connections']} connections completed their request "
+                       f"({r['errors'] or 'no error reported'}).")
+        if r["still_open"] < r["opened"]:
+            out.append(f"{where}: the server closed {r['opened'] - r['still_open']} idle connections before the "
+                       "measurement ended; figures are per connection it still held.")
+    if any(r["heap_bytes_per_conn"] is None and not r["error"] for r in rows):
+        out.append("heap n/a: not a JVM (nginx); RSS only.")
+    out.append("RSS per connection also counts heap pages the JVM touched for the first time since the baseline "
+               "(the heap is fixed with -Xms = -Xmx but not pre-touched) and off-heap buffers; kernel socket buffers "
+               "are in neither figure.")
+    return out
+
+
+def print_memory_table(settings, rows, note_lines):
+    header = ["server", "connections", "heap B/conn", "RSS B/conn", "heap before MB", "heap after MB",
+              "RSS before MB", "RSS after MB"]
+    cells = [[r["server"], f"{r['connections']}*" if r["cap_reason"] else str(r["connections"]),
+              fmt(r["heap_bytes_per_conn"]), fmt(r["rss_bytes_per_conn"]), fmt(r["heap_before_mb"], 1),
+              fmt(r["heap_after_mb"], 1), fmt(r["rss_before_mb"], 1), fmt(r["rss_after_mb"], 1)] for r in rows]
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *cells)]
+    line = lambda cs: "  ".join(str(c).rjust(w) if i > 1 else str(c).ljust(w) for i, (c, w) in enumerate(zip(cs, widths)))
+    print()
+    print(f"Idle keep-alive connections: bytes per connection (one GET {settings.path} each, then idle; "
+          f"heap -Xms/-Xmx {settings.heap}; {settings.rounds} round(s), one row each)")
+    print(line(header))
+    print(line(["-" * w for w in widths]))
+    for c in cells:
+        print(line(c))
+    tops = [r for r in rows if r["top"]]
+    if tops:
+        print()
+        print(f"Top {TOP_CLASSES} classes per connection by heap bytes (bytes/conn, instances/conn in brackets):")
+        for r in tops:
+            print(f"  {r['server']:<18} " + "; ".join(
+                f"{t['class']} {fmt(t['bytes_per_conn'], 1)} ({fmt(t['instances_per_conn'], 2)})" for t in r["top"]))
+    for n in note_lines:
+        print("Note: " + n)
+
+
+MEMORY_FIELDS = ["server", "round", "requested", "connections", "cap_reason", "opened", "still_open", "established",
+                 "open_s", "heap_bytes_per_conn", "rss_bytes_per_conn", "heap_before_mb", "heap_after_mb",
+                 "rss_before_mb", "rss_after_mb", "errors", "error"] + \
+    [f"top{i}_{k}" for i in range(1, TOP_CLASSES + 1) for k in ("class", "bytes_per_conn", "instances_per_conn")]
+
+
+def memory_main(d, charts_too):
+    settings = records.read_settings(d)
+    runs = records.read(d, records.MEMORY, records.MemoryRun)
+    if not runs:
+        print(f"report: {d} holds no {records.MEMORY} records", file=sys.stderr)
+        return 1
+    order = {name: i for i, name in enumerate(settings.servers)}
+    rows = sorted((memory_row(d, r) for r in runs), key=lambda r: (order.get(r["server"], 99), r["connections"],
+                                                                     r["round"]))
+    note_lines = memory_notes(rows, records.read(d, records.PROBLEMS, records.Problem))
+    flat = []
+    for r in rows:
+        f = dict(r)
+        for i, t in enumerate(r["top"], 1):
+            f.update({f"top{i}_class": t["class"], f"top{i}_bytes_per_conn": t["bytes_per_conn"],
+                      f"top{i}_instances_per_conn": t["instances_per_conn"]})
+        flat.append(f)
+    write_csv(d / "memory.csv", flat, MEMORY_FIELDS)
+    (d / "memory.json").write_text(json.dumps({"settings": asdict(settings), "notes": note_lines, "memory": rows},
+                                              indent=2) + "\n")
+    files = ["memory.csv", "memory.json"]
+    if charts_too:
+        from kiln_sweep import charts
+        charts.memory_html(settings, rows, note_lines, d / "report.html")
+        files.append("report.html")
+    print_memory_table(settings, rows, note_lines)
+    print()
+    print(f"Report: {d}/  ({', '.join(files)}; histograms in raw/, server logs in logs/)")
+    return 0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -325,6 +533,8 @@ def main(argv=None):
     p.add_argument("--no-charts", action="store_true", help="only CSV, JSON and the printed table")
     args = p.parse_args(argv)
     d = Path(args.results_dir)
+    if records.read_settings(d).mode == "memory":
+        return memory_main(d, not args.no_charts)
     settings, runs, after, problems = load(d)
     if not runs:
         print(f"report: {d} holds no timed runs", file=sys.stderr)
@@ -332,19 +542,20 @@ def main(argv=None):
     summary = summarize(settings, runs)
     after_rows = summarize_after(settings, runs, after)
     note_lines = notes(settings, runs, problems)
+    pinning_rows = summarize_pinning(settings, runs)
     write_csv(d / "runs.csv", runs, RUN_FIELDS)
     write_csv(d / "summary.csv", summary, summary_fields(settings))
     doc = {"settings": asdict(settings), "notes": note_lines, "summary": summary,
            "round_trips": round_trips(summary) if settings.mode == "latency" else [],
-           "after_sweep": after_rows, "after_sweep_per_round": after, "runs": runs}
+           "after_sweep": after_rows, "after_sweep_per_round": after, "pinning": pinning_rows, "runs": runs}
     (d / "summary.json").write_text(json.dumps(doc, indent=2) + "\n")
     files = ["runs.csv", "summary.csv", "summary.json"]
     if not args.no_charts:
         from kiln_sweep import charts
         charts.chart_png(settings, summary, d / "chart.png", d / "chart.svg")
-        charts.report_html(settings, summary, runs, after_rows, note_lines, d / "report.html")
+        charts.report_html(settings, summary, runs, after_rows, note_lines, d / "report.html", pinning_rows)
         files += ["chart.png", "chart.svg", "report.html"]
-    print_table(settings, summary, after_rows, note_lines)
+    print_table(settings, summary, after_rows, note_lines, pinning_rows)
     print()
     print(f"Report: {d}/  ({', '.join(files)}; raw outputs in raw/, server logs in logs/)")
     return 0

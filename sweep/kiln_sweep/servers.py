@@ -119,15 +119,16 @@ def build(root, server, log):
         raise SweepError(f"the build of {server.module} succeeded but made no {server.jar}")
 
 
-def command(server, java, heap, port, data_dir, dummy_classes):
+def command(server, java, heap, port, data_dir, dummy_classes, jvm_extra=(), args_extra=()):
     """The command line that starts `server` on BIND:port; data_dir holds a front end's database or
-    nginx's configuration, logs and temp files."""
+    nginx's configuration, logs and temp files. jvm_extra go to a JVM before the class or jar,
+    args_extra after a front end's own arguments."""
     if server.kind == "jar":
-        return [java.path, *java.flags(heap), "-jar", server.jar, "--port", str(port), "--bind", BIND,
-                "--data", str(data_dir), *server.args]
+        return [java.path, *java.flags(heap), *jvm_extra, "-jar", server.jar, "--port", str(port), "--bind", BIND,
+                "--data", str(data_dir), *server.args, *args_extra]
     if server.kind == "dummy":
-        return [java.path, *java.flags(heap), "-cp", str(dummy_classes), "DummyServer", "--port", str(port),
-                "--bind", BIND]
+        return [java.path, *java.flags(heap), *jvm_extra, "-cp", str(dummy_classes), "DummyServer", "--port",
+                str(port), "--bind", BIND]
     return ["nginx", "-p", str(data_dir), "-c", f"{data_dir}/nginx.conf", "-e", f"{data_dir}/error.log",
             "-g", "daemon off;"]
 

@@ -13,7 +13,7 @@ def test_help_documents_every_option_and_every_front_end():
     assert done.returncode == 0, done.stderr
     for opt in ("--path", "--quick", "--latency", "--client", "--concurrency", "--duration", "--rounds", "--heap",
                 "--no-pin", "--no-anchors", "--no-build", "--port", "--out", "--plan-only", "--setup",
-                "--no-install", "--report"):
+                "--no-install", "--report", "--vps", "--memory", "--no-jfr"):
         assert opt in done.stdout, f"--help does not document {opt}"
     for name in conf_names() + ["dummy", "nginx", "all"]:
         assert f" {name}" in done.stdout, f"--help does not name {name}"
@@ -31,6 +31,9 @@ def test_help_documents_every_option_and_every_front_end():
     (["kilim", "--port", "0"], "--port must be 1..65535"),
     (["kilim", "--out"], "--out needs a value"),
     ([], "name a SERVER (or all)"),
+    (["kilim", "--vps", "--memory"], "--vps and --memory do not go together: choose one"),
+    (["kilim", "--latency", "--vps"], "--latency and --vps do not go together"),
+    (["kilim", "--memory", "--client", "wrk"], "--memory opens its own idle connections: --client does not apply"),
 ])
 def test_bad_usage_exits_2_and_says_why(args, message):
     done = ab_sweep(*args)
@@ -87,6 +90,16 @@ def test_quick_and_latency_choose_their_steps():
     assert "c=10\n  c=100\n" in ab_sweep("kilim", "--plan-only", "--quick").stdout
     lat = ab_sweep("kilim", "--plan-only", "--latency").stdout
     assert "c=1\n  c=10\n  c=100\n  c=1000\n" in lat
+
+
+def test_memory_plans_19500_connections_capped_by_the_open_files_limit():
+    done = ab_sweep("kilim", "--memory", "--plan-only",
+                    preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (5000, 5000)))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Connections:\n  c=requested 19500, ran 4500: open-files limit 5000\n" in done.stdout
+    assert "--idle-timeout 600000" in done.stdout
+    assert "Connections:\n  c=300\n  c=19500\n" in ab_sweep("kilim", "--memory", "--plan-only", "--concurrency",
+                                                             "300,19500").stdout
 
 
 def test_report_of_a_directory_without_records_fails_clearly(tmp_path):
