@@ -51,7 +51,8 @@ public final class ServerOptions {
     public Path backup;
 
     @Option(names = "--no-metrics",
-        description = "Serve without metrics: requests are neither counted nor timed and /metrics answers 404; for measuring what the metrics cost.")
+        description = "Serve without metrics: requests are neither counted nor timed and /metrics answers 404; for measuring what the metrics cost."
+            + " (A program of your own picks its metrics where it builds its router.)")
     public boolean noMetrics;
 
     static {

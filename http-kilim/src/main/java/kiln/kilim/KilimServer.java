@@ -15,7 +15,6 @@ import kilim.Scheduler;
 import kilim.Task;
 import kilim.nio.EndPoint;
 import kilim.nio.NioSelectorScheduler;
-import kiln.app.Failures;
 import kiln.app.Launcher;
 import kiln.app.Limits;
 import kiln.app.Reply;
@@ -75,6 +74,7 @@ public final class KilimServer implements Launcher.Server {
         this.requestedPort = port;
         this.threads = threads;
         this.router = router;
+        router.metrics().connections(connections::count);
     }
 
     /**
@@ -185,13 +185,14 @@ public final class KilimServer implements Launcher.Server {
         if (selector != null) selector.shutdown();
     }
 
-    /** Runs the handler; an exception becomes the failure policy's reply. Called from connection fibers. */
+    /**
+     * Runs the handler ({@link Router#dispatch}: an exception becomes the failure policy's reply, the
+     * metrics count it). Called from connection fibers.
+     */
     Reply respond(HttpRequest request) throws Pausable {
         connections.requestStarted();
         try {
             return router.dispatch(request);
-        } catch (Exception e) {
-            return Failures.toReply(e, request);
         } finally {
             connections.requestEnded();
         }
