@@ -16,12 +16,12 @@ public final class Endpoint {
     }
 
     /**
-     * Binds an endpoint's logic to the demo database when a server starts. State the endpoint keeps
-     * across requests (a cache) is created here, once per server.
+     * Binds an endpoint's logic to the demo database and the server's metrics when a server starts.
+     * State the endpoint keeps across requests (a cache) is created here, once per server.
      */
     @FunctionalInterface
     public interface Binding {
-        Logic bind(DemoDb demo);
+        Logic bind(DemoDb demo, Metrics metrics);
     }
 
     /** The request method, e.g. {@code GET}. */

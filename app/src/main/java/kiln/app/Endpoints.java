@@ -10,7 +10,8 @@ import org.owasp.encoder.Encode;
 /**
  * The endpoint registry: every endpoint kiln serves, written once. Every front end serves exactly
  * these ({@link #serve}); the index page ({@code /}), every {@code --help} ({@link #usage}) and the
- * conformance suite's walk are derived from {@link #ALL}. To add an endpoint, add its entry here,
+ * conformance suite's walk are derived from {@link #ALL}. A served registry carries the server's
+ * {@link Metrics}, which {@code /metrics} answers and the front end records each request in. To add an endpoint, add its entry here,
  * a test, and its line in the README's endpoint table.
  *
  * <p>Test types and rules: TechEmpower Framework Benchmarks, "Project Information / Framework Tests
@@ -20,34 +21,34 @@ public final class Endpoints {
     /** Every endpoint, in the order the index page and {@code --help} list them. */
     public static final List<Endpoint> ALL = List.of(
         get("/", "/", "this page: a link to every endpoint",
-            demo -> {
+            (demo, metrics) -> {
                 Step page = Step.of(Reply.ok(Http.TEXT_HTML, indexPage()));
                 return request -> page;
             }),
         get("/plaintext", "/plaintext", "Hello, World! as text",
-            demo -> {
+            (demo, metrics) -> {
                 Step plaintext = Step.of(Reply.ok(Http.TEXT_PLAIN, Bodies.PLAINTEXT));  // immutable: one for every request
                 return request -> plaintext;
             }),
         get("/json", "/json", "a JSON message",
-            demo -> request -> Step.of(Reply.ok(Http.APPLICATION_JSON, Bodies.helloJson()))),
+            (demo, metrics) -> request -> Step.of(Reply.ok(Http.APPLICATION_JSON, Bodies.helloJson()))),
         get("/db", "/db", "one random World row",
-            demo -> request -> Step.of(fresh(Reply.json(demo.readRandomWorld())))),
+            (demo, metrics) -> request -> Step.of(fresh(Reply.json(demo.readRandomWorld())))),
         get("/worlds/{id}", "/worlds/42", "the World row with that id (1..10000)",
-            demo -> request -> {
+            (demo, metrics) -> request -> {
                 int id = Params.worldId(request.pathParam("id"));
                 return Step.of(fresh(Reply.json(demo.readWorld(id))));
             }),
         get("/queries?queries=N", "/queries?queries=20", "N random rows (1..500)",
-            demo -> request -> Step.of(fresh(Reply.json(demo.readRandomWorlds(Params.queries(request.param("queries"))))))),
+            (demo, metrics) -> request -> Step.of(fresh(Reply.json(demo.readRandomWorlds(Params.queries(request.param("queries"))))))),
         get("/updates?queries=N", "/updates?queries=20", "N rows updated durably",
-            demo -> request -> {
+            (demo, metrics) -> request -> {
                 World[] rows = demo.readRandomWorlds(Params.queries(request.param("queries")));
                 return Step.after(demo.db().write(demo.updateWithNewRandomNumbers(rows)),
                     updated -> Step.of(fresh(Reply.json(updated))));  // answered once the commit is durable
             }),
         get("/cached-queries?count=N", "/cached-queries?count=20", "N random rows from an in-memory cache (1..500)",
-            demo -> {
+            (demo, metrics) -> {
                 // TechEmpower test type 7: the World table held in memory, read once when the server starts
                 World[] byId = new World[DemoDb.WORLD_ROWS + 1];
                 demo.db().read(txn -> demo.worlds().scan(txn, (id, number) -> {
@@ -61,9 +62,9 @@ public final class Endpoints {
                 };
             }),
         get("/fortunes", "/fortunes", "the fortunes table as HTML",
-            demo -> request -> Step.of(fresh(Reply.ok(Http.TEXT_HTML, Bodies.fortunesHtml(demo.readFortunes()))))),
+            (demo, metrics) -> request -> Step.of(fresh(Reply.ok(Http.TEXT_HTML, Bodies.fortunesHtml(demo.readFortunes()))))),
         get("/hello?delay=MS", "/hello?delay=100", "HelloWorld after an asynchronous sleep",
-            demo -> {
+            (demo, metrics) -> {
                 Step hello = Step.of(Reply.ok(Http.TEXT_PLAIN, Bodies.HELLO));
                 return request -> {
                     int ms = Params.delayMs(request.param("delay"));
@@ -71,36 +72,90 @@ public final class Endpoints {
                 };
             }),
         get("/healthz", "/healthz", "200 ok while the database answers reads and its writer runs, else 503",
-            demo -> request -> Step.of(fresh(Health.check(demo)))));
+            (demo, metrics) -> request -> Step.of(fresh(Health.check(demo)))),
+        get("/metrics", "/metrics", "Prometheus metrics: requests, latency, connections, the database, the JVM",
+            (demo, metrics) -> request -> Step.of(fresh(metrics.reply()))));
 
-    private final Routes<Endpoint> routes = new Routes<>();
-    private final Map<Endpoint, Endpoint.Logic> logic = new IdentityHashMap<>();
+    private final Routes<Bound> routes = new Routes<>();
+    private final Map<Endpoint, Bound> bound = new IdentityHashMap<>();
+    private final Metrics metrics;
 
-    private Endpoints(DemoDb demo) {
+    private Endpoints(DemoDb demo, Metrics metrics) {
+        this.metrics = metrics;
         for (Endpoint e : ALL) {
-            routes.add(e.method, e.path, e);
-            logic.put(e, e.binding.bind(demo));
+            Bound b = new Bound(e.binding.bind(demo, metrics), metrics.route(e.path));
+            routes.add(e.method, e.path, b);
+            bound.put(e, b);
         }
     }
 
-    /** @return every endpoint of {@link #ALL}, bound to {@code demo}, ready to answer requests */
+    /**
+     * @return every endpoint of {@link #ALL}, bound to {@code demo}, ready to answer requests, with
+     *         metrics ({@link Metrics#create})
+     */
     public static Endpoints serve(DemoDb demo) {
-        return new Endpoints(demo);
+        return new Endpoints(demo, Metrics.create(demo.db()));
+    }
+
+    /**
+     * @param metrics the server's metrics: {@link Metrics#create}, or {@link Metrics#off()} for
+     *                {@code --no-metrics} ({@link ServerOptions#metrics})
+     * @return every endpoint of {@link #ALL}, bound to {@code demo}, ready to answer requests
+     */
+    public static Endpoints serve(DemoDb demo, Metrics metrics) {
+        return new Endpoints(demo, metrics);
+    }
+
+    /** @return the metrics {@code /metrics} answers: record each request in them, give them the open connections */
+    public Metrics metrics() {
+        return metrics;
     }
 
     /**
      * Routes a request and runs its endpoint's logic up to its first wait, for a front end whose
      * server library parsed the request. Never throws: an unknown path is 404, another method 405,
-     * and a failure the failure policy's reply ({@link Failures}).
+     * and a failure the failure policy's reply ({@link Failures}). Records nothing in the metrics:
+     * a front end calls {@link #exchange} instead.
      *
      * @param path     the request path, not percent-decoded
      * @param rawQuery the query without '?', still percent-encoded, or null
      * @return the reply, or a wait to run with the front end's way of waiting ({@link Step})
      */
     public Step start(String method, String path, String rawQuery) {
-        Routes.Route<Endpoint> route = routes.find(method, path);
+        Routes.Route<Bound> route = routes.find(method, path);
         if (route == null) return Step.of(routes.miss(method, path));
         return start(route.handler, new SimpleRequest(method, path, rawQuery, route));
+    }
+
+    /**
+     * Routes and starts a request like {@link #start(String, String, String)}, and keeps what the
+     * metrics need: for a front end whose server library parsed the request, which calls
+     * {@link Exchange#sent} where it hands the reply to the library. Never throws.
+     */
+    public Exchange exchange(String method, String path, String rawQuery) {
+        long started = metrics.start();
+        Routes.Route<Bound> route = routes.find(method, path);
+        if (route == null) return new Exchange(Step.of(routes.miss(method, path)), metrics.unmatched(), started);
+        return new Exchange(start(route.handler, new SimpleRequest(method, path, rawQuery, route)), route.handler.series, started);
+    }
+
+    /** A request started by {@link #exchange}: its first step, and its series in the metrics. */
+    public static final class Exchange {
+        /** The endpoint's first step: its reply, or a wait to run with the front end's way of waiting. */
+        public final Step step;
+        private final Metrics.Route series;
+        private final long started;
+
+        Exchange(Step step, Metrics.Route series, long started) {
+            this.step = step;
+            this.series = series;
+            this.started = started;
+        }
+
+        /** Records the request in the metrics with its reply's status and its duration: once, as the reply is sent. */
+        public void sent(Reply reply) {
+            series.record(reply.status, started);
+        }
     }
 
     /**
@@ -108,8 +163,12 @@ public final class Endpoints {
      * itself (kiln's own HTTP layer). Never throws (see {@link #start(String, String, String)}).
      */
     public Step start(Endpoint endpoint, Request request) {
+        return start(bound.get(endpoint), request);
+    }
+
+    private static Step start(Bound endpoint, Request request) {
         try {
-            return logic.get(endpoint).handle(request).forRequest(request);
+            return endpoint.logic.handle(request).forRequest(request);
         } catch (Exception | Error e) {
             return Step.of(Failures.toReply(e, request));
         }
@@ -153,15 +212,26 @@ public final class Endpoints {
         return new Endpoint("GET", q < 0 ? usage : usage.substring(0, q), usage, example, description, binding);
     }
 
+    /** An endpoint bound to a server: its logic and its series in the metrics. */
+    private static final class Bound {
+        final Endpoint.Logic logic;
+        final Metrics.Route series;
+
+        Bound(Endpoint.Logic logic, Metrics.Route series) {
+            this.logic = logic;
+            this.series = series;
+        }
+    }
+
     /** A request that is only a method and a target: all the endpoints read. */
     private static final class SimpleRequest implements Request {
         private static final byte[] NO_BODY = {};
         private final String method;
         private final String path;
         private final String rawQuery;
-        private final Routes.Route<Endpoint> route;
+        private final Routes.Route<Bound> route;
 
-        SimpleRequest(String method, String path, String rawQuery, Routes.Route<Endpoint> route) {
+        SimpleRequest(String method, String path, String rawQuery, Routes.Route<Bound> route) {
             this.method = method;
             this.path = path;
             this.rawQuery = rawQuery;

@@ -50,6 +50,11 @@ public final class ServerOptions {
             + " put the copy's data.mdb in the data directory, start it.")
     public Path backup;
 
+    @Option(names = "--no-metrics",
+        description = "Serve without metrics: requests are neither counted nor timed and /metrics answers 404; for measuring what the metrics cost."
+            + " (A program of your own picks its metrics where it builds its router.)")
+    public boolean noMetrics;
+
     static {
         System.setProperty("kiln.cores", Integer.toString(Runtime.getRuntime().availableProcessors()));
         System.setProperty("kiln.maxConnections", Integer.toString(defaultMaxConnections()));
@@ -58,6 +63,11 @@ public final class ServerOptions {
     /** @return {@link #threads}, or the number of cores when not given */
     public int threadsOrDefault() {
         return threads != null ? threads : Runtime.getRuntime().availableProcessors();
+    }
+
+    /** @return the server's metrics over {@code db}: {@link Metrics#create}, or {@link Metrics#off()} with {@code --no-metrics} */
+    public Metrics metrics(kiln.db.Db db) {
+        return noMetrics ? Metrics.off() : Metrics.create(db);
     }
 
     /** @return {@link #maxConnections}, or the open-files limit minus 64 when not given */

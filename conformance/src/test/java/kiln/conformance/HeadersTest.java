@@ -18,6 +18,7 @@ import java.util.stream.Stream;
 import kiln.app.Bodies;
 import kiln.app.Endpoints;
 import kiln.app.Http;
+import kiln.app.Metrics;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
@@ -43,7 +44,7 @@ class HeadersTest {
     enum Body {
         /** Known bytes: the head, Content-Length included, must match exactly. */
         FIXED,
-        /** Random rows (/db, /queries, /updates): length varies, so across front ends only field names, order and Content-Type compare. */
+        /** Random rows (/db, /queries, /updates), a scrape (/metrics): length varies, so across front ends only field names, order and Content-Type compare. */
         VARIES,
         /** An error body "NNN Reason[: detail]\n" from the application (404, 405): the detail must be the same for all front ends. */
         ERROR,
@@ -96,6 +97,7 @@ class HeadersTest {
         new Case("GET /updates?queries=2", RawConnection.get("/updates?queries=2"), 200, Http.APPLICATION_JSON, Body.VARIES, null, NO_STORE),
         new Case("GET /cached-queries?count=2", RawConnection.get("/cached-queries?count=2"), 200, Http.APPLICATION_JSON, Body.VARIES,
             null, NO_STORE),
+        new Case("GET /metrics", RawConnection.get("/metrics"), 200, Metrics.CONTENT_TYPE, Body.VARIES, null, NO_STORE),
         new Case("GET /nope (404)", RawConnection.get("/nope"), 404, TEXT, Body.ERROR, null),
         new Case("POST /plaintext (405)", "POST /plaintext HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n",
             405, TEXT, Body.ERROR, null, "Allow: GET, HEAD"),
@@ -153,6 +155,10 @@ class HeadersTest {
                     () -> "error body is Bodies.error(" + c.status + ", ...): " + r.bodyText());
                 break;
             case VARIES:
+                if (c.contentType.equals(Metrics.CONTENT_TYPE)) {
+                    assertTrue(r.bodyText().startsWith("# HELP "), () -> "Prometheus text body: " + r.bodyText());
+                    break;
+                }
                 boolean oneRow = c.label.contains("/db") || c.label.contains("/worlds/");
                 assertTrue(r.bodyText().startsWith(oneRow ? "{" : "["), () -> "JSON body: " + r.bodyText());
                 break;

@@ -19,8 +19,19 @@ public final class DbStats {
     public final long mapSize;
     /** Writes waiting for the writer thread right now. */
     public final int queued;
+    /** Writes in committed batches (rolled-back ones included): the sum of the batch sizes of {@link #commits}. */
+    public final long batchedWrites;
+    /**
+     * Bytes of the memory map in use: up to the last page the last commit used (LMDB's last page
+     * number, {@code mdb_env_info}); pages freed below it are reused, so it never shrinks.
+     */
+    public final long usedBytes;
+    /** Buckets of {@link #commitsByBatchSize}: batch sizes 1, 2, 3..4, 5..8, ..., up to 2^31. */
+    static final int BATCH_SIZE_BUCKETS = 32;
+    private final long[] commitsByBatchSize;
 
-    DbStats(long commits, long writes, long failedWrites, long largestBatch, long mapGrowths, long mapSize, int queued) {
+    DbStats(long commits, long writes, long failedWrites, long largestBatch, long mapGrowths, long mapSize, int queued,
+            long[] commitsByBatchSize, long batchedWrites, long usedBytes) {
         this.commits = commits;
         this.writes = writes;
         this.failedWrites = failedWrites;
@@ -28,12 +39,36 @@ public final class DbStats {
         this.mapGrowths = mapGrowths;
         this.mapSize = mapSize;
         this.queued = queued;
+        this.commitsByBatchSize = commitsByBatchSize;
+        this.batchedWrites = batchedWrites;
+        this.usedBytes = usedBytes;
+    }
+
+    /**
+     * Commits by the number of writes in their batch, in power-of-two buckets: element 0 counts
+     * commits of one write, element i (1..31) commits of 2^(i-1)+1 to 2^i writes. For a histogram
+     * of batch sizes ({@link #batchSizeUpperBound}); the counts add up to {@link #commits}.
+     *
+     * @return a copy, {@value #BATCH_SIZE_BUCKETS} counts
+     */
+    public long[] commitsByBatchSize() {
+        return commitsByBatchSize.clone();
+    }
+
+    /** @return the largest batch size counted in element {@code bucket} of {@link #commitsByBatchSize}: 2^bucket */
+    public static long batchSizeUpperBound(int bucket) {
+        return 1L << bucket;
+    }
+
+    /** @return the element of {@link #commitsByBatchSize} that counts a commit of {@code size} (>= 1) writes */
+    static int batchSizeBucket(int size) {
+        return size <= 1 ? 0 : 32 - Integer.numberOfLeadingZeros(size - 1);
     }
 
     @Override
     public String toString() {
         return "DbStats{commits=" + commits + ", writes=" + writes + ", failedWrites=" + failedWrites
             + ", largestBatch=" + largestBatch + ", mapGrowths=" + mapGrowths + ", mapSize=" + mapSize
-            + ", queued=" + queued + '}';
+            + ", queued=" + queued + ", batchedWrites=" + batchedWrites + ", usedBytes=" + usedBytes + '}';
     }
 }

@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
@@ -63,6 +64,13 @@ final class Writer implements Runnable {
     private volatile long failedWrites;
     private volatile long largestBatch;
     private volatile long mapGrowths;
+    /** Commits by batch size: [0] one write, [i] 2^(i-1)+1..2^i writes; see {@link DbStats#commitsByBatchSize}. */
+    private final AtomicLongArray commitsByBatchSize = new AtomicLongArray(DbStats.BATCH_SIZE_BUCKETS);
+    /** Writes in committed batches, rolled-back ones included: the sum of the batch sizes. */
+    private volatile long batchedWrites;
+    /** Bytes of the map up to the last page the last commit used; see {@link DbStats#usedBytes}. */
+    private volatile long usedBytes;
+    private final long pageSize;
     /** System.nanoTime() when the batch being run began, or 0 while the writer waits for work; see {@link #busyNanos}. */
     private volatile long batchStarted;
 
@@ -71,6 +79,8 @@ final class Writer implements Runnable {
         this.env = env;
         this.maxBatch = maxBatch;
         this.queue = new ArrayBlockingQueue<>(queueCapacity);
+        this.pageSize = env.stat().pageSize;
+        this.usedBytes = usedBytes();
         this.thread = new Thread(this, "kiln-db-writer");
         this.thread.setDaemon(true);
         this.thread.start();
@@ -124,7 +134,10 @@ final class Writer implements Runnable {
     }
 
     DbStats stats(long mapSize) {
-        return new DbStats(commits, writes, failedWrites, largestBatch, mapGrowths, mapSize, queue.size());
+        long[] byBatchSize = new long[commitsByBatchSize.length()];
+        for (int i = 0; i < byBatchSize.length; i++) byBatchSize[i] = commitsByBatchSize.get(i);
+        return new DbStats(commits, writes, failedWrites, largestBatch, mapGrowths, mapSize, queue.size(),
+            byBatchSize, batchedWrites, usedBytes);
     }
 
     /** Refuses new writes, commits everything queued, and waits for the thread to end. */
@@ -197,6 +210,11 @@ final class Writer implements Runnable {
         }
     }
 
+    /** @return the bytes of the map up to the last page in use (LMDB's last page number; freed pages below it are reused) */
+    private long usedBytes() {
+        return (env.info().lastPageNumber + 1) * pageSize;
+    }
+
     private void runBatch(List<Pending<?>> batch) throws Retry {
         int failed = 0;
         try (org.lmdbjava.Txn<ByteBuffer> parent = env.txnWrite()) {
@@ -236,6 +254,9 @@ final class Writer implements Runnable {
         writes += batch.size();
         failedWrites += failed;
         if (batch.size() > largestBatch) largestBatch = batch.size();
+        commitsByBatchSize.incrementAndGet(DbStats.batchSizeBucket(batch.size()));
+        batchedWrites += batch.size();
+        usedBytes = usedBytes();
         for (Pending<?> p : batch) p.complete();
     }
 }

@@ -89,6 +89,32 @@ class WriteTest {
     }
 
     @Test
+    void statsCountCommitsByBatchSizeAndTheMapInUse() throws Exception {
+        Table<Integer, Integer> t = open(Db.builder(dir));
+        long usedAtOpen = db.stats().usedBytes;
+        List<QueryFuture<Object>> writes = new ArrayList<>();
+        WriterGate gate = new WriterGate(db);
+        try {
+            for (int i = 0; i < 1000; i++) writes.add(put(db, t, i, i));
+        } finally {
+            gate.open();
+        }
+        for (QueryFuture<Object> w : writes) w.join();
+        put(db, t, 1000, 0).join();
+        put(db, t, 1001, 0).join();
+        DbStats s = db.stats();
+        long[] byBatchSize = s.commitsByBatchSize();
+        assertEquals(32, byBatchSize.length);
+        assertEquals(3, byBatchSize[0], "the gate's commit and two writes alone: " + s);
+        assertEquals(1, byBatchSize[10], "one batch of 1000 writes, in 513..1024");
+        assertEquals(1024, DbStats.batchSizeUpperBound(10));
+        assertEquals(s.commits, java.util.Arrays.stream(byBatchSize).sum(), "every commit in one bucket");
+        assertEquals(1003, s.batchedWrites);
+        assertTrue(usedAtOpen > 0, "the map in use at open: " + usedAtOpen);
+        assertTrue(s.usedBytes > usedAtOpen && s.usedBytes <= s.mapSize, "1002 rows use more pages: " + usedAtOpen + " -> " + s);
+    }
+
+    @Test
     void maxBatchCapsWritesPerCommit() throws Exception {
         Table<Integer, Integer> t = open(Db.builder(dir).maxBatch(100));
         List<QueryFuture<Object>> writes = new ArrayList<>();

@@ -94,7 +94,10 @@ final class ComsatServer implements Launcher.Server {
         ServletContextHandler context = new ServletContextHandler(ServletContextHandler.NO_SESSIONS);
         context.setContextPath("/");
         context.setErrorHandler(new JettyErrors());  // errors Jetty raises inside the context
-        ServletHolder holder = new ServletHolder("kiln", new KilnServlet(Endpoints.serve(demo)));
+        Endpoints endpoints = Endpoints.serve(demo, options.metrics(demo.db()));
+        // Jetty's own count of the connector's open connections, kept by the connection limit
+        endpoints.metrics().connections(connectionLimit::getConnections);
+        ServletHolder holder = new ServletHolder("kiln", new KilnServlet(endpoints));
         holder.setAsyncSupported(true);  // FiberHttpServlet answers from its fiber through an AsyncContext
         context.addServlet(holder, "/*");
         // StatisticsHandler counts requests in flight, async ones included, so stop() can wait for them.

@@ -49,9 +49,10 @@ final class KilnServlet extends FiberHttpServlet {
     @Override
     @Suspendable
     protected void service(HttpServletRequest request, HttpServletResponse response) throws IOException {
+        Endpoints.Exchange exchange = endpoints.exchange(request.getMethod(), request.getRequestURI(), request.getQueryString());
         Reply reply;
         try {
-            reply = run(endpoints.start(request.getMethod(), request.getRequestURI(), request.getQueryString()));
+            reply = run(exchange.step);
         } catch (SuspendExecution e) {
             // Quasar's instrumentation suspends and resumes through this frame; the exception never
             // reaches here in instrumented code.
@@ -59,6 +60,7 @@ final class KilnServlet extends FiberHttpServlet {
         } catch (InterruptedException e) {
             reply = interrupted(request, e);
         }
+        exchange.sent(reply);
         Responses.send(request, (Response) response, reply);
     }
 

@@ -15,17 +15,25 @@ import co.paralleluniverse.fibers.instrument.JavaAgent;
  * ASM9 API level), never the original quasar-core jar.
  */
 public final class LauncherAgent {
+    /**
+     * Quasar's agent option (after {@code -javaagent:kiln-quasar-agent.jar=}, see http-comsat's pom)
+     * that keeps it from instrumenting the Prometheus client: nothing there suspends, and Quasar's
+     * analyzer fails on {@code Histogram$DataPoint} ("[quasar] ERROR: Unable to instrument class").
+     */
+    static final String EXCLUSIONS = "x(io.prometheus.**)";
+
     private LauncherAgent() {
     }
 
     /**
-     * @param args passed to Quasar's agent (its option letters, e.g. "v" for verbose); may be null
+     * @param args passed to Quasar's agent (its option letters, e.g. "v" for verbose) after
+     *             {@link #EXCLUSIONS}; may be null
      * @param inst the JVM's instrumentation
      */
     public static void agentmain(String args, Instrumentation inst) {
         // On an unsupported JDK Quasar's transformer would only print errors for every class;
         // ComsatMain explains the problem instead.
         if (!Preflight.supportedJdk(Runtime.version().feature()) || JavaAgent.isActive()) return;
-        JavaAgent.premain(args, inst);
+        JavaAgent.premain(args == null ? EXCLUSIONS : EXCLUSIONS + args, inst);
     }
 }

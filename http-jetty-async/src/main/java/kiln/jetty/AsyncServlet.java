@@ -56,11 +56,12 @@ final class AsyncServlet extends HttpServlet {
     /** On a worker: runs the endpoint, then sends its reply (now, or when the wait ends). */
     private void serve(AsyncContext async) {
         HttpServletRequest request = (HttpServletRequest) async.getRequest();
-        workers.run(endpoints.start(request.getMethod(), request.getRequestURI(), request.getQueryString()),
-            reply -> send(async, request, reply));
+        Endpoints.Exchange exchange = endpoints.exchange(request.getMethod(), request.getRequestURI(), request.getQueryString());
+        workers.run(exchange.step, reply -> send(async, request, exchange, reply));
     }
 
-    private static void send(AsyncContext async, HttpServletRequest request, Reply reply) {
+    private static void send(AsyncContext async, HttpServletRequest request, Endpoints.Exchange exchange, Reply reply) {
+        exchange.sent(reply);
         try {
             HttpServletResponse response = (HttpServletResponse) async.getResponse();
             Responses.head(request, response, reply);

@@ -28,7 +28,9 @@ final class BlockingServlet extends HttpServlet {
     @Override
     protected void service(HttpServletRequest request, HttpServletResponse response) throws IOException {
         if (Responses.refused(request, response)) return;
-        Reply reply = Step.runBlocking(endpoints.start(request.getMethod(), request.getRequestURI(), request.getQueryString()));
+        Endpoints.Exchange exchange = endpoints.exchange(request.getMethod(), request.getRequestURI(), request.getQueryString());
+        Reply reply = Step.runBlocking(exchange.step);
+        exchange.sent(reply);
         Responses.head(request, response, reply);
         response.getOutputStream().write(reply.body);
     }

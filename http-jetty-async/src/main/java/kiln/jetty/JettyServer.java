@@ -124,12 +124,17 @@ final class JettyServer implements Launcher.Server {
         if (testServlet != null) {
             workerPool = null;
             servlet = testServlet;
-        } else if (mode == ModeOptions.Mode.ASYNC) {
-            workerPool = new WorkerPool(workers);
-            servlet = new AsyncServlet(Endpoints.serve(demo), workerPool);
         } else {
-            workerPool = null;  // blocking and loom: the same blocking servlet, on pool threads or virtual threads
-            servlet = new BlockingServlet(Endpoints.serve(demo));
+            Endpoints endpoints = Endpoints.serve(demo, options.metrics(demo.db()));
+            // Jetty's own count of the connector's open connections, kept by the connection limit
+            endpoints.metrics().connections(connectionLimit::getNetworkConnectionCount);
+            if (mode == ModeOptions.Mode.ASYNC) {
+                workerPool = new WorkerPool(workers);
+                servlet = new AsyncServlet(endpoints, workerPool);
+            } else {
+                workerPool = null;  // blocking and loom: the same blocking servlet, on pool threads or virtual threads
+                servlet = new BlockingServlet(endpoints);
+            }
         }
         ServletContextHandler context = new ServletContextHandler("/");
         ServletHolder holder = new ServletHolder("kiln", servlet);

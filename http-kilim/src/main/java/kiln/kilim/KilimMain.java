@@ -37,7 +37,8 @@ public final class KilimMain {
 
     public static void main(String[] args) {
         KilimMain command = new KilimMain();
-        command.start(NAME, ServerOptions.parseOrExit(command, args), db -> Router.withEndpoints(DemoDb.open(db)));
+        ServerOptions options = ServerOptions.parseOrExit(command, args);
+        command.start(NAME, options, db -> Router.withEndpoints(DemoDb.open(db), options.metrics(db)));
     }
 
     /**

@@ -10,7 +10,6 @@ import java.util.logging.Logger;
 import kilim.AffineScheduler;
 import kilim.Pausable;
 import kilim.Scheduler;
-import kiln.app.Failures;
 import kiln.app.Launcher;
 import kiln.app.Limits;
 import kiln.app.Reply;
@@ -77,6 +76,7 @@ public final class KilimServer implements Launcher.Server {
         this.requestedPort = port;
         this.threads = threads;
         this.router = router;
+        router.metrics().connections(connections::count);
     }
 
     /**
@@ -196,13 +196,14 @@ public final class KilimServer implements Launcher.Server {
         if (carriers != null) carriers.shutdown();
     }
 
-    /** Runs the handler; an exception becomes the failure policy's reply. Called from connection fibers. */
+    /**
+     * Runs the handler ({@link Router#dispatch}: an exception becomes the failure policy's reply, the
+     * metrics count it). Called from connection fibers.
+     */
     Reply respond(HttpRequest request) throws Pausable {
         connections.requestStarted();
         try {
             return router.dispatch(request);
-        } catch (Exception e) {
-            return Failures.toReply(e, request);
         } finally {
             connections.requestEnded();
         }

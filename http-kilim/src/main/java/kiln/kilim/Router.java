@@ -11,6 +11,8 @@ import kilim.Task;
 import kiln.app.DemoDb;
 import kiln.app.Endpoint;
 import kiln.app.Endpoints;
+import kiln.app.Failures;
+import kiln.app.Metrics;
 import kiln.app.Reply;
 import kiln.app.Routes;
 import kiln.app.Step;
@@ -30,7 +32,17 @@ import kiln.http.HttpRequest;
  * {@link IllegalStateException} that says how to build it, instead of failing on the first request.
  */
 public final class Router {
-    private final Routes<Handler> routes = new Routes<>();
+    private final Routes<Entry> routes = new Routes<>();
+    private final Metrics metrics;
+
+    /** A router of your own handlers; it records no metrics (it serves no {@code /metrics}). */
+    public Router() {
+        this(Metrics.off());
+    }
+
+    private Router(Metrics metrics) {
+        this.metrics = metrics;
+    }
 
     /**
      * @return a router serving every endpoint of the registry ({@link Endpoints#ALL}) from
@@ -38,8 +50,19 @@ public final class Router {
      *         the fiber, never the carrier thread
      */
     public static Router withEndpoints(DemoDb demo) {
-        Router router = new Router();
-        Endpoints endpoints = Endpoints.serve(demo);
+        return withEndpoints(Endpoints.serve(demo));
+    }
+
+    /**
+     * As {@link #withEndpoints(DemoDb)}, with the server's metrics ({@code ServerOptions.metrics}):
+     * every route of the router, your own too, is counted and timed in them.
+     */
+    public static Router withEndpoints(DemoDb demo, Metrics metrics) {
+        return withEndpoints(Endpoints.serve(demo, metrics));
+    }
+
+    private static Router withEndpoints(Endpoints endpoints) {
+        Router router = new Router(endpoints.metrics());
         for (Endpoint e : Endpoints.ALL) router.route(e.method, e.path, request -> run(endpoints.start(e, request)));
         return router;
     }
@@ -74,15 +97,46 @@ public final class Router {
      */
     public Router route(String method, String path, Handler handler) {
         requireWoven(handler);
-        routes.add(method, path, handler);
+        routes.add(method, path, new Entry(handler, metrics.route(path)));
         return this;
     }
 
-    /** Runs the handler for {@code request}, or answers 404/405. */
-    Reply dispatch(HttpRequest request) throws Pausable, Exception {
-        Handler handler = request.routeIn(routes);
-        if (handler == null) return routes.miss(request.method(), request.path());
-        return handler.handle(request);
+    /** @return the metrics this router records every request in ({@link Metrics#off()} for {@code new Router()}) */
+    public Metrics metrics() {
+        return metrics;
+    }
+
+    /**
+     * Runs the handler for {@code request}, or answers 404/405; a handler's exception becomes the
+     * failure policy's reply ({@link Failures}). Records the request in the metrics, once.
+     */
+    Reply dispatch(HttpRequest request) throws Pausable {
+        long started = metrics.start();
+        Entry entry = request.routeIn(routes);
+        if (entry == null) {
+            Reply miss = routes.miss(request.method(), request.path());
+            metrics.unmatched().record(miss.status, started);
+            return miss;
+        }
+        Reply reply;
+        try {
+            reply = entry.handler.handle(request);
+        } catch (Exception e) {
+            reply = Failures.toReply(e, request);
+        }
+        entry.series.record(reply.status, started);
+        return reply;
+    }
+
+    /** A route's handler and its series in the metrics. */
+    private static final class Entry {
+        final Handler handler;
+        final Metrics.Route series;
+
+        Entry(Handler handler, Metrics.Route series) {
+            this.handler = handler;
+            this.series = series;
+        }
     }
 
     /** Runs an endpoint's {@link Step}s in this fiber: each wait pauses the fiber, not the carrier. */

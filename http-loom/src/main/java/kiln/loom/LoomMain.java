@@ -38,7 +38,7 @@ public final class LoomMain {
     public static void main(String[] args) {
         LoomMain command = new LoomMain();
         ServerOptions options = ServerOptions.parseOrExit(command, args);
-        command.start(NAME, options, db -> Router.withEndpoints(DemoDb.open(db)));
+        command.start(NAME, options, db -> Router.withEndpoints(DemoDb.open(db), options.metrics(db)));
     }
 
     /**

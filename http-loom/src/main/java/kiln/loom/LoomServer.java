@@ -11,7 +11,6 @@ import java.util.concurrent.ThreadFactory;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
-import kiln.app.Failures;
 import kiln.app.Launcher;
 import kiln.app.Limits;
 import kiln.app.Reply;
@@ -66,6 +65,7 @@ public final class LoomServer implements Launcher.Server {
         this.bindAddress = bindAddress;
         this.requestedPort = port;
         this.router = router;
+        router.metrics().connections(connections::count);
     }
 
     /**
@@ -230,13 +230,11 @@ public final class LoomServer implements Launcher.Server {
         c.written();
     }
 
-    /** Runs the handler; an exception becomes the failure policy's reply. */
+    /** Runs the handler ({@link Router#dispatch}: an exception becomes the failure policy's reply, the metrics count it). */
     private Reply respond(HttpRequest request) {
         connections.requestStarted();
         try {
             return router.dispatch(request);
-        } catch (Exception e) {
-            return Failures.toReply(e, request);
         } finally {
             connections.requestEnded();
         }

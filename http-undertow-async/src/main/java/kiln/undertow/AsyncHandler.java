@@ -42,11 +42,12 @@ final class AsyncHandler implements HttpHandler {
 
     /** On a worker: runs the endpoint, then sends its reply (now, or when the wait ends). */
     private void serve(HttpServerExchange exchange) {
-        workers.run(endpoints.start(exchange.getRequestMethod().toString(), exchange.getRequestPath(), exchange.getQueryString()),
-            reply -> send(exchange, reply));
+        Endpoints.Exchange started = endpoints.exchange(exchange.getRequestMethod().toString(), exchange.getRequestPath(), exchange.getQueryString());
+        workers.run(started.step, reply -> send(exchange, started, reply));
     }
 
-    private static void send(HttpServerExchange exchange, Reply reply) {
+    private static void send(HttpServerExchange exchange, Endpoints.Exchange started, Reply reply) {
+        started.sent(reply);
         try {
             Exchanges.send(exchange, reply);
         } catch (RuntimeException e) {

@@ -28,8 +28,9 @@ final class ThreadPerRequestHandler implements HttpHandler {
             exchange.dispatch(this);
             return;
         }
-        Reply reply = Step.runBlocking(
-            endpoints.start(exchange.getRequestMethod().toString(), exchange.getRequestPath(), exchange.getQueryString()));
+        Endpoints.Exchange started = endpoints.exchange(exchange.getRequestMethod().toString(), exchange.getRequestPath(), exchange.getQueryString());
+        Reply reply = Step.runBlocking(started.step);
+        started.sent(reply);
         Exchanges.send(exchange, reply);
     }
 }

@@ -56,12 +56,13 @@ final class UndertowServer implements Launcher.Server {
      */
     UndertowServer(ServerOptions options, ModeOptions.Mode mode, int workers, DemoDb demo) {
         HttpHandler handler;
+        Endpoints endpoints = Endpoints.serve(demo, options.metrics(demo.db()));
         if (mode == ModeOptions.Mode.ASYNC) {
             workerPool = new WorkerPool(workers);
-            handler = new AsyncHandler(Endpoints.serve(demo), workerPool);
+            handler = new AsyncHandler(endpoints, workerPool);
         } else {
             workerPool = null;
-            handler = new ThreadPerRequestHandler(Endpoints.serve(demo));
+            handler = new ThreadPerRequestHandler(endpoints);
         }
         graceful = new GracefulShutdownHandler(handler);
         maxConnections = options.maxConnectionsOrDefault();
@@ -85,6 +86,8 @@ final class UndertowServer implements Launcher.Server {
             .setServerOption(UndertowOptions.DECODE_URL, false)
             .setHandler(graceful)
             .build();
+        // Undertow's own count of the listener's open connections (its connector statistics)
+        endpoints.metrics().connections(() -> (int) undertow.getListenerInfo().get(0).getConnectorStatistics().getActiveConnections());
     }
 
     /**
