@@ -93,11 +93,18 @@ public final class Endpoints {
      * server library parsed the request. Never throws: an unknown path is 404, another method 405,
      * and a failure the failure policy's reply ({@link Failures}).
      *
-     * @param path     the request path, not percent-decoded
+     * @param rawPath  the request path as sent (not percent-decoded), or {@code *}; routed in its
+     *                 normal form ({@link Paths#normalize}: 400 when it has none)
      * @param rawQuery the query without '?', still percent-encoded, or null
      * @return the reply, or a wait to run with the front end's way of waiting ({@link Step})
      */
-    public Step start(String method, String path, String rawQuery) {
+    public Step start(String method, String rawPath, String rawQuery) {
+        String path;
+        try {
+            path = Paths.normalize(rawPath);
+        } catch (HttpException e) {
+            return Step.of(Reply.error(e.status(), e.getMessage()));
+        }
         Routes.Route<Endpoint> route = routes.find(method, path);
         if (route == null) return Step.of(routes.miss(method, path));
         return start(route.handler, new SimpleRequest(method, path, rawQuery, route));

@@ -15,6 +15,7 @@ import kiln.app.Limits;
 import kiln.app.ModeOptions;
 import kiln.app.ServerOptions;
 import kiln.app.WorkerPool;
+import org.eclipse.jetty.http.UriCompliance;
 import org.eclipse.jetty.io.EndPoint;
 import org.eclipse.jetty.ee10.servlet.ServletContextHandler;
 import org.eclipse.jetty.ee10.servlet.ServletHolder;
@@ -110,6 +111,11 @@ final class JettyServer implements Launcher.Server {
         // c=2000 showed 197 MB of char[] for 2000 connections). Without the cache each request's
         // fields are parsed into new strings instead.
         http.setHeaderCacheSize(0);
+        // kiln routes on the path's normal form (kiln.app.Paths), which removes dot-segments and
+        // keeps empty ones: "//plaintext" is another path (404), "/%2e/plaintext" is "/plaintext".
+        // Jetty's default refuses both as ambiguous (it protects servlet path mappings kiln has none of).
+        http.setUriCompliance(UriCompliance.DEFAULT.with("kiln", UriCompliance.Violation.AMBIGUOUS_EMPTY_SEGMENT,
+            UriCompliance.Violation.AMBIGUOUS_PATH_SEGMENT));
         connector = new ServerConnector(server, 0, options.threadsOrDefault(), new HttpConnectionFactory(http));
         connector.setHost(options.bind);
         connector.setPort(options.port);
@@ -121,22 +127,23 @@ final class JettyServer implements Launcher.Server {
         headerTimeoutMs = options.headerTimeoutMs;
 
         HttpServlet servlet;
+        Endpoints endpoints = testServlet != null ? null : Endpoints.serve(demo);
         if (testServlet != null) {
             workerPool = null;
             servlet = testServlet;
         } else if (mode == ModeOptions.Mode.ASYNC) {
             workerPool = new WorkerPool(workers);
-            servlet = new AsyncServlet(Endpoints.serve(demo), workerPool);
+            servlet = new AsyncServlet(endpoints, workerPool);
         } else {
             workerPool = null;  // blocking and loom: the same blocking servlet, on pool threads or virtual threads
-            servlet = new BlockingServlet(Endpoints.serve(demo));
+            servlet = new BlockingServlet(endpoints);
         }
         ServletContextHandler context = new ServletContextHandler("/");
         ServletHolder holder = new ServletHolder("kiln", servlet);
         holder.setAsyncSupported(mode == ModeOptions.Mode.ASYNC);
         context.addServlet(holder, "/*");
         // GracefulHandler lets stop() wait for requests in flight, async ones included.
-        server.setHandler(new GracefulHandler(context));
+        server.setHandler(new GracefulHandler(endpoints == null ? context : new AsteriskOptions(endpoints, context)));
     }
 
     /**

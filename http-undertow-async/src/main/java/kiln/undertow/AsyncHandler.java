@@ -42,7 +42,7 @@ final class AsyncHandler implements HttpHandler {
 
     /** On a worker: runs the endpoint, then sends its reply (now, or when the wait ends). */
     private void serve(HttpServerExchange exchange) {
-        workers.run(endpoints.start(exchange.getRequestMethod().toString(), exchange.getRequestPath(), exchange.getQueryString()),
+        workers.run(endpoints.start(exchange.getRequestMethod().toString(), Exchanges.rawPath(exchange), exchange.getQueryString()),
             reply -> send(exchange, reply));
     }
 

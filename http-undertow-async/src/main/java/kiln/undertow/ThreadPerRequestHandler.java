@@ -29,7 +29,7 @@ final class ThreadPerRequestHandler implements HttpHandler {
             return;
         }
         Reply reply = Step.runBlocking(
-            endpoints.start(exchange.getRequestMethod().toString(), exchange.getRequestPath(), exchange.getQueryString()));
+            endpoints.start(exchange.getRequestMethod().toString(), Exchanges.rawPath(exchange), exchange.getQueryString()));
         Exchanges.send(exchange, reply);
     }
 }
