@@ -15,6 +15,7 @@ import kiln.app.Limits;
 import kiln.app.ModeOptions;
 import kiln.app.ServerOptions;
 import kiln.app.WorkerPool;
+import org.eclipse.jetty.http.HttpCompliance;
 import org.eclipse.jetty.http.UriCompliance;
 import org.eclipse.jetty.io.EndPoint;
 import org.eclipse.jetty.ee10.servlet.ServletContextHandler;
@@ -111,6 +112,9 @@ final class JettyServer implements Launcher.Server {
         // c=2000 showed 197 MB of char[] for 2000 connections). Without the cache each request's
         // fields are parsed into new strings instead.
         http.setHeaderCacheSize(0);
+        // RFC 9110 compliance allows a bare LF as a line end (RFC 9112 section 2.2: a recipient MAY);
+        // kiln's contract refuses it with 400, as kiln's own parser and Undertow do.
+        http.setHttpCompliance(HttpCompliance.RFC9110.without("kiln", HttpCompliance.Violation.LF_HEADER_TERMINATION));
         // kiln routes on the path's normal form (kiln.app.Paths), which removes dot-segments and
         // keeps empty ones: "//plaintext" is another path (404), "/%2e/plaintext" is "/plaintext".
         // Jetty's default refuses both as ambiguous (it protects servlet path mappings kiln has none of).
