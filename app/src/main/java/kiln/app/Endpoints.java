@@ -117,11 +117,18 @@ public final class Endpoints {
      * and a failure the failure policy's reply ({@link Failures}). Records nothing in the metrics:
      * a front end calls {@link #exchange} instead.
      *
-     * @param path     the request path, not percent-decoded
+     * @param rawPath  the request path as sent (not percent-decoded), or {@code *}; routed in its
+     *                 normal form ({@link Paths#normalize}: 400 when it has none)
      * @param rawQuery the query without '?', still percent-encoded, or null
      * @return the reply, or a wait to run with the front end's way of waiting ({@link Step})
      */
-    public Step start(String method, String path, String rawQuery) {
+    public Step start(String method, String rawPath, String rawQuery) {
+        String path;
+        try {
+            path = Paths.normalize(rawPath);
+        } catch (HttpException e) {
+            return Step.of(Reply.error(e.status(), e.getMessage()));
+        }
         Routes.Route<Bound> route = routes.find(method, path);
         if (route == null) return Step.of(routes.miss(method, path));
         return start(route.handler, new SimpleRequest(method, path, rawQuery, route));
@@ -132,8 +139,14 @@ public final class Endpoints {
      * metrics need: for a front end whose server library parsed the request, which calls
      * {@link Exchange#sent} where it hands the reply to the library. Never throws.
      */
-    public Exchange exchange(String method, String path, String rawQuery) {
+    public Exchange exchange(String method, String rawPath, String rawQuery) {
         long started = metrics.start();
+        String path;
+        try {
+            path = Paths.normalize(rawPath);
+        } catch (HttpException e) {
+            return new Exchange(Step.of(Reply.error(e.status(), e.getMessage())), metrics.unmatched(), started);
+        }
         Routes.Route<Bound> route = routes.find(method, path);
         if (route == null) return new Exchange(Step.of(routes.miss(method, path)), metrics.unmatched(), started);
         return new Exchange(start(route.handler, new SimpleRequest(method, path, rawQuery, route)), route.handler.series, started);

@@ -162,6 +162,15 @@ public final class Reply {
         return error(405, method + " is not allowed on " + path).header("Allow", allow);
     }
 
+    /**
+     * @param allow the methods of the target, e.g. {@code "GET, HEAD, OPTIONS"}
+     * @return the answer to {@code OPTIONS}: 200 with {@code Allow} and no content, so
+     *         {@code Content-Length: 0} (RFC 9110 section 9.3.7)
+     */
+    public static Reply options(String allow) {
+        return empty().header("Allow", allow);
+    }
+
     /** @return 503 with {@code Retry-After: 1} (RFC 9110 sections 15.6.4, 10.2.3) and {@code detail} */
     public static Reply unavailable(String detail) {
         return error(503, detail).header("Retry-After", "1");

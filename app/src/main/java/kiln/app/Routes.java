@@ -17,9 +17,15 @@ import java.util.Set;
  *       win over templates; templates are tried in the order added.</li>
  *   <li>{@code HEAD} is answered by the {@code GET} route when the path has no {@code HEAD} route
  *       of its own (RFC 9110 section 9.3.2: the same head, no body; the front end drops the body).</li>
+ *   <li>{@code OPTIONS} is answered for every path that has a route, when the path has no
+ *       {@code OPTIONS} route of its own: 200, no content, {@code Allow} listing its methods (RFC
+ *       9110 section 9.3.7); {@code OPTIONS *} (the asterisk-form, RFC 9112 section 3.2.4) asks
+ *       about the server as a whole and gets every method some route has. {@code Allow} always
+ *       lists {@code OPTIONS} too. (HAProxy's default health check is {@code OPTIONS /}.)</li>
  *   <li>A path no route has is 404; a path asked with a method it has no route for is 405 with
  *       {@code Allow} listing the methods it has (RFC 9110 sections 15.5.5, 15.5.6).</li>
  * </ul>
+ * Paths are matched as given: a front end passes them through {@link Paths#normalize} first.
  *
  * @param <H> the handler type: the endpoints' logic, or a front end's own (Kilim's fiber handlers)
  */
@@ -101,16 +107,36 @@ public final class Routes<H> {
         return r;
     }
 
-    /** @return the answer when {@link #find} found nothing: 404, or 405 with {@code Allow} */
+    /**
+     * @return the answer when {@link #find} found nothing: {@code OPTIONS}' 200 with {@code Allow}
+     *         (also for {@code OPTIONS *}), 404, or 405 with {@code Allow}
+     */
     public Reply miss(String method, String path) {
+        if (method.equals("OPTIONS") && path.equals("*")) return Reply.options(allow(allMethods()));
         Map<String, Route<H>> byMethod = methodsOf(path);
         if (byMethod == null) return Reply.notFound(path);
+        String allow = allow(byMethod.keySet());
+        if (method.equals("OPTIONS")) return Reply.options(allow);
+        return Reply.methodNotAllowed(method, path, allow);
+    }
+
+    private Set<String> allMethods() {
+        Set<String> all = new LinkedHashSet<>();
+        for (Map<String, Route<H>> byMethod : exact.values()) all.addAll(byMethod.keySet());
+        for (Map<String, Route<H>> byMethod : byTemplate.values()) all.addAll(byMethod.keySet());
+        return all;
+    }
+
+    /** @return the Allow value for routes of {@code methods}: HEAD with GET, OPTIONS always, the usual ones first */
+    private static String allow(Set<String> methods) {
         Set<String> allow = new LinkedHashSet<>();
-        for (String m : new String[] {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"}) {
-            if (byMethod.containsKey(m) || (m.equals("HEAD") && byMethod.containsKey("GET"))) allow.add(m);
+        for (String m : new String[] {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}) {
+            if (methods.contains(m) || (m.equals("HEAD") && methods.contains("GET")) || m.equals("OPTIONS")) allow.add(m);
         }
-        allow.addAll(byMethod.keySet());
-        return Reply.methodNotAllowed(method, path, String.join(", ", allow));
+        List<String> others = new ArrayList<>(methods);
+        java.util.Collections.sort(others);
+        allow.addAll(others);
+        return String.join(", ", allow);
     }
 
     private Map<String, Route<H>> methodsOf(String path) {

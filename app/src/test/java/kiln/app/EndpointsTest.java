@@ -137,8 +137,22 @@ class EndpointsTest {
         assertEquals(405, post.status);
         assertEquals(1, post.headerCount());
         assertEquals("Allow", post.headerName(0));
-        assertEquals("GET, HEAD", post.headerValue(0));
+        assertEquals("GET, HEAD, OPTIONS", post.headerValue(0));
         assertEquals(Http.TEXT_PLAIN, post.contentType);
+    }
+
+    /** A library front end passes the path as sent; it is routed in its normal form (Paths). */
+    @Test
+    void pathsAreRoutedInTheirNormalForm() {
+        for (String path : new String[] {"/./plaintext", "/a/../plaintext", "/%70laintext", "/%2e/plaintext"}) {
+            assertEquals("Hello, World!", text(now("GET", path, null)), path);
+        }
+        assertEquals(404, now("GET", "//plaintext", null).status);
+        assertEquals(400, now("GET", "/../plaintext", null).status);
+        assertEquals(400, now("GET", "/%zz", null).status);
+        Reply options = now("OPTIONS", "*", null);
+        assertEquals(200, options.status);
+        assertEquals("GET, HEAD, OPTIONS", options.header("Allow"));
     }
 
     @Test

@@ -40,9 +40,24 @@ class RoutesTest {
         assertNull(routes.find("PATCH", "/todos/1"));
         Reply notAllowed = routes.miss("PATCH", "/todos/1");
         assertEquals(405, notAllowed.status);
-        assertEquals("GET, HEAD, PUT, DELETE", notAllowed.header("Allow"));
-        assertEquals("GET, HEAD, POST", routes.miss("PATCH", "/todos").header("Allow"));
+        assertEquals("GET, HEAD, PUT, DELETE, OPTIONS", notAllowed.header("Allow"));
+        assertEquals("GET, HEAD, POST, OPTIONS", routes.miss("PATCH", "/todos").header("Allow"));
         assertEquals(404, routes.miss("GET", "/nope").status);
+    }
+
+    /** RFC 9110 section 9.3.7: 200, Allow, no content; OPTIONS * (RFC 9112 section 3.2.4) is about the whole server. */
+    @Test
+    void optionsIsAnsweredWithAllowForAPathAndForTheServer() {
+        Reply one = routes.miss("OPTIONS", "/todos/1");
+        assertEquals(200, one.status);
+        assertEquals(0, one.body.length);
+        assertEquals("GET, HEAD, PUT, DELETE, OPTIONS", one.header("Allow"));
+        Reply server = routes.miss("OPTIONS", "*");
+        assertEquals(200, server.status);
+        assertEquals("GET, HEAD, POST, PUT, DELETE, OPTIONS", server.header("Allow"));
+        assertEquals(404, routes.miss("OPTIONS", "/nope").status);
+        routes.add("OPTIONS", "/todos", "own");
+        assertEquals("own", routes.find("OPTIONS", "/todos").handler, "a route of its own wins");
     }
 
     @Test

@@ -1,6 +1,7 @@
 package kiln.conformance;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
@@ -171,6 +172,8 @@ final class Contract {
         assertEquals(List.of("Connection: close", "Content-Length: 0"), sorted(r.fieldLinesWithoutDate()),
             () -> fe.id + " header lines (" + Deviation.PARSE_ERRORS_BODILESS_400 + ") of\n" + r.head);
         assertEquals(0, r.body.length, () -> fe.id + " body");
+        // RFC 9110 section 6.6.1 wants a Date on every 4xx from a server with a clock: this 400 has none.
+        assertNull(r.header("Date"), () -> fe.id + " Date (" + Deviation.PARSE_ERRORS_BODILESS_400 + ")");
     }
 
     /** @return a sorted copy */

@@ -42,11 +42,49 @@ enum Deviation {
      * The same fixed 400 answers a head over its size or field-count limit ({@code MAX_HEADER_SIZE},
      * {@code MAX_HEADERS}), where the contract says 414 or 431.
      *
+     * That 400 has no {@code Date} either, which RFC 9110 section 6.6.1 asks of every 4xx response
+     * from a server with a clock (and no {@code Server}).
+     *
      * <p>Checked instead: status 400 on an HTTP/1.1 status line, exactly the header lines
-     * {@code Content-Length: 0} and {@code Connection: close} (any order), no body, then the server
-     * closes the connection.
+     * {@code Content-Length: 0} and {@code Connection: close} (any order), no {@code Date}, no body,
+     * then the server closes the connection.
      */
     PARSE_ERRORS_BODILESS_400,
+
+    /**
+     * Jetty 9.4 (Comsat) takes a bare LF as the end of a request line or header line. RFC 9112
+     * section 2.2 lets a recipient do so ("MAY recognize a single LF as a line terminator"), but
+     * the contract refuses it with 400, as kiln's own parser, Undertow, and Jetty 12 (configured
+     * with {@code HttpCompliance} RFC9110 minus {@code LF_HEADER_TERMINATION}) do: a front end and
+     * a proxy before it that disagree on where a line ends disagree on the request. Jetty 9.4's
+     * compliance modes have no such section.
+     *
+     * <p>Checked instead: two pipelined requests whose lines end in bare LF get two 200 answers,
+     * the contract's bodies, in order, on a connection that stays open.
+     */
+    BARE_LF_ACCEPTED,
+
+    /**
+     * Jetty (12.1 and 9.4) looks the HTTP-version up case-insensitively, so {@code http/1.1} is
+     * served as {@code HTTP/1.1}; RFC 9112 section 2.3 says HTTP-name is case-sensitive, which makes
+     * such a request line malformed (400, as kiln's own parser and Undertow answer). No
+     * {@code HttpCompliance} violation covers it, and the version string never reaches a handler.
+     *
+     * <p>Checked instead: the request is served as HTTP/1.1 (200, the contract's body), and the
+     * connection stays usable.
+     */
+    VERSION_NAME_CASE_INSENSITIVE,
+
+    /**
+     * Undertow 2.4 unfolds an obsolete line folding (a header line starting with SP or HTAB) into
+     * the previous field's value and serves the request. RFC 9112 section 5.2 allows that
+     * ("replace each received obs-fold with one or more SP octets") as well as a 400; the contract
+     * says 400, as kiln's own parser and Jetty answer. Undertow has no option to refuse it.
+     *
+     * <p>Checked instead: the request is served (200, the contract's body), and the connection
+     * stays usable.
+     */
+    OBS_FOLD_UNFOLDED,
 
     /**
      * Undertow's parser maps an HTTP-version it does not know ({@code HTTP/9.9}) to HTTP/1.1

@@ -100,7 +100,12 @@ class HeadersTest {
         new Case("GET /metrics", RawConnection.get("/metrics"), 200, Metrics.CONTENT_TYPE, Body.VARIES, null, NO_STORE),
         new Case("GET /nope (404)", RawConnection.get("/nope"), 404, TEXT, Body.ERROR, null),
         new Case("POST /plaintext (405)", "POST /plaintext HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n",
-            405, TEXT, Body.ERROR, null, "Allow: GET, HEAD"),
+            405, TEXT, Body.ERROR, null, "Allow: GET, HEAD, OPTIONS"),
+        // RFC 9110 section 9.3.7: 200, Allow, Content-Length: 0; the asterisk-form asks about the server (RFC 9112 section 3.2.4)
+        new Case("OPTIONS /plaintext", "OPTIONS /plaintext HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 200, TEXT, Body.FIXED, new byte[0],
+            "Allow: GET, HEAD, OPTIONS"),
+        new Case("OPTIONS *", "OPTIONS * HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 200, TEXT, Body.FIXED, new byte[0],
+            "Allow: GET, HEAD, OPTIONS"),
         new Case("HTTP/1.0 keep-alive GET /plaintext", "GET /plaintext HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
             200, TEXT, Body.FIXED, Bodies.PLAINTEXT, "Connection: keep-alive"),
         new Case("HTTP/1.0 GET /plaintext", "GET /plaintext HTTP/1.0\r\n\r\n",

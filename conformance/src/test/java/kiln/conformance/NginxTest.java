@@ -232,7 +232,7 @@ class NginxTest {
         assertEquals("404 Not Found: no such path: /nope\n", text(missing), "kiln's 404, passed on");
         HttpResponse<byte[]> post = send(client, viaNginx("/plaintext").POST(HttpRequest.BodyPublishers.ofString("x=1")));
         assertEquals(405, post.statusCode());
-        assertEquals("GET, HEAD", post.headers().firstValue("Allow").orElse(null));
+        assertEquals("GET, HEAD, OPTIONS", post.headers().firstValue("Allow").orElse(null));
     }
 
     /** kiln answers /metrics on its own port; nginx answers 404 for it, however the path is spelled, over HTTP and HTTPS. */

@@ -195,6 +195,53 @@ class OverloadTest {
     }
 
     /** @return the first line the server sends within {@code ms} ("" if none, or if it closes) */
+    /** Clients that send a slow request and leave; more than a blocking pool of 16 workers holds. */
+    private static final int GONE_CLIENTS = 160;
+    /** How long each of their requests would hold a worker. */
+    private static final int GONE_DELAY_MS = 3_000;
+    /**
+     * The bound on the next client's wait: the requests already running may finish their delay,
+     * plus generous slack. Running the queued ones too takes (160 - 16) / 16 x 3 s = 27 s on
+     * Undertow's blocking pool (16 workers with {@code --threads 2}): the bound is far from both.
+     */
+    private static final int AFTER_GONE_WITHIN_MS = GONE_DELAY_MS + 5_000;
+
+    /**
+     * {@value #GONE_CLIENTS} clients each send {@code /hello?delay=}{@value #GONE_DELAY_MS} and
+     * close before it is answered (a load generator's timeout, users who gave up). A front end that
+     * queues requests for a bounded pool of blocking threads must not run the queued requests of
+     * clients that are gone: the next client waits for the requests already running at most, not
+     * for every queued one (undertow-blocking ran them all: 11 s for /plaintext after 200 gone
+     * clients of 1 s each).
+     */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("servers")
+    void queuedRequestsOfGoneClientsDoNotDelayTheNext(FrontEnd fe) throws Exception {
+        try (ServerProcess s = ServerProcess.start(fe, "OverloadTest-gone", List.of("--threads", "2"))) {
+            RobustnessTest.assertServesPromptly(s);
+            List<Socket> gone = new ArrayList<>();
+            try {
+                byte[] slow = RawConnection.get("/hello?delay=" + GONE_DELAY_MS).getBytes(StandardCharsets.US_ASCII);
+                for (int i = 0; i < GONE_CLIENTS; i++) {
+                    Socket socket = RobustnessTest.connect(s);
+                    gone.add(socket);
+                    socket.getOutputStream().write(slow);
+                }
+                Thread.sleep(500);  // the server reads the requests and queues what its workers cannot take
+            } finally {
+                for (Socket socket : gone) socket.close();
+            }
+            long start = System.nanoTime();
+            try (RawConnection c = RawConnection.open(s, AFTER_GONE_WITHIN_MS + 5_000)) {
+                RawResponse r = c.exchange(RawConnection.get("/plaintext"));
+                assertEquals("Hello, World!", r.bodyText(), () -> fe.id + ": " + r);
+            }
+            long took = RobustnessTest.millisSince(start);
+            assertTrue(took <= AFTER_GONE_WITHIN_MS, () -> fe.id + " answered /plaintext " + took + " ms after " + GONE_CLIENTS
+                + " clients of /hello?delay=" + GONE_DELAY_MS + " left: it ran their queued requests");
+        }
+    }
+
     private static String firstLine(Socket socket, int ms) throws IOException {
         socket.setSoTimeout(ms);
         InputStream in = socket.getInputStream();

@@ -60,6 +60,12 @@ final class Responses {
         }
         response.setStatus(reply.status);
         response.setContentLength(reply.body.length);
-        response.getOutputStream().write(reply.body);
+        if (reply.body.length == 0) {
+            // Writing no bytes never reaches Jetty's "Content-Length written" check: the response
+            // would wait, unsent, for a fiber that has returned. Closing the stream commits it.
+            response.getOutputStream().close();
+        } else {
+            response.getOutputStream().write(reply.body);
+        }
     }
 }

@@ -185,7 +185,7 @@ class FiberInstrumentationTest {
             RawHttp.exchange(server.port(), "GET /plaintext HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"));
         assertEquals("HTTP/1.1 200 OK\r\n" + plain + "Content-Length: 13\r\nConnection: close\r\n\r\nHello, World!",
             RawHttp.exchange(server.port(), "GET /plaintext HTTP/1.0\r\n\r\n"));
-        assertEquals("HTTP/1.1 405 Method Not Allowed\r\n" + plain + "Allow: GET, HEAD\r\nContent-Length: 58\r\nConnection: close\r\n\r\n"
+        assertEquals("HTTP/1.1 405 Method Not Allowed\r\n" + plain + "Allow: GET, HEAD, OPTIONS\r\nContent-Length: 58\r\nConnection: close\r\n\r\n"
                 + "405 Method Not Allowed: POST is not allowed on /plaintext\n",
             RawHttp.exchange(server.port(), "POST /plaintext HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"));
         String garbage = RawHttp.exchange(server.port(), "GARBAGE\r\n\r\n");

@@ -8,6 +8,7 @@ import java.util.List;
 import kiln.app.Http;
 import kiln.app.HttpException;
 import kiln.app.Limits;
+import kiln.app.Paths;
 
 /**
  * A strict HTTP/1.x request parser (RFC 9112). It parses one request from the bytes received so
@@ -17,7 +18,10 @@ import kiln.app.Limits;
  * <ul>
  *   <li>request line {@code method SP request-target SP HTTP/x.y CRLF} (section 3), method a token,
  *       target origin-form ({@code /path?query}) or absolute-form ({@code http://host/path}) made of
- *       visible ASCII; version {@code HTTP/1.0} or {@code HTTP/1.1} (other versions: 505);</li>
+ *       visible ASCII, or {@code *} with {@code OPTIONS} (asterisk-form, section 3.2.4); the path
+ *       in its normal form ({@link Paths#normalize}: 400 for a malformed percent-encoding or a
+ *       {@code ..} above the root); version exactly {@code HTTP/1.0} or {@code HTTP/1.1}, HTTP-name
+ *       case-sensitive (section 2.3; other well-formed versions: 505);</li>
  *   <li>lines end in CRLF (a bare CR or LF is rejected: section 2.2 allows that);</li>
  *   <li>header fields {@code name ":" OWS value OWS} with a token name and no whitespace before the
  *       colon (section 5.1), no obsolete line folding (section 5.2), no control bytes in values;</li>
@@ -323,7 +327,7 @@ final class RequestParser {
             pathAndQuery = absoluteFormPath(target, p.method);
             q = pathAndQuery.indexOf('?');
         }
-        String path = q < 0 ? pathAndQuery : pathAndQuery.substring(0, q);
+        String path = Paths.normalize(q < 0 ? pathAndQuery : pathAndQuery.substring(0, q));
         String rawQuery = q < 0 ? null : pathAndQuery.substring(q + 1);
         return new Parsed(new HttpRequest(p.method, target, path, rawQuery, p.minor, p.headers, body, p.keepAlive), length);
     }

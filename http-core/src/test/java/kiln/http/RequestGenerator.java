@@ -15,6 +15,9 @@ import java.util.Map;
 import java.util.Random;
 import java.util.Set;
 
+import kiln.app.HttpException;
+import kiln.app.Paths;
+
 /**
  * Valid HTTP/1.x requests (RFC 9112 grammar, within {@link RequestParser}'s limits) drawn from a
  * {@link Random}, each with what the parser must make of it: request line, header fields with
@@ -172,13 +175,33 @@ final class RequestGenerator {
 
     /** origin-form {@code /path?query}, or one time in ten absolute-form {@code http://host/path?query}. */
     private static Target target(Random r) {
-        String segment = string(r, VCHAR.replace("?", "").replace("#", ""), 0, 30);
+        String segment = pathPart(r);
         String query = r.nextBoolean() ? null : string(r, VCHAR.replace("#", ""), 0, 30);
         String q = query == null ? "" : "?" + query;
-        if (r.nextInt(10) != 0) return new Target("/" + segment + q, "/" + segment, query);
+        if (r.nextInt(10) != 0) return new Target("/" + segment + q, Paths.normalize("/" + segment), query);
         String p = r.nextInt(10) < 3 ? null : segment;
         return new Target(pick(r, "http://", "HTTP://", "https://") + hostName(r) + (p == null ? "" : "/" + p) + q,
-            p == null ? "/" : "/" + p, query);
+            p == null ? "/" : Paths.normalize("/" + p), query);
+    }
+
+    /**
+     * Visible ASCII after the first '/', sometimes with a percent-encoded octet; dot-segments may
+     * occur (the parser routes on the normal form), but none that climbs above the root (400).
+     */
+    private static String pathPart(Random r) {
+        while (true) {
+            String part = string(r, VCHAR.replace("?", "").replace("#", "").replace("%", ""), 0, 30);
+            if (r.nextInt(4) == 0) {
+                int at = r.nextInt(part.length() + 1);
+                part = part.substring(0, at) + String.format("%%%02x", r.nextInt(256)) + part.substring(at);
+            }
+            try {
+                Paths.normalize("/" + part);
+                return part;
+            } catch (HttpException e) {
+                // "/.." and friends: try another
+            }
+        }
     }
 
     /** A header field that does not change framing, Host or keep-alive, with a value of visible ASCII, obs-text and inner whitespace. */

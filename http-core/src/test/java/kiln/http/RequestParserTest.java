@@ -159,6 +159,20 @@ class RequestParserTest {
         assertEquals("x=1", r.rawQuery());
     }
 
+    /** RFC 3986 section 6.2.2 via Paths: the request's path is its normal form; the target stays as sent. */
+    @Test
+    void pathIsNormalisedAndTheAsteriskFormIsOnlyForOptions() {
+        HttpRequest r = parse("GET /a/../%70laintext?q=%70 HTTP/1.1\r\nHost: a\r\n\r\n").request;
+        assertEquals("/plaintext", r.path());
+        assertEquals("q=%70", r.rawQuery(), "the query is not the path's business");
+        assertEquals("/a/../%70laintext?q=%70", r.target());
+        assertEquals("/db", parse("GET http://example.com/./db HTTP/1.1\r\nHost: example.com\r\n\r\n").request.path());
+        assertEquals("*", parse("OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n").request.path());
+        assertEquals(400, errorStatus("GET * HTTP/1.1\r\nHost: a\r\n\r\n"));
+        assertEquals(400, errorStatus("GET /../plaintext HTTP/1.1\r\nHost: a\r\n\r\n"));
+        assertEquals(400, errorStatus("GET /%zz HTTP/1.1\r\nHost: a\r\n\r\n"));
+    }
+
     private static final String CHUNKED = "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n";
 
     static Stream<Arguments> malformed() {

@@ -15,6 +15,8 @@ import kiln.app.Limits;
 import kiln.app.ModeOptions;
 import kiln.app.ServerOptions;
 import kiln.app.WorkerPool;
+import org.eclipse.jetty.http.HttpCompliance;
+import org.eclipse.jetty.http.UriCompliance;
 import org.eclipse.jetty.io.EndPoint;
 import org.eclipse.jetty.ee10.servlet.ServletContextHandler;
 import org.eclipse.jetty.ee10.servlet.ServletHolder;
@@ -110,6 +112,14 @@ final class JettyServer implements Launcher.Server {
         // c=2000 showed 197 MB of char[] for 2000 connections). Without the cache each request's
         // fields are parsed into new strings instead.
         http.setHeaderCacheSize(0);
+        // RFC 9110 compliance allows a bare LF as a line end (RFC 9112 section 2.2: a recipient MAY);
+        // kiln's contract refuses it with 400, as kiln's own parser and Undertow do.
+        http.setHttpCompliance(HttpCompliance.RFC9110.without("kiln", HttpCompliance.Violation.LF_HEADER_TERMINATION));
+        // kiln routes on the path's normal form (kiln.app.Paths), which removes dot-segments and
+        // keeps empty ones: "//plaintext" is another path (404), "/%2e/plaintext" is "/plaintext".
+        // Jetty's default refuses both as ambiguous (it protects servlet path mappings kiln has none of).
+        http.setUriCompliance(UriCompliance.DEFAULT.with("kiln", UriCompliance.Violation.AMBIGUOUS_EMPTY_SEGMENT,
+            UriCompliance.Violation.AMBIGUOUS_PATH_SEGMENT));
         connector = new ServerConnector(server, 0, options.threadsOrDefault(), new HttpConnectionFactory(http));
         connector.setHost(options.bind);
         connector.setPort(options.port);
@@ -121,11 +131,11 @@ final class JettyServer implements Launcher.Server {
         headerTimeoutMs = options.headerTimeoutMs;
 
         HttpServlet servlet;
+        Endpoints endpoints = testServlet != null ? null : Endpoints.serve(demo, options.metrics(demo.db()));
         if (testServlet != null) {
             workerPool = null;
             servlet = testServlet;
         } else {
-            Endpoints endpoints = Endpoints.serve(demo, options.metrics(demo.db()));
             // Jetty's own count of the connector's open connections, kept by the connection limit
             endpoints.metrics().connections(connectionLimit::getNetworkConnectionCount);
             if (mode == ModeOptions.Mode.ASYNC) {
@@ -141,7 +151,7 @@ final class JettyServer implements Launcher.Server {
         holder.setAsyncSupported(mode == ModeOptions.Mode.ASYNC);
         context.addServlet(holder, "/*");
         // GracefulHandler lets stop() wait for requests in flight, async ones included.
-        server.setHandler(new GracefulHandler(context));
+        server.setHandler(new GracefulHandler(endpoints == null ? context : new AsteriskOptions(endpoints, context)));
     }
 
     /**

@@ -45,7 +45,7 @@ class HitCounterTest {
                 var post = client.send(java.net.http.HttpRequest.newBuilder(URI.create(base + "/hits?page=a"))
                     .POST(BodyPublishers.ofString("x")).build(), BodyHandlers.ofString());
                 assertEquals(405, post.statusCode());
-                assertEquals("GET, HEAD", post.headers().firstValue("Allow").orElse(""));
+                assertEquals("GET, HEAD, OPTIONS", post.headers().firstValue("Allow").orElse(""));
             } finally {
                 server.stop(1_000);
             }

@@ -42,7 +42,7 @@ final class AsyncHandler implements HttpHandler {
 
     /** On a worker: runs the endpoint, then sends its reply (now, or when the wait ends). */
     private void serve(HttpServerExchange exchange) {
-        Endpoints.Exchange started = endpoints.exchange(exchange.getRequestMethod().toString(), exchange.getRequestPath(), exchange.getQueryString());
+        Endpoints.Exchange started = endpoints.exchange(exchange.getRequestMethod().toString(), Exchanges.rawPath(exchange), exchange.getQueryString());
         workers.run(started.step, reply -> send(exchange, started, reply));
     }
 

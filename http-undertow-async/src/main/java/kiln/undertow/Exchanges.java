@@ -17,6 +17,21 @@ final class Exchanges {
     }
 
     /**
+     * @return the request's path as sent, for {@link kiln.app.Endpoints#start}: Undertow's
+     *         {@code getRequestPath()} drops path parameters ({@code /plaintext;x} would be served as
+     *         {@code /plaintext}, where every other front end answers 404), so the path is taken from
+     *         the request URI (raw: {@code DECODE_URL} is off), minus an absolute-form's scheme and
+     *         authority (RFC 9112 section 3.2.2)
+     */
+    static String rawPath(HttpServerExchange exchange) {
+        String uri = exchange.getRequestURI();
+        if (uri.startsWith("/") || uri.equals("*")) return uri;
+        int authority = uri.indexOf("://");
+        int slash = authority < 0 ? -1 : uri.indexOf('/', authority + 3);
+        return slash < 0 ? "/" : uri.substring(slash);
+    }
+
+    /**
      * Answers a request whose HTTP version is neither 1.0 nor 1.1 with 505 and
      * {@code Connection: close} (RFC 9110 section 15.6.6): the server cannot know how the rest of
      * such a stream is framed. Only {@code HTTP/0.9} gets this far: Undertow's parser serves any

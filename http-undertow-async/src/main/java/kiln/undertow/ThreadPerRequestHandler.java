@@ -1,16 +1,29 @@
 package kiln.undertow;
 
+import java.io.IOException;
+
+import io.undertow.connector.PooledByteBuffer;
+import io.undertow.server.AbstractServerConnection;
 import io.undertow.server.HttpHandler;
 import io.undertow.server.HttpServerExchange;
 import kiln.app.Endpoints;
 import kiln.app.Reply;
 import kiln.app.Step;
+import org.xnio.IoUtils;
+import org.xnio.channels.StreamSourceChannel;
 
 /**
  * The blocking baseline: each request moves from the IO thread to one of Undertow's worker pool
  * threads and holds it from start to end; the thread blocks on a durable write and sleeps through
  * a {@code /hello} delay ({@link Step#runBlocking}). Concurrency is therefore bounded by the worker
  * pool size. (Not Undertow's own {@code BlockingHandler}, which only starts blocking I/O.)
+ *
+ * <p>A request waits in the pool's queue while every worker is busy, and its client may give up
+ * meanwhile. Undertow does not read a connection while its request is being handled, so it never
+ * sees that client go: the queued request would still run (a {@code /hello?delay=1000} holds a
+ * worker for a second) and delay every request behind it. A worker therefore first looks whether
+ * the client is still there ({@link #clientGone}) and drops the request, closing the connection,
+ * when it is not.
  */
 final class ThreadPerRequestHandler implements HttpHandler {
     private final Endpoints endpoints;
@@ -28,9 +41,50 @@ final class ThreadPerRequestHandler implements HttpHandler {
             exchange.dispatch(this);
             return;
         }
-        Endpoints.Exchange started = endpoints.exchange(exchange.getRequestMethod().toString(), exchange.getRequestPath(), exchange.getQueryString());
+        if (clientGone(exchange)) {
+            IoUtils.safeClose(exchange.getConnection());
+            exchange.endExchange();
+            return;
+        }
+        Endpoints.Exchange started = endpoints.exchange(exchange.getRequestMethod().toString(), Exchanges.rawPath(exchange), exchange.getQueryString());
         Reply reply = Step.runBlocking(started.step);
         started.sent(reply);
         Exchanges.send(exchange, reply);
+    }
+
+    /**
+     * Reads the connection without waiting: end of stream (the client closed: a client that only
+     * half-closes and waits for the answer is treated as gone, as nginx does) or a reset means
+     * the client is gone. Bytes it already sent for its next request (pipelining) are handed back
+     * to Undertow, which parses them once this exchange ends, as it does with bytes it read ahead
+     * itself. When Undertow holds read-ahead bytes already, the client was there recently and the
+     * connection is left alone: new bytes must not go before them. Reading here is what Undertow
+     * itself does from a worker thread when it resumes a pipelined connection; reads are suspended
+     * while the exchange runs, so no IO thread reads at the same time.
+     *
+     * @return true when the client is gone and the request should not run
+     */
+    static boolean clientGone(HttpServerExchange exchange) {
+        if (!(exchange.getConnection() instanceof AbstractServerConnection)) return false;
+        AbstractServerConnection connection = (AbstractServerConnection) exchange.getConnection();
+        if (!connection.isOpen()) return true;
+        if (connection.getExtraBytes() != null) return false;
+        StreamSourceChannel source = connection.getChannel().getSourceChannel();
+        PooledByteBuffer pooled = connection.getByteBufferPool().allocate();
+        boolean keep = false;
+        try {
+            int read = source.read(pooled.getBuffer());
+            if (read < 0) return true;
+            if (read > 0) {
+                pooled.getBuffer().flip();
+                connection.setExtraBytes(pooled);
+                keep = true;
+            }
+            return false;
+        } catch (IOException e) {
+            return true;
+        } finally {
+            if (!keep) pooled.close();
+        }
     }
 }

@@ -1,0 +1,37 @@
+package kiln.jetty;
+
+import java.nio.ByteBuffer;
+
+import kiln.app.Endpoints;
+import kiln.app.Reply;
+import kiln.app.Step;
+import org.eclipse.jetty.server.Handler;
+import org.eclipse.jetty.server.Request;
+import org.eclipse.jetty.server.Response;
+import org.eclipse.jetty.util.Callback;
+
+/**
+ * Answers {@code OPTIONS *} (the asterisk-form, RFC 9112 section 3.2.4) as every front end does,
+ * from the endpoint registry ({@link kiln.app.Routes#miss}: 200, {@code Allow}). Jetty's servlet
+ * context is mapped at {@code /} and never sees the target {@code *}: without this, Jetty answers
+ * its own 404. Jetty's parser refuses {@code *} with any other method (400) before it gets here.
+ * Runs on the thread that parsed the request; the reply needs no wait.
+ */
+final class AsteriskOptions extends Handler.Wrapper {
+    private final Endpoints endpoints;
+
+    AsteriskOptions(Endpoints endpoints, Handler next) {
+        super(next);
+        this.endpoints = endpoints;
+    }
+
+    @Override
+    public boolean handle(Request request, Response response, Callback callback) throws Exception {
+        if (!"*".equals(request.getHttpURI().getPath())) return super.handle(request, response, callback);
+        Reply reply = Step.runBlocking(endpoints.start(request.getMethod(), "*", null));
+        response.setStatus(reply.status);
+        Responses.put(response.getHeaders(), reply);
+        response.write(true, ByteBuffer.wrap(reply.body), callback);
+        return true;
+    }
+}
