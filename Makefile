@@ -18,7 +18,8 @@ MVN    ?= mvn -B -q
 # lmdbjava needs these on JDK 17+ (see README, "JVM flags").
 LMDB_FLAGS := --add-opens java.base/java.nio=ALL-UNNAMED --add-exports java.base/sun.nio.ch=ALL-UNNAMED
 JAVA       ?= java
-JAVA_FLAGS := -Xms$(HEAP) -Xmx$(HEAP) $(LMDB_FLAGS)
+# Exit at the first OutOfMemoryError, so that a supervisor restarts the server (README, "Memory").
+JAVA_FLAGS := -Xms$(HEAP) -Xmx$(HEAP) -XX:+ExitOnOutOfMemoryError $(LMDB_FLAGS)
 
 # Front ends come from frontends.conf (one line each: name, module, jar, jdk, ..., args).
 FRONTENDS := frontends.conf

@@ -32,7 +32,7 @@ class Java:
         self.major = 8 if m.group(1) == "1" else int(m.group(1))  # "1.8.0_..."
 
     def flags(self, heap):
-        flags = [f"-Xms{heap}", f"-Xmx{heap}", *LMDB_FLAGS]
+        flags = [f"-Xms{heap}", f"-Xmx{heap}", "-XX:+ExitOnOutOfMemoryError", *LMDB_FLAGS]
         if self.major >= 22:
             flags.append("--enable-native-access=ALL-UNNAMED")
         if self.major >= 23:  # lmdbjava uses sun.misc.Unsafe, which JDK 23+ warns about on stderr

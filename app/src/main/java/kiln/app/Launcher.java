@@ -49,6 +49,7 @@ public final class Launcher {
      */
     public static void run(String name, ServerOptions options, Starter starter) {
         if (options.backup != null) BackupCommand.runAndExit(name, options);  // --backup: copy, print, exit
+        exitOnOutOfMemory(name);
         Db db = null;
         try {
             db = Db.builder(options.data).queueCapacity(options.dbQueue).open();
@@ -75,6 +76,23 @@ public final class Launcher {
             closeQuietly(db);
             ServerOptions.fail(name, "cannot start: " + e);
         }
+    }
+
+    /**
+     * Without {@code -XX:+ExitOnOutOfMemoryError} (a plain {@code java -jar}), a thread that dies of
+     * an OutOfMemoryError ends the process with status 3, as that flag does, rather than leaving a
+     * server without its selector, writer or reaper: a supervisor restarts it. Writes acknowledged
+     * before are durable (each answer waits for its commit). With the flag the JVM exits first.
+     */
+    private static void exitOnOutOfMemory(String name) {
+        Thread.setDefaultUncaughtExceptionHandler((thread, e) -> {
+            if (e instanceof OutOfMemoryError) {
+                System.err.println(name + ": " + e + " in thread " + thread.getName() + "; exiting (status 3)");
+                Runtime.getRuntime().halt(3);
+            }
+            System.err.print("Exception in thread \"" + thread.getName() + "\" ");
+            e.printStackTrace();
+        });
     }
 
     private static void closeQuietly(Db db) {

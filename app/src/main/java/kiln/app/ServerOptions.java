@@ -37,7 +37,8 @@ public final class ServerOptions {
 
     @Option(names = "--max-connections", paramLabel = "N",
         description = "Most connections open at once; beyond it new ones are answered 503 and closed (kilim) or wait in the listen backlog"
-            + " (default: the open-files limit minus 64, now ${sys:kiln.maxConnections}).")
+            + " (default: the open-files limit minus 64, now ${sys:kiln.maxConnections}, or fewer when the heap (-Xmx) cannot hold"
+            + " that many: the server logs the cap and why at start).")
     public Integer maxConnections;
 
     @Option(names = "--db-queue", paramLabel = "N", defaultValue = "16384",
@@ -70,9 +71,31 @@ public final class ServerOptions {
         return noMetrics ? Metrics.off() : Metrics.create(db);
     }
 
-    /** @return {@link #maxConnections}, or the open-files limit minus 64 when not given */
-    public int maxConnectionsOrDefault() {
-        return maxConnections != null ? maxConnections : defaultMaxConnections();
+    /** Heap kept for everything but connections (the endpoints, the database's caches, metrics), bytes. */
+    static final long HEAP_RESERVE = 8L << 20;
+
+    /**
+     * The connection cap: {@link #maxConnections} when given, else the smaller of
+     * {@link #defaultMaxConnections()} (file descriptors) and what the heap holds, ({@code -Xmx} minus
+     * {@value #HEAP_RESERVE} bytes) / {@code heapBytesPerConnection}, at least 16: new connections are
+     * refused at the cap before the heap runs out. The derived cap is logged with its reason.
+     *
+     * @param heapBytesPerConnection the front end's heap per open connection, bytes: its measured
+     *                               bytes per idle connection ({@code make bench-memory}) with room for
+     *                               a request in progress
+     */
+    public int maxConnectionsOrDefault(int heapBytesPerConnection) {
+        if (maxConnections != null) return maxConnections;
+        int byFiles = defaultMaxConnections();
+        long heap = Runtime.getRuntime().maxMemory();
+        long byHeap = Math.max(16, (heap - HEAP_RESERVE) / heapBytesPerConnection);
+        int cap = (int) Math.min(byFiles, byHeap);
+        java.util.logging.Logger.getLogger(ServerOptions.class.getName()).info("connection cap " + cap + ": "
+            + (byHeap < byFiles ? "what a " + (heap >> 20) + " MB heap holds at " + heapBytesPerConnection
+                + " bytes per connection (the open-files limit allows " + byFiles + ")"
+                : "the open-files limit minus 64 (the " + (heap >> 20) + " MB heap would hold " + byHeap + ")")
+            + "; set it with --max-connections");
+        return cap;
     }
 
     /**

@@ -3,6 +3,7 @@ package kiln.conformance;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.io.IOException;
 import java.net.http.HttpResponse;
@@ -19,6 +20,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import kiln.app.Limits;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -183,6 +185,50 @@ class DurabilityTest {
             + " than " + LOAD_CLIENTS + " updates in flight can explain");
         System.out.println(fe.id + ": " + answers.get() + " updates answered before SIGKILL, " + acknowledged.size()
             + " rows acknowledged, none lost; " + unexplained + " rows from updates in flight");
+        ServerProcess.deleteRecursively(dir);
+    }
+
+    /**
+     * Out of memory: a 32 MB heap, acknowledged updates, then 600 connections each sending most of
+     * a 64 KiB request body and waiting (kiln's own layer buffers a request's content before its
+     * handler runs, so they need far more heap than there is). With -XX:+ExitOnOutOfMemoryError the
+     * JVM exits at the first OutOfMemoryError (status 3) instead of living on with dead threads, so
+     * a supervisor can restart it; every update acknowledged before is stored. The library front
+     * ends do not buffer content for these endpoints, so this case applies to kiln's own layer.
+     */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("servers")
+    void outOfMemoryExitsAtOnceAndLosesNoAcknowledgedWrite(FrontEnd fe) throws Exception {
+        assumeTrue(fe.connectionClass.equals("kiln.http.Connection"), fe.id + " does not buffer request content before its handler");
+        ServerProcess first = ServerProcess.start(fe, "DurabilityTest-oom");
+        Path dir = first.dataDir;
+        assertEquals(0, first.stop(), "exit code after SIGTERM");
+        ServerProcess s = ServerProcess.start(fe, dir, "DurabilityTest-oom-small", List.of("-Xms32m", "-Xmx32m"), List.of());
+        Map<Integer, Integer> acknowledged = updateMany(s);
+        byte[] head = ("POST /plaintext HTTP/1.1\r\nHost: x\r\nContent-Length: " + Limits.MAX_CONTENT + "\r\n\r\n")
+            .getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+        byte[] most = new byte[Limits.MAX_CONTENT - 1024];
+        List<java.net.Socket> held = new ArrayList<>();
+        try {
+            for (int i = 0; i < 600 && s.alive(); i++) {
+                java.net.Socket socket = new java.net.Socket(ServerProcess.BIND, s.port);
+                held.add(socket);
+                try {
+                    socket.getOutputStream().write(head);
+                    socket.getOutputStream().write(most);
+                } catch (IOException e) {
+                    break;  // the server is gone
+                }
+            }
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (s.alive() && System.nanoTime() < deadline) Thread.sleep(50);
+        } finally {
+            for (java.net.Socket socket : held) socket.close();
+        }
+        int exit = s.stop();
+        assertEquals(3, exit, () -> "exit status of a JVM that ran out of memory under -XX:+ExitOnOutOfMemoryError; log:\n" + s.logText());
+        assertTrue(s.logText().contains("OutOfMemoryError"), () -> "the log names the error:\n" + s.logText());
+        assertStored(dir, acknowledged, s);
         ServerProcess.deleteRecursively(dir);
     }
 

@@ -36,7 +36,7 @@ final class FrontEnd {
     final String jar;
     /** The Java feature versions it runs on, as written in the registry: {@code 17}, {@code 17+}, {@code 21+}. */
     final String jdk;
-    /** The server's class with one live instance per open connection (a Kilim connection is its fiber). */
+    /** The server's class with one live instance per open connection, idle or busy. */
     final String connectionClass;
     /** Where this front end cannot follow the contract; the tests check the weaker property instead. */
     final Set<Deviation> deviations;

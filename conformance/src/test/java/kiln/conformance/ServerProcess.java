@@ -23,7 +23,7 @@ import java.util.stream.Stream;
 
 /**
  * One front end running as a child process, started the way the contract says a user starts it:
- * {@code java -Xms128m -Xmx256m <lmdb flags> -jar <jar> --port 0 --bind 127.0.0.1 --data <dir> [extra]}.
+ * {@code java -Xms128m -Xmx256m -XX:+ExitOnOutOfMemoryError <lmdb flags> -jar <jar> --port 0 --bind 127.0.0.1 --data <dir> [extra]}.
  *
  * <p>Ready when it prints {@code kiln-<frontend> listening on http://127.0.0.1:PORT/} (within
  * {@link #START_TIMEOUT_S} s). Its stdout and stderr go to a log file under target/server-logs.
@@ -103,8 +103,14 @@ final class ServerProcess implements AutoCloseable {
 
     /** Starts {@code fe} on {@code dataDir} with {@code args} after the front end's own. */
     static ServerProcess start(FrontEnd fe, Path dataDir, String name, List<String> args) {
+        return start(fe, dataDir, name, List.of(), args);
+    }
+
+    /** As {@link #start(FrontEnd, Path, String, List)}, with {@code jvmArgs} after the default ones (a later -Xmx wins). */
+    static ServerProcess start(FrontEnd fe, Path dataDir, String name, List<String> jvmArgs, List<String> args) {
         checkBuilt(fe);
         List<String> cmd = command(fe, dataDir, args);
+        cmd.addAll(cmd.indexOf("-jar"), jvmArgs);
 
         Path log;
         LogSink sink;
@@ -160,6 +166,7 @@ final class ServerProcess implements AutoCloseable {
         cmd.add(java);
         cmd.add("-Xms128m");
         cmd.add("-Xmx256m");
+        cmd.add("-XX:+ExitOnOutOfMemoryError");
         cmd.addAll(LMDB_FLAGS);
         // lmdbjava's Unsafe and native access warn on stderr from JDK 22/23 on (FACTS.md); a
         // server's stderr is part of what the suite checks (one-line errors), so allow them.

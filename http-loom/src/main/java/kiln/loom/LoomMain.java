@@ -28,6 +28,8 @@ import picocli.CommandLine.Mixin;
     description = "kiln's HTTP server on JDK virtual threads (one per connection) over the kiln LMDB database. JDK 21+.%n"
         + "--threads sets the virtual threads' carrier threads (jdk.virtualThreadScheduler.parallelism).")
 public final class LoomMain {
+    /** Heap per open connection for the default cap, bytes: about 4.7 KB per idle connection measured (its virtual thread's stack), with room for a request (make bench-memory). */
+    private static final int HEAP_PER_CONNECTION = 8192;
     private static final String NAME = "kiln-loom";
     /** The JDK's setting for the number of carrier threads of virtual threads; read once, at the first virtual thread. */
     static final String PARALLELISM = "jdk.virtualThreadScheduler.parallelism";
@@ -66,7 +68,7 @@ public final class LoomMain {
             LoomServer server = new LoomServer(options.bind, options.port, routes.apply(db))
                 .idleTimeout(options.idleTimeoutMs)
                 .headerTimeout(options.headerTimeoutMs)
-                .maxConnections(options.maxConnectionsOrDefault());
+                .maxConnections(options.maxConnectionsOrDefault(HEAP_PER_CONNECTION));
             server.start();
             return server;
         });
