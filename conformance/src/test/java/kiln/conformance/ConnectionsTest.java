@@ -201,7 +201,8 @@ class ConnectionsTest {
             RawResponse r = c.readHeadOnly();
             assertEquals(got.statusLine, r.statusLine, () -> r.toString());
             assertEquals(got.header("Content-Type"), r.header("Content-Type"), () -> r.toString());
-            if (!target.startsWith("/db") && !target.contains("queries")) {
+            // random rows, and /metrics counts the GET just made: their lengths may differ from the GET's
+            if (!target.startsWith("/db") && !target.contains("queries") && !target.equals("/metrics")) {
                 assertEquals(got.header("Content-Length"), r.header("Content-Length"), () -> "same length as GET: " + r);
             } else {
                 assertTrue(Integer.parseInt(r.header("Content-Length")) > 0, () -> r.toString());
