@@ -23,7 +23,8 @@ import kiln.app.Threads;
  * connection loops do, in their own way.
  *
  * <p>Life of a connection: the accept loop calls {@link #admit} (beyond the cap the connection is
- * answered 503 and closed), then the connection's own loop calls {@link #opened} and finally
+ * answered 503 and closed), then the front end calls {@link #opened} as it starts serving the
+ * connection (Kilim's selector at accept, loom's virtual thread as it begins) and finally
  * {@link #closed}. A handler runs between {@link #requestStarted} and {@link #requestEnded}.
  *
  * <h2>Threads</h2>
@@ -153,7 +154,7 @@ public final class Connections {
         }
     }
 
-    /** A connection's loop begins: the reaper watches its deadlines from now on. */
+    /** A connection is served from now on: the reaper watches its deadlines. */
     public void opened(Connection c) {
         open.add(c);
     }
