@@ -30,8 +30,12 @@ import kiln.http.HttpRequest;
  */
 final class HttpConnection extends Task<Object> implements PauseReason {
     private static final Logger LOG = Logger.getLogger(HttpConnection.class.getName());
-    /** Read or write attempts that yield to other fibers before going back to the selector (Kilim's EndPoint does the same). */
-    private static final int YIELDS_BEFORE_SELECT = 4;
+    /**
+     * Reads that find nothing, with a yield between them while other fibers wait on the carrier,
+     * before the connection goes back to the selector: under load a client's next request often
+     * arrives meanwhile and is served by this fiber, without the selector or a new fiber.
+     */
+    private static final int READS_BEFORE_SELECT = 4;
 
     private final KilimServer server;
     private final SelectionKey key;
@@ -104,8 +108,8 @@ final class HttpConnection extends Task<Object> implements PauseReason {
                 return false;
             }
             int n = channel.read(c.readBuffer());
-            for (int yields = 1; n == 0 && yields < YIELDS_BEFORE_SELECT; yields++) {
-                c.releaseIfIdle();  // no buffer held while waiting in the carriers' run queue
+            for (int reads = 1; n == 0 && reads < READS_BEFORE_SELECT && Carriers.othersQueued(); reads++) {
+                c.releaseIfIdle();  // no buffer held while waiting in the carrier's run queue
                 Task.yield();
                 n = channel.read(c.readBuffer());
             }
@@ -126,17 +130,11 @@ final class HttpConnection extends Task<Object> implements PauseReason {
      * @return false at end-of-stream (the client closed, or the reaper half-closed an overdue connection)
      */
     private boolean read(ByteBuffer in) throws Pausable, IOException {
-        int yields = 0;
         while (true) {
             int n = connection.channel().read(in);
             if (n > 0) return true;
             if (n < 0) return false;
-            if (++yields < YIELDS_BEFORE_SELECT) {
-                Task.yield();
-            } else {
-                pauseUntil(SelectionKey.OP_READ);
-                yields = 0;
-            }
+            pauseUntil(SelectionKey.OP_READ);
         }
     }
 
@@ -144,16 +142,8 @@ final class HttpConnection extends Task<Object> implements PauseReason {
     private void flush() throws Pausable, IOException {
         ByteBuffer bytes = connection.startWrite();
         SocketChannel channel = connection.channel();
-        int yields = 0;
         while (bytes.hasRemaining()) {
-            if (channel.write(bytes) > 0) {
-                yields = 0;
-            } else if (++yields < YIELDS_BEFORE_SELECT) {
-                Task.yield();
-            } else {
-                pauseUntil(SelectionKey.OP_WRITE);
-                yields = 0;
-            }
+            if (channel.write(bytes) == 0) pauseUntil(SelectionKey.OP_WRITE);
         }
         connection.written();
     }

@@ -7,9 +7,7 @@ import java.nio.channels.ServerSocketChannel;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
-import kilim.AffineScheduler;
 import kilim.Pausable;
-import kilim.Scheduler;
 import kiln.app.Launcher;
 import kiln.app.Limits;
 import kiln.app.Reply;
@@ -18,8 +16,9 @@ import kiln.http.Connections;
 import kiln.http.HttpRequest;
 
 /**
- * The Kilim fiber HTTP/1.1 server: one NIO selector thread, a pool of carrier threads running a
- * fiber per busy connection ({@link HttpConnection}), and a {@link Router} of handlers.
+ * The Kilim fiber HTTP/1.1 server: carrier threads running a fiber per busy connection
+ * ({@link HttpConnection}), the first of which is also the NIO selector thread, and a
+ * {@link Router} of handlers.
  *
  * <pre>{@code
  * KilimServer server = new KilimServer("127.0.0.1", 8080, 2, router);
@@ -30,10 +29,12 @@ import kiln.http.HttpRequest;
  *
  * <h2>Threads</h2>
  * <ul>
- *   <li>{@code kiln-selector}: accepts connections; starts a connection's fiber when its socket
- *       becomes readable, and resumes fibers paused on a socket ({@link Poller}).</li>
- *   <li>carrier threads ({@code threads}, default one per core): run the connection fibers.
- *       Handlers run here and must never block (see {@link Handler}).</li>
+ *   <li>{@code kiln-selector}, carrier 0: accepts connections; starts a connection's fiber when its
+ *       socket becomes readable, and resumes fibers paused on a socket ({@link Poller}); between two
+ *       selects it runs the fibers queued to it and fires due timers ({@link Carriers}).</li>
+ *   <li>{@code kiln-carrier-1} .. {@code threads - 1} (default: one carrier per core in all): run
+ *       connection fibers too. Handlers run on the carriers and must never block (see {@link Handler}):
+ *       a blocked carrier 0 also stops accepting and reading.</li>
  *   <li>{@code kiln-timeouts}: once a second, half-closes connections past their idle, header or
  *       write deadline (kiln's shared {@link kiln.http.Connections}; see {@link kiln.http.Connection}).</li>
  *   <li>{@code kiln-carrier-watch}: reports a handler that holds its carrier thread too long
@@ -62,7 +63,7 @@ public final class KilimServer implements Launcher.Server {
     private CarrierWatch carrierWatch = new CarrierWatch(0);
     private ServerSocketChannel channel;
     private Poller poller;
-    private Scheduler carriers;
+    private Carriers carriers;
 
     /**
      * @param bindAddress address to listen on, e.g. "0.0.0.0" or "127.0.0.1"
@@ -153,16 +154,16 @@ public final class KilimServer implements Launcher.Server {
             throw e;
         }
         channel = ssc;
-        carriers = new AffineScheduler(threads, 0);
+        carriers = new Carriers(threads);
         carrierWatch = new CarrierWatch(blockedCarrierMs);
         try {
             poller = new Poller(this, connections, carriers, ssc);
         } catch (IOException e) {
-            carriers.shutdown();
             ssc.close();
             throw e;
         }
         connections.start();
+        carriers.start();
         poller.start();
     }
 

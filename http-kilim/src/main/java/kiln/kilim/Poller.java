@@ -13,19 +13,18 @@ import java.nio.channels.SocketChannel;
 import java.util.Arrays;
 import java.util.Iterator;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
-import kilim.Scheduler;
 import kiln.http.Connection;
 import kiln.http.Connections;
 
 /**
- * The Kilim server's one selector thread ({@code kiln-selector}): it accepts connections, and when
- * an idle connection's socket becomes readable it reads what arrived and starts a fiber
- * ({@link HttpConnection}) on the carrier threads to serve it; a client that closed is closed here,
- * with no fiber. A fiber that finds nothing more to read hands its connection back here and ends,
+ * The Kilim server's one selector thread ({@code kiln-selector}), which is also carrier 0 of
+ * {@link Carriers}: it accepts connections, and when an idle connection's socket becomes readable
+ * it reads what arrived and starts a fiber ({@link HttpConnection}) to serve it; a client that
+ * closed is closed here, with no fiber. Between two selects it runs the fibers queued to it and
+ * fires the timers that are due, so with one carrier a request never leaves this thread. A fiber that finds nothing more to read hands its connection back here and ends,
  * so an idle keep-alive connection is only its socket, its selection key and a {@link Connection}
  * without buffers (nginx keeps idle connections the same way): no fiber, no paused frames, no
  * buffers.
@@ -49,15 +48,13 @@ final class Poller implements Runnable {
 
     private final KilimServer server;
     private final Connections connections;
-    private final Scheduler carriers;
+    private final Carriers carriers;
     private final Selector selector;
     private final ServerSocketChannel listener;
     private final SelectionKey acceptKey;
     private final Thread thread;
     /** The selector thread's own read buffer: a connection waiting in a fiber's run queue holds only the bytes that arrived. */
     private final ByteBuffer scratch = ByteBuffer.allocate(2048);
-    /** True while the selector thread is not blocked in select, or a wakeup is already on its way: no other is needed. */
-    private final AtomicBoolean awake = new AtomicBoolean(true);
     private volatile boolean running = true;
     /** System.nanoTime() when accepting resumes after a failed accept; 0 while accepting. */
     private long acceptPausedUntil;
@@ -66,7 +63,7 @@ final class Poller implements Runnable {
      * @param listener a bound, non-blocking listening socket; closed when the poller stops
      * @throws IOException when the selector cannot be opened
      */
-    Poller(KilimServer server, Connections connections, Scheduler carriers, ServerSocketChannel listener) throws IOException {
+    Poller(KilimServer server, Connections connections, Carriers carriers, ServerSocketChannel listener) throws IOException {
         this.server = server;
         this.connections = connections;
         this.carriers = carriers;
@@ -74,6 +71,7 @@ final class Poller implements Runnable {
         this.selector = Selector.open();
         this.acceptKey = listener.register(selector, SelectionKey.OP_ACCEPT);
         this.thread = new Thread(this, "kiln-selector");  // not a daemon: it keeps a server's JVM alive
+        carriers.selectorThread(thread, selector::wakeup);
     }
 
     void start() {
@@ -105,7 +103,7 @@ final class Poller implements Runnable {
      * deregisters it. At most one wakeup is in flight.
      */
     void wakeup() {
-        if (!awake.get() && !awake.getAndSet(true)) selector.wakeup();
+        if (carriers.claimSelectorWakeup()) selector.wakeup();
     }
 
     /** Stops the thread, then closes the listening socket and the idle connections; waits up to 1 s. */
@@ -121,12 +119,22 @@ final class Poller implements Runnable {
 
     @Override
     public void run() {
+        carriers.enterSelectorThread();
         try {
             while (running) {
-                awake.set(false);
-                long timeoutMs = acceptPausedUntil == 0 ? 0 : Math.max(1, (acceptPausedUntil - System.nanoTime()) / 1_000_000);
-                selector.select(timeoutMs);
-                awake.set(true);
+                carriers.runQueued(0);
+                carriers.fireTimers();
+                long sleepMs = carriers.prepareToSleep();
+                if (acceptPausedUntil != 0 && sleepMs != 0) {
+                    long acceptMs = Math.max(1, (acceptPausedUntil - System.nanoTime()) / 1_000_000);
+                    sleepMs = sleepMs < 0 ? acceptMs : Math.min(sleepMs, acceptMs);
+                }
+                if (sleepMs == 0) {
+                    selector.selectNow();
+                } else {
+                    selector.select(sleepMs < 0 ? 0 : sleepMs);  // select(0) blocks until woken
+                }
+                carriers.awake();
                 boolean acceptable = false;
                 Iterator<SelectionKey> it = selector.selectedKeys().iterator();
                 while (it.hasNext()) {

@@ -1,0 +1,153 @@
+package kiln.kilim;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import kilim.Mailbox;
+import kilim.Pausable;
+import kilim.Task;
+
+/**
+ * kiln's Kilim scheduler without sockets: carrier 0's loop is driven here as the {@link Poller}
+ * drives it (run the queue, fire timers, block until woken or the next timer), with a park in
+ * place of the select.
+ */
+class CarriersTest {
+    private Carriers carriers;
+    private Thread zero;
+    private volatile boolean stop;
+
+    private void start(int threads) {
+        carriers = new Carriers(threads);
+        zero = new Thread(() -> {
+            carriers.enterSelectorThread();
+            while (!stop) {
+                carriers.runQueued(0);
+                carriers.fireTimers();
+                long ms = carriers.prepareToSleep();
+                if (ms < 0) {
+                    LockSupport.park();
+                } else if (ms > 0) {
+                    LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(ms));
+                }
+                carriers.awake();
+            }
+        }, "test-carrier-0");
+        carriers.selectorThread(zero, () -> LockSupport.unpark(zero));
+        carriers.start();
+        zero.start();
+    }
+
+    @AfterEach
+    void stop() throws InterruptedException {
+        stop = true;
+        carriers.shutdown();
+        LockSupport.unpark(zero);
+        zero.join(2_000);
+    }
+
+    /** Sleeps, then records its name and which carrier woke it. */
+    static final class Sleeper extends Task<Object> {
+        private final String name;
+        private final long ms;
+        private final ConcurrentLinkedQueue<String> woke;
+        private final CountDownLatch done;
+
+        Sleeper(String name, long ms, ConcurrentLinkedQueue<String> woke, CountDownLatch done) {
+            this.name = name;
+            this.ms = ms;
+            this.woke = woke;
+            this.done = done;
+        }
+
+        @Override
+        public void execute() throws Pausable {
+            Task.sleep(ms);
+            woke.add(name + "@" + Thread.currentThread().getName());
+            done.countDown();
+        }
+    }
+
+    private void spawn(Task<?> t) {
+        t.setScheduler(carriers);
+        t.start();
+    }
+
+    @Test
+    void fibersStartedFromAPlainThreadRunOnEveryCarrierAndWakeFromTheirSleeps() throws Exception {
+        start(2);
+        ConcurrentLinkedQueue<String> woke = new ConcurrentLinkedQueue<>();
+        CountDownLatch done = new CountDownLatch(1_000);
+        for (int i = 0; i < 1_000; i++) spawn(new Sleeper("f" + i, 1 + i % 20, woke, done));
+        assertTrue(done.await(20, TimeUnit.SECONDS), () -> (1_000 - done.getCount()) + " of 1000 sleeping fibers woke");
+        long onZero = woke.stream().filter(s -> s.endsWith("@test-carrier-0")).count();
+        long onOne = woke.stream().filter(s -> s.endsWith("@kiln-carrier-1")).count();
+        assertEquals(1_000, onZero + onOne, () -> "fibers ran elsewhere: " + woke);
+        assertTrue(onZero > 0 && onOne > 0, () -> "fibers from a plain thread go to the carriers in turn: " + onZero + " on 0, " + onOne + " on 1");
+    }
+
+    @Test
+    void timersFireInTheirOrder() throws Exception {
+        start(1);
+        ConcurrentLinkedQueue<String> woke = new ConcurrentLinkedQueue<>();
+        CountDownLatch done = new CountDownLatch(3);
+        spawn(new Sleeper("late", 300, woke, done));
+        spawn(new Sleeper("early", 10, woke, done));
+        spawn(new Sleeper("middle", 150, woke, done));
+        assertTrue(done.await(10, TimeUnit.SECONDS), "three sleepers woke");
+        assertEquals(List.of("early", "middle", "late"), woke.stream().map(s -> s.substring(0, s.indexOf('@'))).toList());
+    }
+
+    /** Waits for a message with a 60 s timeout that does not expire, then sleeps 5 ms: Kilim re-sets the same timer, which must fire at its new time. */
+    static final class Receiver extends Task<Object> {
+        final Mailbox<String> box = new Mailbox<>();
+        volatile String got;
+        final CountDownLatch done = new CountDownLatch(1);
+
+        @Override
+        public void execute() throws Pausable {
+            got = box.get(60_000);
+            Task.sleep(5);
+            done.countDown();
+        }
+    }
+
+    @Test
+    void aTimerReSetAfterATimedWaitFiresAtItsNewTime() throws Exception {
+        start(1);
+        Receiver r = new Receiver();
+        spawn(r);
+        Thread.sleep(50);
+        r.box.putnb("hello");
+        assertTrue(r.done.await(10, TimeUnit.SECONDS), "the receiver got its message and slept");
+        assertEquals("hello", r.got);
+    }
+
+    /** Throws from its body: Kilim logs it; the carrier goes on with the next fiber. */
+    static final class Failing extends Task<Object> {
+        @Override
+        public void execute() throws Pausable {
+            Task.sleep(1);
+            throw new IllegalStateException("expected by CarriersTest");
+        }
+    }
+
+    @Test
+    void aFailingFiberDoesNotStopItsCarrier() throws Exception {
+        start(1);
+        for (int i = 0; i < 10; i++) spawn(new Failing());
+        ConcurrentLinkedQueue<String> woke = new ConcurrentLinkedQueue<>();
+        CountDownLatch done = new CountDownLatch(1);
+        spawn(new Sleeper("after", 20, woke, done));
+        assertTrue(done.await(10, TimeUnit.SECONDS), "a fiber after ten failing ones ran");
+    }
+}
