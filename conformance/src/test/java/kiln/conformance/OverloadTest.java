@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
+import java.io.UncheckedIOException;
 import java.net.Socket;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
@@ -95,20 +96,26 @@ class OverloadTest {
     /**
      * The server learns of the clients' closes asynchronously (a virtual thread or the selector reads
      * each end of stream): until it has, a new connection is still over the cap and answered 503 with
-     * {@code Retry-After}, which is the contract. Retries such answers for at most
-     * {@value #RELEASE_WITHIN_MS} ms; any other answer ends the wait.
+     * {@code Retry-After}, which is the contract; a library that leaves connections over its cap in
+     * the listen backlog may also reset one it took from there before it counted the closes (seen
+     * once on jetty-blocking in CI). Retries such answers for at most {@value #RELEASE_WITHIN_MS} ms;
+     * any other answer ends the wait.
      */
     private static void awaitBelowCap(ServerProcess s) throws InterruptedException {
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(RELEASE_WITHIN_MS);
         while (true) {
-            RawResponse r;
+            String notYet;
             try (RawConnection c = RawConnection.open(s, RobustnessTest.SERVE_WITHIN_MS)) {
-                r = c.exchange(RawConnection.get("/plaintext"));
+                RawResponse r = c.exchange(RawConnection.get("/plaintext"));
+                if (r.status != 503) return;
+                assertEquals("1", r.header("Retry-After"), () -> s.frontEnd.id + ": a 503 at the cap without Retry-After: " + r);
+                notYet = r.toString();
+            } catch (UncheckedIOException e) {
+                notYet = e.getCause().toString();
             }
-            if (r.status != 503) return;
-            assertEquals("1", r.header("Retry-After"), () -> s.frontEnd.id + ": a 503 at the cap without Retry-After: " + r);
-            assertTrue(System.nanoTime() < deadline, () -> s.frontEnd.id + " still answers 503 " + RELEASE_WITHIN_MS
-                + " ms after every client over the cap closed: " + r);
+            String last = notYet;
+            assertTrue(System.nanoTime() < deadline, () -> s.frontEnd.id + " still refuses " + RELEASE_WITHIN_MS
+                + " ms after every client over the cap closed: " + last);
             Thread.sleep(50);
         }
     }

@@ -32,8 +32,8 @@ final class CarrierWatch {
         {"java.util.concurrent.CompletableFuture.", "CompletableFuture.join()/get()", "wait with a kilim.Cell filled from whenComplete, or use future.await() on a database future"},
         {"java.util.concurrent.locks.LockSupport.park", "a lock, latch or blocking queue", "wait with a Kilim Mailbox or Cell (get() pauses the fiber)"},
         {"java.lang.Object.wait", "Object.wait", "wait with a Kilim Mailbox or Cell (get() pauses the fiber)"},
-        {"sun.nio.ch.", "blocking I/O", "use kilim.nio.EndPoint for sockets, or run the call on a thread pool and await its future"},
-        {"java.net.", "blocking network I/O", "run it on a thread pool and pause on its future; or use kilim.nio.EndPoint"},
+        {"sun.nio.ch.", "blocking I/O", "run the call on a thread pool and pause on its future (a kilim.Cell filled from whenComplete)"},
+        {"java.net.", "blocking network I/O", "run it on a thread pool and pause on its future (a kilim.Cell filled from whenComplete)"},
         {"java.io.", "blocking file or stream I/O", "run it on a thread pool and pause on its future"},
     };
 

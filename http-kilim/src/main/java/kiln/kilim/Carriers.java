@@ -33,6 +33,7 @@ import kilim.timerservice.Timer;
  * default pinnable scheduler.
  */
 final class Carriers extends Scheduler {
+    // java.util.logging's Logger by its full name: kilim.Scheduler has a nested Logger of its own
     private static final java.util.logging.Logger LOG = java.util.logging.Logger.getLogger(Carriers.class.getName());
     /** Fibers a carrier runs before it looks at its selector, timers or queue again. */
     static final int BATCH = 256;
@@ -174,7 +175,11 @@ final class Carriers extends Scheduler {
      * @return true when the caller must call {@code selector.wakeup()}
      */
     boolean claimSelectorWakeup() {
-        Carrier c = carriers[0];
+        return claimWakeup(carriers[0]);
+    }
+
+    /** @return true when {@code c} sleeps or is about to, and this caller is the one to wake it */
+    private static boolean claimWakeup(Carrier c) {
         return c.sleeping.get() && c.sleeping.compareAndSet(true, false);
     }
 
@@ -209,7 +214,7 @@ final class Carriers extends Scheduler {
             }
         }
         c.queue.add(t);
-        if (c.sleeping.get() && c.sleeping.compareAndSet(true, false)) c.wakeup.run();
+        if (claimWakeup(c)) c.wakeup.run();
     }
 
     /** Keeps a timer ({@code Task.sleep}, a timed {@code Mailbox.get}) for carrier 0 to fire. From any thread. */
@@ -223,7 +228,7 @@ final class Carriers extends Scheduler {
             heap.add(d);
         } else {
             incomingTimers.add(d);
-            if (zero.sleeping.get() && zero.sleeping.compareAndSet(true, false)) zero.wakeup.run();
+            if (claimWakeup(zero)) zero.wakeup.run();
         }
     }
 

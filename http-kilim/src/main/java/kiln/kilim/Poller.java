@@ -24,10 +24,10 @@ import kiln.http.Connections;
  * {@link Carriers}: it accepts connections, and when an idle connection's socket becomes readable
  * it reads what arrived and starts a fiber ({@link HttpConnection}) to serve it; a client that
  * closed is closed here, with no fiber. Between two selects it runs the fibers queued to it and
- * fires the timers that are due, so with one carrier a request never leaves this thread. A fiber that finds nothing more to read hands its connection back here and ends,
- * so an idle keep-alive connection is only its socket, its selection key and a {@link Connection}
- * without buffers (nginx keeps idle connections the same way): no fiber, no paused frames, no
- * buffers.
+ * fires the timers that are due, so with one carrier a request never leaves this thread. A fiber
+ * that finds nothing more to read hands its connection back here and ends, so an idle keep-alive
+ * connection is only its socket, its selection key and a {@link Connection} without buffers (nginx
+ * keeps idle connections the same way): no fiber, no paused frames, no buffers.
  *
  * <p>New connections are accepted after the ready connections of the same select are handled, so
  * that connections their clients closed are counted out before the cap is checked.
