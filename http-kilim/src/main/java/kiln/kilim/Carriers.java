@@ -36,7 +36,7 @@ final class Carriers extends Scheduler {
     // java.util.logging's Logger by its full name: kilim.Scheduler has a nested Logger of its own
     private static final java.util.logging.Logger LOG = java.util.logging.Logger.getLogger(Carriers.class.getName());
     /** Fibers a carrier runs before it looks at its selector, timers or queue again. */
-    static final int BATCH = 256;
+    private static final int BATCH = 256;
     /** Lingering cancelled timers tolerated before they are swept out of the heap. */
     private static final int TIMER_SWEEP_MIN = 1024;
     private static final ThreadLocal<Carrier> CURRENT = new ThreadLocal<>();
