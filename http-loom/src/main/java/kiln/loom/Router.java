@@ -6,13 +6,13 @@ import kiln.app.Endpoints;
 import kiln.app.Failures;
 import kiln.app.Metrics;
 import kiln.app.Reply;
-import kiln.app.Routes;
 import kiln.app.Step;
+import kiln.http.AbstractRouter;
 import kiln.http.HttpRequest;
 
 /**
  * Maps (method, path) to a virtual-thread {@link Handler}, with the routing every front end shares
- * ({@link Routes}): exact paths and templates ({@code /todos/{id}}), HEAD answered by GET, 404 for
+ * ({@link AbstractRouter} over {@link kiln.app.Routes}): exact paths and templates ({@code /todos/{id}}), HEAD answered by GET, 404 for
  * an unknown path, 405 with {@code Allow} for a known path asked with another method.
  *
  * <pre>{@code
@@ -20,17 +20,14 @@ import kiln.http.HttpRequest;
  *     .get("/hits", req -> ...);                            // plus your own handlers
  * }</pre>
  */
-public final class Router {
-    private final Routes<Entry> routes = new Routes<>();
-    private final Metrics metrics;
-
+public final class Router extends AbstractRouter<Handler, Router> {
     /** A router of your own handlers; it records no metrics (it serves no {@code /metrics}). */
     public Router() {
         this(Metrics.off());
     }
 
     private Router(Metrics metrics) {
-        this.metrics = metrics;
+        super(metrics);
     }
 
     /**
@@ -56,73 +53,20 @@ public final class Router {
         return router;
     }
 
-    /** Registers {@code handler} for GET {@code path}; it answers HEAD too (the body dropped). */
-    public Router get(String path, Handler handler) {
-        return route("GET", path, handler);
-    }
-
-    /** Registers {@code handler} for POST {@code path}. */
-    public Router post(String path, Handler handler) {
-        return route("POST", path, handler);
-    }
-
-    /** Registers {@code handler} for PUT {@code path}. */
-    public Router put(String path, Handler handler) {
-        return route("PUT", path, handler);
-    }
-
-    /** Registers {@code handler} for DELETE {@code path}. */
-    public Router delete(String path, Handler handler) {
-        return route("DELETE", path, handler);
-    }
-
-    /**
-     * Registers {@code handler} for {@code method} on {@code path}: an exact path ({@code /todos}) or
-     * a template with whole-segment parameters ({@code /todos/{id}}, read with
-     * {@code request.pathParam("id")}); no query string. See {@link Routes} for the matching rules.
-     *
-     * @throws IllegalArgumentException when the route exists already or the path is malformed
-     */
-    public Router route(String method, String path, Handler handler) {
-        routes.add(method, path, new Entry(handler, metrics.route(path)));
-        return this;
-    }
-
-    /** @return the metrics this router records every request in ({@link Metrics#off()} for {@code new Router()}) */
-    public Metrics metrics() {
-        return metrics;
-    }
-
     /**
      * Runs the handler for {@code request}, or answers 404/405; a handler's exception becomes the
      * failure policy's reply ({@link Failures}). Records the request in the metrics, once.
      */
     Reply dispatch(HttpRequest request) {
-        long started = metrics.start();
-        Entry entry = request.routeIn(routes);
-        if (entry == null) {
-            Reply miss = routes.miss(request.method(), request.path());
-            metrics.unmatched().record(miss.status, started);
-            return miss;
-        }
+        long started = metrics().start();
+        Entry<Handler> entry = find(request);
+        if (entry == null) return miss(request, started);
         Reply reply;
         try {
             reply = entry.handler.handle(request);
         } catch (Exception e) {
             reply = Failures.toReply(e, request);
         }
-        entry.series.record(reply.status, started);
-        return reply;
-    }
-
-    /** A route's handler and its series in the metrics. */
-    private static final class Entry {
-        final Handler handler;
-        final Metrics.Route series;
-
-        Entry(Handler handler, Metrics.Route series) {
-            this.handler = handler;
-            this.series = series;
-        }
+        return entry.answered(reply, started);
     }
 }
