@@ -65,7 +65,8 @@ def _pom(path):
 
 def source_dirs(root, module):
     """The module and every module of this repository it depends on, directly or not (from the poms):
-    the directories whose sources its jar is built from."""
+    the directories whose sources its jar is built from. A build plugin built here counts too (the
+    Kilim weaver that weaves http-kilim and db): a change to it changes the woven classes."""
     root = Path(root)
     by_artifact = {}
     for m in _pom(root / "pom.xml").iterfind(".//{*}modules/{*}module"):
@@ -78,9 +79,13 @@ def source_dirs(root, module):
         if m in found:
             continue
         found.append(m)
-        for dep in _pom(root / m / "pom.xml").iterfind("{*}dependencies/{*}dependency"):
+        pom = _pom(root / m / "pom.xml")
+        for dep in pom.iterfind("{*}dependencies/{*}dependency"):
             if dep.findtext("{*}artifactId") in by_artifact and dep.findtext("{*}scope") != "test":
                 todo.append(by_artifact[dep.findtext("{*}artifactId")])
+        for plugin in pom.iterfind("{*}build/{*}plugins/{*}plugin"):
+            if plugin.findtext("{*}artifactId") in by_artifact:
+                todo.append(by_artifact[plugin.findtext("{*}artifactId")])
     return found
 
 
