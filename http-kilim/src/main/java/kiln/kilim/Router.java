@@ -20,8 +20,9 @@ import kiln.http.HttpRequest;
 
 /**
  * Maps (method, path) to a fiber {@link Handler}, with the routing every front end shares
- * ({@link AbstractRouter} over {@link kiln.app.Routes}): exact paths and templates ({@code /todos/{id}}), HEAD answered by GET, 404 for
- * an unknown path, 405 with {@code Allow} for a known path asked with another method.
+ * ({@link AbstractRouter} over {@link kiln.app.Routes}): exact paths and templates
+ * ({@code /todos/{id}}), HEAD answered by GET, 404 for an unknown path, 405 with {@code Allow} for
+ * a known path asked with another method.
  *
  * <pre>{@code
  * Router router = Router.withEndpoints(DemoDb.open(db))     // the demo endpoints of the registry
