@@ -80,12 +80,9 @@ def source_dirs(root, module):
             continue
         found.append(m)
         pom = _pom(root / m / "pom.xml")
-        for dep in pom.iterfind("{*}dependencies/{*}dependency"):
-            if dep.findtext("{*}artifactId") in by_artifact and dep.findtext("{*}scope") != "test":
-                todo.append(by_artifact[dep.findtext("{*}artifactId")])
-        for plugin in pom.iterfind("{*}build/{*}plugins/{*}plugin"):
-            if plugin.findtext("{*}artifactId") in by_artifact:
-                todo.append(by_artifact[plugin.findtext("{*}artifactId")])
+        used = [d for d in pom.iterfind("{*}dependencies/{*}dependency") if d.findtext("{*}scope") != "test"]
+        used += pom.iterfind("{*}build/{*}plugins/{*}plugin")
+        todo += [by_artifact[a] for a in (u.findtext("{*}artifactId") for u in used) if a in by_artifact]
     return found
 
 

@@ -12,7 +12,7 @@ import kiln.app.Routes;
  *
  * <p>The two routers differ only in how a handler runs: {@code kiln.kilim.Router}'s handlers are
  * pausable and run in the connection's fiber, {@code kiln.loom.Router}'s block the connection's
- * virtual thread. So each writes its own {@code dispatch}, the same four steps around that one call:
+ * virtual thread. So each writes its own {@code dispatch}, the same steps around that one call:
  * <pre>{@code
  * long started = metrics().start();
  * Entry<Handler> entry = find(request);
@@ -78,12 +78,18 @@ public abstract class AbstractRouter<H, R extends AbstractRouter<H, R>> {
     protected void check(H handler) {
     }
 
-    /** @return the metrics this router records every request in ({@link Metrics#off()} for a router of your own) */
+    /**
+     * @return the metrics this router records every request in ({@link Metrics#off()} for a router
+     *         of your own)
+     */
     public Metrics metrics() {
         return metrics;
     }
 
-    /** @return the entry of {@code request}'s route, which then reads its path parameters; null when none matches */
+    /**
+     * @return the entry of {@code request}'s route (the request then reads its path parameters from
+     *         it); null when none matches
+     */
     protected final Entry<H> find(HttpRequest request) {
         return request.routeIn(routes);
     }
