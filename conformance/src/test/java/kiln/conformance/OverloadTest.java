@@ -98,8 +98,8 @@ class OverloadTest {
      * each end of stream): until it has, a new connection is still over the cap and answered 503 with
      * {@code Retry-After}, which is the contract; a library that leaves connections over its cap in
      * the listen backlog may also reset one it took from there before it counted the closes (seen
-     * once on jetty-blocking in a full local run). Retries such answers for at most {@value #RELEASE_WITHIN_MS} ms;
-     * any other answer ends the wait.
+     * once on jetty-blocking in a full local run). Retries such answers for at most
+     * {@value #RELEASE_WITHIN_MS} ms; any other answer ends the wait.
      */
     private static void awaitBelowCap(ServerProcess s) throws InterruptedException {
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(RELEASE_WITHIN_MS);
