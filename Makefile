@@ -8,8 +8,8 @@ SERVER ?= kilim
 PORT   ?= 8080
 BIND   ?= 0.0.0.0
 DATA   ?= data
-# A main class of your own to run instead of the front end's (e.g. kiln.kilim.example.HitCounter);
-# it must be in SERVER's module, whose jar holds it.
+# A main class to run instead of the demo's, from SERVER's jar: the in-tree examples
+# (e.g. kiln.kilim.example.HitCounter). Your own app lives in its own project: make new-app.
 APP    ?=
 # Heap for a 1 GB VPS: leaves room for LMDB's page cache, thread stacks and the OS.
 HEAP   ?= 256m
@@ -39,11 +39,13 @@ NEW_JDK_FLAGS = $(shell v=$$($(SERVER_JAVA) -version 2>&1 | sed -n 's/.*version 
 # A jar is rebuilt when any main source or pom changed since it was made.
 MAIN_SOURCES := $(shell find . -path ./conformance -prune -o \( -path '*/src/main/*' -o -name pom.xml \) -type f -print 2>/dev/null)
 
-.PHONY: help build demo backup test bench-db bench-parser bench-memory clean check-server
+.PHONY: help build install new-app demo backup test bench-db bench-parser bench-memory clean check-server
 
 help:
 	@echo "make demo [SERVER=$(SERVER_NAMES)] [PORT=8080] [DATA=data] [HEAP=256m]   build if needed and start a server"
-	@echo "make demo APP=your.Main                    build and run your own routes (a main calling KilimMain.serve; LoomMain.serve with SERVER=loom)"
+	@echo "make demo APP=kiln.kilim.example.TodoApp   build and run an in-tree example instead of the demo (SERVER=loom for kiln.loom.example.*)"
+	@echo "make install                               put kiln's artifacts and its Kilim weaver plugin into ~/.m2 (tests skipped)"
+	@echo "make new-app DIR=../myapp [KIND=loom]      a new app of your own in DIR, on Kilim fibers (or virtual threads); then: cd DIR && make run"
 	@echo "make backup TO=DIR [DATA=data]             compacted copy of the database into DIR/data.mdb (also while a server runs)"
 	@echo "make test                                  run every test (unit, database, HTTP conformance, nginx, sweep)"
 	@echo "make build                                 build every runnable jar (skips tests)"
@@ -57,6 +59,16 @@ check-server:
 
 build:
 	$(MVN) -DskipTests package
+
+# kiln's artifacts (version: the root pom's) and the Kilim weaver plugin, into the local Maven
+# repository, for apps built outside this tree (make new-app). `make test` installs them too.
+install:
+	$(MVN) -DskipTests install
+
+KIND ?= kilim
+new-app:
+	@if [ -z "$(DIR)" ]; then echo "make new-app: give DIR=../myapp, a new directory (KIND=kilim or loom)" >&2; exit 2; fi
+	scripts/new-app.sh $(KIND) $(DIR)
 
 $(JAR): $(MAIN_SOURCES)
 	$(MVN) -DskipTests -pl $(MODULE) -am package
@@ -73,8 +85,9 @@ backup: check-server $(JAR)
 	$(SERVER_JAVA) -Xmx64m $(LMDB_FLAGS) -jar $(JAR) --data $(DATA) --backup $(TO)
 
 # Maven prints each module's surefire summary; the sweep's pytest suite (sweep/tests) its own closing line.
+# install, not verify: conformance's StarterTest builds a new app against the installed artifacts.
 test:
-	mvn -B --no-transfer-progress verify
+	mvn -B --no-transfer-progress install
 	./ab-sweep.sh --setup
 	cd sweep && .venv/bin/python -m pytest
 
@@ -85,10 +98,10 @@ bench-db:
 	$(JAVA) -Xms256m -Xmx256m $(LMDB_FLAGS) -Dkiln.bench.dir=bench/target/bench-data \
 	  -cp "bench/target/classes:$$(cat bench/target/classpath.txt)" kiln.bench.BenchDb
 
-# A request trickled one byte per read through kiln's own parser (http-core); about 20 s.
+# A request trickled one byte per read through kiln's own parser (http); about 20 s.
 bench-parser:
-	$(MVN) -DskipTests -pl http-core -am package
-	$(JAVA) -cp http-core/target/classes:http-core/target/test-classes:app/target/classes kiln.http.TrickleBench
+	$(MVN) -DskipTests -pl http -am package
+	$(JAVA) -cp http/target/classes:http/target/test-classes kiln.http.TrickleBench
 
 # Bytes per idle keep-alive connection (heap from jcmd's class histogram, RSS), every front end of
 # frontends.conf beside the dummy and nginx anchors: ./ab-sweep.sh --memory (README, "Benchmark sweep").

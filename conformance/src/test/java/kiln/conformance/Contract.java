@@ -25,9 +25,9 @@ import java.util.regex.Pattern;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import kiln.app.Fortune;
-import kiln.app.DemoDb;
-import kiln.app.Http;
+import kiln.demo.Fortune;
+import kiln.demo.DemoDb;
+import kiln.http.Http;
 import kiln.db.Db;
 
 /**

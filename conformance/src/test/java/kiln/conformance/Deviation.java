@@ -1,7 +1,7 @@
 package kiln.conformance;
 
 /**
- * The places where a front end's server library cannot follow the contract ({@link kiln.app.Http}),
+ * The places where a front end's server library cannot follow the contract ({@link kiln.http.Http}),
  * and so the one list of what the suite lets pass. Each front end names its deviations in
  * {@link FrontEnd}; a test that meets one never skips: it checks the weaker property written here
  * instead, and that property pins what the server does today, so a library upgrade that changes the
@@ -99,7 +99,7 @@ enum Deviation {
     /**
      * The server library parses requests and the front end never reads content (no endpoint takes
      * any), so chunked content cannot be checked for valid framing: the front end refuses every
-     * chunked request with 413 and closes, without reading it ({@code kiln.app.Reply#refuseRequest}).
+     * chunked request with 413 and closes, without reading it ({@code kiln.http.Reply#refuseRequest}).
      * Kilim's own parser reads and checks chunked content and answers malformed framing with 400.
      *
      * <p>Checked instead: 413, then the server closes the connection.

@@ -20,7 +20,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import kiln.app.Limits;
+import kiln.http.Limits;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -28,7 +28,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * Stopping and crashing. An /updates answer promises its rows are durable (the write's future
  * completes after the fsync'd commit). The update tests run their own server on a fresh data
  * directory, send several /updates of 500 rows one after another, stop it (SIGTERM) or crash it
- * (SIGKILL), then open the LMDB directory themselves (kiln.db.Db + kiln.app.DemoDb, in this JVM) and
+ * (SIGKILL), then open the LMDB directory themselves (kiln.db.Db + kiln.demo.DemoDb, in this JVM) and
  * check that every id holds the number the last answer gave it. Requests are sequential, so for an
  * id updated more than once the later answer (and, within one answer, the later row) is the value
  * that must have won. Also: SIGTERM finishes a request in flight and exits 0; a restart on a

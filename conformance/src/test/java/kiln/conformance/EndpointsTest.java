@@ -21,11 +21,11 @@ import java.util.regex.Pattern;
 import java.util.stream.Stream;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import kiln.app.Bodies;
-import kiln.app.Endpoint;
-import kiln.app.Endpoints;
-import kiln.app.Fortune;
-import kiln.app.Http;
+import kiln.demo.Bodies;
+import kiln.demo.Endpoint;
+import kiln.demo.Endpoints;
+import kiln.demo.Fortune;
+import kiln.http.Http;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;

@@ -195,7 +195,7 @@ final class FrontEnd {
         return all.stream();
     }
 
-    private static FrontEnd byId(String id) {
+    static FrontEnd byId(String id) {
         for (FrontEnd fe : ALL) {
             if (fe.id.equals(id)) return fe;
         }

@@ -15,10 +15,10 @@ import java.util.Objects;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
 
-import kiln.app.Bodies;
-import kiln.app.Endpoints;
-import kiln.app.Http;
-import kiln.app.Metrics;
+import kiln.demo.Bodies;
+import kiln.demo.Endpoints;
+import kiln.http.Http;
+import kiln.server.Metrics;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;

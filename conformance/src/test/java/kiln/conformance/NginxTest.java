@@ -34,9 +34,9 @@ import java.util.zip.GZIPInputStream;
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.TrustManagerFactory;
 
-import kiln.app.Endpoint;
-import kiln.app.Endpoints;
-import kiln.app.Http;
+import kiln.demo.Endpoint;
+import kiln.demo.Endpoints;
+import kiln.http.Http;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.MethodOrderer;

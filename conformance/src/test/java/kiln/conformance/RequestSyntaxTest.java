@@ -13,7 +13,7 @@ import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * The same bytes, the same answer from every front end: request paths in their normal form (RFC
- * 3986 section 6.2.2, {@code kiln.app.Paths}) and the line syntax where server libraries are
+ * 3986 section 6.2.2, {@code kiln.http.Paths}) and the line syntax where server libraries are
  * known to differ (bare LF, obsolete line folding, the HTTP-name's case). Where a library does
  * otherwise and cannot be configured to conform, the front end's {@link Deviation} pins what it
  * does instead.
@@ -129,7 +129,7 @@ class RequestSyntaxTest {
             Contract.assertBodiless400(fe, r);
         } else {
             assertEquals(Contract.statusLine(400), r.statusLine, () -> fe.id + " answered\n" + r);
-            Contract.assertHeaders(fe, r, kiln.app.Http.TEXT_PLAIN, "Connection: close");
+            Contract.assertHeaders(fe, r, kiln.http.Http.TEXT_PLAIN, "Connection: close");
         }
         assertNull(c.closedByServer(), "the connection must be closed after the 400");
     }

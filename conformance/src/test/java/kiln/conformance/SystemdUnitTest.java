@@ -215,7 +215,7 @@ class SystemdUnitTest {
             try (var files = Files.list(made)) {
                 assertEquals(List.of("data.mdb"), files.map(p -> p.getFileName().toString()).toList());
             }
-            assertEquals(kiln.app.DemoDb.WORLD_ROWS, Contract.storedWorlds(made).size(), "the backup opens and holds the world table");
+            assertEquals(kiln.demo.DemoDb.WORLD_ROWS, Contract.storedWorlds(made).size(), "the backup opens and holds the world table");
         } finally {
             ServerProcess.deleteRecursively(backups);
         }

@@ -8,15 +8,13 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.Supplier;
 
-import kilim.Cell;
-import kilim.Pausable;
-
 /**
  * The pending result of a {@link Db#read} or {@link Db#write}. Three ways to wait, one per kind of
  * caller:
  * <ul>
- *   <li>in a Kilim fiber: {@link #await()} pauses the fiber, never its carrier thread;</li>
- *   <li>on a plain thread that may block: {@link #join()};</li>
+ *   <li>in a fiber: the fiber runtime's one pausing call on a {@code CompletionStage}
+ *       ({@code kiln.kilim.Fibers.await(future)}), which pauses the fiber, never its carrier thread;</li>
+ *   <li>on a thread that may block (a plain or a virtual thread): {@link #join()};</li>
  *   <li>on a thread that must not block: a {@link java.util.concurrent.CompletionStage} callback
  *       ({@code whenComplete}, {@code thenAccept}...). Write callbacks run on the database's writer
  *       thread unless you use an {@code ...Async} variant: keep them short.</li>
@@ -29,8 +27,24 @@ import kilim.Pausable;
  * @param <R> the query's result type
  */
 public final class QueryFuture<R> extends CompletableFuture<R> {
+    /** Says why the calling thread must not block, or null when it may; see {@link #refuseBlockingWhere}. */
+    private static volatile Supplier<String> blockingGuard = () -> null;
 
     QueryFuture() {
+    }
+
+    /**
+     * Installs the check that {@link #join()} and {@link #get()} make before they block on an
+     * unfinished future: a fiber runtime installs one that names its carrier threads, where blocking
+     * would stall every fiber of the carrier ({@code kiln.kilim.KilimServer} does, for Kilim's). The
+     * last call wins; the database itself knows no fiber runtime.
+     *
+     * @param guard run on the thread about to block: returns why it must not (e.g. {@code "in fiber
+     *              code (Kilim carrier thread kiln-selector) would block the carrier ...: use ..."}), or
+     *              null when it may
+     */
+    public static void refuseBlockingWhere(Supplier<String> guard) {
+        blockingGuard = guard;
     }
 
     /** Completes this future with the query's result; the database's side of {@link #complete}. */
@@ -44,34 +58,12 @@ public final class QueryFuture<R> extends CompletableFuture<R> {
     }
 
     /**
-     * Waits for the result without blocking the carrier thread. Call only from Kilim fiber code
-     * (a woven method that throws {@code Pausable}); plain threads use {@link #join()}.
+     * Waits on a thread that may block; in fiber code use the fiber runtime's pausing call.
      *
-     * @return the query's result
-     * @throws RuntimeException the query's own unchecked exception, or a {@link DbException};
-     *                          a checked exception from the query arrives wrapped in a
-     *                          {@link CompletionException}
-     */
-    public R await() throws Pausable {
-        if (!isDone()) {
-            Cell<Boolean> done = new Cell<>();
-            whenComplete((r, t) -> done.putnb(Boolean.TRUE));
-            done.get();
-        }
-        try {
-            return get();
-        } catch (ExecutionException e) {
-            throw unwrap(e.getCause());
-        } catch (InterruptedException e) {
-            throw new IllegalStateException("unreachable: the future is done", e);
-        }
-    }
-
-    /**
-     * Waits on a plain thread; in fiber code use {@link #await()}.
-     *
-     * @throws IllegalStateException when called from a Kilim carrier thread (fiber code) before the
-     *                               result is in: blocking there would stall every fiber of that carrier
+     * @throws IllegalStateException when the installed guard ({@link #refuseBlockingWhere}) refuses
+     *                               the calling thread before the result is in: a fiber's carrier,
+     *                               where blocking would stall every fiber of that carrier
+     * @throws CompletionException   the query's failure, as {@link CompletableFuture#join()}
      */
     @Override
     public R join() {
@@ -79,14 +71,14 @@ public final class QueryFuture<R> extends CompletableFuture<R> {
         return super.join();
     }
 
-    /** As {@link #join()}: refused on a Kilim carrier thread while the result is not in. */
+    /** As {@link #join()}: refused where the guard says so while the result is not in. */
     @Override
     public R get() throws InterruptedException, ExecutionException {
         refuseBlockingACarrier("get");
         return super.get();
     }
 
-    /** As {@link #join()}: refused on a Kilim carrier thread while the result is not in. */
+    /** As {@link #join()}: refused where the guard says so while the result is not in. */
     @Override
     public R get(long timeout, TimeUnit unit) throws InterruptedException, ExecutionException, TimeoutException {
         refuseBlockingACarrier("get");
@@ -94,17 +86,9 @@ public final class QueryFuture<R> extends CompletableFuture<R> {
     }
 
     private void refuseBlockingACarrier(String method) {
-        if (!isDone() && KilimCarrier.isCurrentThread()) {
-            throw new IllegalStateException(method + "() on a database future in fiber code (Kilim carrier thread "
-                + Thread.currentThread().getName() + ") would block the carrier and every fiber on it: use future.await(),"
-                + " which pauses only this fiber. join() and get() are for plain threads.");
-        }
-    }
-
-    private static RuntimeException unwrap(Throwable cause) {
-        if (cause instanceof RuntimeException) return (RuntimeException) cause;
-        if (cause instanceof Error) throw (Error) cause;
-        return new CompletionException(cause);
+        if (isDone()) return;
+        String why = blockingGuard.get();
+        if (why != null) throw new IllegalStateException(method + "() on a database future " + why);
     }
 
     static <R> QueryFuture<R> failed(Throwable t) {

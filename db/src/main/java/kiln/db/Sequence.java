@@ -10,7 +10,7 @@ package kiln.db;
  *     long next = ids.next(txn);
  *     todos.put(txn, next, todo);
  *     return next;
- * }).await();
+ * }).join();                        // in fiber code: Fibers.await(db.write(...))
  * }</pre>
  *
  * A write query that is run again (map growth) or rolled back takes the same id again: the counter

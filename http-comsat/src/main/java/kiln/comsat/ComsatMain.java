@@ -1,9 +1,10 @@
 package kiln.comsat;
 
-import kiln.app.DemoDb;
-import kiln.app.Launcher;
-import kiln.app.Params;
-import kiln.app.ServerOptions;
+import kiln.demo.DemoDb;
+import kiln.demo.Endpoints;
+import kiln.server.Launcher;
+import kiln.demo.Params;
+import kiln.server.ServerOptions;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 
@@ -34,7 +35,7 @@ public final class ComsatMain {
     ServerOptions server;
 
     public static void main(String[] args) {
-        ServerOptions options = ServerOptions.parseOrExit(new ComsatMain(), args);
+        ServerOptions options = ServerOptions.parseOrExit(new ComsatMain(), Endpoints.usage(), args);
         String problem = Preflight.problem();
         if (problem != null) ServerOptions.fail(NAME, problem);
         // Read once each: when the first fiber creates Quasar's default scheduler, and when the

@@ -8,13 +8,14 @@ import javax.servlet.ServletException;
 import javax.servlet.http.HttpServletRequest;
 import javax.servlet.http.HttpServletResponse;
 
-import kiln.app.ConnectionWatch;
-import kiln.app.DemoDb;
-import kiln.app.Endpoints;
-import kiln.app.Launcher;
-import kiln.app.Limits;
-import kiln.app.Reply;
-import kiln.app.ServerOptions;
+import kiln.server.ConnectionWatch;
+import kiln.demo.DemoDb;
+import kiln.demo.Endpoints;
+import kiln.server.StepRouter;
+import kiln.server.Launcher;
+import kiln.http.Limits;
+import kiln.http.Reply;
+import kiln.server.ServerOptions;
 import org.eclipse.jetty.io.EndPoint;
 import org.eclipse.jetty.server.ConnectionLimit;
 import org.eclipse.jetty.server.HttpConfiguration;
@@ -96,10 +97,10 @@ final class ComsatServer implements Launcher.Server {
         ServletContextHandler context = new ServletContextHandler(ServletContextHandler.NO_SESSIONS);
         context.setContextPath("/");
         context.setErrorHandler(new JettyErrors());  // errors Jetty raises inside the context
-        Endpoints endpoints = Endpoints.serve(demo, options.metrics(demo.db()));
+        StepRouter router = Endpoints.addTo(new StepRouter(options.metrics(demo.db())), demo);
         // Jetty's own count of the connector's open connections, kept by the connection limit
-        endpoints.metrics().connections(connectionLimit::getConnections);
-        ServletHolder holder = new ServletHolder("kiln", new KilnServlet(endpoints));
+        router.metrics().connections(connectionLimit::getConnections);
+        ServletHolder holder = new ServletHolder("kiln", new KilnServlet(router));
         holder.setAsyncSupported(true);  // FiberHttpServlet answers from its fiber through an AsyncContext
         context.addServlet(holder, "/*");
         // StatisticsHandler counts requests in flight, async ones included, so stop() can wait for them.

@@ -5,7 +5,7 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 
-import kiln.app.Http;
+import kiln.http.Http;
 import org.eclipse.jetty.http.HttpGenerator;
 import org.eclipse.jetty.http.MetaData;
 

@@ -3,7 +3,7 @@ package kiln.comsat;
 import java.nio.ByteBuffer;
 import java.util.regex.Pattern;
 
-import kiln.app.Reply;
+import kiln.http.Reply;
 import org.eclipse.jetty.http.BadMessageException;
 import org.eclipse.jetty.http.HttpCompliance;
 import org.eclipse.jetty.http.HttpGenerator;

@@ -11,9 +11,11 @@ import co.paralleluniverse.fibers.Fiber;
 import co.paralleluniverse.fibers.SuspendExecution;
 import co.paralleluniverse.fibers.Suspendable;
 import co.paralleluniverse.fibers.servlet.FiberHttpServlet;
-import kiln.app.Endpoints;
-import kiln.app.Reply;
-import kiln.app.Step;
+import kiln.http.Reply;
+import kiln.server.AbstractRouter.Exchange;
+import kiln.server.Step;
+import kiln.server.StepHandler;
+import kiln.server.StepRouter;
 import org.eclipse.jetty.server.Response;
 
 /**
@@ -38,21 +40,21 @@ final class KilnServlet extends FiberHttpServlet {
     private static final long serialVersionUID = 1L;
     private static final Logger LOG = Logger.getLogger(KilnServlet.class.getName());
 
-    private final transient Endpoints endpoints;
+    private final transient StepRouter router;
 
-    /** @param endpoints the endpoint registry, bound to the database */
-    KilnServlet(Endpoints endpoints) {
-        this.endpoints = endpoints;
+    /** @param router the routes (the demo's endpoints) */
+    KilnServlet(StepRouter router) {
+        this.router = router;
     }
 
     /** Runs in the request's fiber; answers every method and path through the registry's routing. */
     @Override
     @Suspendable
     protected void service(HttpServletRequest request, HttpServletResponse response) throws IOException {
-        Endpoints.Exchange exchange = endpoints.exchange(request.getMethod(), request.getRequestURI(), request.getQueryString());
+        Exchange<StepHandler> exchange = router.begin(request.getMethod(), request.getRequestURI(), request.getQueryString());
         Reply reply;
         try {
-            reply = run(exchange.step);
+            reply = run(StepRouter.firstStep(exchange));
         } catch (SuspendExecution e) {
             // Quasar's instrumentation suspends and resumes through this frame; the exception never
             // reaches here in instrumented code.
@@ -60,7 +62,7 @@ final class KilnServlet extends FiberHttpServlet {
         } catch (InterruptedException e) {
             reply = interrupted(request, e);
         }
-        exchange.sent(reply);
+        exchange.answer(reply);
         Responses.send(request, (Response) response, reply);
     }
 

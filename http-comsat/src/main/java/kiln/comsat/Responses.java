@@ -4,9 +4,9 @@ import java.io.IOException;
 
 import javax.servlet.http.HttpServletRequest;
 
-import kiln.app.Http;
-import kiln.app.HttpDate;
-import kiln.app.Reply;
+import kiln.http.Http;
+import kiln.http.HttpDate;
+import kiln.http.Reply;
 import org.eclipse.jetty.http.HttpField;
 import org.eclipse.jetty.http.HttpFields;
 import org.eclipse.jetty.http.HttpHeader;

@@ -2,9 +2,9 @@ package kiln.jetty;
 
 import java.nio.ByteBuffer;
 
-import kiln.app.Endpoints;
-import kiln.app.Reply;
-import kiln.app.Step;
+import kiln.http.Reply;
+import kiln.server.AbstractRouter;
+import kiln.server.StepRouter;
 import org.eclipse.jetty.server.Handler;
 import org.eclipse.jetty.server.Request;
 import org.eclipse.jetty.server.Response;
@@ -12,23 +12,24 @@ import org.eclipse.jetty.util.Callback;
 
 /**
  * Answers {@code OPTIONS *} (the asterisk-form, RFC 9112 section 3.2.4) as every front end does,
- * from the endpoint registry ({@link kiln.app.Routes#miss}: 200, {@code Allow}). Jetty's servlet
+ * from the router ({@link kiln.http.Routes#miss}: 200, {@code Allow}). Jetty's servlet
  * context is mapped at {@code /} and never sees the target {@code *}: without this, Jetty answers
  * its own 404. Jetty's parser refuses {@code *} with any other method (400) before it gets here.
  * Runs on the thread that parsed the request; the reply needs no wait.
  */
 final class AsteriskOptions extends Handler.Wrapper {
-    private final Endpoints endpoints;
+    private final StepRouter router;
 
-    AsteriskOptions(Endpoints endpoints, Handler next) {
+    AsteriskOptions(StepRouter router, Handler next) {
         super(next);
-        this.endpoints = endpoints;
+        this.router = router;
     }
 
     @Override
     public boolean handle(Request request, Response response, Callback callback) throws Exception {
         if (!"*".equals(request.getHttpURI().getPath())) return super.handle(request, response, callback);
-        Reply reply = Step.runBlocking(endpoints.start(request.getMethod(), "*", null));
+        AbstractRouter.Exchange<?> exchange = router.begin(request.getMethod(), "*", null);
+        Reply reply = exchange.answer(exchange.reply());
         response.setStatus(reply.status);
         Responses.put(response.getHeaders(), reply);
         response.write(true, ByteBuffer.wrap(reply.body), callback);

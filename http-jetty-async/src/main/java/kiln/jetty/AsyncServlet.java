@@ -10,9 +10,11 @@ import jakarta.servlet.http.HttpServlet;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
 
-import kiln.app.Endpoints;
-import kiln.app.Reply;
-import kiln.app.WorkerPool;
+import kiln.http.Reply;
+import kiln.server.AbstractRouter.Exchange;
+import kiln.server.StepHandler;
+import kiln.server.StepRouter;
+import kiln.server.WorkerPool;
 import org.eclipse.jetty.ee10.servlet.HttpOutput;
 import org.eclipse.jetty.ee10.servlet.ServletContextResponse;
 import org.eclipse.jetty.util.Callback;
@@ -30,15 +32,15 @@ final class AsyncServlet extends HttpServlet {
     private static final long serialVersionUID = 1L;
     private static final Logger LOG = Logger.getLogger(AsyncServlet.class.getName());
 
-    private final transient Endpoints endpoints;
+    private final transient StepRouter router;
     private final transient WorkerPool workers;
 
     /**
-     * @param endpoints the endpoint registry, bound to the database
+     * @param router    the routes (the demo's endpoints)
      * @param workers   the request queue, its worker threads and the delay timer
      */
-    AsyncServlet(Endpoints endpoints, WorkerPool workers) {
-        this.endpoints = endpoints;
+    AsyncServlet(StepRouter router, WorkerPool workers) {
+        this.router = router;
         this.workers = workers;
     }
 
@@ -56,12 +58,12 @@ final class AsyncServlet extends HttpServlet {
     /** On a worker: runs the endpoint, then sends its reply (now, or when the wait ends). */
     private void serve(AsyncContext async) {
         HttpServletRequest request = (HttpServletRequest) async.getRequest();
-        Endpoints.Exchange exchange = endpoints.exchange(request.getMethod(), request.getRequestURI(), request.getQueryString());
-        workers.run(exchange.step, reply -> send(async, request, exchange, reply));
+        Exchange<StepHandler> exchange = router.begin(request.getMethod(), request.getRequestURI(), request.getQueryString());
+        workers.run(StepRouter.firstStep(exchange), reply -> send(async, request, exchange, reply));
     }
 
-    private static void send(AsyncContext async, HttpServletRequest request, Endpoints.Exchange exchange, Reply reply) {
-        exchange.sent(reply);
+    private static void send(AsyncContext async, HttpServletRequest request, Exchange<StepHandler> exchange, Reply reply) {
+        exchange.answer(reply);
         try {
             HttpServletResponse response = (HttpServletResponse) async.getResponse();
             Responses.head(request, response, reply);

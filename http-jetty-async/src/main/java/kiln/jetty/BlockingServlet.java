@@ -6,9 +6,11 @@ import jakarta.servlet.http.HttpServlet;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
 
-import kiln.app.Endpoints;
-import kiln.app.Reply;
-import kiln.app.Step;
+import kiln.http.Reply;
+import kiln.server.AbstractRouter.Exchange;
+import kiln.server.Step;
+import kiln.server.StepHandler;
+import kiln.server.StepRouter;
 
 /**
  * The blocking baseline: the classic servlet. Each request holds one of Jetty's pool threads from
@@ -18,19 +20,18 @@ import kiln.app.Step;
 final class BlockingServlet extends HttpServlet {
     private static final long serialVersionUID = 1L;
 
-    private final transient Endpoints endpoints;
+    private final transient StepRouter router;
 
-    /** @param endpoints the endpoint registry, bound to the database */
-    BlockingServlet(Endpoints endpoints) {
-        this.endpoints = endpoints;
+    /** @param router the routes (the demo's endpoints) */
+    BlockingServlet(StepRouter router) {
+        this.router = router;
     }
 
     @Override
     protected void service(HttpServletRequest request, HttpServletResponse response) throws IOException {
         if (Responses.refused(request, response)) return;
-        Endpoints.Exchange exchange = endpoints.exchange(request.getMethod(), request.getRequestURI(), request.getQueryString());
-        Reply reply = Step.runBlocking(exchange.step);
-        exchange.sent(reply);
+        Exchange<StepHandler> exchange = router.begin(request.getMethod(), request.getRequestURI(), request.getQueryString());
+        Reply reply = exchange.answer(Step.runBlocking(StepRouter.firstStep(exchange)));
         Responses.head(request, response, reply);
         response.getOutputStream().write(reply.body);
     }

@@ -1,10 +1,11 @@
 package kiln.jetty;
 
-import kiln.app.DemoDb;
-import kiln.app.Launcher;
-import kiln.app.ModeOptions;
-import kiln.app.ServerOptions;
-import kiln.app.VirtualThreads;
+import kiln.demo.DemoDb;
+import kiln.demo.Endpoints;
+import kiln.server.Launcher;
+import kiln.server.ModeOptions;
+import kiln.server.ServerOptions;
+import kiln.server.VirtualThreads;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 
@@ -29,7 +30,7 @@ public final class JettyMain {
 
     public static void main(String[] args) {
         JettyMain command = new JettyMain();
-        ServerOptions options = ServerOptions.parseOrExit(command, args);
+        ServerOptions options = ServerOptions.parseOrExit(command, Endpoints.usage(), args);
         if (command.threading.mode == ModeOptions.Mode.LOOM) VirtualThreads.requireOrExit(NAME);
         Launcher.run(NAME, options, db -> {
             JettyServer server = new JettyServer(options, command.threading.mode, command.threading.workers, DemoDb.open(db));

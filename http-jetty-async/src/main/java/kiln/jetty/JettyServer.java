@@ -7,14 +7,15 @@ import java.util.logging.Logger;
 
 import jakarta.servlet.http.HttpServlet;
 
-import kiln.app.ConnectionWatch;
-import kiln.app.DemoDb;
-import kiln.app.Endpoints;
-import kiln.app.Launcher;
-import kiln.app.Limits;
-import kiln.app.ModeOptions;
-import kiln.app.ServerOptions;
-import kiln.app.WorkerPool;
+import kiln.server.ConnectionWatch;
+import kiln.demo.DemoDb;
+import kiln.demo.Endpoints;
+import kiln.server.StepRouter;
+import kiln.server.Launcher;
+import kiln.http.Limits;
+import kiln.server.ModeOptions;
+import kiln.server.ServerOptions;
+import kiln.server.WorkerPool;
 import org.eclipse.jetty.http.HttpCompliance;
 import org.eclipse.jetty.http.UriCompliance;
 import org.eclipse.jetty.io.EndPoint;
@@ -117,7 +118,7 @@ final class JettyServer implements Launcher.Server {
         // RFC 9110 compliance allows a bare LF as a line end (RFC 9112 section 2.2: a recipient MAY);
         // kiln's contract refuses it with 400, as kiln's own parser and Undertow do.
         http.setHttpCompliance(HttpCompliance.RFC9110.without("kiln", HttpCompliance.Violation.LF_HEADER_TERMINATION));
-        // kiln routes on the path's normal form (kiln.app.Paths), which removes dot-segments and
+        // kiln routes on the path's normal form (kiln.http.Paths), which removes dot-segments and
         // keeps empty ones: "//plaintext" is another path (404), "/%2e/plaintext" is "/plaintext".
         // Jetty's default refuses both as ambiguous (it protects servlet path mappings kiln has none of).
         http.setUriCompliance(UriCompliance.DEFAULT.with("kiln", UriCompliance.Violation.AMBIGUOUS_EMPTY_SEGMENT,
@@ -133,19 +134,19 @@ final class JettyServer implements Launcher.Server {
         headerTimeoutMs = options.headerTimeoutMs;
 
         HttpServlet servlet;
-        Endpoints endpoints = testServlet != null ? null : Endpoints.serve(demo, options.metrics(demo.db()));
+        StepRouter router = testServlet != null ? null : Endpoints.addTo(new StepRouter(options.metrics(demo.db())), demo);
         if (testServlet != null) {
             workerPool = null;
             servlet = testServlet;
         } else {
             // Jetty's own count of the connector's open connections, kept by the connection limit
-            endpoints.metrics().connections(connectionLimit::getNetworkConnectionCount);
+            router.metrics().connections(connectionLimit::getNetworkConnectionCount);
             if (mode == ModeOptions.Mode.ASYNC) {
                 workerPool = new WorkerPool(workers);
-                servlet = new AsyncServlet(endpoints, workerPool);
+                servlet = new AsyncServlet(router, workerPool);
             } else {
                 workerPool = null;  // blocking and loom: the same blocking servlet, on pool threads or virtual threads
-                servlet = new BlockingServlet(endpoints);
+                servlet = new BlockingServlet(router);
             }
         }
         ServletContextHandler context = new ServletContextHandler("/");
@@ -153,7 +154,7 @@ final class JettyServer implements Launcher.Server {
         holder.setAsyncSupported(mode == ModeOptions.Mode.ASYNC);
         context.addServlet(holder, "/*");
         // GracefulHandler lets stop() wait for requests in flight, async ones included.
-        server.setHandler(new GracefulHandler(endpoints == null ? context : new AsteriskOptions(endpoints, context)));
+        server.setHandler(new GracefulHandler(router == null ? context : new AsteriskOptions(router, context)));
     }
 
     /**

@@ -2,9 +2,9 @@ package kiln.jetty;
 
 import java.nio.ByteBuffer;
 
-import kiln.app.Bodies;
-import kiln.app.Http;
-import kiln.app.Reply;
+import kiln.demo.Bodies;
+import kiln.http.Http;
+import kiln.http.Reply;
 import org.eclipse.jetty.http.HttpFields;
 import org.eclipse.jetty.http.HttpStatus;
 import org.eclipse.jetty.server.Request;
@@ -15,7 +15,7 @@ import org.eclipse.jetty.util.Callback;
 /**
  * Answers the errors Jetty raises itself (a malformed request, a missing Host, an unsupported
  * version...) the kiln way instead of with Jetty's HTML page: the contract's headers, a
- * {@link Bodies#error} text body, and {@code Connection: close}, since after a framing error the
+ * {@link Reply#errorBody} text body, and {@code Connection: close}, since after a framing error the
  * next request's start is unknown (RFC 9112 section 9.6); Jetty then closes the connection.
  *
  * <p>Jetty answers a request line without a version with 505 (as HTTP/0.9); this handler turns that
@@ -49,6 +49,6 @@ final class PlainErrorHandler extends ErrorHandler {
     /** Jetty writes the status line, so the body takes its reason phrase from Jetty too. */
     private static byte[] body(int status, String message) {
         String reason = HttpStatus.getMessage(status);
-        return Bodies.error(status, reason, message == null || message.equals(reason) ? null : message);
+        return Reply.errorBody(status, reason, message == null || message.equals(reason) ? null : message);
     }
 }

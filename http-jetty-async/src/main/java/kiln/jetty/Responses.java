@@ -6,9 +6,9 @@ import java.util.concurrent.ConcurrentHashMap;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
 
-import kiln.app.Http;
-import kiln.app.HttpDate;
-import kiln.app.Reply;
+import kiln.http.Http;
+import kiln.http.HttpDate;
+import kiln.http.Reply;
 import org.eclipse.jetty.ee10.servlet.ServletContextRequest;
 import org.eclipse.jetty.ee10.servlet.ServletContextResponse;
 import org.eclipse.jetty.http.HttpField;

@@ -20,9 +20,9 @@ import jakarta.servlet.http.HttpServlet;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
 
-import kiln.app.ModeOptions;
-import kiln.app.ServerOptions;
-import kiln.app.VirtualThreads;
+import kiln.server.ModeOptions;
+import kiln.server.ServerOptions;
+import kiln.server.VirtualThreads;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 

@@ -9,7 +9,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.logging.Logger;
 
-import kiln.app.Threads;
+import kiln.server.Threads;
 
 /**
  * Catches the worst fiber trap at run time: a handler that keeps its carrier thread busy (a
@@ -27,14 +27,14 @@ final class CarrierWatch {
 
     /** Blocking calls a stack may show, the first frame's class and method prefix, and what to do instead. */
     private static final String[][] ADVICE = {
-        {"java.lang.Thread.sleep", "Thread.sleep", "use Task.sleep(ms): it pauses the fiber, not the carrier"},
-        {"kiln.db.QueryFuture.", "a database future's join()/get()", "use future.await(): it pauses the fiber until the result is in"},
-        {"java.util.concurrent.CompletableFuture.", "CompletableFuture.join()/get()", "wait with a kilim.Cell filled from whenComplete, or use future.await() on a database future"},
+        {"java.lang.Thread.sleep", "Thread.sleep", "use Fibers.sleep(ms): it pauses the fiber, not the carrier"},
+        {"kiln.db.QueryFuture.", "a database future's join()/get()", "use Fibers.await(future): it pauses the fiber until the result is in"},
+        {"java.util.concurrent.CompletableFuture.", "CompletableFuture.join()/get()", "use Fibers.await(future): it pauses the fiber until the future completes"},
         {"java.util.concurrent.locks.LockSupport.park", "a lock, latch or blocking queue", "wait with a Kilim Mailbox or Cell (get() pauses the fiber)"},
         {"java.lang.Object.wait", "Object.wait", "wait with a Kilim Mailbox or Cell (get() pauses the fiber)"},
-        {"sun.nio.ch.", "blocking I/O", "run the call on a thread pool and pause on its future (a kilim.Cell filled from whenComplete)"},
-        {"java.net.", "blocking network I/O", "run it on a thread pool and pause on its future (a kilim.Cell filled from whenComplete)"},
-        {"java.io.", "blocking file or stream I/O", "run it on a thread pool and pause on its future"},
+        {"sun.nio.ch.", "blocking I/O", "run the call on a thread pool and pause on its future with Fibers.await(CompletableFuture.supplyAsync(..., pool))"},
+        {"java.net.", "blocking network I/O", "use an asynchronous client (e.g. HttpClient.sendAsync) and Fibers.await its future, or run the call on a thread pool and Fibers.await that"},
+        {"java.io.", "blocking file or stream I/O", "run it on a thread pool and pause on its future with Fibers.await(CompletableFuture.supplyAsync(..., pool))"},
     };
 
     /** What one carrier thread is running; written by the carrier, read by the watch thread. */
@@ -43,7 +43,7 @@ final class CarrierWatch {
         /** Counts the fiber runs on this carrier; written only by the carrier. */
         volatile long runs;
         /** The connection whose fiber runs now, or null between runs. */
-        volatile HttpConnection running;
+        volatile ConnectionFiber running;
         /** The watch thread's view: the run it saw last and since when (its own clock). */
         long seenRun = -1;
         long seenSince;
@@ -78,7 +78,7 @@ final class CarrierWatch {
     }
 
     /** Marks the calling carrier as running {@code connection}'s fiber; call {@link Slot#exit} after. */
-    Slot enter(HttpConnection connection) {
+    Slot enter(ConnectionFiber connection) {
         Slot slot = SLOT.get();
         if (slot == null) {
             slot = new Slot(Thread.currentThread());
@@ -98,7 +98,7 @@ final class CarrierWatch {
     private void look() {
         long now = System.nanoTime() / 1_000_000;
         for (Slot s : slots) {
-            HttpConnection c = s.running;
+            ConnectionFiber c = s.running;
             long run = s.runs;
             if (c == null || run != s.seenRun) {
                 s.seenRun = c == null ? -1 : run;
@@ -109,7 +109,8 @@ final class CarrierWatch {
             String handler = c.handlerName();
             if (busyMs < thresholdMs || handler == null || reported.contains(handler)) continue;
             StackTraceElement[] stack = s.carrier.getStackTrace();
-            // A first request loads and links classes (Jackson, LMDB...): slow once, not the handler's fault.
+            // A first request loads, links and initializes classes (Jackson's ObjectMapper, LMDB...):
+            // slow once, not the handler's fault.
             if (loadingClasses(stack)) continue;
             if (reported.add(handler)) LOG.warning(report(handler, s.carrier, busyMs, stack));
         }
@@ -118,7 +119,8 @@ final class CarrierWatch {
     private static boolean loadingClasses(StackTraceElement[] stack) {
         for (StackTraceElement f : stack) {
             String c = f.getClassName();
-            if (c.startsWith("java.lang.ClassLoader") || c.startsWith("jdk.internal.loader.") || c.equals("java.lang.invoke.MethodHandleNatives")) {
+            if (c.startsWith("java.lang.ClassLoader") || c.startsWith("jdk.internal.loader.") || c.equals("java.lang.invoke.MethodHandleNatives")
+                || f.getMethodName().equals("<clinit>")) {
                 return true;
             }
         }

@@ -242,6 +242,11 @@ final class Carriers extends Scheduler {
         return c != null && !c.queue.isEmpty();
     }
 
+    /** @return true on a carrier thread of a running server: fiber code, which must never block */
+    static boolean onCarrier() {
+        return CURRENT.get() != null;
+    }
+
     /** Fibers cannot be pinned to one carrier: Kilim moves such a fiber to its default pinnable scheduler. */
     @Override
     public boolean isPinnable() {

@@ -1,13 +1,13 @@
 package kiln.kilim;
 
 import kilim.Pausable;
-import kiln.app.Reply;
-import kiln.http.HttpRequest;
+import kiln.http.Reply;
+import kiln.http.Request;
 
 /**
- * Answers one request inside the connection's fiber. It may await the database
- * ({@code db.read(q).await()}, {@code db.write(q).await()}) or sleep ({@code Task.sleep(ms)}):
- * those pause the fiber, never the carrier thread.
+ * Answers one request inside the connection's fiber. It may wait for the database or any other
+ * future ({@code Fibers.await(db.write(q))}) or sleep ({@code Fibers.sleep(ms)}): those pause the
+ * fiber, never the carrier thread.
  *
  * <p>Rules for the code a handler runs (it is Kilim fiber code):
  * <ul>
@@ -17,8 +17,8 @@ import kiln.http.HttpRequest;
  *   <li>the class must be woven by Kilim ({@code mvn package} does it); the server refuses
  *       unwoven handlers at start-up.</li>
  * </ul>
- * An exception becomes the failure policy's reply ({@link kiln.app.Failures}): a
- * {@link kiln.app.HttpException} its own status, {@link kiln.db.DbException.Overloaded} 503, anything
+ * An exception becomes the failure policy's reply ({@link kiln.server.Failures}): a
+ * {@link kiln.http.HttpException} its own status, {@link kiln.db.DbException.Overloaded} 503, anything
  * else 500.
  */
 @FunctionalInterface
@@ -27,5 +27,5 @@ public interface Handler {
      * @param request the parsed request
      * @return the response; never null
      */
-    Reply handle(HttpRequest request) throws Pausable, Exception;
+    Reply handle(Request request) throws Pausable, Exception;
 }

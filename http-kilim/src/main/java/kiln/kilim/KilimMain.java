@@ -2,32 +2,27 @@ package kiln.kilim;
 
 import java.util.function.Function;
 
-import kiln.app.DemoDb;
-import kiln.app.Launcher;
-import kiln.app.ServerOptions;
 import kiln.db.Db;
+import kiln.server.Launcher;
+import kiln.server.ServerOptions;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
- * {@code java -jar kiln-kilim.jar [--port N] [--bind ADDR] [--data DIR] [--threads N] ...}: opens
- * (and on first start fills) the database, serves the endpoint registry, and on SIGTERM or Ctrl-C
- * stops accepting, finishes requests in flight, commits queued writes and closes LMDB.
- *
- * <p>{@link #serve} runs your own routes the same way, with the same options:
+ * Your routes as a server process on Kilim fibers, with kiln's standard options: {@link #serve}.
  * <pre>{@code
  * public static void main(String[] args) {
  *     KilimMain.serve("todo", args, db -> TodoApp.routes(db));
  * }
  * }</pre>
+ * The demo's jar runs the demo's endpoints the same way ({@link KilimDemo}).
  */
 @Command(name = "kiln-kilim", mixinStandardHelpOptions = true, version = "kiln-kilim 0.1.0",
     description = "The Kilim fiber HTTP server over the kiln LMDB database.")
 public final class KilimMain {
     /** Heap per open connection for the default cap, bytes: 816 bytes per idle connection measured, with room for a request in progress (make bench-memory). */
     private static final int HEAP_PER_CONNECTION = 2048;
-    private static final String NAME = "kiln-kilim";
 
     @Mixin
     ServerOptions server;
@@ -36,12 +31,6 @@ public final class KilimMain {
         description = "Log, once per handler, a fiber that runs this long on its carrier thread without pausing"
             + " (a Thread.sleep, a blocking call, a long loop), with its stack and what to use instead; 0: off (default: ${DEFAULT-VALUE}).")
     long blockedCarrierMs;
-
-    public static void main(String[] args) {
-        KilimMain command = new KilimMain();
-        ServerOptions options = ServerOptions.parseOrExit(command, args);
-        command.start(NAME, options, db -> Router.withEndpoints(DemoDb.open(db), options.metrics(db)));
-    }
 
     /**
      * Runs your routes as a server: parses the standard options ({@code --port --bind --data
@@ -59,7 +48,8 @@ public final class KilimMain {
         command.start(name, ServerOptions.parseOrExit(command, name, "Your routes on kiln's Kilim fiber HTTP server.", args), routes);
     }
 
-    private void start(String name, ServerOptions options, Function<Db, Router> routes) {
+    /** Serves the router {@code routes} builds, with these parsed options (and {@link #blockedCarrierMs}). */
+    void start(String name, ServerOptions options, Function<Db, Router> routes) {
         Launcher.run(name, options, db -> {
             KilimServer server = new KilimServer(options.bind, options.port, options.threadsOrDefault(), routes.apply(db))
                 .idleTimeout(options.idleTimeoutMs)

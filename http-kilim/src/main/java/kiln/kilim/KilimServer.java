@@ -8,16 +8,16 @@ import java.util.logging.Level;
 import java.util.logging.Logger;
 
 import kilim.Pausable;
-import kiln.app.Launcher;
-import kiln.app.Limits;
-import kiln.app.Reply;
 import kiln.db.QueryFuture;
-import kiln.http.Connections;
-import kiln.http.HttpRequest;
+import kiln.http.Limits;
+import kiln.http.Reply;
+import kiln.http.Request;
+import kiln.server.Connections;
+import kiln.server.Launcher;
 
 /**
  * The Kilim fiber HTTP/1.1 server: carrier threads running a fiber per busy connection
- * ({@link HttpConnection}), the first of which is also the NIO selector thread, and a
+ * ({@link ConnectionFiber}), the first of which is also the NIO selector thread, and a
  * {@link Router} of handlers.
  *
  * <pre>{@code
@@ -36,7 +36,7 @@ import kiln.http.HttpRequest;
  *       connection fibers too. Handlers run on the carriers and must never block (see {@link Handler}):
  *       a blocked carrier 0 also stops accepting and reading.</li>
  *   <li>{@code kiln-timeouts}: once a second, half-closes connections past their idle, header or
- *       write deadline (kiln's shared {@link kiln.http.Connections}; see {@link kiln.http.Connection}).</li>
+ *       write deadline (kiln's shared {@link kiln.server.Connections}; see {@link kiln.http.Connection}).</li>
  *   <li>{@code kiln-carrier-watch}: reports a handler that holds its carrier thread too long
  *       ({@link CarrierWatch}).</li>
  * </ul>
@@ -142,8 +142,9 @@ public final class KilimServer implements Launcher.Server {
      * @throws IllegalStateException  when Kilim's weaver has not processed the classes
      */
     public void start() throws IOException {
-        requireWoven(HttpConnection.class);
-        requireWoven(QueryFuture.class);
+        requireWoven(ConnectionFiber.class);
+        requireWoven(Fibers.class);
+        QueryFuture.refuseBlockingWhere(KilimServer::blockingRefusal);
         ServerSocketChannel ssc = ServerSocketChannel.open();
         try {
             ssc.setOption(StandardSocketOptions.SO_REUSEADDR, true);
@@ -201,13 +202,25 @@ public final class KilimServer implements Launcher.Server {
      * Runs the handler ({@link Router#dispatch}: an exception becomes the failure policy's reply, the
      * metrics count it). Called from connection fibers.
      */
-    Reply respond(HttpRequest request) throws Pausable {
+    Reply respond(Request request) throws Pausable {
         connections.requestStarted();
         try {
             return router.dispatch(request);
         } finally {
             connections.requestEnded();
         }
+    }
+
+    /**
+     * The database's guard against {@code join()} on an unfinished future in fiber code (installed at
+     * {@link #start}): on a Kilim carrier thread that would block the carrier and every fiber on it.
+     *
+     * @return the reason to refuse the calling thread, or null on a thread that runs no fibers
+     */
+    private static String blockingRefusal() {
+        if (!Carriers.onCarrier()) return null;
+        return "in fiber code (Kilim carrier thread " + Thread.currentThread().getName() + ") would block the carrier and every fiber on it:"
+            + " use Fibers.await(future), which pauses only this fiber. join() and get() are for plain threads.";
     }
 
     static void requireWoven(Class<?> c) {

@@ -17,12 +17,12 @@ import java.util.logging.Level;
 import java.util.logging.Logger;
 
 import kiln.http.Connection;
-import kiln.http.Connections;
+import kiln.server.Connections;
 
 /**
  * The Kilim server's one selector thread ({@code kiln-selector}), which is also carrier 0 of
  * {@link Carriers}: it accepts connections, and when an idle connection's socket becomes readable
- * it reads what arrived and starts a fiber ({@link HttpConnection}) to serve it; a client that
+ * it reads what arrived and starts a fiber ({@link ConnectionFiber}) to serve it; a client that
  * closed is closed here, with no fiber. Between two selects it runs the fibers queued to it and
  * fires the timers that are due, so with one carrier a request never leaves this thread. A fiber
  * that finds nothing more to read hands its connection back here and ends, so an idle keep-alive
@@ -36,7 +36,7 @@ import kiln.http.Connections;
  * fast enough, a lingering close) instead pauses, attached to the key, and is resumed here.
  *
  * <p>The key's attachment says which: a {@link Connection} to start a fiber for, or the paused
- * {@link HttpConnection} to resume. The selector thread clears the key's interest when it reports
+ * {@link ConnectionFiber} to resume. The selector thread clears the key's interest when it reports
  * it, so a socket is reported once per wait; the fiber sets it again with {@link #await}.
  */
 final class Poller implements Runnable {
@@ -167,7 +167,7 @@ final class Poller implements Runnable {
         } catch (CancelledKeyException e) {
             return;  // closed by its fiber since the select
         }
-        if (attachment instanceof HttpConnection paused) {
+        if (attachment instanceof ConnectionFiber paused) {
             paused.ready();
         } else {
             readable(key, (Connection) attachment);
@@ -193,7 +193,7 @@ final class Poller implements Runnable {
             close(c);
         } else {
             byte[] arrived = n > 0 ? Arrays.copyOf(scratch.array(), n) : null;
-            HttpConnection fiber = new HttpConnection(server, key, c, arrived);
+            ConnectionFiber fiber = new ConnectionFiber(server, key, c, arrived);
             fiber.setScheduler(carriers);
             fiber.start();
         }

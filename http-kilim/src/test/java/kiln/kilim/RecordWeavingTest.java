@@ -21,8 +21,8 @@ import kilim.Fiber;
 import kilim.Mailbox;
 import kilim.Pausable;
 import kilim.Task;
-import kiln.app.Reply;
-import kiln.http.HttpRequest;
+import kiln.http.Reply;
+import kiln.http.Request;
 
 /**
  * Records and sealed types in woven code, woven by kiln's repaired Kilim weaver (kilim-weaver/) and
@@ -134,7 +134,7 @@ class RecordWeavingTest {
             Point p = pointAfterPause(x); // a pause inside the handler
             return Reply.json(p.moved(1));
         });
-        HttpRequest request = HttpRequest.of("GET", "/point?x=4");
+        Request request = Request.of("GET", "/point?x=4");
 
         Reply response = inFiber(() -> router.dispatch(request));
 

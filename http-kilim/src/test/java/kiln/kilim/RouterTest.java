@@ -15,7 +15,7 @@ import java.util.function.Supplier;
 import javax.tools.JavaCompiler;
 import javax.tools.ToolProvider;
 
-import kiln.app.Reply;
+import kiln.http.Reply;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -43,7 +43,7 @@ class RouterTest {
         Files.writeString(src, "package u;\n"
             + "public class Plain implements java.util.function.Supplier<kiln.kilim.Handler> {\n"
             + "  public kiln.kilim.Handler get() {\n"
-            + "    return req -> { kilim.Task.sleep(1); return kiln.app.Reply.text(\"x\"); };\n"
+            + "    return req -> { kilim.Task.sleep(1); return kiln.http.Reply.text(\"x\"); };\n"
             + "  }\n"
             + "}\n");
         JavaCompiler javac = ToolProvider.getSystemJavaCompiler();

@@ -15,7 +15,7 @@ import java.util.logging.Handler;
 import java.util.logging.LogRecord;
 import java.util.logging.Logger;
 
-import kiln.app.Reply;
+import kiln.http.Reply;
 import kiln.db.Codec;
 import kiln.db.Db;
 import kiln.db.Table;
@@ -89,7 +89,7 @@ class TrapsTest {
         long seenMs = (System.nanoTime() - start) / 1_000_000;
         assertEquals(1, warnings.size(), "one warning within 1 s of the call, got " + warnings.size() + " after " + seenMs + " ms");
         String w = warnings.get(0);
-        assertTrue(w.contains("the handler of GET /slow/{n}") && w.contains("Thread.sleep") && w.contains("use Task.sleep(ms)")
+        assertTrue(w.contains("the handler of GET /slow/{n}") && w.contains("Thread.sleep") && w.contains("use Fibers.sleep(ms)")
             && w.contains("java.lang.Thread.sleep("), w);
         call.join();
         assertEquals("slept", get(base + "/slow/2").body());
@@ -114,7 +114,7 @@ class TrapsTest {
             })
             .get("/read", req -> Reply.text("read " + db.read(txn -> t.get(txn, "k", 0L)).join())));
         String advice = get(base + "/join").body();
-        assertTrue(advice.startsWith("join() on a database future in fiber code") && advice.contains("use future.await()"), advice);
+        assertTrue(advice.startsWith("join() on a database future in fiber code") && advice.contains("use Fibers.await(future)"), advice);
         // The refused join() did not call the write off: it commits on the writer thread, soon.
         String read = get(base + "/read").body();
         for (int i = 0; i < 250 && !read.equals("read 1"); i++) {

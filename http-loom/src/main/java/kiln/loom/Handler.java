@@ -1,7 +1,7 @@
 package kiln.loom;
 
-import kiln.app.Reply;
-import kiln.http.HttpRequest;
+import kiln.http.Reply;
+import kiln.http.Request;
 
 /**
  * Answers one request on the connection's virtual thread. It may wait for the database
@@ -15,8 +15,8 @@ import kiln.http.HttpRequest;
  *       as many carriers as cores; use {@code java.util.concurrent} locks around blocking code;</li>
  *   <li>a long computation holds its carrier too (virtual threads are not time-sliced).</li>
  * </ul>
- * An exception becomes the failure policy's reply ({@link kiln.app.Failures}): a
- * {@link kiln.app.HttpException} its own status, {@link kiln.db.DbException.Overloaded} 503, anything
+ * An exception becomes the failure policy's reply ({@link kiln.server.Failures}): a
+ * {@link kiln.http.HttpException} its own status, {@link kiln.db.DbException.Overloaded} 503, anything
  * else 500.
  */
 @FunctionalInterface
@@ -25,5 +25,5 @@ public interface Handler {
      * @param request the parsed request
      * @return the response; never null
      */
-    Reply handle(HttpRequest request) throws Exception;
+    Reply handle(Request request) throws Exception;
 }

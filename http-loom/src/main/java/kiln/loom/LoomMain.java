@@ -2,27 +2,22 @@ package kiln.loom;
 
 import java.util.function.Function;
 
-import kiln.app.DemoDb;
-import kiln.app.Launcher;
-import kiln.app.ServerOptions;
-import kiln.app.VirtualThreads;
+import kiln.server.Launcher;
+import kiln.server.ServerOptions;
+import kiln.server.VirtualThreads;
 import kiln.db.Db;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 
 /**
- * {@code java -jar kiln-loom.jar [--port N] [--bind ADDR] [--data DIR] [--threads N] ...} on JDK 21
- * or newer: opens (and on first start fills) the database, serves the endpoint registry with one
- * virtual thread per connection, and on SIGTERM or Ctrl-C stops accepting, finishes requests in
- * flight, commits queued writes and closes LMDB. On an older JDK it exits 1 with one line naming
- * the JDK to use.
- *
- * <p>{@link #serve} runs your own routes the same way, with the same options:
+ * Your routes as a server process on JDK virtual threads (JDK 21+), with kiln's standard options:
+ * {@link #serve}. On an older JDK it exits 1 with one line naming the JDK to use.
  * <pre>{@code
  * public static void main(String[] args) {
  *     LoomMain.serve("todo", args, db -> TodoApp.routes(db));
  * }
  * }</pre>
+ * The demo's jar runs the demo's endpoints the same way ({@link LoomDemo}).
  */
 @Command(name = "kiln-loom", mixinStandardHelpOptions = true, version = "kiln-loom 0.1.0",
     description = "kiln's HTTP server on JDK virtual threads (one per connection) over the kiln LMDB database. JDK 21+.%n"
@@ -30,18 +25,11 @@ import picocli.CommandLine.Mixin;
 public final class LoomMain {
     /** Heap per open connection for the default cap, bytes: about 4.7 KB per idle connection measured (its virtual thread's stack), with room for a request (make bench-memory). */
     private static final int HEAP_PER_CONNECTION = 8192;
-    private static final String NAME = "kiln-loom";
     /** The JDK's setting for the number of carrier threads of virtual threads; read once, at the first virtual thread. */
     static final String PARALLELISM = "jdk.virtualThreadScheduler.parallelism";
 
     @Mixin
     ServerOptions server;
-
-    public static void main(String[] args) {
-        LoomMain command = new LoomMain();
-        ServerOptions options = ServerOptions.parseOrExit(command, args);
-        command.start(NAME, options, db -> Router.withEndpoints(DemoDb.open(db), options.metrics(db)));
-    }
 
     /**
      * Runs your routes as a server: parses the standard options ({@code --port --bind --data
@@ -60,7 +48,8 @@ public final class LoomMain {
         command.start(name, options, routes);
     }
 
-    private void start(String name, ServerOptions options, Function<Db, Router> routes) {
+    /** Serves the router {@code routes} builds, with these parsed options. */
+    void start(String name, ServerOptions options, Function<Db, Router> routes) {
         VirtualThreads.requireOrExit(name);
         // Before the first virtual thread: the JDK reads it once. An explicit -D wins.
         if (System.getProperty(PARALLELISM) == null) System.setProperty(PARALLELISM, Integer.toString(options.threadsOrDefault()));

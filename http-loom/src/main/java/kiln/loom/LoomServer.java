@@ -11,13 +11,13 @@ import java.util.concurrent.ThreadFactory;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
-import kiln.app.Launcher;
-import kiln.app.Limits;
-import kiln.app.Reply;
-import kiln.app.VirtualThreads;
+import kiln.server.Launcher;
+import kiln.http.Limits;
+import kiln.http.Reply;
+import kiln.server.VirtualThreads;
 import kiln.http.Connection;
-import kiln.http.Connections;
-import kiln.http.HttpRequest;
+import kiln.server.Connections;
+import kiln.http.Request;
 
 /**
  * kiln's own HTTP/1.1 layer served by one virtual thread per connection, with blocking socket I/O:
@@ -197,7 +197,7 @@ public final class LoomServer implements Launcher.Server {
         connections.opened(c);
         try {
             while (true) {
-                HttpRequest request;
+                Request request;
                 while ((request = c.next()) != null) {
                     c.answer(request, respond(request));
                     if (c.outputFull()) flush(c);
@@ -231,7 +231,7 @@ public final class LoomServer implements Launcher.Server {
     }
 
     /** Runs the handler ({@link Router#dispatch}: an exception becomes the failure policy's reply, the metrics count it). */
-    private Reply respond(HttpRequest request) {
+    private Reply respond(Request request) {
         connections.requestStarted();
         try {
             return router.dispatch(request);

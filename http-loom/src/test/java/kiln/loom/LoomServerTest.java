@@ -20,11 +20,12 @@ import java.util.concurrent.TimeUnit;
 import jdk.jfr.consumer.RecordedEvent;
 import jdk.jfr.consumer.RecordedFrame;
 import jdk.jfr.consumer.RecordingStream;
-import kiln.app.DemoDb;
-import kiln.app.Endpoint;
-import kiln.app.Endpoints;
-import kiln.app.Reply;
-import kiln.app.VirtualThreads;
+import kiln.demo.DemoDb;
+import kiln.demo.Endpoints;
+import kiln.demo.Endpoint;
+import kiln.demo.Endpoints;
+import kiln.http.Reply;
+import kiln.server.VirtualThreads;
 import kiln.db.Db;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -128,7 +129,7 @@ class LoomServerTest {
             jfr.enable("jdk.VirtualThreadPinned").withThreshold(Duration.ZERO).withStackTrace();
             jfr.onEvent("jdk.VirtualThreadPinned", pinned::add);
             jfr.startAsync();
-            Router router = Router.withEndpoints(DemoDb.open(db))
+            Router router = Endpoints.addTo(new Router(), DemoDb.open(db))
                 .get("/pin-control", req -> Reply.text("slept " + SleepsWhileInitializing.SLEPT));
             LoomServer server = new LoomServer("127.0.0.1", 0, router);
             server.start();
@@ -175,7 +176,7 @@ class LoomServerTest {
         Process find = new ProcessBuilder(ReadmeExample.REPO.resolve("scripts/find-java.sh").toString(), "17").start();
         String java17 = new String(find.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
         assertEquals(0, find.waitFor(), "the build's JDK 17 is on this machine");
-        Process p = new ProcessBuilder(java17, "-cp", System.getProperty("java.class.path"), LoomMain.class.getName(),
+        Process p = new ProcessBuilder(java17, "-cp", System.getProperty("java.class.path"), LoomDemo.class.getName(),
             "--port", "0", "--bind", "127.0.0.1", "--data", dir.resolve("data").toString()).start();
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         String err = new String(p.getErrorStream().readAllBytes(), StandardCharsets.UTF_8);

@@ -6,9 +6,11 @@ import java.util.logging.Logger;
 import io.undertow.server.HttpHandler;
 import io.undertow.server.HttpServerExchange;
 import io.undertow.util.SameThreadExecutor;
-import kiln.app.Endpoints;
-import kiln.app.Reply;
-import kiln.app.WorkerPool;
+import kiln.http.Reply;
+import kiln.server.AbstractRouter.Exchange;
+import kiln.server.StepHandler;
+import kiln.server.StepRouter;
+import kiln.server.WorkerPool;
 
 /**
  * The async mode. Threading rule: the IO thread only parses the request and queues the exchange to
@@ -19,15 +21,15 @@ import kiln.app.WorkerPool;
  */
 final class AsyncHandler implements HttpHandler {
     private static final Logger LOG = Logger.getLogger(AsyncHandler.class.getName());
-    private final Endpoints endpoints;
+    private final StepRouter router;
     private final WorkerPool workers;
 
     /**
-     * @param endpoints the endpoint registry, bound to the database
+     * @param router    the routes (the demo's endpoints)
      * @param workers   the request queue, its worker threads and the delay timer
      */
-    AsyncHandler(Endpoints endpoints, WorkerPool workers) {
-        this.endpoints = endpoints;
+    AsyncHandler(StepRouter router, WorkerPool workers) {
+        this.router = router;
         this.workers = workers;
     }
 
@@ -42,12 +44,12 @@ final class AsyncHandler implements HttpHandler {
 
     /** On a worker: runs the endpoint, then sends its reply (now, or when the wait ends). */
     private void serve(HttpServerExchange exchange) {
-        Endpoints.Exchange started = endpoints.exchange(exchange.getRequestMethod().toString(), Exchanges.rawPath(exchange), exchange.getQueryString());
-        workers.run(started.step, reply -> send(exchange, started, reply));
+        Exchange<StepHandler> started = router.begin(exchange.getRequestMethod().toString(), Exchanges.rawPath(exchange), exchange.getQueryString());
+        workers.run(StepRouter.firstStep(started), reply -> send(exchange, started, reply));
     }
 
-    private static void send(HttpServerExchange exchange, Endpoints.Exchange started, Reply reply) {
-        started.sent(reply);
+    private static void send(HttpServerExchange exchange, Exchange<StepHandler> started, Reply reply) {
+        started.answer(reply);
         try {
             Exchanges.send(exchange, reply);
         } catch (RuntimeException e) {

@@ -7,9 +7,9 @@ import io.undertow.util.HeaderMap;
 import io.undertow.util.Headers;
 import io.undertow.util.HttpString;
 import io.undertow.util.Protocols;
-import kiln.app.Http;
-import kiln.app.HttpDate;
-import kiln.app.Reply;
+import kiln.http.Http;
+import kiln.http.HttpDate;
+import kiln.http.Reply;
 
 /** Sends {@link Reply}s on Undertow exchanges. */
 final class Exchanges {
@@ -17,7 +17,7 @@ final class Exchanges {
     }
 
     /**
-     * @return the request's path as sent, for {@link kiln.app.Endpoints#start}: Undertow's
+     * @return the request's path as sent, for {@link kiln.server.AbstractRouter#begin(String, String, String)}: Undertow's
      *         {@code getRequestPath()} drops path parameters ({@code /plaintext;x} would be served as
      *         {@code /plaintext}, where every other front end answers 404), so the path is taken from
      *         the request URI (raw: {@code DECODE_URL} is off), minus an absolute-form's scheme and

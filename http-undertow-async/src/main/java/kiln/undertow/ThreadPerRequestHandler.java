@@ -6,9 +6,11 @@ import io.undertow.connector.PooledByteBuffer;
 import io.undertow.server.AbstractServerConnection;
 import io.undertow.server.HttpHandler;
 import io.undertow.server.HttpServerExchange;
-import kiln.app.Endpoints;
-import kiln.app.Reply;
-import kiln.app.Step;
+import kiln.http.Reply;
+import kiln.server.AbstractRouter.Exchange;
+import kiln.server.Step;
+import kiln.server.StepHandler;
+import kiln.server.StepRouter;
 import org.xnio.IoUtils;
 import org.xnio.channels.StreamSourceChannel;
 
@@ -26,11 +28,11 @@ import org.xnio.channels.StreamSourceChannel;
  * when it is not.
  */
 final class ThreadPerRequestHandler implements HttpHandler {
-    private final Endpoints endpoints;
+    private final StepRouter router;
 
-    /** @param endpoints the endpoint registry, bound to the database */
-    ThreadPerRequestHandler(Endpoints endpoints) {
-        this.endpoints = endpoints;
+    /** @param router the routes (the demo's endpoints) */
+    ThreadPerRequestHandler(StepRouter router) {
+        this.router = router;
     }
 
     @Override
@@ -46,9 +48,8 @@ final class ThreadPerRequestHandler implements HttpHandler {
             exchange.endExchange();
             return;
         }
-        Endpoints.Exchange started = endpoints.exchange(exchange.getRequestMethod().toString(), Exchanges.rawPath(exchange), exchange.getQueryString());
-        Reply reply = Step.runBlocking(started.step);
-        started.sent(reply);
+        Exchange<StepHandler> started = router.begin(exchange.getRequestMethod().toString(), Exchanges.rawPath(exchange), exchange.getQueryString());
+        Reply reply = started.answer(Step.runBlocking(StepRouter.firstStep(started)));
         Exchanges.send(exchange, reply);
     }
 

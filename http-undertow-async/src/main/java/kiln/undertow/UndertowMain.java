@@ -1,9 +1,10 @@
 package kiln.undertow;
 
-import kiln.app.DemoDb;
-import kiln.app.Launcher;
-import kiln.app.ModeOptions;
-import kiln.app.ServerOptions;
+import kiln.demo.DemoDb;
+import kiln.demo.Endpoints;
+import kiln.server.Launcher;
+import kiln.server.ModeOptions;
+import kiln.server.ServerOptions;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 
@@ -27,7 +28,7 @@ public final class UndertowMain {
 
     public static void main(String[] args) {
         UndertowMain command = new UndertowMain();
-        ServerOptions options = ServerOptions.parseOrExit(command, args);
+        ServerOptions options = ServerOptions.parseOrExit(command, Endpoints.usage(), args);
         command.threading.refuseLoom(NAME);
         Launcher.run(NAME, options, db -> {
             UndertowServer server = new UndertowServer(options, command.threading.mode, command.threading.workers, DemoDb.open(db));

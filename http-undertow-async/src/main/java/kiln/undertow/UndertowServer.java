@@ -7,14 +7,15 @@ import io.undertow.Undertow;
 import io.undertow.UndertowOptions;
 import io.undertow.server.HttpHandler;
 import io.undertow.server.handlers.GracefulShutdownHandler;
-import kiln.app.ConnectionWatch;
-import kiln.app.DemoDb;
-import kiln.app.Endpoints;
-import kiln.app.Launcher;
-import kiln.app.Limits;
-import kiln.app.ModeOptions;
-import kiln.app.ServerOptions;
-import kiln.app.WorkerPool;
+import kiln.server.ConnectionWatch;
+import kiln.demo.DemoDb;
+import kiln.demo.Endpoints;
+import kiln.server.StepRouter;
+import kiln.server.Launcher;
+import kiln.http.Limits;
+import kiln.server.ModeOptions;
+import kiln.server.ServerOptions;
+import kiln.server.WorkerPool;
 import org.xnio.Options;
 
 /**
@@ -58,13 +59,13 @@ final class UndertowServer implements Launcher.Server {
      */
     UndertowServer(ServerOptions options, ModeOptions.Mode mode, int workers, DemoDb demo) {
         HttpHandler handler;
-        Endpoints endpoints = Endpoints.serve(demo, options.metrics(demo.db()));
+        StepRouter router = Endpoints.addTo(new StepRouter(options.metrics(demo.db())), demo);
         if (mode == ModeOptions.Mode.ASYNC) {
             workerPool = new WorkerPool(workers);
-            handler = new AsyncHandler(endpoints, workerPool);
+            handler = new AsyncHandler(router, workerPool);
         } else {
             workerPool = null;
-            handler = new ThreadPerRequestHandler(endpoints);
+            handler = new ThreadPerRequestHandler(router);
         }
         graceful = new GracefulShutdownHandler(handler);
         maxConnections = options.maxConnectionsOrDefault(HEAP_PER_CONNECTION);
@@ -89,7 +90,7 @@ final class UndertowServer implements Launcher.Server {
             .setHandler(graceful)
             .build();
         // Undertow's own count of the listener's open connections (its connector statistics)
-        endpoints.metrics().connections(() -> (int) undertow.getListenerInfo().get(0).getConnectorStatistics().getActiveConnections());
+        router.metrics().connections(() -> (int) undertow.getListenerInfo().get(0).getConnectorStatistics().getActiveConnections());
     }
 
     /**

@@ -1,10 +1,13 @@
 package kiln.kilim.example;
 
+import static kiln.kilim.Fibers.await;
+
 import java.util.Map;
 
-import kiln.app.DemoDb;
-import kiln.app.HttpException;
-import kiln.app.Reply;
+import kiln.demo.DemoDb;
+import kiln.demo.Endpoints;
+import kiln.http.HttpException;
+import kiln.http.Reply;
 import kiln.db.Codec;
 import kiln.db.Db;
 import kiln.db.Table;
@@ -25,18 +28,18 @@ public final class HitCounter {
         // README-BEGIN
         Table<String, Long> hits = db.table("hits", Codec.STRING, Codec.LONG);
 
-        Router router = Router.withEndpoints(DemoDb.open(db))
+        Router router = Endpoints.addTo(new Router(), DemoDb.open(db))
             .get("/hits", req -> {
                 String page = req.param("page");
                 if (page == null || page.isEmpty()) throw new HttpException(400, "add ?page=NAME");
 
-                long count = db.write(txn -> {             // runs on the writer thread, in a transaction
+                long count = await(db.write(txn -> {       // runs on the writer thread, in a transaction
                     long next = hits.get(txn, page, 0L) + 1;
                     hits.put(txn, page, next);
                     return next;
-                }).await();                                // pauses this fiber until the commit is on disk
+                }));                                       // pauses this fiber until the commit is on disk
 
-                long pages = db.read(txn -> hits.count(txn)).await();   // reads run inline, no pause
+                long pages = await(db.read(txn -> hits.count(txn)));    // reads run inline, no pause
                 return Reply.json(Map.of("page", page, "hits", count, "pages", pages));
             });
         // README-END

@@ -1,12 +1,14 @@
 package kiln.kilim.example;
 
+import static kiln.kilim.Fibers.await;
+
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
-import kiln.app.HttpException;
-import kiln.app.Reply;
-import kiln.app.Request;
+import kiln.http.HttpException;
+import kiln.http.Reply;
+import kiln.http.Request;
 import kiln.db.Codec;
 import kiln.db.Db;
 import kiln.db.Sequence;
@@ -47,54 +49,54 @@ public final class TodoApp {
         Sequence ids = db.sequence("todos");
 
         return new Router()
-            .get("/todos", req -> Reply.json(db.read(txn -> {
+            .get("/todos", req -> Reply.json(await(db.read(txn -> {
                 List<Todo> all = new ArrayList<>();
                 todos.scan(txn, (id, todo) -> all.add(todo));
                 return all;
-            }).await()))
+            }))))
             .get("/todos/open", req -> {
-                long open = db.read(txn -> {
+                long open = await(db.read(txn -> {
                     long[] n = {0};
                     todos.scan(txn, (id, todo) -> {
                         if (!todo.done) n[0]++;
                         return true;
                     });
                     return n[0];
-                }).await();
+                }));
                 return Reply.json(Map.of("open", open));
             })
             .post("/todos", req -> {
                 String title = req.json(Todo.class).title;         // malformed JSON: 400 with the reason
                 if (title == null || title.isBlank()) throw new HttpException(400, "a todo needs a title");
-                Todo added = db.write(txn -> {
+                Todo added = await(db.write(txn -> {
                     Todo todo = new Todo(ids.next(txn), title, false); // the id commits with the row
                     todos.put(txn, todo.id, todo);
                     return todo;
-                }).await();                                          // durable when await() returns
+                }));                                                 // durable when await() returns
                 return Reply.created("/todos/" + added.id, added);
             })
             .get("/todos/{id}", req -> {
                 long id = id(req);
-                Todo todo = db.read(txn -> todos.get(txn, id)).await();
+                Todo todo = await(db.read(txn -> todos.get(txn, id)));
                 if (todo == null) throw new HttpException(404, "no todo " + id);
                 return Reply.json(todo);
             })
             .put("/todos/{id}", req -> {                             // {"done":true}, and a new title if given
                 long id = id(req);
                 Todo change = req.json(Todo.class);
-                Todo updated = db.write(txn -> {
+                Todo updated = await(db.write(txn -> {
                     Todo todo = todos.get(txn, id);
                     if (todo == null) return null;
                     Todo next = new Todo(id, change.title != null ? change.title : todo.title, change.done);
                     todos.put(txn, id, next);
                     return next;
-                }).await();
+                }));
                 if (updated == null) throw new HttpException(404, "no todo " + id);
                 return Reply.json(updated);
             })
             .delete("/todos/{id}", req -> {
                 long id = id(req);
-                boolean deleted = db.write(txn -> todos.delete(txn, id)).await();
+                boolean deleted = await(db.write(txn -> todos.delete(txn, id)));
                 if (!deleted) throw new HttpException(404, "no todo " + id);
                 return Reply.empty();
             });

@@ -2,9 +2,10 @@ package kiln.loom.example;
 
 import java.util.Map;
 
-import kiln.app.DemoDb;
-import kiln.app.HttpException;
-import kiln.app.Reply;
+import kiln.demo.DemoDb;
+import kiln.demo.Endpoints;
+import kiln.http.HttpException;
+import kiln.http.Reply;
 import kiln.db.Codec;
 import kiln.db.Db;
 import kiln.db.Table;
@@ -26,7 +27,7 @@ public final class HitCounter {
         // README-BEGIN
         Table<String, Long> hits = db.table("hits", Codec.STRING, Codec.LONG);
 
-        Router router = Router.withEndpoints(DemoDb.open(db))
+        Router router = Endpoints.addTo(new Router(), DemoDb.open(db))
             .get("/hits", req -> {
                 String page = req.param("page");
                 if (page == null || page.isEmpty()) throw new HttpException(400, "add ?page=NAME");

@@ -4,9 +4,9 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
-import kiln.app.HttpException;
-import kiln.app.Reply;
-import kiln.app.Request;
+import kiln.http.HttpException;
+import kiln.http.Reply;
+import kiln.http.Request;
 import kiln.db.Codec;
 import kiln.db.Db;
 import kiln.db.Sequence;

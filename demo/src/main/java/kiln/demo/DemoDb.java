@@ -1,0 +1,166 @@
+package kiln.demo;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.logging.Logger;
+
+import kiln.db.Codec;
+import kiln.db.Db;
+import kiln.db.Query;
+import kiln.db.Table;
+
+/**
+ * The TechEmpower schema on a {@link Db}: {@code world} (id → randomNumber) and {@code fortune}
+ * (id → message), with the queries the test types need. Every method that returns a
+ * {@link Query} builds it with all random choices already made, so write queries are safe to
+ * re-run (see {@link Query}).
+ *
+ * <p>Source of the rows and rules: TechEmpower Framework Benchmarks, "Project Information /
+ * Framework Tests Overview" (test types 2-6) and its create-postgres.sql.
+ */
+public final class DemoDb {
+    private static final Logger LOG = Logger.getLogger(DemoDb.class.getName());
+
+    /** Rows in the World table. */
+    public static final int WORLD_ROWS = 10_000;
+
+    /** The 12 standard fortunes, index i holding id i+1, text exact. */
+    static final String[] FORTUNES = {
+        "fortune: No such file or directory",
+        "A computer scientist is someone who fixes things that aren't broken.",
+        "After enough decimal places, nobody gives a damn.",
+        "A bad random number generator: 1, 1, 1, 1, 1, 4.33e+67, 1, 1, 1",
+        "A computer program does what you tell it to do, not what you want it to do.",
+        "Emacs is a nice operating system, but I prefer UNIX. \u2014 Tom Christaensen",
+        "Any program that runs right is obsolete.",
+        "A list is only as strong as its weakest link. \u2014 Donald Knuth",
+        "Feature: A bug with seniority.",
+        "Computers make very fast, very accurate mistakes.",
+        "<script>alert(\"This should not be displayed in a browser alert box.\");</script>",
+        "\u30d5\u30ec\u30fc\u30e0\u30ef\u30fc\u30af\u306e\u30d9\u30f3\u30c1\u30de\u30fc\u30af",
+    };
+
+    private final Db db;
+    private final Table<Integer, Integer> worlds;
+    private final Table<Integer, String> fortunes;
+
+    private DemoDb(Db db) {
+        this.db = db;
+        this.worlds = db.table("world", Codec.INT, Codec.INT);
+        this.fortunes = db.table("fortune", Codec.INT, Codec.STRING);
+    }
+
+    /**
+     * Opens the demo tables, creating and filling them (10,000 worlds, 12 fortunes) in one durable
+     * write if the world table is empty.
+     */
+    public static DemoDb open(Db db) {
+        DemoDb demo = new DemoDb(db);
+        long rows = db.read(txn -> demo.worlds.count(txn)).join();
+        if (rows == 0) {
+            int[] numbers = new int[WORLD_ROWS + 1];
+            for (int id = 1; id <= WORLD_ROWS; id++) numbers[id] = randomNumber();
+            db.write(txn -> {
+                for (int id = 1; id <= WORLD_ROWS; id++) demo.worlds.put(txn, id, numbers[id]);
+                for (int i = 0; i < FORTUNES.length; i++) demo.fortunes.put(txn, i + 1, FORTUNES[i]);
+                return null;
+            }).join();
+            LOG.info("created the demo schema in " + db.directory() + ": " + WORLD_ROWS + " worlds, " + FORTUNES.length + " fortunes");
+        }
+        return demo;
+    }
+
+    /** @return the database these tables live in */
+    public Db db() {
+        return db;
+    }
+
+    /** @return the world table, id → randomNumber */
+    public Table<Integer, Integer> worlds() {
+        return worlds;
+    }
+
+    /** @return a uniformly random World id, 1..10000 */
+    public static int randomId() {
+        return ThreadLocalRandom.current().nextInt(1, WORLD_ROWS + 1);
+    }
+
+    /** @return a uniformly random randomNumber, 1..10000 */
+    public static int randomNumber() {
+        return ThreadLocalRandom.current().nextInt(1, WORLD_ROWS + 1);
+    }
+
+    /** @return one World row with a random id, read now on the calling thread (the single query test) */
+    public World readRandomWorld() {
+        return readNow(randomWorld());
+    }
+
+    /** @return the World row with {@code id} (1..10000), read now */
+    public World readWorld(int id) {
+        return readNow(world(id));
+    }
+
+    /** @return {@code n} World rows with random ids, one read each (the multiple queries test) */
+    public World[] readRandomWorlds(int n) {
+        World[] rows = new World[n];
+        for (int i = 0; i < n; i++) rows[i] = readNow(randomWorld());
+        return rows;
+    }
+
+    /** @return every fortune in the table, in id order, read now */
+    public List<Fortune> readFortunes() {
+        return readNow(allFortunes());
+    }
+
+    /**
+     * Runs a read query: {@link Db#read} completes it on this thread before it returns, so no thread
+     * ever waits here.
+     *
+     * @throws RuntimeException the query's exception (a checked one wrapped in a {@link CompletionException})
+     */
+    private <R> R readNow(Query<R> query) {
+        try {
+            return db.read(query).join();
+        } catch (CompletionException e) {
+            if (e.getCause() instanceof RuntimeException) throw (RuntimeException) e.getCause();
+            if (e.getCause() instanceof Error) throw (Error) e.getCause();
+            throw e;
+        }
+    }
+
+    /** @return a read query for one World row with a random id (the single query test) */
+    public Query<World> randomWorld() {
+        return world(randomId());
+    }
+
+    /** @return a read query for the World row with {@code id}, 1..10000 (every one exists) */
+    public Query<World> world(int id) {
+        return txn -> new World(id, worlds.get(txn, id));
+    }
+
+    /** @return a read query for every fortune in the table, in id order */
+    public Query<List<Fortune>> allFortunes() {
+        return txn -> {
+            List<Fortune> all = new ArrayList<>(16);
+            fortunes.scan(txn, (id, message) -> all.add(new Fortune(id, message)));
+            return all;
+        };
+    }
+
+    /**
+     * Gives each row a new random randomNumber (chosen now, outside the query) and returns a write
+     * query that stores them all and returns the updated rows.
+     *
+     * @param read rows read earlier in the request
+     */
+    public Query<World[]> updateWithNewRandomNumbers(World[] read) {
+        World[] updated = new World[read.length];
+        for (int i = 0; i < read.length; i++) updated[i] = new World(read[i].id, randomNumber());
+        return txn -> {
+            for (World w : updated) worlds.put(txn, w.id, w.randomNumber);
+            return updated;
+        };
+    }
+}

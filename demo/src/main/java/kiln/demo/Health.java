@@ -1,0 +1,30 @@
+package kiln.demo;
+
+import kiln.db.DbHealth;
+import kiln.http.Reply;
+import kiln.http.Http;
+
+/**
+ * {@code GET /healthz}: {@code 200 ok} when the database answers a read and its writer thread is
+ * running and not stuck ({@link kiln.db.Db#health}); otherwise {@code 503} with
+ * {@code Retry-After: 1} and the problem in one line, for a monitor, a load balancer or a deploy
+ * script waiting for a restarted server.
+ */
+final class Health {
+    private static final byte[] OK = {'o', 'k'};
+
+    private Health() {
+    }
+
+    /** @return the reply to {@code GET /healthz} for {@code demo}'s database, now */
+    static Reply check(DemoDb demo) {
+        DbHealth health = demo.db().health();
+        if (!health.isOk()) return Reply.unavailable(health.problem());
+        try {
+            demo.readRandomWorld();  // a read of real data, through the same path /db takes
+        } catch (RuntimeException e) {
+            return Reply.unavailable("the database does not answer reads: " + e.getMessage());
+        }
+        return Reply.ok(Http.TEXT_PLAIN, OK);
+    }
+}

@@ -1,0 +1,78 @@
+package kiln.demo;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+
+import kiln.db.Db;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import kiln.http.Reply;
+import kiln.http.Http;
+import kiln.server.Step;
+
+/** {@code GET /healthz} through the endpoint registry, on a real database: 200 ok, and both ways to 503. */
+class HealthTest {
+    @TempDir Path dir;
+
+    private static Reply healthz(Served endpoints) {
+        Step step = endpoints.start("GET", "/healthz", null);
+        assertTrue(step.isDone(), "/healthz answers at once");
+        return step.reply();
+    }
+
+    private static String text(Reply r) {
+        return new String(r.body, StandardCharsets.UTF_8);
+    }
+
+    @Test
+    void okWhileTheDatabaseServesThen503OnceItIsClosed() {
+        Db db = Db.open(dir);
+        Served endpoints = new Served(DemoDb.open(db));
+        Reply ok = healthz(endpoints);
+        assertEquals(200, ok.status);
+        assertEquals(Http.TEXT_PLAIN, ok.contentType);
+        assertEquals("ok", text(ok));
+        assertEquals("no-store", ok.header("Cache-Control"), "a health answer is never cached");
+
+        db.close();
+        Reply down = healthz(endpoints);
+        assertEquals(503, down.status);
+        assertEquals("1", down.header("Retry-After"));
+        assertEquals("503 Service Unavailable: the database is closed\n", text(down));
+    }
+
+    /** A writer held inside one write query past the stall limit: reads still work, health says 503. */
+    @Test
+    void unavailableWhileTheWriterIsStuckAndOkOnceItMovesAgain() throws Exception {
+        try (Db db = Db.builder(dir).writerStallLimit(Duration.ofMillis(300)).open()) {
+            DemoDb demo = DemoDb.open(db);
+            Served endpoints = new Served(demo);
+            CountDownLatch inside = new CountDownLatch(1);
+            CountDownLatch release = new CountDownLatch(1);
+            db.write(txn -> {
+                inside.countDown();
+                release.await(30, TimeUnit.SECONDS);
+                return null;
+            });
+            try {
+                assertTrue(inside.await(10, TimeUnit.SECONDS), "the writer never ran the blocking write");
+                Thread.sleep(600);
+                assertEquals(200, endpoints.start("GET", "/db", null).reply().status, "reads go on while the writer is stuck");
+                Reply stuck = healthz(endpoints);
+                assertEquals(503, stuck.status, () -> text(stuck));
+                assertEquals("1", stuck.header("Retry-After"));
+                assertTrue(text(stuck).startsWith("503 Service Unavailable: the database's writer has been in one batch for "), text(stuck));
+            } finally {
+                release.countDown();
+            }
+            db.write(txn -> null).join();
+            assertEquals(200, healthz(endpoints).status, "once the batch is committed");
+        }
+    }
+}

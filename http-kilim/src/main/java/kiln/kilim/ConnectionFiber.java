@@ -1,0 +1,170 @@
+package kiln.kilim;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.SocketChannel;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+import kilim.NotPausable;
+import kilim.Pausable;
+import kilim.PauseReason;
+import kilim.Task;
+import kiln.http.Connection;
+import kiln.http.Request;
+
+/**
+ * The fiber that serves one connection while it has work: the {@link Poller} starts it when bytes
+ * arrived on the idle connection; it parses every complete request in them, runs each
+ * request's handler in turn (so pipelined requests are answered in order), writes the responses,
+ * and reads again. When a read finds nothing more, it gives the connection's buffers back, hands
+ * the connection to the poller and ends: an idle keep-alive connection has no fiber at all. Waits
+ * in the middle of the work (a handler awaiting the database, a write to a client that does not
+ * read, a lingering close) pause the fiber, not the carrier thread.
+ *
+ * <p>Everything but the waiting is kiln's shared HTTP layer ({@link Connection}: parsing, writing,
+ * buffers, deadlines, error answers, HEAD); this class is the pausable loop around it. The reaper
+ * half-closes an overdue socket, which makes it readable (end-of-stream) and so starts or wakes
+ * this fiber, and the fiber closes the channel itself.
+ */
+final class ConnectionFiber extends Task<Object> implements PauseReason {
+    private static final Logger LOG = Logger.getLogger(ConnectionFiber.class.getName());
+    /**
+     * Reads that find nothing, with a yield between them while other fibers wait on the carrier,
+     * before the connection goes back to the selector: under load a client's next request often
+     * arrives meanwhile and is served by this fiber, without the selector or a new fiber.
+     */
+    private static final int READS_BEFORE_SELECT = 4;
+
+    private final KilimServer server;
+    private final SelectionKey key;
+    private final Connection connection;
+    /** Set by the poller when the socket this paused fiber waits for is ready. */
+    private volatile boolean ready;
+    /** The bytes the poller read before starting this fiber, or null. */
+    private byte[] arrived;
+
+    /**
+     * @param arrived the bytes the poller read before starting this fiber (no buffer is lent to a
+     *                connection while it waits for a carrier), or null at end of stream
+     */
+    ConnectionFiber(KilimServer server, SelectionKey key, Connection connection, byte[] arrived) {
+        this.server = server;
+        this.key = key;
+        this.connection = connection;
+        this.arrived = arrived;
+    }
+
+    /** Each run of this fiber on a carrier, until it pauses or ends, is marked for the {@link CarrierWatch}. */
+    @Override
+    public void run() throws NotPausable {
+        CarrierWatch.Slot slot = server.carrierWatch().enter(this);
+        try {
+            super.run();
+        } finally {
+            slot.exit();
+        }
+    }
+
+    /** @return the handler now running, e.g. {@code GET /todos/{id}}, for a report, or null between requests */
+    String handlerName() {
+        return connection.handlerName();
+    }
+
+    @Override
+    public void execute() throws Pausable {
+        boolean handedBack = false;
+        try {
+            handedBack = serve();
+        } catch (IOException e) {
+            LOG.log(Level.FINE, "connection error", e);
+        } finally {
+            if (!handedBack) server.poller().close(connection);
+        }
+    }
+
+    /** @return true when the connection went back to the poller to wait for its next bytes; false to close it */
+    private boolean serve() throws Pausable, IOException {
+        Connection c = connection;
+        SocketChannel channel = c.channel();
+        if (arrived != null) {
+            c.received(arrived);
+            arrived = null;
+        }
+        while (true) {
+            Request request;
+            while ((request = c.next()) != null) {
+                c.answer(request, server.respond(request));
+                if (c.outputFull()) flush();
+            }
+            if (c.hasOutput()) flush();
+            if (c.closing()) {
+                if (c.startLinger()) {
+                    while (read(c.lingerBuffer()) && c.discardedMore()) {
+                        // discard what the client still sends after a refusal, then close
+                    }
+                }
+                return false;
+            }
+            int n = channel.read(c.readBuffer());
+            for (int reads = 1; n == 0 && reads < READS_BEFORE_SELECT && Carriers.othersQueued(); reads++) {
+                c.releaseIfIdle();  // no buffer held while waiting in the carrier's run queue
+                Task.yield();
+                n = channel.read(c.readBuffer());
+            }
+            if (n < 0) {  // end of stream: the client closed, or the reaper half-closed an overdue connection
+                if (c.endOfStream()) flush();
+                return false;
+            }
+            if (n == 0) {
+                c.releaseIfIdle();
+                return server.poller().await(key, SelectionKey.OP_READ, c);
+            }
+        }
+    }
+
+    /**
+     * Reads at least one byte into {@code in}, pausing the fiber until the socket is readable.
+     *
+     * @return false at end-of-stream (the client closed, or the reaper half-closed an overdue connection)
+     */
+    private boolean read(ByteBuffer in) throws Pausable, IOException {
+        while (true) {
+            int n = connection.channel().read(in);
+            if (n > 0) return true;
+            if (n < 0) return false;
+            pauseUntil(SelectionKey.OP_READ);
+        }
+    }
+
+    /** Writes the waiting responses, pausing the fiber while the socket's send buffer is full. */
+    private void flush() throws Pausable, IOException {
+        ByteBuffer bytes = connection.startWrite();
+        SocketChannel channel = connection.channel();
+        while (bytes.hasRemaining()) {
+            if (channel.write(bytes) == 0) pauseUntil(SelectionKey.OP_WRITE);
+        }
+        connection.written();
+    }
+
+    /** Pauses this fiber until the poller reports the socket ready for {@code op}. */
+    private void pauseUntil(int op) throws Pausable, IOException {
+        ready = false;
+        if (!server.poller().await(key, op, this)) throw new IOException("server stopping");
+        Task.pause(this);
+    }
+
+    /** Called by the poller: the socket is ready; resume this fiber. */
+    void ready() {
+        ready = true;
+        resume();
+    }
+
+    /** The fiber stays paused until {@link #ready()}; Kilim checks this when the pause completes, so an early wake is not lost. */
+    @Override
+    public boolean isValid(Task task) {
+        return !ready;
+    }
+
+}

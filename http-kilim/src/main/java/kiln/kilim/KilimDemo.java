@@ -1,0 +1,23 @@
+package kiln.kilim;
+
+import kiln.demo.DemoDb;
+import kiln.demo.Endpoints;
+import kiln.server.ServerOptions;
+
+/**
+ * {@code java -jar kiln-kilim.jar [--port N] [--bind ADDR] [--data DIR] [--threads N] ...}: the demo
+ * on Kilim fibers. Opens (and on first start fills) the database, serves the endpoint registry
+ * ({@link Endpoints}) with metrics, and on SIGTERM or Ctrl-C stops accepting, finishes requests in
+ * flight, commits queued writes and closes LMDB. An app like any user's: {@link KilimMain} with the
+ * demo's routes.
+ */
+public final class KilimDemo {
+    private KilimDemo() {
+    }
+
+    public static void main(String[] args) {
+        KilimMain command = new KilimMain();
+        ServerOptions options = ServerOptions.parseOrExit(command, Endpoints.usage(), args);
+        command.start("kiln-kilim", options, db -> Endpoints.addTo(new Router(options.metrics(db)), DemoDb.open(db)));
+    }
+}

@@ -1,0 +1,23 @@
+package kiln.loom;
+
+import kiln.demo.DemoDb;
+import kiln.demo.Endpoints;
+import kiln.server.ServerOptions;
+
+/**
+ * {@code java -jar kiln-loom.jar [--port N] [--bind ADDR] [--data DIR] [--threads N] ...} on JDK 21
+ * or newer: the demo on virtual threads, one per connection. Opens (and on first start fills) the
+ * database, serves the endpoint registry ({@link Endpoints}) with metrics, and on SIGTERM or Ctrl-C
+ * stops accepting, finishes requests in flight, commits queued writes and closes LMDB. An app like
+ * any user's: {@link LoomMain} with the demo's routes.
+ */
+public final class LoomDemo {
+    private LoomDemo() {
+    }
+
+    public static void main(String[] args) {
+        LoomMain command = new LoomMain();
+        ServerOptions options = ServerOptions.parseOrExit(command, Endpoints.usage(), args);
+        command.start("kiln-loom", options, db -> Endpoints.addTo(new Router(options.metrics(db)), DemoDb.open(db)));
+    }
+}

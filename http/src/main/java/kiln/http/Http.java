@@ -1,0 +1,73 @@
+package kiln.http;
+
+/**
+ * The HTTP contract every front end follows, so that benchmark responses are the same size
+ * everywhere: the response head
+ * <pre>
+ * HTTP/1.1 200 OK             (always HTTP/1.1, also to HTTP/1.0 requests: RFC 9110 section 6.2)
+ * Server: kiln
+ * Date: Sun, 22 Nov 2026 16:19:12 GMT
+ * Content-Type: ...
+ * Allow: GET                  (the reply's further headers, in the order added: Allow on 405,
+ *                              Retry-After on 503, Location, Set-Cookie... from a handler)
+ * Content-Length: ...
+ * Connection: keep-alive      (only when answering an HTTP/1.0 keep-alive request)
+ * Connection: close           (only when the server closes the connection after the response)
+ * </pre>
+ * Jetty writes Content-Length and Connection after every other header, which fixes this order.
+ * Undertow writes headers in the order of its internal hash table; its front end sends the same
+ * names, values and sizes in that order (a documented deviation).
+ */
+public final class Http {
+    /** Value of the {@code Server} header. */
+    public static final String SERVER = "kiln";
+
+    public static final String TEXT_PLAIN = "text/plain; charset=UTF-8";
+    public static final String APPLICATION_JSON = "application/json";
+    public static final String TEXT_HTML = "text/html; charset=UTF-8";
+
+    /** tchar per RFC 9110 section 5.6.2, indexed by ASCII code. */
+    private static final boolean[] TOKEN = new boolean[128];
+
+    static {
+        for (char c = '0'; c <= '9'; c++) TOKEN[c] = true;
+        for (char c = 'a'; c <= 'z'; c++) TOKEN[c] = true;
+        for (char c = 'A'; c <= 'Z'; c++) TOKEN[c] = true;
+        for (char c : "!#$%&'*+-.^_`|~".toCharArray()) TOKEN[c] = true;
+    }
+
+    private Http() {
+    }
+
+    /** @return true when {@code c} may appear in a token: a method, a header name (RFC 9110 section 5.6.2) */
+    public static boolean isTokenChar(int c) {
+        return c > 0 && c < 128 && TOKEN[c];
+    }
+
+    /** @return the RFC 9110 reason phrase for the status codes this project sends */
+    public static String reason(int status) {
+        switch (status) {
+            case 200: return "OK";
+            case 201: return "Created";
+            case 301: return "Moved Permanently";
+            case 302: return "Found";
+            case 303: return "See Other";
+            case 307: return "Temporary Redirect";
+            case 308: return "Permanent Redirect";
+            case 400: return "Bad Request";
+            case 404: return "Not Found";
+            case 403: return "Forbidden";
+            case 405: return "Method Not Allowed";
+            case 408: return "Request Timeout";
+            case 409: return "Conflict";
+            case 413: return "Content Too Large";
+            case 414: return "URI Too Long";
+            case 431: return "Request Header Fields Too Large";
+            case 500: return "Internal Server Error";
+            case 501: return "Not Implemented";
+            case 503: return "Service Unavailable";
+            case 505: return "HTTP Version Not Supported";
+            default: return "Status " + status;
+        }
+    }
+}

@@ -1,0 +1,256 @@
+package kiln.http;
+
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+import java.util.Locale;
+import java.util.Set;
+
+/**
+ * An HTTP response before any server turns it into bytes: the status, the {@code Content-Type}, the
+ * body and any number of further headers ({@code Location}, {@code Set-Cookie},
+ * {@code Cache-Control}...). The one response type of every front end and every handler. Immutable:
+ * {@link #header} returns a copy.
+ *
+ * <p>Every front end writes it in the contract's order ({@link Http}): {@code Server}, {@code Date},
+ * {@code Content-Type}, the further headers in the order they were added, {@code Content-Length},
+ * then {@code Connection} when needed. The server writes {@code Server}, {@code Date},
+ * {@code Content-Length}, {@code Connection} and the framing itself, so {@link #header} refuses them.
+ * {@link ResponseWriter} is the one writer of its wire bytes.
+ *
+ * <pre>{@code
+ * return Reply.json(todo).header("Location", "/todos/" + id);
+ * }</pre>
+ */
+public final class Reply {
+    /** Headers the server writes itself (lower case); a handler cannot set them. */
+    private static final Set<String> SERVER_HEADERS =
+        Set.of("server", "date", "content-type", "content-length", "connection", "transfer-encoding", "keep-alive", "upgrade");
+    private static final String[] NO_HEADERS = {};
+
+    public final int status;
+    public final String contentType;
+    public final byte[] body;
+    /** Further headers as name, value, name, value... in the order added. */
+    private final String[] headers;
+
+    private Reply(int status, String contentType, byte[] body, String[] headers) {
+        this.status = status;
+        this.contentType = contentType;
+        this.body = body;
+        this.headers = headers;
+    }
+
+    /**
+     * @param status      a status code, 200..599
+     * @param contentType the {@code Content-Type} value, e.g. {@link Http#APPLICATION_JSON}
+     * @param body        the body bytes (not copied: do not modify them afterwards)
+     * @return the reply
+     * @throws IllegalArgumentException when {@code status} is outside 200..599 (1xx and 204/304
+     *                                  framing are the server's business)
+     */
+    public static Reply of(int status, String contentType, byte[] body) {
+        if (status < 200 || status > 599) throw new IllegalArgumentException("status must be 200..599, got " + status);
+        boolean known = contentType == Http.APPLICATION_JSON || contentType == Http.TEXT_PLAIN || contentType == Http.TEXT_HTML;
+        return new Reply(status, known ? contentType : checkValue("Content-Type", contentType), body, NO_HEADERS);
+    }
+
+    /** @return 200 OK with {@code body} of {@code contentType} */
+    public static Reply ok(String contentType, byte[] body) {
+        return of(200, contentType, body);
+    }
+
+    /** @return 200 with {@code value} serialized as JSON by Jackson ({@link Http#APPLICATION_JSON}) */
+    public static Reply json(Object value) {
+        return ok(Http.APPLICATION_JSON, Json.write(value));
+    }
+
+    /** @return 200 with {@code text} as {@link Http#TEXT_PLAIN} (UTF-8) */
+    public static Reply text(String text) {
+        return ok(Http.TEXT_PLAIN, text.getBytes(StandardCharsets.UTF_8));
+    }
+
+    /** @return 200 with {@code html} as {@link Http#TEXT_HTML} (UTF-8); escape what you put in it */
+    public static Reply html(String html) {
+        return ok(Http.TEXT_HTML, html.getBytes(StandardCharsets.UTF_8));
+    }
+
+    /**
+     * @param location where the new resource is, e.g. {@code /todos/7} (RFC 9110 section 10.2.2)
+     * @return 201 Created with {@code value} as JSON and {@code Location}
+     */
+    public static Reply created(String location, Object value) {
+        return of(201, Http.APPLICATION_JSON, Json.write(value)).header("Location", location);
+    }
+
+    /**
+     * @param status   301, 302, 303, 307 or 308 (RFC 9110 section 15.4); 303 See Other after a
+     *                 POST sends a browser on with GET
+     * @param location the target, e.g. {@code /todos}
+     * @return the redirect, with a one-line text body naming the target
+     * @throws IllegalArgumentException for another status
+     */
+    public static Reply redirect(int status, String location) {
+        if (status != 301 && status != 302 && status != 303 && status != 307 && status != 308) {
+            throw new IllegalArgumentException("a redirect is 301, 302, 303, 307 or 308, got " + status);
+        }
+        return of(status, Http.TEXT_PLAIN, ("see " + location + "\n").getBytes(StandardCharsets.UTF_8)).header("Location", location);
+    }
+
+    /** @return 200 with an empty body, for a DELETE or PUT with nothing to return (kiln sends no 204s) */
+    public static Reply empty() {
+        return of(200, Http.TEXT_PLAIN, new byte[0]);
+    }
+
+    /**
+     * @param status an error status (4xx, 5xx)
+     * @param detail a short explanation for the body, or null
+     * @return the error as {@link Http#TEXT_PLAIN}, body {@code "404 Not Found: detail\n"} (without
+     *         {@code ": detail"} when there is none)
+     */
+    public static Reply error(int status, String detail) {
+        return new Reply(status, Http.TEXT_PLAIN, errorBody(status, Http.reason(status), detail), NO_HEADERS);
+    }
+
+    /**
+     * @param reason the reason phrase: {@link Http#reason}, or a server library's own where it writes
+     *               the status line itself
+     * @return the error body every front end sends, UTF-8: {@code "404 Not Found: detail\n"}, or
+     *         {@code "404 Not Found\n"} when {@code detail} is null or empty
+     */
+    public static byte[] errorBody(int status, String reason, String detail) {
+        String text = status + " " + reason + (detail == null || detail.isEmpty() ? "" : ": " + detail) + "\n";
+        return text.getBytes(StandardCharsets.UTF_8);
+    }
+
+    /**
+     * @param name  a header name: an RFC 9110 token, not one the server writes itself
+     *              ({@code Server, Date, Content-Type, Content-Length, Connection, Transfer-Encoding})
+     * @param value its value: visible ASCII, spaces and tabs (no CR, LF or other control bytes:
+     *              they would split the head)
+     * @return a copy of this reply with the header added after those it has
+     * @throws IllegalArgumentException on a bad or reserved name, or a bad value
+     */
+    public Reply header(String name, String value) {
+        checkName(name);
+        String[] more = Arrays.copyOf(headers, headers.length + 2);
+        more[headers.length] = name;
+        more[headers.length + 1] = checkValue(name, value);
+        return new Reply(status, contentType, body, more);
+    }
+
+    /** @return how many further headers this reply has (besides those the server writes) */
+    public int headerCount() {
+        return headers.length / 2;
+    }
+
+    /** @return the name of further header {@code i}, 0-based, in the order added */
+    public String headerName(int i) {
+        return headers[2 * i];
+    }
+
+    /** @return the value of further header {@code i}, 0-based */
+    public String headerValue(int i) {
+        return headers[2 * i + 1];
+    }
+
+    /** @return the value of the first further header named {@code name} (any case), or null */
+    public String header(String name) {
+        for (int i = 0; i < headers.length; i += 2) {
+            if (headers[i].equalsIgnoreCase(name)) return headers[i + 1];
+        }
+        return null;
+    }
+
+    /** @return 404 for a path no route serves (RFC 9110 section 15.5.5) */
+    public static Reply notFound(String path) {
+        return error(404, "no such path: " + path);
+    }
+
+    /**
+     * @param allow the methods the path has, e.g. {@code "GET"} or {@code "GET, POST"}
+     * @return 405 with {@code Allow} for a known path asked with another method (RFC 9110 section 15.5.6)
+     */
+    public static Reply methodNotAllowed(String method, String path, String allow) {
+        return error(405, method + " is not allowed on " + path).header("Allow", allow);
+    }
+
+    /**
+     * @param allow the methods of the target, e.g. {@code "GET, HEAD, OPTIONS"}
+     * @return the answer to {@code OPTIONS}: 200 with {@code Allow} and no content, so
+     *         {@code Content-Length: 0} (RFC 9110 section 9.3.7)
+     */
+    public static Reply options(String allow) {
+        return empty().header("Allow", allow);
+    }
+
+    /** @return 503 with {@code Retry-After: 1} (RFC 9110 sections 15.6.4, 10.2.3) and {@code detail} */
+    public static Reply unavailable(String detail) {
+        return error(503, detail).header("Retry-After", "1");
+    }
+
+    /**
+     * @param version the request's version number, e.g. {@code 9.9}
+     * @return 505 for a well-formed HTTP version other than 1.0 and 1.1 (RFC 9110 section 15.6.6)
+     */
+    public static Reply versionNotSupported(String version) {
+        return error(505, "HTTP version " + version + " not supported; use HTTP/1.1");
+    }
+
+    /**
+     * The limits a server library does not apply itself, for front ends whose library parses
+     * requests: more than {@link Limits#MAX_HEADERS} header fields is 431 (RFC 6585 section 5);
+     * content is never read, so a request declaring more than {@link Limits#MAX_CONTENT} bytes, or
+     * chunked content (whose framing cannot be checked without reading it), is 413 (RFC 9110
+     * section 15.5.14). Checked before any endpoint runs. Send the refusal with
+     * {@code Connection: close}: unread content must not be taken for a request.
+     *
+     * @param headerCount   how many header fields the request has
+     * @param contentLength the request's Content-Length, or -1 when it has none
+     * @param chunked       true when the request has a Transfer-Encoding
+     * @return the refusal to send and close, or null to serve the request
+     */
+    public static Reply refuseRequest(int headerCount, long contentLength, boolean chunked) {
+        if (headerCount > Limits.MAX_HEADERS) {
+            return error(431, headerCount + " header fields; at most " + Limits.MAX_HEADERS + " accepted");
+        }
+        if (chunked) return error(413, "chunked request content is not accepted; the endpoints take no content");
+        if (contentLength > Limits.MAX_CONTENT) {
+            return error(413, "request content of " + contentLength + " bytes; at most " + Limits.MAX_CONTENT + " accepted");
+        }
+        return null;
+    }
+
+    /** @return 500 with a short body; the cause belongs in the server log, not in the response */
+    public static Reply internalError() {
+        return error(500, "internal error (see the server log)");
+    }
+
+    private static void checkName(String name) {
+        if (name == null || name.isEmpty()) throw new IllegalArgumentException("header name is empty");
+        for (int i = 0; i < name.length(); i++) {
+            if (!Http.isTokenChar(name.charAt(i))) throw new IllegalArgumentException("header name is not a token: '" + name + "'");
+        }
+        if (SERVER_HEADERS.contains(name.toLowerCase(Locale.ROOT))) {
+            throw new IllegalArgumentException(name + " is written by the server; a reply cannot set it");
+        }
+    }
+
+    private static String checkValue(String name, String value) {
+        if (value == null) throw new IllegalArgumentException(name + " value is null");
+        for (int i = 0; i < value.length(); i++) {
+            char c = value.charAt(i);
+            if ((c < 0x20 && c != '\t') || c == 0x7f || c > 0xff) {
+                throw new IllegalArgumentException(name + " value has a control or non-Latin-1 character at " + i);
+            }
+        }
+        return value;
+    }
+
+    @Override
+    public String toString() {
+        StringBuilder s = new StringBuilder("Reply{").append(status).append(", ").append(contentType).append(", ")
+            .append(body.length).append(" bytes");
+        for (int i = 0; i < headers.length; i += 2) s.append(", ").append(headers[i]).append(": ").append(headers[i + 1]);
+        return s.append('}').toString();
+    }
+}

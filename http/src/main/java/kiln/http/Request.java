@@ -1,0 +1,159 @@
+package kiln.http;
+
+import java.util.List;
+
+/**
+ * An HTTP request as a handler sees it, whichever server parsed it: kiln's own {@link RequestParser}
+ * (with its headers, content, version and keep-alive), or a server library's, through a front end that
+ * passes the method and target ({@link #of(String, String, String)}). Immutable but for the route the
+ * router matched, which it sets before the handler runs so that {@link #pathParam} reads its template.
+ *
+ * <p>Header names keep the client's spelling; {@link #header} ignores case (RFC 9110 section 5.1).
+ */
+public final class Request {
+    private static final byte[] NO_BODY = {};
+
+    private final String method;
+    private final String target;
+    private final String path;
+    private final String rawQuery;
+    private final int minorVersion;
+    /** Field names and values, alternating, in the order received. */
+    private final List<String> headers;
+    private final byte[] body;
+    private final boolean keepAlive;
+    /** The route the router matched, for {@link #pathParam}; null until it is routed. */
+    private Routes.Route<?> route;
+
+    Request(String method, String target, String path, String rawQuery, int minorVersion,
+            List<String> headers, byte[] body, boolean keepAlive) {
+        this.method = method;
+        this.target = target;
+        this.path = path;
+        this.rawQuery = rawQuery;
+        this.minorVersion = minorVersion;
+        this.headers = headers;
+        this.body = body;
+        this.keepAlive = keepAlive;
+    }
+
+    /**
+     * A request as if a client had sent {@code METHOD TARGET HTTP/1.1} with no header fields and no
+     * content: for code that takes a request without running a server (tests).
+     *
+     * @param target an origin-form target, e.g. {@code /queries?queries=5}; the path must be in its
+     *               normal form ({@link Paths#normalize})
+     * @throws IllegalArgumentException when {@code target} does not start with '/'
+     */
+    public static Request of(String method, String target) {
+        if (!target.startsWith("/")) throw new IllegalArgumentException("target must start with '/': " + target);
+        int q = target.indexOf('?');
+        return of(method, q < 0 ? target : target.substring(0, q), q < 0 ? null : target.substring(q + 1));
+    }
+
+    /**
+     * A request a server library parsed, as a front end hands it to kiln: its method and target
+     * only (no header fields, no content: the library front ends serve endpoints that read neither).
+     *
+     * @param path     the path in its normal form ({@link Paths#normalize}), or {@code *}
+     * @param rawQuery the query without '?', still percent-encoded, or null
+     */
+    public static Request of(String method, String path, String rawQuery) {
+        return new Request(method, rawQuery == null ? path : path + "?" + rawQuery, path, rawQuery, 1, List.of(), NO_BODY, true);
+    }
+
+    /** @return the method token, case-sensitive as sent: "GET", "POST"... */
+    public String method() {
+        return method;
+    }
+
+    /** @return the request-target as sent, e.g. {@code /queries?queries=5} */
+    public String target() {
+        return target;
+    }
+
+    /** @return the path of the target in its normal form ({@link Paths}), without the query, e.g. {@code /queries} */
+    public String path() {
+        return path;
+    }
+
+    /** @return the query part of the target without '?', still percent-encoded, or null when there is none */
+    public String rawQuery() {
+        return rawQuery;
+    }
+
+    /** @return 0 for HTTP/1.0, 1 for HTTP/1.1 */
+    public int minorVersion() {
+        return minorVersion;
+    }
+
+    /** @return the first value of header {@code name} (case-insensitive), trimmed, or null */
+    public String header(String name) {
+        for (int i = 0; i < headers.size(); i += 2) {
+            if (headers.get(i).equalsIgnoreCase(name)) return headers.get(i + 1);
+        }
+        return null;
+    }
+
+    /** @return the request content (empty when there is none); do not modify it */
+    public byte[] body() {
+        return body;
+    }
+
+    /**
+     * @return whether the connection stays open after the response: HTTP/1.1 unless
+     *         {@code Connection: close}; HTTP/1.0 only with {@code Connection: keep-alive}
+     *         (RFC 9112 section 9.3)
+     */
+    public boolean keepAlive() {
+        return keepAlive;
+    }
+
+    /**
+     * @return the first value of query parameter {@code name}, percent-decoded as UTF-8 ("" for a
+     *         bare {@code ?name}), or null when absent
+     * @throws HttpException 400 on a malformed percent-escape
+     */
+    public String param(String name) {
+        return QueryParams.get(rawQuery, name);
+    }
+
+    /**
+     * @param name a parameter of the route's path template, e.g. {@code id} of {@code /todos/{id}}
+     * @return that segment of the path, percent-decoded as UTF-8
+     * @throws IllegalArgumentException when the route has no such parameter
+     * @throws IllegalStateException    before the request was routed
+     * @throws HttpException            400 when the segment is badly percent-encoded
+     */
+    public String pathParam(String name) {
+        if (route == null) throw new IllegalStateException("pathParam(\"" + name + "\") before the request was routed");
+        return route.param(path, name);
+    }
+
+    /**
+     * Reads the content as JSON with Jackson.
+     *
+     * @param type the class to bind to, e.g. {@code Todo.class} (public fields or a creator Jackson can use)
+     * @return the value
+     * @throws HttpException 400 with the parser's message when the content is empty or not such JSON
+     *                       (content over {@link Limits#MAX_CONTENT} was refused with 413 before)
+     */
+    public <T> T json(Class<T> type) {
+        return Json.read(body, type);
+    }
+
+    /** Remembers the route the router matched, so that {@link #pathParam} reads its template. */
+    public void routed(Routes.Route<?> matched) {
+        route = matched;
+    }
+
+    /** @return the route as registered and the method, e.g. {@code GET /todos/{id}}, for a log line; the path until routed */
+    public String routeName() {
+        return method + " " + (route != null ? route.pattern() : path);
+    }
+
+    @Override
+    public String toString() {
+        return method + " " + target + " HTTP/1." + minorVersion;
+    }
+}

@@ -1,0 +1,88 @@
+package kiln.http;
+
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.ConcurrentHashMap;
+
+
+/**
+ * Encodes responses into a connection's output bytes, headers in the order {@link Http} fixes for
+ * every front end: Server, Date, Content-Type, the reply's further headers (Allow, Retry-After,
+ * Location...) in the order added, Content-Length, then Connection when needed. The status line is always HTTP/1.1, the
+ * highest version this server conforms to (RFC 9110 section 6.2), also for HTTP/1.0 requests.
+ *
+ * <p>The one writer of kiln's wire bytes: a {@link Connection}'s responses, and whole closing
+ * responses ({@link #closing}) for the one-shot 503 over the connection cap and for a server
+ * library's hook that can only write raw bytes (a 408 to a slow client).
+ */
+public final class ResponseWriter {
+    private static final byte[] CRLF = {'\r', '\n'};
+    private static final byte[] COLON_SP = {':', ' '};
+    private static final byte[] SERVER = ("\r\nServer: " + Http.SERVER + "\r\nDate: ").getBytes(StandardCharsets.US_ASCII);
+    private static final byte[] CONTENT_TYPE = "\r\nContent-Type: ".getBytes(StandardCharsets.US_ASCII);
+    private static final byte[] CONTENT_LENGTH = "\r\nContent-Length: ".getBytes(StandardCharsets.US_ASCII);
+    private static final byte[] KEEP_ALIVE = "\r\nConnection: keep-alive".getBytes(StandardCharsets.US_ASCII);
+    private static final byte[] CLOSE = "\r\nConnection: close".getBytes(StandardCharsets.US_ASCII);
+    private static final byte[] STATUS_200 = "HTTP/1.1 200 OK".getBytes(StandardCharsets.US_ASCII);
+    private static final ConcurrentHashMap<String, byte[]> ASCII_CACHE = new ConcurrentHashMap<>();
+
+    private ResponseWriter() {
+    }
+
+    /**
+     * Appends one response.
+     *
+     * @param minorVersion the request's HTTP minor version (0 or 1): HTTP/1.0 keep-alive needs an
+     *                     explicit {@code Connection: keep-alive}
+     * @param keepAlive    whether the connection stays open after this response
+     * @param head         true when answering HEAD: the head only, Content-Length still that of the
+     *                     body GET would get (RFC 9110 section 9.3.2)
+     */
+    static void write(Output out, int minorVersion, Reply r, boolean keepAlive, boolean head) {
+        out.put(r.status == 200 ? STATUS_200 : ascii("HTTP/1.1 " + r.status + " " + Http.reason(r.status)));
+        out.put(SERVER);
+        out.put(HttpDate.nowAscii());
+        out.put(CONTENT_TYPE);
+        out.put(ascii(r.contentType));
+        for (int i = 0; i < r.headerCount(); i++) {
+            out.put(CRLF);
+            out.put(ascii(r.headerName(i)));
+            out.put(COLON_SP);
+            out.put(r.headerValue(i).getBytes(StandardCharsets.ISO_8859_1));
+        }
+        out.put(CONTENT_LENGTH);
+        out.putDecimal(r.body.length);
+        if (!keepAlive) {
+            out.put(CLOSE);
+        } else if (minorVersion == 0) {
+            out.put(KEEP_ALIVE);
+        }
+        out.put(CRLF);
+        out.put(CRLF);
+        if (!head) out.put(r.body);
+    }
+
+    /**
+     * @return the whole response to {@code reply} with {@code Connection: close}, head in the
+     *         contract's order, ASCII head then the body: for a socket the server writes once and closes
+     */
+    public static byte[] closing(Reply reply) {
+        Output out = new Output();
+        write(out, 1, reply, false, false);
+        ByteBuffer bytes = out.toByteBuffer();
+        byte[] all = new byte[bytes.remaining()];
+        bytes.get(all);
+        out.release();
+        return all;
+    }
+
+    /** Header strings repeat (content types, status lines, header names): encode each once. */
+    private static byte[] ascii(String s) {
+        byte[] b = ASCII_CACHE.get(s);
+        if (b == null) {
+            b = s.getBytes(StandardCharsets.ISO_8859_1);
+            if (ASCII_CACHE.size() < 256) ASCII_CACHE.put(s, b);
+        }
+        return b;
+    }
+}

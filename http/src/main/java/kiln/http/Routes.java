@@ -1,0 +1,248 @@
+package kiln.http;
+
+import java.net.URLDecoder;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * Routing, written once for every front end: (method, path) to a handler of type {@code H}.
+ * <ul>
+ *   <li>A path is exact ({@code /todos}) or a template whose segments may be parameters
+ *       ({@code /todos/{id}}: one whole segment each, read with {@link Route#param}). Exact paths
+ *       win over templates; templates are tried in the order added.</li>
+ *   <li>{@code HEAD} is answered by the {@code GET} route when the path has no {@code HEAD} route
+ *       of its own (RFC 9110 section 9.3.2: the same head, no body; the front end drops the body).</li>
+ *   <li>{@code OPTIONS} is answered for every path that has a route, when the path has no
+ *       {@code OPTIONS} route of its own: 200, no content, {@code Allow} listing its methods (RFC
+ *       9110 section 9.3.7); {@code OPTIONS *} (the asterisk-form, RFC 9112 section 3.2.4) asks
+ *       about the server as a whole and gets every method some route has. {@code Allow} always
+ *       lists {@code OPTIONS} too. (HAProxy's default health check is {@code OPTIONS /}.)</li>
+ *   <li>A path no route has is 404; a path asked with a method it has no route for is 405 with
+ *       {@code Allow} listing the methods it has (RFC 9110 sections 15.5.5, 15.5.6).</li>
+ * </ul>
+ * Paths are matched as given: a front end passes them through {@link Paths#normalize} first.
+ *
+ * @param <H> the handler type: the endpoints' logic, or a front end's own (Kilim's fiber handlers)
+ */
+public final class Routes<H> {
+    private final Map<String, Map<String, Route<H>>> exact = new HashMap<>();
+    private final List<Template> templates = new ArrayList<>();
+    /** Keyed by identity: {@link #add} reuses the one Template of a pattern. */
+    private final Map<Template, Map<String, Route<H>>> byTemplate = new HashMap<>();
+
+    /** A matched route: its handler and the template that reads path parameters. */
+    public static final class Route<H> {
+        public final String method;
+        public final H handler;
+        final Template template;
+
+        Route(String method, H handler, Template template) {
+            this.method = method;
+            this.handler = handler;
+            this.template = template;
+        }
+
+        /**
+         * @param path the request's path, as the route was found with
+         * @param name a parameter of the route's template, e.g. {@code id} of {@code /todos/{id}}
+         * @return that segment of {@code path}, percent-decoded as UTF-8
+         * @throws IllegalArgumentException when the template has no parameter {@code name}
+         * @throws HttpException 400 when the segment is badly percent-encoded
+         */
+        public String param(String path, String name) {
+            return template.param(path, name);
+        }
+
+        /** @return the path as registered, e.g. {@code /todos/{id}} */
+        public String pattern() {
+            return template.pattern;
+        }
+    }
+
+    /**
+     * Adds a route.
+     *
+     * @param method a method token, e.g. {@code GET}
+     * @param path   an exact path or a template ({@code /todos/{id}}), starting with '/', without a query
+     * @return this
+     * @throws IllegalArgumentException when the route exists already, the method is not a token, or
+     *                                  the path is malformed
+     */
+    public Routes<H> add(String method, String path, H handler) {
+        if (method.isEmpty() || !method.chars().allMatch(Http::isTokenChar)) throw new IllegalArgumentException("method is not a token: " + method);
+        Template t = Template.parse(path);
+        Map<String, Route<H>> byMethod;
+        if (t.isExact()) {
+            byMethod = exact.computeIfAbsent(path, p -> new HashMap<>());
+        } else {
+            for (Template other : templates) {
+                if (!other.sameShape(t)) continue;
+                if (!other.pattern.equals(path)) throw new IllegalArgumentException(path + " clashes with " + other.pattern);
+                t = other;
+            }
+            byMethod = byTemplate.get(t);
+            if (byMethod == null) {
+                templates.add(t);
+                byMethod = new HashMap<>();
+                byTemplate.put(t, byMethod);
+            }
+        }
+        if (byMethod.putIfAbsent(method, new Route<>(method, handler, t)) != null) {
+            throw new IllegalArgumentException("route " + method + " " + path + " registered twice");
+        }
+        return this;
+    }
+
+    /**
+     * @param template an exact path or a template, e.g. {@code /worlds/{id}}
+     * @return true when {@code path} is one the template matches, e.g. {@code /worlds/42}
+     * @throws IllegalArgumentException when the template is malformed
+     */
+    public static boolean matches(String template, String path) {
+        return Template.parse(template).matches(path);
+    }
+
+    /** @return the route for {@code method} on {@code path} ({@code HEAD} falls back to {@code GET}), or null: answer {@link #miss} */
+    public Route<H> find(String method, String path) {
+        Map<String, Route<H>> byMethod = methodsOf(path);
+        if (byMethod == null) return null;
+        Route<H> r = byMethod.get(method);
+        if (r == null && method.equals("HEAD")) r = byMethod.get("GET");
+        return r;
+    }
+
+    /**
+     * @return the answer when {@link #find} found nothing: {@code OPTIONS}' 200 with {@code Allow}
+     *         (also for {@code OPTIONS *}), 404, or 405 with {@code Allow}
+     */
+    public Reply miss(String method, String path) {
+        if (method.equals("OPTIONS") && path.equals("*")) return Reply.options(allow(allMethods()));
+        Map<String, Route<H>> byMethod = methodsOf(path);
+        if (byMethod == null) return Reply.notFound(path);
+        String allow = allow(byMethod.keySet());
+        if (method.equals("OPTIONS")) return Reply.options(allow);
+        return Reply.methodNotAllowed(method, path, allow);
+    }
+
+    private Set<String> allMethods() {
+        Set<String> all = new LinkedHashSet<>();
+        for (Map<String, Route<H>> byMethod : exact.values()) all.addAll(byMethod.keySet());
+        for (Map<String, Route<H>> byMethod : byTemplate.values()) all.addAll(byMethod.keySet());
+        return all;
+    }
+
+    /** @return the Allow value for routes of {@code methods}: HEAD with GET, OPTIONS always, the usual ones first */
+    private static String allow(Set<String> methods) {
+        Set<String> allow = new LinkedHashSet<>();
+        for (String m : new String[] {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}) {
+            if (methods.contains(m) || (m.equals("HEAD") && methods.contains("GET")) || m.equals("OPTIONS")) allow.add(m);
+        }
+        List<String> others = new ArrayList<>(methods);
+        java.util.Collections.sort(others);
+        allow.addAll(others);
+        return String.join(", ", allow);
+    }
+
+    private Map<String, Route<H>> methodsOf(String path) {
+        Map<String, Route<H>> byMethod = exact.get(path);
+        if (byMethod != null || templates.isEmpty()) return byMethod;
+        for (Template t : templates) {
+            if (t.matches(path)) return byTemplate.get(t);
+        }
+        return null;
+    }
+
+    /** A path split at '/', each segment a literal or a {@code {name}} parameter. */
+    static final class Template {
+        final String pattern;
+        private final String[] segments;
+        private final boolean[] isParam;
+
+        private Template(String pattern, String[] segments, boolean[] isParam) {
+            this.pattern = pattern;
+            this.segments = segments;
+            this.isParam = isParam;
+        }
+
+        static Template parse(String path) {
+            if (!path.startsWith("/")) throw new IllegalArgumentException("path must start with '/': " + path);
+            if (path.indexOf('?') >= 0) throw new IllegalArgumentException("path must not hold a query: " + path);
+            String[] segments = path.substring(1).split("/", -1);
+            boolean[] isParam = new boolean[segments.length];
+            Set<String> names = new LinkedHashSet<>();
+            for (int i = 0; i < segments.length; i++) {
+                String s = segments[i];
+                if (s.startsWith("{") && s.endsWith("}") && s.length() > 2) {
+                    String name = s.substring(1, s.length() - 1);
+                    if (name.indexOf('{') >= 0 || name.indexOf('}') >= 0 || !names.add(name)) {
+                        throw new IllegalArgumentException("bad or repeated parameter " + s + " in " + path);
+                    }
+                    segments[i] = name;
+                    isParam[i] = true;
+                } else if (s.indexOf('{') >= 0 || s.indexOf('}') >= 0) {
+                    throw new IllegalArgumentException("a parameter must be a whole segment, like /todos/{id}: " + path);
+                }
+            }
+            return new Template(path, segments, isParam);
+        }
+
+        boolean isExact() {
+            for (boolean p : isParam) {
+                if (p) return false;
+            }
+            return true;
+        }
+
+        /** @return true when both match the same paths (same literals, parameters in the same places) */
+        boolean sameShape(Template o) {
+            if (o.segments.length != segments.length) return false;
+            for (int i = 0; i < segments.length; i++) {
+                if (isParam[i] != o.isParam[i] || (!isParam[i] && !segments[i].equals(o.segments[i]))) return false;
+            }
+            return true;
+        }
+
+        boolean matches(String path) {
+            if (!path.startsWith("/")) return false;
+            int start = 1;
+            for (int i = 0; i < segments.length; i++) {
+                int end = path.indexOf('/', start);
+                boolean last = i == segments.length - 1;
+                if (last != (end < 0)) return false;
+                if (end < 0) end = path.length();
+                if (isParam[i]) {
+                    if (end == start) return false;
+                } else if (end - start != segments[i].length() || !path.startsWith(segments[i], start)) {
+                    return false;
+                }
+                start = end + 1;
+            }
+            return true;
+        }
+
+        String param(String path, String name) {
+            int start = 1;
+            for (int i = 0; i < segments.length; i++) {
+                int end = path.indexOf('/', start);
+                if (end < 0) end = path.length();
+                if (isParam[i] && segments[i].equals(name)) return decode(path.substring(start, end));
+                start = end + 1;
+            }
+            throw new IllegalArgumentException(pattern + " has no parameter {" + name + "}");
+        }
+
+        private static String decode(String segment) {
+            if (segment.indexOf('%') < 0) return segment;
+            try {
+                return URLDecoder.decode(segment.replace("+", "%2B"), StandardCharsets.UTF_8);
+            } catch (IllegalArgumentException e) {
+                throw new HttpException(400, "malformed path: " + e.getMessage());
+            }
+        }
+    }
+}

@@ -1,0 +1,213 @@
+package kiln.server;
+
+import kiln.http.HttpException;
+import kiln.http.Paths;
+import kiln.http.Reply;
+import kiln.http.Request;
+import kiln.http.Routes;
+
+/**
+ * The one request pipeline every front end runs: a table of handlers of type {@code H} matched by
+ * {@link Routes} (exact paths and templates such as {@code /todos/{id}}, HEAD answered by GET,
+ * OPTIONS answered with {@code Allow}, 404 for an unknown path, 405 with {@code Allow} for a known
+ * path asked with another method), the failure policy ({@link Failures}) and the metrics, recorded
+ * once per request.
+ *
+ * <p>Front ends differ only in how a handler runs and waits, so each says only that. A request goes
+ * through {@link #begin}, which routes it and starts its clock, then the front end runs the handler
+ * its own way and ends the {@link Exchange} once:
+ * <pre>{@code
+ * Exchange<Handler> x = router.begin(request);
+ * if (x.isAnswered()) return x.answer(x.reply());        // 400, 404, 405, OPTIONS: no handler runs
+ * try {
+ *     return x.answer(x.handler().handle(request));      // a fiber pauses in it, a thread blocks
+ * } catch (Exception e) {
+ *     return x.fail(e);                                  // the failure policy's reply
+ * }
+ * }</pre>
+ * Handlers written as {@link Step}s (the demo's endpoints, which every front end serves) are
+ * registered with {@link #steps}; each router says how its threads run them ({@link #fromSteps}).
+ *
+ * @param <H> the front end's handler type
+ * @param <R> the router itself, which the registering methods return for chaining
+ */
+public abstract class AbstractRouter<H, R extends AbstractRouter<H, R>> {
+    private final Routes<Entry<H>> routes = new Routes<>();
+    private final Metrics metrics;
+
+    /** @param metrics where every request is counted and timed; {@link Metrics#off()} for none */
+    protected AbstractRouter(Metrics metrics) {
+        this.metrics = metrics;
+    }
+
+    /** Registers {@code handler} for GET {@code path}; it answers HEAD too (the body dropped). */
+    public R get(String path, H handler) {
+        return route("GET", path, handler);
+    }
+
+    /** Registers {@code handler} for POST {@code path}. */
+    public R post(String path, H handler) {
+        return route("POST", path, handler);
+    }
+
+    /** Registers {@code handler} for PUT {@code path}. */
+    public R put(String path, H handler) {
+        return route("PUT", path, handler);
+    }
+
+    /** Registers {@code handler} for DELETE {@code path}. */
+    public R delete(String path, H handler) {
+        return route("DELETE", path, handler);
+    }
+
+    /**
+     * Registers {@code handler} for {@code method} on {@code path}: an exact path ({@code /todos}) or
+     * a template with whole-segment parameters ({@code /todos/{id}}, read with
+     * {@code request.pathParam("id")}); no query string. See {@link Routes} for the matching rules.
+     *
+     * @throws IllegalArgumentException when the route exists already or the path is malformed
+     * @throws IllegalStateException    when the front end cannot run {@code handler} ({@link #check})
+     */
+    public R route(String method, String path, H handler) {
+        check(handler);
+        routes.add(method, path, new Entry<>(handler, metrics.route(path)));
+        @SuppressWarnings("unchecked") R self = (R) this;
+        return self;
+    }
+
+    /**
+     * Registers logic written as {@link Step}s, which every front end can run (the demo's endpoints
+     * are): {@link #fromSteps} says how this router's threads wait in it.
+     */
+    public R steps(String method, String path, StepHandler logic) {
+        return route(method, path, fromSteps(logic));
+    }
+
+    /** @return a handler of this front end that runs {@code logic}'s steps, waiting in each its own way */
+    protected abstract H fromSteps(StepHandler logic);
+
+    /**
+     * Refuses, at registration, a handler the front end could not run; accepts every handler unless
+     * overridden.
+     *
+     * @throws IllegalStateException with what to do instead
+     */
+    protected void check(H handler) {
+    }
+
+    /** @return the metrics this router records every request in ({@link Metrics#off()} for none) */
+    public Metrics metrics() {
+        return metrics;
+    }
+
+    /**
+     * Routes a request parsed by kiln's own layer (its path already in normal form) and starts its
+     * clock. Never throws.
+     *
+     * @return the exchange: a handler to run, or the router's own answer (404, 405, OPTIONS); end it with
+     *         {@link Exchange#answer} or {@link Exchange#fail}
+     */
+    public final Exchange<H> begin(Request request) {
+        long started = metrics.start();
+        Routes.Route<Entry<H>> route = routes.find(request.method(), request.path());
+        if (route == null) return answered(routes.miss(request.method(), request.path()), request, started);
+        request.routed(route);
+        return new Exchange<>(route.handler.handler, request, route.handler.series, started, null);
+    }
+
+    /**
+     * Routes a request a server library parsed: its path is put in normal form first ({@link Paths}),
+     * a path without one answered 400. Never throws.
+     *
+     * @param rawPath  the path as sent (not percent-decoded), or {@code *}
+     * @param rawQuery the query without '?', still percent-encoded, or null
+     */
+    public final Exchange<H> begin(String method, String rawPath, String rawQuery) {
+        String path;
+        try {
+            path = Paths.normalize(rawPath);
+        } catch (HttpException e) {
+            return answered(Reply.error(e.status(), e.getMessage()), Request.of(method, "/", rawQuery), metrics.start());
+        }
+        return begin(Request.of(method, path, rawQuery));
+    }
+
+    private Exchange<H> answered(Reply reply, Request request, long started) {
+        return new Exchange<>(null, request, metrics.unmatched(), started, reply);
+    }
+
+    /** A route's handler and its series in the metrics. */
+    private static final class Entry<H> {
+        final H handler;
+        final Metrics.Route series;
+
+        Entry(H handler, Metrics.Route series) {
+            this.handler = handler;
+            this.series = series;
+        }
+    }
+
+    /**
+     * One request between {@link #begin} and its reply: the handler to run, or the router's own
+     * answer. The front end ends it once, with {@link #answer} or {@link #fail}, which record it in
+     * the metrics. Not thread-safe: one request, one thread at a time.
+     *
+     * @param <H> the front end's handler type
+     */
+    public static final class Exchange<H> {
+        private final H handler;
+        private final Request request;
+        private final Metrics.Route series;
+        private final long started;
+        private final Reply reply;
+
+        Exchange(H handler, Request request, Metrics.Route series, long started, Reply reply) {
+            this.handler = handler;
+            this.request = request;
+            this.series = series;
+            this.started = started;
+            this.reply = reply;
+        }
+
+        /** @return true when the router answered (404, 405, OPTIONS, a malformed path): run no handler, send {@link #reply()} */
+        public boolean isAnswered() {
+            return reply != null;
+        }
+
+        /** @return the router's own answer, to send with {@link #answer}; null when a handler is to run */
+        public Reply reply() {
+            return reply;
+        }
+
+        /** @return the matched route's handler; null when {@link #isAnswered()} */
+        public H handler() {
+            return handler;
+        }
+
+        /** @return the request, routed: {@link Request#pathParam} reads the route's template */
+        public Request request() {
+            return request;
+        }
+
+        /**
+         * Ends the exchange: records the request with {@code reply}'s status and its duration, once
+         * (404s and 405s under the endpoint label {@value Metrics#UNMATCHED}).
+         *
+         * @return {@code reply}
+         */
+        public Reply answer(Reply reply) {
+            series.record(reply.status, started);
+            return reply;
+        }
+
+        /** @return the failure policy's reply to {@code failure} ({@link Failures#toReply}), recorded */
+        public Reply fail(Throwable failure) {
+            return answer(Failures.toReply(failure, request));
+        }
+
+        @Override
+        public String toString() {
+            return request.routeName() + (reply != null ? " -> " + reply.status : "");
+        }
+    }
+}

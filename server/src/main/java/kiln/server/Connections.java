@@ -1,0 +1,219 @@
+package kiln.server;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.SocketChannel;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.logging.Logger;
+
+import kiln.http.Connection;
+import kiln.http.Reply;
+import kiln.http.ResponseWriter;
+
+/**
+ * The server side of kiln's own HTTP layer, shared by the front ends that use it: the limits
+ * (idle and header timeouts, the connection cap), the open {@link Connection}s and the reaper
+ * thread that expires overdue ones, the one-shot 503 beyond the cap, the requests in flight that
+ * a graceful stop waits for. It never waits for a socket itself: the front end's accept loop and
+ * connection loops do, in their own way.
+ *
+ * <p>Life of a connection: the accept loop calls {@link #admit} (beyond the cap the connection is
+ * answered 503 and closed), then the front end calls {@link #opened} as it starts serving the
+ * connection (Kilim's selector at accept, loom's virtual thread as it begins) and finally
+ * {@link #closed}. A handler runs between {@link #requestStarted} and {@link #requestEnded}.
+ *
+ * <h2>Threads</h2>
+ * {@code kiln-timeouts}: once a second, half-closes connections past their idle, header or write
+ * deadline (see {@link Connection}).
+ */
+public final class Connections implements Connection.Owner {
+    private static final Logger LOG = Logger.getLogger(Connections.class.getName());
+
+    private final AtomicInteger count = new AtomicInteger();
+    private final AtomicInteger inFlight = new AtomicInteger();
+    private final Set<Connection> open = ConcurrentHashMap.newKeySet();
+    private long idleTimeoutNanos = TimeUnit.SECONDS.toNanos(60);
+    private long headerTimeoutNanos = TimeUnit.SECONDS.toNanos(10);
+    private int maxConnections = ServerOptions.defaultMaxConnections();
+    private volatile boolean stopping;
+    private ScheduledExecutorService reaper;
+    // Only the one accept loop touches these.
+    private long lastAcceptErrorLog;
+    private long lastRefusalLog;
+    private long refusedSinceLog;
+
+    /**
+     * Sets how long a keep-alive connection may wait for its next request, and how long writing a
+     * response to a client that does not read may take (default 60 s). Call before {@link #start}.
+     */
+    public void idleTimeout(long millis) {
+        if (millis < 1) throw new IllegalArgumentException("idle timeout must be >= 1 ms, got " + millis);
+        idleTimeoutNanos = TimeUnit.MILLISECONDS.toNanos(millis);
+    }
+
+    /**
+     * Sets how long a request's head and body may take to arrive once its first byte is in
+     * (default 10 s); a slower client gets 408 and is closed. Call before {@link #start}.
+     */
+    public void headerTimeout(long millis) {
+        if (millis < 1) throw new IllegalArgumentException("header timeout must be >= 1 ms, got " + millis);
+        headerTimeoutNanos = TimeUnit.MILLISECONDS.toNanos(millis);
+    }
+
+    /**
+     * Sets the most connections open at once (default: the process's open-files limit minus 64,
+     * kept for LMDB, jars and logs). Call before {@link #start}.
+     */
+    public void maxConnections(int n) {
+        if (n < 1) throw new IllegalArgumentException("max connections must be >= 1, got " + n);
+        maxConnections = n;
+    }
+
+    /** @return the connection cap in force */
+    public int maxConnections() {
+        return maxConnections;
+    }
+
+    @Override
+    public long idleTimeoutNanos() {
+        return idleTimeoutNanos;
+    }
+
+    @Override
+    public long headerTimeoutNanos() {
+        return headerTimeoutNanos;
+    }
+
+    /** Starts the reaper thread. */
+    public void start() {
+        reaper = Executors.newSingleThreadScheduledExecutor(Threads.daemon("kiln-timeouts"));
+        reaper.scheduleWithFixedDelay(this::expireOverdue, 1, 1, TimeUnit.SECONDS);
+    }
+
+    private void expireOverdue() {
+        long now = System.nanoTime();
+        int expired = 0;
+        for (Connection c : open) {
+            if (c.expireIfOverdue(now)) expired++;
+        }
+        if (expired > 0) LOG.fine("timed out " + expired + " connections");
+    }
+
+    /** @return open client connections right now */
+    public int count() {
+        return count.get();
+    }
+
+    /** @return true once a stop has begun: responses then close their connections */
+    @Override
+    public boolean isStopping() {
+        return stopping;
+    }
+
+    /**
+     * The accept loop's check of a new connection against the cap, with no wait: under the cap it
+     * is counted (serve it, then {@link #closed}); at the cap it gets one non-blocking write of a 503
+     * with {@code Retry-After: 1} and is closed (the write may be partial; the close is what
+     * matters). Refusals are logged at most once per 10 s, with a count. Call from one thread.
+     *
+     * @return true when the connection is to be served
+     */
+    public boolean admit(SocketChannel ch) {
+        if (count.get() < maxConnections) {
+            count.incrementAndGet();
+            return true;
+        }
+        try {
+            ch.write(ByteBuffer.wrap(ResponseWriter.closing(Reply.unavailable("too many connections; retry shortly"))));
+        } catch (IOException ignored) {
+            // best effort: the client may already be gone
+        }
+        closeQuietly(ch);
+        refusedSinceLog++;
+        long now = System.currentTimeMillis();
+        if (now - lastRefusalLog > 10_000) {
+            LOG.warning("refused " + refusedSinceLog + " connection(s) with 503 since the last report: " + count.get()
+                + " open, the cap is " + maxConnections + " (--max-connections); reporting at most every 10 s");
+            lastRefusalLog = now;
+            refusedSinceLog = 0;
+        }
+        return false;
+    }
+
+    /**
+     * The accept loop's report of a failed accept, typically EMFILE ("Too many open files") under a
+     * connection flood: logged at most once a second. The caller backs off briefly and goes on.
+     */
+    public void acceptFailed(IOException e) {
+        long now = System.currentTimeMillis();
+        if (now - lastAcceptErrorLog > 1000) {
+            lastAcceptErrorLog = now;
+            LOG.warning("accept failed (" + e.getMessage() + "); " + count.get() + " connections open");
+        }
+    }
+
+    /** A connection is served from now on: the reaper watches its deadlines. */
+    public void opened(Connection c) {
+        open.add(c);
+    }
+
+    /** A connection's loop ended and its channel is closed. */
+    public void closed(Connection c) {
+        open.remove(c);
+        count.decrementAndGet();
+    }
+
+    /** A handler starts: a graceful stop waits for it. */
+    public void requestStarted() {
+        inFlight.incrementAndGet();
+    }
+
+    /** A handler ended. */
+    public void requestEnded() {
+        inFlight.decrementAndGet();
+    }
+
+    /** Begins a stop: from now on every response closes its connection. Close the listening socket next. */
+    public void beginStop() {
+        stopping = true;
+    }
+
+    /** Waits up to {@code graceMillis} for the requests in flight to finish, then stops the reaper. */
+    public void finishStop(long graceMillis) {
+        stopping = true;
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(graceMillis);
+        while (inFlight.get() > 0 && System.nanoTime() < deadline) {
+            try {
+                Thread.sleep(10);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                break;
+            }
+        }
+        if (inFlight.get() > 0) LOG.warning(inFlight.get() + " requests still running after " + graceMillis + " ms; stopping anyway");
+        if (reaper != null) reaper.shutdownNow();
+    }
+
+    /**
+     * Half-closes every open connection, as the reaper does an overdue one: each connection's own
+     * loop then sees end-of-stream and closes. For the end of a stop, after {@link #finishStop}.
+     */
+    public void endAll() {
+        for (Connection c : open) c.end();
+    }
+
+    /** Closes {@code ch}, ignoring a failure: for sockets being given up on. */
+    public static void closeQuietly(SocketChannel ch) {
+        if (ch == null) return;
+        try {
+            ch.close();
+        } catch (IOException ignored) {
+            // nothing left to do for a socket that cannot even close
+        }
+    }
+}

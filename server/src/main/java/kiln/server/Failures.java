@@ -1,0 +1,42 @@
+package kiln.server;
+
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+import kiln.db.DbException;
+import kiln.http.HttpException;
+import kiln.http.Reply;
+
+/**
+ * The failure policy, written once for every front end: what a request that failed is answered.
+ * <ul>
+ *   <li>{@link HttpException}: its status and message (a client error, or a handler's choice);</li>
+ *   <li>{@link DbException.Overloaded}: 503 with {@code Retry-After: 1} (the write queue is full);</li>
+ *   <li>anything else: 500 with a short body, and the stack trace in the server log.</li>
+ * </ul>
+ * {@link CompletionException} and {@link ExecutionException} wrappers are looked through.
+ */
+public final class Failures {
+    private static final Logger LOG = Logger.getLogger(Failures.class.getName());
+
+    private Failures() {
+    }
+
+    /**
+     * @param failure what the request's handler threw, or what its awaited future failed with
+     * @param request what was asked, for the log line, e.g. {@code GET /updates?queries=5}; may be null
+     * @return the reply to send
+     */
+    public static Reply toReply(Throwable failure, Object request) {
+        Throwable cause = failure;
+        while ((cause instanceof CompletionException || cause instanceof ExecutionException) && cause.getCause() != null) {
+            cause = cause.getCause();
+        }
+        if (cause instanceof HttpException) return Reply.error(((HttpException) cause).status(), cause.getMessage());
+        if (cause instanceof DbException.Overloaded) return Reply.unavailable("the database is overloaded; retry shortly");
+        LOG.log(Level.SEVERE, "request failed" + (request == null ? "" : ": " + request), cause);
+        return Reply.internalError();
+    }
+}

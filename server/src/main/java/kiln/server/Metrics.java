@@ -1,0 +1,270 @@
+package kiln.server;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.util.concurrent.atomic.AtomicReferenceArray;
+import java.util.function.IntSupplier;
+
+import io.prometheus.metrics.core.datapoints.CounterDataPoint;
+import io.prometheus.metrics.core.datapoints.DistributionDataPoint;
+import io.prometheus.metrics.core.metrics.Counter;
+import io.prometheus.metrics.core.metrics.GaugeWithCallback;
+import io.prometheus.metrics.core.metrics.Histogram;
+import io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter;
+import io.prometheus.metrics.instrumentation.jvm.JvmGarbageCollectorMetrics;
+import io.prometheus.metrics.instrumentation.jvm.JvmMemoryMetrics;
+import io.prometheus.metrics.instrumentation.jvm.ProcessMetrics;
+import io.prometheus.metrics.model.registry.MultiCollector;
+import io.prometheus.metrics.model.registry.PrometheusRegistry;
+import io.prometheus.metrics.model.snapshots.ClassicHistogramBuckets;
+import io.prometheus.metrics.model.snapshots.CounterSnapshot;
+import io.prometheus.metrics.model.snapshots.GaugeSnapshot;
+import io.prometheus.metrics.model.snapshots.HistogramSnapshot;
+import io.prometheus.metrics.model.snapshots.MetricSnapshots;
+import io.prometheus.metrics.model.snapshots.Unit;
+import kiln.db.Db;
+import kiln.db.DbStats;
+import kiln.http.Reply;
+
+/**
+ * A server's metrics, in the Prometheus text format ({@code GET /metrics}), through the Prometheus
+ * Java client. Written once for every front end; a front end only records each request where it
+ * hands the reply to its server library, and says how many connections are open:
+ *
+ * <pre>{@code
+ * Metrics.Route plaintext = metrics.route("/plaintext");   // once, when the route is registered
+ * long started = metrics.start();                          // per request, before it is routed
+ * ...
+ * plaintext.record(reply.status, started);                 // once, with the reply
+ * }</pre>
+ *
+ * <h2>Series</h2>
+ * <ul>
+ *   <li>{@code http_requests_total{endpoint,status}}: requests answered, by route template
+ *       ({@code /worlds/{id}}, not the path asked, so that the series stay few) and status;
+ *       {@value #UNMATCHED} for a request no route has (404, 405). Requests refused before routing
+ *       (malformed: 400, 408, 413, 414, 431, 505; over the connection cap: 503) are not counted.</li>
+ *   <li>{@code http_request_duration_seconds{endpoint}}: histogram of the time from routing to the
+ *       reply handed to the server library (the handler's time, waits for the database included;
+ *       not the socket write).</li>
+ *   <li>{@code http_connections_open}: client connections open now, as the front end counts them.</li>
+ *   <li>{@code kiln_db_commits_total}, {@code kiln_db_commit_batch_size} (histogram of writes per
+ *       commit), {@code kiln_db_write_queue_depth}, {@code kiln_db_map_size_bytes},
+ *       {@code kiln_db_map_used_bytes}: the database's own counters ({@link Db#stats}), read at
+ *       scrape time.</li>
+ *   <li>{@code jvm_memory_*}, {@code jvm_gc_collection_seconds}, {@code process_*}: the client's
+ *       JVM and process metrics.</li>
+ * </ul>
+ * Names and units follow the Prometheus conventions (https://prometheus.io/docs/practices/naming/).
+ *
+ * <p>Cost per request: two {@link System#nanoTime} reads, one counter increment and one histogram
+ * observation on children resolved in advance; no allocation, no lookup by name.
+ * {@code --no-metrics} ({@link #off()}) turns recording off.
+ */
+public final class Metrics {
+    /** Content-Type of {@code /metrics}: the Prometheus text format, version 0.0.4. */
+    public static final String CONTENT_TYPE = PrometheusTextFormatWriter.CONTENT_TYPE;
+    /** The {@code endpoint} label of requests no route matched (404, 405). */
+    public static final String UNMATCHED = "unmatched";
+
+    /** Upper bounds of {@code http_request_duration_seconds}, s: 100 µs to 10 s. */
+    private static final double[] DURATION_BOUNDS =
+        {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+    /** Buckets of {@code kiln_db_commit_batch_size}: 1, 2, 4, ... 1024 writes (the default largest batch), then +Inf. */
+    private static final int BATCH_BUCKETS = 11;
+    /** Statuses with a child resolved in advance: 100..599. */
+    private static final int FIRST_STATUS = 100;
+    private static final int STATUSES = 500;
+
+    private static final Metrics OFF = new Metrics();
+
+    private final PrometheusRegistry registry;
+    private final Counter requests;
+    private final Histogram duration;
+    private final Route unmatched;
+    private volatile IntSupplier openConnections;
+
+    private Metrics() {
+        registry = null;
+        requests = null;
+        duration = null;
+        unmatched = new Route();
+    }
+
+    private Metrics(Db db) {
+        registry = new PrometheusRegistry();
+        requests = Counter.builder().name("http_requests_total")
+            .help("HTTP requests answered, by route template and status")
+            .labelNames("endpoint", "status").withoutExemplars().register(registry);
+        duration = Histogram.builder().name("http_request_duration_seconds").unit(Unit.SECONDS)
+            .help("Time from routing a request to handing its reply to the server, by route template")
+            .labelNames("endpoint").classicOnly().classicUpperBounds(DURATION_BOUNDS).withoutExemplars().register(registry);
+        GaugeWithCallback.builder().name("http_connections_open")
+            .help("Client connections open now")
+            .callback(callback -> {
+                IntSupplier open = openConnections;
+                if (open != null) callback.call(open.getAsInt());
+            }).register(registry);
+        registry.register(new DbCollector(db));
+        JvmMemoryMetrics.builder().register(registry);
+        JvmGarbageCollectorMetrics.builder().register(registry);
+        ProcessMetrics.builder().register(registry);
+        unmatched = new Route(UNMATCHED);
+    }
+
+    /** @return metrics for a server over {@code db}: requests, connections, the database, the JVM */
+    public static Metrics create(Db db) {
+        return new Metrics(db);
+    }
+
+    /** @return metrics that record nothing, and whose {@link #reply} is 404 ({@code --no-metrics}) */
+    public static Metrics off() {
+        return OFF;
+    }
+
+    /** @return false for {@link #off()} */
+    public boolean isOn() {
+        return registry != null;
+    }
+
+    /**
+     * @param endpoint a route's path as registered, e.g. {@code /worlds/{id}}
+     * @return the series of the requests it answers; resolve it once, when the route is registered
+     */
+    public Route route(String endpoint) {
+        return isOn() ? new Route(endpoint) : unmatched;
+    }
+
+    /** @return the series of requests no route matched: endpoint {@value #UNMATCHED} */
+    public Route unmatched() {
+        return unmatched;
+    }
+
+    /** @return the time a request starts, for {@link Route#record}: {@link System#nanoTime}, or 0 when off */
+    public long start() {
+        return isOn() ? System.nanoTime() : 0;
+    }
+
+    /**
+     * Sets where {@code http_connections_open} comes from: read at each scrape, on the scraping
+     * thread; the last call wins. Without one, the series has no sample.
+     *
+     * @param open the client connections open now, e.g. {@code connections::count}
+     */
+    public void connections(IntSupplier open) {
+        openConnections = open;
+    }
+
+    /** @return every series now, in the Prometheus text format 0.0.4 (UTF-8) */
+    public byte[] scrape() {
+        if (!isOn()) throw new IllegalStateException("metrics are off");
+        ByteArrayOutputStream out = new ByteArrayOutputStream(16 * 1024);
+        try {
+            PrometheusTextFormatWriter.create().write(out, registry.scrape());
+        } catch (IOException e) {
+            throw new UncheckedIOException("unreachable: writing to memory", e);
+        }
+        return out.toByteArray();
+    }
+
+    /** @return the answer to {@code GET /metrics}: the scrape, or 404 when the metrics are off */
+    public Reply reply() {
+        if (!isOn()) return Reply.error(404, "metrics are off (--no-metrics)");
+        return Reply.ok(CONTENT_TYPE, scrape());
+    }
+
+    /**
+     * The series of one route: its requests by status and its duration histogram, resolved in
+     * advance so that recording a request looks nothing up by name. Thread-safe.
+     */
+    public final class Route {
+        private final String endpoint;
+        /** The counter's child for each status 100..599, resolved on the first request with it. */
+        private final AtomicReferenceArray<CounterDataPoint> byStatus;
+        private final DistributionDataPoint time;
+
+        /** The route of {@link #off()}: records nothing. */
+        private Route() {
+            endpoint = null;
+            byStatus = null;
+            time = null;
+        }
+
+        private Route(String endpoint) {
+            this.endpoint = endpoint;
+            byStatus = new AtomicReferenceArray<>(STATUSES);
+            time = duration.labelValues(endpoint);
+        }
+
+        /**
+         * Counts one request answered with {@code status} and observes its duration.
+         *
+         * @param status  the reply's status, e.g. 200
+         * @param started what {@link Metrics#start()} returned when the request started
+         */
+        public void record(int status, long started) {
+            if (time == null) return;
+            long nanos = System.nanoTime() - started;
+            requests(status).inc();
+            time.observe(Unit.nanosToSeconds(nanos));
+        }
+
+        private CounterDataPoint requests(int status) {
+            int i = status - FIRST_STATUS;
+            if (i < 0 || i >= STATUSES) return requests.labelValues(endpoint, Integer.toString(status));
+            CounterDataPoint c = byStatus.get(i);
+            if (c == null) {
+                // labelValues returns the one child of these labels, so a race only resolves it twice
+                c = requests.labelValues(endpoint, Integer.toString(status));
+                byStatus.set(i, c);
+            }
+            return c;
+        }
+
+        @Override
+        public String toString() {
+            return endpoint == null ? "Route{off}" : "Route{" + endpoint + '}';
+        }
+    }
+
+    /** The database's own counters ({@link Db#stats}), read once per scrape. */
+    private static final class DbCollector implements MultiCollector {
+        private final Db db;
+
+        DbCollector(Db db) {
+            this.db = db;
+        }
+
+        @Override
+        public MetricSnapshots collect() {
+            DbStats s = db.stats();
+            long[] byBatchSize = s.commitsByBatchSize();
+            double[] bounds = new double[BATCH_BUCKETS + 1];
+            long[] counts = new long[BATCH_BUCKETS + 1];
+            for (int i = 0; i < byBatchSize.length; i++) {
+                int bucket = Math.min(i, BATCH_BUCKETS);  // larger batches: +Inf
+                counts[bucket] += byBatchSize[i];
+                if (i < BATCH_BUCKETS) bounds[i] = DbStats.batchSizeUpperBound(i);
+            }
+            bounds[BATCH_BUCKETS] = Double.POSITIVE_INFINITY;
+            return MetricSnapshots.of(
+                CounterSnapshot.builder().name("kiln_db_commits")
+                    .help("Durable write transactions committed, one fsync each (group commit)")
+                    .dataPoint(CounterSnapshot.CounterDataPointSnapshot.builder().value(s.commits).build()).build(),
+                HistogramSnapshot.builder().name("kiln_db_commit_batch_size")
+                    .help("Writes per commit: how many writes one fsync made durable")
+                    .dataPoint(HistogramSnapshot.HistogramDataPointSnapshot.builder()
+                        .classicHistogramBuckets(ClassicHistogramBuckets.of(bounds, counts)).sum(s.batchedWrites).build()).build(),
+                gauge("kiln_db_write_queue_depth", null, "Writes waiting for the database's writer thread", s.queued),
+                gauge("kiln_db_map_size_bytes", Unit.BYTES, "Size of LMDB's memory map (it doubles when full)", s.mapSize),
+                gauge("kiln_db_map_used_bytes", Unit.BYTES, "Bytes of the memory map up to the last page in use", s.usedBytes));
+        }
+
+        private static GaugeSnapshot gauge(String name, Unit unit, String help, double value) {
+            GaugeSnapshot.Builder b = GaugeSnapshot.builder().name(name).help(help);
+            if (unit != null) b.unit(unit);
+            return b.dataPoint(GaugeSnapshot.GaugeDataPointSnapshot.builder().value(value).build()).build();
+        }
+    }
+}

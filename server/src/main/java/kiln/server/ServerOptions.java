@@ -1,0 +1,210 @@
+package kiln.server;
+
+import java.nio.file.Path;
+
+import picocli.CommandLine;
+import picocli.CommandLine.Option;
+
+/**
+ * Command-line options every front end shares. A front end declares its own picocli
+ * {@code @Command} class with {@code @Mixin ServerOptions server} (plus options of its own) and
+ * calls {@link #parseOrExit}, which can add the app's endpoint list to its help.
+ */
+public final class ServerOptions {
+    @Option(names = "--port", paramLabel = "N", defaultValue = "8080",
+        description = "TCP port to listen on; 0 picks a free port (default: ${DEFAULT-VALUE}).")
+    public int port;
+
+    @Option(names = "--bind", paramLabel = "ADDR", defaultValue = "0.0.0.0",
+        description = "Address to listen on: 0.0.0.0 for every interface, 127.0.0.1 for this machine only (default: ${DEFAULT-VALUE}).")
+    public String bind;
+
+    @Option(names = "--data", paramLabel = "DIR", defaultValue = "data",
+        description = "LMDB data directory, created on first start; the demo endpoints fill their tables then (default: ./${DEFAULT-VALUE}).")
+    public Path data;
+
+    @Option(names = "--threads", paramLabel = "N",
+        description = "Carrier (worker) threads that run handlers; default: the number of CPU cores (${sys:kiln.cores}).")
+    public Integer threads;
+
+    @Option(names = "--idle-timeout", paramLabel = "MS", defaultValue = "60000",
+        description = "Close a keep-alive connection idle this long between requests, or stuck writing to a client that does not read (default: ${DEFAULT-VALUE}).")
+    public long idleTimeoutMs;
+
+    @Option(names = "--header-timeout", paramLabel = "MS", defaultValue = "10000",
+        description = "Close (408 where the server library allows) a connection whose started request head is not complete after this long: slowloris (default: ${DEFAULT-VALUE}).")
+    public long headerTimeoutMs;
+
+    @Option(names = "--max-connections", paramLabel = "N",
+        description = "Most connections open at once; beyond it new ones are answered 503 and closed (kilim) or wait in the listen backlog"
+            + " (default: the open-files limit minus 64, now ${sys:kiln.maxConnections}, or fewer when the heap (-Xmx) cannot hold"
+            + " that many: the server logs the cap and why at start).")
+    public Integer maxConnections;
+
+    @Option(names = "--db-queue", paramLabel = "N", defaultValue = "16384",
+        description = "Writes that may wait for the database's writer; beyond it a write is answered 503 with Retry-After: 1 (default: ${DEFAULT-VALUE}).")
+    public int dbQueue;
+
+    @Option(names = "--backup", paramLabel = "DIR",
+        description = "Do not serve: write a compacted copy of the --data database to DIR/data.mdb (DIR new or empty), print its size"
+            + " and exit. Safe while a server runs on the same --data; run it as the server's user. Restore: stop the server,"
+            + " put the copy's data.mdb in the data directory, start it.")
+    public Path backup;
+
+    @Option(names = "--no-metrics",
+        description = "Serve without metrics: requests are neither counted nor timed and /metrics answers 404; for measuring what the metrics cost."
+            + " (A program of your own picks its metrics where it builds its router.)")
+    public boolean noMetrics;
+
+    static {
+        System.setProperty("kiln.cores", Integer.toString(Runtime.getRuntime().availableProcessors()));
+        System.setProperty("kiln.maxConnections", Integer.toString(defaultMaxConnections()));
+    }
+
+    /** @return {@link #threads}, or the number of cores when not given */
+    public int threadsOrDefault() {
+        return threads != null ? threads : Runtime.getRuntime().availableProcessors();
+    }
+
+    /** @return the server's metrics over {@code db}: {@link Metrics#create}, or {@link Metrics#off()} with {@code --no-metrics} */
+    public Metrics metrics(kiln.db.Db db) {
+        return noMetrics ? Metrics.off() : Metrics.create(db);
+    }
+
+    /** Heap kept for everything but connections (the endpoints, the database's caches, metrics), bytes. */
+    static final long HEAP_RESERVE = 8L << 20;
+
+    /**
+     * The connection cap: {@link #maxConnections} when given, else the smaller of
+     * {@link #defaultMaxConnections()} (file descriptors) and what the heap holds, ({@code -Xmx} minus
+     * {@value #HEAP_RESERVE} bytes) / {@code heapBytesPerConnection}, at least 16: new connections are
+     * refused at the cap before the heap runs out. The derived cap is logged with its reason.
+     *
+     * @param heapBytesPerConnection the front end's heap per open connection, bytes: its measured
+     *                               bytes per idle connection ({@code make bench-memory}) with room for
+     *                               a request in progress
+     */
+    public int maxConnectionsOrDefault(int heapBytesPerConnection) {
+        if (maxConnections != null) return maxConnections;
+        int byFiles = defaultMaxConnections();
+        long heap = Runtime.getRuntime().maxMemory();
+        long byHeap = Math.max(16, (heap - HEAP_RESERVE) / heapBytesPerConnection);
+        int cap = (int) Math.min(byFiles, byHeap);
+        java.util.logging.Logger.getLogger(ServerOptions.class.getName()).info("connection cap " + cap + ": "
+            + (byHeap < byFiles ? "what a " + (heap >> 20) + " MB heap holds at " + heapBytesPerConnection
+                + " bytes per connection (the open-files limit allows " + byFiles + ")"
+                : "the open-files limit minus 64 (the " + (heap >> 20) + " MB heap would hold " + byHeap + ")")
+            + "; set it with --max-connections");
+        return cap;
+    }
+
+    /**
+     * @return this process's open-files limit ({@code ulimit -n}) minus a reserve of 64 descriptors
+     *         for the database, jars and logs, at least 16; 10000 when the JVM cannot tell
+     */
+    public static int defaultMaxConnections() {
+        java.lang.management.OperatingSystemMXBean os = java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+        if (os instanceof com.sun.management.UnixOperatingSystemMXBean) {
+            long max = ((com.sun.management.UnixOperatingSystemMXBean) os).getMaxFileDescriptorCount();
+            return (int) Math.max(16, Math.min(Integer.MAX_VALUE, max - 64));
+        }
+        return 10_000;
+    }
+
+    /** Checks ranges picocli's types do not express. */
+    void validate(CommandLine cmd) {
+        requireRange(cmd, "--port", port, 0, 65535, "");
+        if (threads != null) requireRange(cmd, "--threads", threads, 1, 256, "");
+        requireRange(cmd, "--idle-timeout", idleTimeoutMs, 1, Integer.MAX_VALUE, " ms");
+        requireRange(cmd, "--header-timeout", headerTimeoutMs, 1, Integer.MAX_VALUE, " ms");
+        requireRange(cmd, "--db-queue", dbQueue, 1, Long.MAX_VALUE, "");
+        if (maxConnections != null) requireRange(cmd, "--max-connections", maxConnections, 1, Long.MAX_VALUE, "");
+    }
+
+    /**
+     * @param max the largest allowed value, or {@link Long#MAX_VALUE} for no upper bound
+     * @throws CommandLine.ParameterException "OPTION must be MIN..MAX[UNIT], got VALUE" (or "must be at
+     *         least MIN") when {@code value} is outside
+     */
+    private static void requireRange(CommandLine cmd, String option, long value, long min, long max, String unit) {
+        if (value < min || value > max) {
+            String range = max == Long.MAX_VALUE ? "at least " + min : min + ".." + max + unit;
+            throw new CommandLine.ParameterException(cmd, option + " must be " + range + ", got " + value);
+        }
+    }
+
+    /**
+     * Parses {@code args} into {@code command} (a picocli {@code @Command} object holding a
+     * {@code @Mixin ServerOptions}). Prints the usage and exits 0 on {@code --help}; prints the
+     * error and the usage to stderr and exits 2 on a bad option.
+     *
+     * @param endpoints the served endpoints, one per line, for the usage's footer (e.g. the demo's
+     *                  {@code Endpoints.usage()})
+     * @return the parsed ServerOptions of {@code command}
+     */
+    public static ServerOptions parseOrExit(Object command, String endpoints, String[] args) {
+        CommandLine cmd = new CommandLine(command);
+        cmd.getCommandSpec().usageMessage().footer("%nEndpoints:%n" + endpoints.replace("%", "%%"));
+        return parseOrExit(cmd, args);
+    }
+
+    /**
+     * As {@link #parseOrExit(Object, String, String[])}, for a program of your own that serves its own routes:
+     * {@code name} and {@code description} replace the command's, and the usage lists no endpoints.
+     */
+    public static ServerOptions parseOrExit(Object command, String name, String description, String[] args) {
+        CommandLine cmd = new CommandLine(command).setCommandName(name);
+        cmd.getCommandSpec().usageMessage().description(description.replace("%", "%%"));
+        return parseOrExit(cmd, args);
+    }
+
+    private static ServerOptions parseOrExit(CommandLine cmd, String[] args) {
+        try {
+            CommandLine.ParseResult parsed = cmd.parseArgs(args);
+            if (parsed.isUsageHelpRequested()) {
+                cmd.usage(System.out);
+                System.exit(0);
+            }
+            ServerOptions options = null;
+            for (Object mixin : cmd.getMixins().values()) {
+                if (mixin instanceof ServerOptions) options = (ServerOptions) mixin;
+            }
+            if (options == null) throw new IllegalArgumentException(cmd.getCommandName() + " has no @Mixin ServerOptions");
+            options.validate(cmd);
+            return options;
+        } catch (CommandLine.ParameterException e) {
+            System.err.println(cmd.getCommandName() + ": " + e.getMessage());
+            cmd.usage(System.err);
+            System.exit(2);
+            return null;
+        }
+    }
+
+    /** A bare command holding only these options, for {@link #of}. */
+    @CommandLine.Command(name = "kiln")
+    private static final class Bare {
+        @CommandLine.Mixin
+        ServerOptions options;
+    }
+
+    /**
+     * Parses these options alone, for a server embedded in a test or another program.
+     *
+     * @param args e.g. {@code "--port", "0", "--bind", "127.0.0.1"}; the rest take their defaults
+     * @return the options
+     * @throws CommandLine.ParameterException on an unknown option or a bad value
+     */
+    public static ServerOptions of(String... args) {
+        Bare bare = new Bare();
+        CommandLine cmd = new CommandLine(bare);
+        cmd.parseArgs(args);
+        bare.options.validate(cmd);
+        return bare.options;
+    }
+
+    /** Prints {@code message} to stderr as the program's fatal error and exits 1. */
+    public static void fail(String program, String message) {
+        System.err.println(program + ": error: " + message);
+        System.exit(1);
+    }
+}

@@ -1,0 +1,196 @@
+package kiln.server;
+
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executor;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+import java.util.function.Function;
+import java.util.function.Supplier;
+
+import kiln.http.Reply;
+import kiln.http.Request;
+
+/**
+ * What an endpoint's logic returns: either its {@link Reply}, or one wait (for a future, such as a
+ * durable database write, or for a delay) and the rest of the logic to run after it. The logic is
+ * written once (a {@link StepHandler}, as the demo's endpoints are); each front end runs it with its
+ * own way of waiting:
+ * <ul>
+ *   <li>a Kilim fiber pauses on the future or in {@code Task.sleep}, and a Quasar fiber suspends
+ *       ({@code FiberAsync}, {@code Fiber.sleep}): see their modules;</li>
+ *   <li>a thread that may block (a blocking baseline, a virtual thread) waits in place:
+ *       {@link #runBlocking};</li>
+ *   <li>a front end whose threads must never block continues in callbacks: {@link #runAsync}.</li>
+ * </ul>
+ * A wait whose future fails, or a continuation that throws, becomes the failure policy's reply
+ * ({@link Failures}), so running a step never throws.
+ *
+ * <pre>{@code
+ * World[] rows = demo.randomWorlds(n);
+ * return Step.after(db.write(demo.updateWithNewRandomNumbers(rows)), updated -> Step.of(Reply.json(updated)));
+ * }</pre>
+ */
+public final class Step {
+    private final Reply reply;
+    private final CompletableFuture<?> future;
+    private final int sleepMs;
+    private final Function<Object, Step> then;
+    private final Object request;
+
+    private Step(Reply reply, CompletableFuture<?> future, int sleepMs, Function<Object, Step> then, Object request) {
+        this.reply = reply;
+        this.future = future;
+        this.sleepMs = sleepMs;
+        this.then = then;
+        this.request = request;
+    }
+
+    /** @return a finished step: answer {@code reply} */
+    public static Step of(Reply reply) {
+        return new Step(Objects.requireNonNull(reply, "reply"), null, 0, null, null);
+    }
+
+    /**
+     * @param future what to wait for, e.g. {@code db.write(query)}
+     * @param then   the rest of the logic, given the future's result; runs on the front end's
+     *               thread after the wait (never on the thread that completed the future)
+     * @return a step that waits for {@code future}; if it fails, the answer is the failure policy's
+     */
+    @SuppressWarnings("unchecked")
+    public static <T> Step after(CompletableFuture<T> future, Function<? super T, Step> then) {
+        return new Step(null, future, 0, (Function<Object, Step>) then, null);
+    }
+
+    /**
+     * @param ms   how long to wait, > 0
+     * @param then the rest of the logic, run after the delay
+     * @return a step that waits {@code ms} milliseconds without holding a thread where the front end can
+     */
+    public static Step afterSleep(int ms, Supplier<Step> then) {
+        if (ms <= 0) throw new IllegalArgumentException("sleep must be > 0 ms, got " + ms);
+        return new Step(null, null, ms, ignored -> then.get(), null);
+    }
+
+    /**
+     * Runs {@code logic} up to its first wait. Never throws: an exception (or an error) from the
+     * logic gives the failure policy's reply ({@link Failures}).
+     *
+     * @return the reply, or the first wait, naming {@code request} in a later failure's log line
+     */
+    public static Step start(StepHandler logic, Request request) {
+        try {
+            return logic.handle(request).forRequest(request);
+        } catch (Exception | Error e) {
+            return of(Failures.toReply(e, request));
+        }
+    }
+
+    /** @return this step, naming {@code request} in the log line of a failure after its wait */
+    Step forRequest(Object request) {
+        return reply != null ? this : new Step(null, future, sleepMs, then, request);
+    }
+
+    /** @return true when this step is the answer: {@link #reply()} is ready */
+    public boolean isDone() {
+        return reply != null;
+    }
+
+    /** @return the answer, when {@link #isDone()} */
+    public Reply reply() {
+        return reply;
+    }
+
+    /** @return the delay to wait, ms, when this step sleeps; 0 when it waits for {@link #future()} or is done */
+    public int sleepMs() {
+        return sleepMs;
+    }
+
+    /** @return the future to wait for, or null when this step sleeps or is done */
+    public CompletableFuture<?> future() {
+        return future;
+    }
+
+    /**
+     * Runs the rest of the logic once the wait is over: the delay has passed, or {@link #future()}
+     * is complete. Never throws: a failed future or a continuation that throws gives the failure
+     * policy's reply.
+     *
+     * @return the next step
+     * @throws IllegalStateException when called on a done step or before the future is complete
+     */
+    public Step next() {
+        if (reply != null) throw new IllegalStateException("the step is done");
+        Object value = null;
+        if (future != null) {
+            if (!future.isDone()) throw new IllegalStateException("next() before the awaited future completed");
+            try {
+                value = future.get();
+            } catch (ExecutionException e) {
+                return of(Failures.toReply(e.getCause(), request));
+            } catch (InterruptedException e) {
+                throw new IllegalStateException("unreachable: the future is done", e);
+            }
+        }
+        try {
+            return then.apply(value).forRequest(request);
+        } catch (RuntimeException | Error e) {
+            return of(Failures.toReply(e, request));
+        }
+    }
+
+    /**
+     * Runs {@code step} to its reply on the calling thread, which blocks in each wait: for the
+     * thread-per-request baselines and for virtual threads (where blocking parks the virtual thread
+     * and frees its carrier).
+     *
+     * @return the reply; an interrupted wait gives 500
+     */
+    public static Reply runBlocking(Step step) {
+        while (!step.isDone()) {
+            try {
+                if (step.sleepMs > 0) {
+                    Thread.sleep(step.sleepMs);
+                } else {
+                    step.future.handle((r, t) -> null).get();
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return Failures.toReply(e, step.request);
+            } catch (ExecutionException e) {
+                throw new IllegalStateException("unreachable: handle() does not fail", e);
+            }
+            step = step.next();
+        }
+        return step.reply;
+    }
+
+    /**
+     * Runs {@code step} without ever blocking: the rest of the logic after each wait is handed to
+     * {@code continuations} (the front end's worker threads), so the database's writer thread and
+     * the {@code timer} thread only signal.
+     *
+     * @param continuations where the logic continues after a wait
+     * @param timer         schedules the ends of delays
+     * @param send          receives the reply: at once when the step is done, else on a
+     *                      {@code continuations} thread
+     */
+    public static void runAsync(Step step, Executor continuations, ScheduledExecutorService timer, Consumer<Reply> send) {
+        if (step.isDone()) {
+            send.accept(step.reply);
+        } else if (step.sleepMs > 0) {
+            timer.schedule(() -> continuations.execute(() -> runAsync(step.next(), continuations, timer, send)),
+                step.sleepMs, TimeUnit.MILLISECONDS);
+        } else {
+            step.future.whenComplete((r, t) -> continuations.execute(() -> runAsync(step.next(), continuations, timer, send)));
+        }
+    }
+
+    @Override
+    public String toString() {
+        if (reply != null) return "Step{" + reply + '}';
+        return sleepMs > 0 ? "Step{sleep " + sleepMs + " ms}" : "Step{after " + future + '}';
+    }
+}

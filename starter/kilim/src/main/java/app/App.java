@@ -1,0 +1,51 @@
+package app;
+
+import static kiln.kilim.Fibers.await;
+
+import java.util.Map;
+
+import kiln.db.Codec;
+import kiln.db.Db;
+import kiln.db.Table;
+import kiln.http.HttpException;
+import kiln.http.Reply;
+import kiln.kilim.KilimMain;
+import kiln.kilim.Router;
+
+/**
+ * Your app: routes over a kiln database, each request answered in its connection's Kilim fiber.
+ * A handler reads like blocking code, but {@code await(...)} pauses the fiber, not the thread.
+ * Never block in a handler (no Thread.sleep, join() or blocking I/O): see kiln's docs/handlers.md.
+ */
+public final class App {
+    private App() {
+    }
+
+    /** @return the routes, over {@code db} (open your tables here) */
+    public static Router routes(Db db) {
+        Table<String, Long> hits = db.table("hits", Codec.STRING, Codec.LONG);
+
+        return new Router()
+            .get("/hello", req -> Reply.text("Hello from __NAME__\n"))
+            .post("/hits/{page}", req -> {
+                String page = req.pathParam("page");
+                long count = await(db.write(txn -> {      // runs on the database's writer thread
+                    long next = hits.get(txn, page, 0L) + 1;
+                    hits.put(txn, page, next);
+                    return next;
+                }));                                      // the fiber resumes once the commit is on disk
+                return Reply.json(Map.of("page", page, "hits", count));
+            })
+            .get("/hits/{page}", req -> {
+                String page = req.pathParam("page");
+                Long count = await(db.read(txn -> hits.get(txn, page)));   // reads run inline
+                if (count == null) throw new HttpException(404, "no hits on " + page);
+                return Reply.json(Map.of("page", page, "hits", count));
+            });
+    }
+
+    /** {@code java -jar target/__NAME__.jar --port 8080 --data data}; {@code --help} lists the options. */
+    public static void main(String[] args) {
+        KilimMain.serve("__NAME__", args, App::routes);
+    }
+}

@@ -1,0 +1,49 @@
+package app;
+
+import java.util.Map;
+
+import kiln.db.Codec;
+import kiln.db.Db;
+import kiln.db.Table;
+import kiln.http.HttpException;
+import kiln.http.Reply;
+import kiln.loom.LoomMain;
+import kiln.loom.Router;
+
+/**
+ * Your app: routes over a kiln database, each request answered on its connection's virtual thread
+ * (JDK 21+). A handler is plain blocking Java: {@code join()} parks the virtual thread, not its carrier.
+ * Do not pin the carrier for long (native calls; synchronized on JDK 21-23): see kiln's docs/handlers.md.
+ */
+public final class App {
+    private App() {
+    }
+
+    /** @return the routes, over {@code db} (open your tables here) */
+    public static Router routes(Db db) {
+        Table<String, Long> hits = db.table("hits", Codec.STRING, Codec.LONG);
+
+        return new Router()
+            .get("/hello", req -> Reply.text("Hello from __NAME__\n"))
+            .post("/hits/{page}", req -> {
+                String page = req.pathParam("page");
+                long count = db.write(txn -> {             // runs on the database's writer thread
+                    long next = hits.get(txn, page, 0L) + 1;
+                    hits.put(txn, page, next);
+                    return next;
+                }).join();                                // parks this virtual thread until the commit is on disk
+                return Reply.json(Map.of("page", page, "hits", count));
+            })
+            .get("/hits/{page}", req -> {
+                String page = req.pathParam("page");
+                Long count = db.read(txn -> hits.get(txn, page)).join();    // reads run inline
+                if (count == null) throw new HttpException(404, "no hits on " + page);
+                return Reply.json(Map.of("page", page, "hits", count));
+            });
+    }
+
+    /** {@code java -jar target/__NAME__.jar --port 8080 --data data}; {@code --help} lists the options. */
+    public static void main(String[] args) {
+        LoomMain.serve("__NAME__", args, App::routes);
+    }
+}
