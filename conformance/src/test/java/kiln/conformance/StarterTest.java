@@ -67,7 +67,7 @@ class StarterTest {
             assertEquals("Hello from my-app\n", hello.body());
             HttpResponse<String> hit = get(port, "POST", "/hits/home");
             assertEquals(200, hit.statusCode(), hit::body);
-            assertEquals("{\"hits\":1,\"page\":\"home\"}", hit.body(), "a durable write through the app's route");
+            assertEquals("{\"page\":\"home\",\"hits\":1}", hit.body(), "a durable write through the app's route");
             assertEquals(404, get(port, "GET", "/hits/elsewhere").statusCode());
         } finally {
             server.destroy();

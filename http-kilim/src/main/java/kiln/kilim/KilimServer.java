@@ -35,7 +35,7 @@ import kiln.server.Launcher;
  *   <li>{@code kiln-carrier-1} .. {@code threads - 1} (default: one carrier per core in all): run
  *       connection fibers too. Handlers run on the carriers and must never block (see {@link Handler}):
  *       a blocked carrier 0 also stops accepting and reading.</li>
- *   <li>{@code kiln-timeouts}: once a second, half-closes connections past their idle, header or
+ *   <li>{@code kiln-reaper}: once a second, half-closes connections past their idle, header or
  *       write deadline (kiln's shared {@link kiln.server.Connections}; see {@link kiln.http.Connection}).</li>
  *   <li>{@code kiln-carrier-watch}: reports a handler that holds its carrier thread too long
  *       ({@link CarrierWatch}).</li>

@@ -9,22 +9,27 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.stream.Collectors;
 
-/** Keeps a README example identical to compiled code: the lines between README-BEGIN and README-END. */
+/**
+ * Keeps an example in the handler guide ({@value #PAGE}) identical to compiled code: the lines between
+ * README-BEGIN and README-END.
+ */
 final class ReadmeExample {
     static final Path REPO = Path.of(System.getProperty("user.dir")).getParent();
+    /** The page that shows the examples, from the repository root. */
+    static final String PAGE = "docs/handlers.md";
 
     private ReadmeExample() {
     }
 
-    /** Asserts that README.md contains the marked part of {@code source} (a path from the repository root), dedented. */
+    /** Asserts that {@value #PAGE} contains the marked part of {@code source} (a path from the repository root), dedented. */
     static void assertInReadme(String source) throws IOException {
         String code = Files.readString(REPO.resolve(source));
         int b = code.indexOf("// README-BEGIN\n");
         int e = code.indexOf("// README-END");
         assertTrue(b >= 0 && e > b, "README markers missing in " + source);
         String example = dedent(code.substring(code.indexOf('\n', b) + 1, code.lastIndexOf('\n', e)));
-        String readme = Files.readString(REPO.resolve("README.md"));
-        assertTrue(readme.contains(example), "README.md must contain the code between README-BEGIN and README-END of "
+        String readme = Files.readString(REPO.resolve(PAGE));
+        assertTrue(readme.contains(example), PAGE + " must contain the code between README-BEGIN and README-END of "
             + source + ", verbatim:\n" + example);
     }
 

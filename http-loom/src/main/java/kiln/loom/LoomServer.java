@@ -40,7 +40,7 @@ import kiln.http.Request;
  *   <li>{@code kiln-conn-N}: the virtual threads, one per open connection; handlers run here.
  *       They run on the JDK's carrier threads ({@code ForkJoinPool-1-worker-N}, one per core or
  *       {@code --threads}).</li>
- *   <li>{@code kiln-timeouts}: once a second, half-closes connections past their idle, header or
+ *   <li>{@code kiln-reaper}: once a second, half-closes connections past their idle, header or
  *       write deadline: the blocked read or write then returns, and the connection closes.</li>
  * </ul>
  * Needs JDK 21 or newer at run time; {@link #start} refuses to start on an older one.

@@ -27,12 +27,12 @@ class HitCounterTest {
     /** The README's table of the twins gives each example's line count, fibers beside virtual threads. */
     @Test
     void readmeCountsTheTwinsLines() throws IOException {
-        String readme = java.nio.file.Files.readString(ReadmeExample.REPO.resolve("README.md"));
+        String readme = java.nio.file.Files.readString(ReadmeExample.REPO.resolve(ReadmeExample.PAGE));
         for (String example : new String[] {"HitCounter", "TodoApp"}) {
             long fiber = ReadmeExample.lines("http-kilim/src/main/java/kiln/kilim/example/" + example + ".java");
             long loom = ReadmeExample.lines("http-loom/src/main/java/kiln/loom/example/" + example + ".java");
             String row = "| `" + example + "` lines | " + fiber + " | " + loom + " |";
-            assertTrue(readme.contains(row), "README.md must say " + row);
+            assertTrue(readme.contains(row), ReadmeExample.PAGE + " must say " + row);
         }
     }
 

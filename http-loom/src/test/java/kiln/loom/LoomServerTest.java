@@ -25,6 +25,7 @@ import kiln.demo.Endpoints;
 import kiln.demo.Endpoint;
 import kiln.demo.Endpoints;
 import kiln.http.Reply;
+import kiln.server.Metrics;
 import kiln.server.VirtualThreads;
 import kiln.db.Db;
 import org.junit.jupiter.api.Test;
@@ -129,7 +130,7 @@ class LoomServerTest {
             jfr.enable("jdk.VirtualThreadPinned").withThreshold(Duration.ZERO).withStackTrace();
             jfr.onEvent("jdk.VirtualThreadPinned", pinned::add);
             jfr.startAsync();
-            Router router = Endpoints.addTo(new Router(), DemoDb.open(db))
+            Router router = Endpoints.addTo(new Router(Metrics.create(db)), DemoDb.open(db))
                 .get("/pin-control", req -> Reply.text("slept " + SleepsWhileInitializing.SLEPT));
             LoomServer server = new LoomServer("127.0.0.1", 0, router);
             server.start();

@@ -4,12 +4,8 @@ import java.nio.ByteBuffer;
 import java.util.Collection;
 import java.util.IdentityHashMap;
 import java.util.Map;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.TimeUnit;
 import java.util.function.IntSupplier;
 import java.util.function.Supplier;
-import java.util.logging.Level;
 import java.util.logging.Logger;
 
 import kiln.http.Reply;
@@ -17,7 +13,7 @@ import kiln.http.ResponseWriter;
 
 /**
  * The header-read timeout (slowloris) and the connection-cap report for server libraries that lack
- * them: one daemon thread, {@code kiln-timeouts}, looks at every open connection a few times per
+ * them: the server's {@link Reaper} thread, {@code kiln-reaper}, looks at every open connection a few times per
  * timeout and expires a connection whose request head has been arriving for longer than
  * {@code --header-timeout}, and logs, at most once per {@value #CAP_REPORT_MS} ms, that the server
  * is at {@code --max-connections}.
@@ -73,7 +69,7 @@ public final class ConnectionWatch<C> {
     private final Probe<C> probe;
     private final int maxConnections;
     private final IntSupplier openConnections;
-    private final ScheduledExecutorService timer;
+    private final Reaper reaper;
     /** Touched only by the timer thread. */
     private Map<C, Head> heads = new IdentityHashMap<>();
     private long lastCapReport;
@@ -123,26 +119,16 @@ public final class ConnectionWatch<C> {
         this.openConnections = openConnections;
         this.lastCapReport = System.nanoTime() / 1_000_000 - CAP_REPORT_MS;
         if (!scheduled) {
-            this.timer = null;
+            this.reaper = null;
             return;
         }
-        this.timer = Executors.newSingleThreadScheduledExecutor(Threads.daemon("kiln-timeouts"));
         long tick = probe == null ? 1000 : Math.max(10, Math.min(1000, headerTimeoutMs / TICKS_PER_TIMEOUT));
-        timer.scheduleWithFixedDelay(this::tickSafely, tick, tick, TimeUnit.MILLISECONDS);
+        this.reaper = new Reaper(tick, () -> tick(System.nanoTime() / 1_000_000));
     }
 
     /** Stops the watch thread. */
     public void stop() {
-        if (timer != null) timer.shutdownNow();
-    }
-
-    private void tickSafely() {
-        try {
-            tick(System.nanoTime() / 1_000_000);
-        } catch (RuntimeException e) {
-            // a failed tick must not end the schedule (ScheduledExecutorService drops a task that throws)
-            LOG.log(Level.WARNING, "connection watch tick failed", e);
-        }
+        if (reaper != null) reaper.stop();
     }
 
     /** One look at every connection, at {@code nowMs} (monotonic ms). Package-private for tests. */

@@ -5,8 +5,6 @@ import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.logging.Logger;
@@ -28,7 +26,7 @@ import kiln.http.ResponseWriter;
  * {@link #closed}. A handler runs between {@link #requestStarted} and {@link #requestEnded}.
  *
  * <h2>Threads</h2>
- * {@code kiln-timeouts}: once a second, half-closes connections past their idle, header or write
+ * {@code kiln-reaper} ({@link Reaper}): once a second, half-closes connections past their idle, header or write
  * deadline (see {@link Connection}).
  */
 public final class Connections implements Connection.Owner {
@@ -41,7 +39,7 @@ public final class Connections implements Connection.Owner {
     private long headerTimeoutNanos = TimeUnit.SECONDS.toNanos(10);
     private int maxConnections = ServerOptions.defaultMaxConnections();
     private volatile boolean stopping;
-    private ScheduledExecutorService reaper;
+    private Reaper reaper;
     // Only the one accept loop touches these.
     private long lastAcceptErrorLog;
     private long lastRefusalLog;
@@ -91,8 +89,7 @@ public final class Connections implements Connection.Owner {
 
     /** Starts the reaper thread. */
     public void start() {
-        reaper = Executors.newSingleThreadScheduledExecutor(Threads.daemon("kiln-timeouts"));
-        reaper.scheduleWithFixedDelay(this::expireOverdue, 1, 1, TimeUnit.SECONDS);
+        reaper = new Reaper(1000, this::expireOverdue);
     }
 
     private void expireOverdue() {
@@ -196,7 +193,7 @@ public final class Connections implements Connection.Owner {
             }
         }
         if (inFlight.get() > 0) LOG.warning(inFlight.get() + " requests still running after " + graceMillis + " ms; stopping anyway");
-        if (reaper != null) reaper.shutdownNow();
+        if (reaper != null) reaper.stop();
     }
 
     /**

@@ -10,7 +10,7 @@ public final class Threads {
 
     /**
      * @param prefix the threads' name without the number, e.g. {@code "kiln-worker-"}; a name
-     *               without a trailing dash is used as is for every thread ({@code "kiln-timeouts"})
+     *               without a trailing dash is used as is for every thread ({@code "kiln-reaper"})
      * @return a factory of daemon threads named {@code prefix1, prefix2...}: they never keep the JVM
      *         alive, the server's own non-daemon threads do
      */

@@ -2,8 +2,6 @@ package app;
 
 import static kiln.kilim.Fibers.await;
 
-import java.util.Map;
-
 import kiln.db.Codec;
 import kiln.db.Db;
 import kiln.db.Table;
@@ -21,6 +19,10 @@ public final class App {
     private App() {
     }
 
+    /** A page's hit count, sent as {@code {"page":"home","hits":1}}. */
+    public record Hits(String page, long hits) {
+    }
+
     /** @return the routes, over {@code db} (open your tables here) */
     public static Router routes(Db db) {
         Table<String, Long> hits = db.table("hits", Codec.STRING, Codec.LONG);
@@ -34,13 +36,13 @@ public final class App {
                     hits.put(txn, page, next);
                     return next;
                 }));                                      // the fiber resumes once the commit is on disk
-                return Reply.json(Map.of("page", page, "hits", count));
+                return Reply.json(new Hits(page, count));
             })
             .get("/hits/{page}", req -> {
                 String page = req.pathParam("page");
                 Long count = await(db.read(txn -> hits.get(txn, page)));   // reads run inline
                 if (count == null) throw new HttpException(404, "no hits on " + page);
-                return Reply.json(Map.of("page", page, "hits", count));
+                return Reply.json(new Hits(page, count));
             });
     }
 

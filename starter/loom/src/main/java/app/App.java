@@ -1,7 +1,5 @@
 package app;
 
-import java.util.Map;
-
 import kiln.db.Codec;
 import kiln.db.Db;
 import kiln.db.Table;
@@ -19,6 +17,10 @@ public final class App {
     private App() {
     }
 
+    /** A page's hit count, sent as {@code {"page":"home","hits":1}}. */
+    public record Hits(String page, long hits) {
+    }
+
     /** @return the routes, over {@code db} (open your tables here) */
     public static Router routes(Db db) {
         Table<String, Long> hits = db.table("hits", Codec.STRING, Codec.LONG);
@@ -32,13 +34,13 @@ public final class App {
                     hits.put(txn, page, next);
                     return next;
                 }).join();                                // parks this virtual thread until the commit is on disk
-                return Reply.json(Map.of("page", page, "hits", count));
+                return Reply.json(new Hits(page, count));
             })
             .get("/hits/{page}", req -> {
                 String page = req.pathParam("page");
                 Long count = db.read(txn -> hits.get(txn, page)).join();    // reads run inline
                 if (count == null) throw new HttpException(404, "no hits on " + page);
-                return Reply.json(Map.of("page", page, "hits", count));
+                return Reply.json(new Hits(page, count));
             });
     }
 
