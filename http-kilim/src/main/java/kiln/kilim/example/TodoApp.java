@@ -72,7 +72,7 @@ public final class TodoApp {
                     Todo todo = new Todo(ids.next(txn), title, false); // the id commits with the row
                     todos.put(txn, todo.id, todo);
                     return todo;
-                }));                                                 // durable when await() returns
+                }));                                                 // durable when await returns
                 return Reply.created("/todos/" + added.id, added);
             })
             .get("/todos/{id}", req -> {
