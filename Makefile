@@ -37,7 +37,7 @@ NEW_JDK_FLAGS = $(shell v=$$($(SERVER_JAVA) -version 2>&1 | sed -n 's/.*version 
   if [ "$${v:-0}" -ge 23 ]; then echo --enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow; \
   elif [ "$${v:-0}" -ge 22 ]; then echo --enable-native-access=ALL-UNNAMED; fi)
 # A jar is rebuilt when any main source or pom changed since it was made.
-MAIN_SOURCES := $(shell find . -path ./conformance -prune -o \( -path '*/src/main/*' -o -name pom.xml \) -type f -print 2>/dev/null)
+MAIN_SOURCES := $(shell find . \( -path ./conformance -o -path ./starter \) -prune -o \( -path '*/src/main/*' -o -name pom.xml \) -type f -print 2>/dev/null)
 
 .PHONY: help build install new-app demo backup test bench-db bench-parser bench-memory clean check-server
 
