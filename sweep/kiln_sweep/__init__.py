@@ -1,6 +1,7 @@
 """kiln's keep-alive concurrency sweep (./ab-sweep.sh): plan, servers, load clients, /proc readings,
 the run loop and the report. Everything but kiln_sweep.charts runs on the standard library alone."""
 
+import sys
 from pathlib import Path
 
 # sweep/ (templates, DummyServer.java, the venv) and the repository root (frontends.conf, modules).
@@ -14,3 +15,9 @@ class SweepError(Exception):
     def __init__(self, message, usage=False):
         super().__init__(message)
         self.usage = usage
+
+
+def note(message, file=sys.stdout):
+    """One line of the sweep's own, "ab-sweep: message", flushed at once so it stays in order with the
+    output of the processes it runs."""
+    print(f"ab-sweep: {message}", file=file, flush=True)

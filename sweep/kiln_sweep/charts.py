@@ -1,10 +1,29 @@
 """The report's charts: chart.png/chart.svg (matplotlib) and the self-contained report.html (plotly,
-Jinja2). These need the venv's libraries (sweep/requirements.txt); the rest of the sweep does not."""
+Jinja2), drawn into the report that kiln_sweep.report writes.
 
+    sweep/.venv/bin/python -m kiln_sweep.charts RESULTS_DIR
+
+This is the one module that needs the venv's libraries (sweep/requirements.txt); no other module of
+the sweep imports it, so the sweep itself runs on the standard library alone (kiln_sweep.charts_venv
+runs this command in a child process when the venv is there)."""
+
+import argparse
+import sys
 from pathlib import Path
 
+import jinja2
+import matplotlib
+import matplotlib.pyplot as plt
+import plotly.graph_objects as go
+import plotly.io as pio
+from plotly.colors import qualitative
+from plotly.subplots import make_subplots
+
 from kiln_sweep.pinning import EVENT
-from kiln_sweep.report import RUN_FIELDS, TOP_CLASSES, fmt, pinning_text, round_trips, table_rows
+from kiln_sweep.report import RUN_FIELDS, TOP_CLASSES, fmt, pinning_text, round_trips, table_rows, write
+
+# No display: draw into files.
+matplotlib.use("Agg")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -35,10 +54,6 @@ def heap_mb(heap):
 
 
 def chart_png(settings, summary, out_png, out_svg):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     latency = settings.mode == "latency"
     servers = list(dict.fromkeys(s["server"] for s in summary))
     colors = {srv: plt.get_cmap("tab10")(i % 10) for i, srv in enumerate(servers)}
@@ -99,10 +114,6 @@ def chart_png(settings, summary, out_png, out_svg):
 
 def plotly_figures(settings, summary):
     """The interactive charts: one legend group per server, so a click toggles all its lines."""
-    import plotly.graph_objects as go
-    from plotly.colors import qualitative
-    from plotly.subplots import make_subplots
-
     latency = settings.mode == "latency"
     servers = list(dict.fromkeys(s["server"] for s in summary))
     colors = {srv: qualitative.Plotly[i % len(qualitative.Plotly)] for i, srv in enumerate(servers)}
@@ -187,9 +198,6 @@ def _text(value):
 
 
 def report_html(settings, summary, runs, after_rows, note_lines, out_html, pinning_rows=()):
-    import jinja2
-    import plotly.io as pio
-
     figs = plotly_figures(settings, summary)
     charts = []
     for i, (name, fig) in enumerate(figs):
@@ -210,8 +218,6 @@ def report_html(settings, summary, runs, after_rows, note_lines, out_html, pinni
 
 def memory_html(settings, rows, note_lines, out_html):
     """--memory's report.html: the bytes-per-connection table and each server's top classes."""
-    import jinja2
-
     shown = [(key, _text(getattr(settings, key))) for key in SETTINGS_SHOWN + ["memory_extra"]
              if key not in ("client", "client_version", "wrk_threads", "duration_s", "requests_per_connection_min",
                             "idle_threshold_pct", "after_window_s")]
@@ -221,3 +227,25 @@ def memory_html(settings, rows, note_lines, out_html):
     Path(out_html).write_text(html)
 
 
+def draw_sweep(d, settings, summary, runs, after_rows, note_lines, pinning_rows):
+    """A sweep's chart.png, chart.svg and report.html in `d`; the names of the files written."""
+    chart_png(settings, summary, d / "chart.png", d / "chart.svg")
+    report_html(settings, summary, runs, after_rows, note_lines, d / "report.html", pinning_rows)
+    return ["chart.png", "chart.svg", "report.html"]
+
+
+def draw_memory(d, settings, rows, note_lines):
+    """--memory's report.html in `d`; the names of the files written."""
+    memory_html(settings, rows, note_lines, d / "report.html")
+    return ["report.html"]
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python -m kiln_sweep.charts",
+                                description="The report of a results directory with its charts.")
+    p.add_argument("results_dir")
+    return write(p.parse_args(argv).results_dir, draw_sweep, draw_memory)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

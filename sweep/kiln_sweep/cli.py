@@ -1,19 +1,14 @@
 """./ab-sweep.sh's command line: options, --help, --setup, --report and the sweep itself."""
 
 import argparse
-import hashlib
 import os
 import re
-import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional
 
-from kiln_sweep import ROOT, SWEEP_DIR, SweepError, registry
-
-VENV = SWEEP_DIR / ".venv"
-REQUIREMENTS = SWEEP_DIR / "requirements.txt"
+from kiln_sweep import ROOT, SweepError, charts_venv, note, records, registry, run
 
 HELP = """\
 Usage: ./ab-sweep.sh [options] SERVER...
@@ -172,55 +167,6 @@ def parse(argv):
     return opts
 
 
-# ---------------------------------------------------------------------------------------------
-# The venv for charts and tests
-# ---------------------------------------------------------------------------------------------
-def _requirements_hash():
-    return hashlib.sha256(REQUIREMENTS.read_bytes()).hexdigest()
-
-
-def venv_ready():
-    marker = VENV / ".requirements.sha256"
-    return (VENV / "bin" / "python").is_file() and marker.is_file() and marker.read_text().strip() == _requirements_hash()
-
-
-def note(message, file=sys.stdout):
-    print(f"ab-sweep: {message}", file=file, flush=True)
-
-
-def setup_venv(install):
-    """The venv's python when the chart libraries are ready (creating the venv first if allowed and
-    needed), else None: then only CSV, JSON and the table are written."""
-    if venv_ready():
-        return VENV / "bin" / "python"
-    if not install:
-        note(f"no chart libraries in {VENV} (--no-install): writing CSV, JSON and the table only; run "
-             "./ab-sweep.sh --setup for the PNG and HTML")
-        return None
-    note(f"first run: creating {VENV} with the libraries pinned in sweep/requirements.txt (matplotlib, plotly, "
-         "Jinja2, pytest; about a minute, needs PyPI)")
-    ok = subprocess.run([sys.executable, "-m", "venv", "--clear", str(VENV)], check=False).returncode == 0 and \
-        subprocess.run([str(VENV / "bin" / "pip"), "install", "--disable-pip-version-check", "--quiet", "--timeout",
-                        "30", "--retries", "2", "-r", str(REQUIREMENTS)], check=False).returncode == 0
-    if not ok:
-        note("could not install the chart libraries (see pip's message above): writing CSV, JSON and the table "
-             "only. Fix it and run ./ab-sweep.sh --setup, then ./ab-sweep.sh --report DIR")
-        return None
-    (VENV / ".requirements.sha256").write_text(_requirements_hash() + "\n")
-    return VENV / "bin" / "python"
-
-
-def write_report(results_dir, python):
-    """The report of a results directory: with charts in the venv's `python`, or here without them
-    when it is None."""
-    if python is None:
-        from kiln_sweep import report
-        return report.main([str(results_dir), "--no-charts"])
-    env = dict(os.environ, PYTHONPATH=str(SWEEP_DIR))
-    return subprocess.run([str(python), "-m", "kiln_sweep.report", str(results_dir)], env=env,
-                          check=False).returncode
-
-
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     try:
@@ -230,19 +176,17 @@ def main(argv=None):
             return 0
         os.chdir(ROOT)
         if opts.setup:
-            if setup_venv(install=True) is None:
+            if charts_venv.setup(install=True) is None:
                 return 1
-            note(f"chart and test libraries ready in {VENV}")
+            note(f"chart and test libraries ready in {charts_venv.VENV}")
             return 0
         if opts.report:
-            from kiln_sweep import records
             if not (Path(opts.report) / records.RUNS).is_file():
                 raise SweepError(f"{opts.report} holds no {records.RUNS}: not an ab-sweep results directory "
                                  "(directories written before the sweep moved to Python hold runs.tsv instead)")
-            return write_report(opts.report, setup_venv(opts.install))
+            return charts_venv.write_report(opts.report, charts_venv.setup(opts.install))
         if not opts.servers:
             raise SweepError("name a SERVER (or all)", usage=True)
-        from kiln_sweep import run
         return run.Sweep(opts).main()
     except SweepError as e:
         print(f"ab-sweep: {e}", file=sys.stderr)

@@ -1,8 +1,10 @@
 """The sweep's report: reads a results directory's records (settings.json, runs.jsonl, after.jsonl,
-problems.jsonl) and the raw client outputs they name; writes runs.csv, summary.csv, summary.json and,
-with charts, chart.png, chart.svg and report.html (kiln_sweep.charts); prints the summary table.
+problems.jsonl) and the raw client outputs they name; writes runs.csv, summary.csv, summary.json and
+prints the summary table. The charts (chart.png, chart.svg, report.html) are drawn by whoever passes
+them in: kiln_sweep.charts, on the venv's python.
 
-    python3 -m kiln_sweep.report RESULTS_DIR [--no-charts]
+    python3 -m kiln_sweep.report RESULTS_DIR          CSV, JSON and the table
+    python -m kiln_sweep.charts RESULTS_DIR           the same with the charts (sweep/.venv/bin/python)
 
 This module needs only the standard library; the charts need the venv (sweep/requirements.txt).
 
@@ -493,7 +495,7 @@ MEMORY_FIELDS = ["server", "round", "requested", "connections", "cap_reason", "o
     [f"top{i}_{k}" for i in range(1, TOP_CLASSES + 1) for k in ("class", "bytes_per_conn", "instances_per_conn")]
 
 
-def memory_main(d, charts_too):
+def write_memory(d, draw_memory=None):
     settings = records.read_settings(d)
     runs = records.read(d, records.MEMORY, records.MemoryRun)
     if not runs:
@@ -514,10 +516,8 @@ def memory_main(d, charts_too):
     (d / "memory.json").write_text(json.dumps({"settings": asdict(settings), "notes": note_lines, "memory": rows},
                                               indent=2) + "\n")
     files = ["memory.csv", "memory.json"]
-    if charts_too:
-        from kiln_sweep import charts
-        charts.memory_html(settings, rows, note_lines, d / "report.html")
-        files.append("report.html")
+    if draw_memory:
+        files += draw_memory(d, settings, rows, note_lines)
     print_memory_table(settings, rows, note_lines)
     print()
     print(f"Report: {d}/  ({', '.join(files)}; histograms in raw/, server logs in logs/)")
@@ -525,16 +525,16 @@ def memory_main(d, charts_too):
 
 
 # ---------------------------------------------------------------------------------------------
-# The command
+# The report and its command
 # ---------------------------------------------------------------------------------------------
-def main(argv=None):
-    p = argparse.ArgumentParser(prog="python3 -m kiln_sweep.report", description=__doc__.split("\n\n")[0])
-    p.add_argument("results_dir")
-    p.add_argument("--no-charts", action="store_true", help="only CSV, JSON and the printed table")
-    args = p.parse_args(argv)
-    d = Path(args.results_dir)
+def write(d, draw_sweep=None, draw_memory=None):
+    """Writes the report of results directory `d` and prints its table; returns the exit status (1: no
+    records). The charts come from the callers that pass them in (kiln_sweep.charts):
+    draw_sweep(d, settings, summary, runs, after_rows, note_lines, pinning_rows) and
+    draw_memory(d, settings, rows, note_lines) write theirs into `d` and return the file names."""
+    d = Path(d)
     if records.read_settings(d).mode == "memory":
-        return memory_main(d, not args.no_charts)
+        return write_memory(d, draw_memory)
     settings, runs, after, problems = load(d)
     if not runs:
         print(f"report: {d} holds no timed runs", file=sys.stderr)
@@ -550,15 +550,18 @@ def main(argv=None):
            "after_sweep": after_rows, "after_sweep_per_round": after, "pinning": pinning_rows, "runs": runs}
     (d / "summary.json").write_text(json.dumps(doc, indent=2) + "\n")
     files = ["runs.csv", "summary.csv", "summary.json"]
-    if not args.no_charts:
-        from kiln_sweep import charts
-        charts.chart_png(settings, summary, d / "chart.png", d / "chart.svg")
-        charts.report_html(settings, summary, runs, after_rows, note_lines, d / "report.html", pinning_rows)
-        files += ["chart.png", "chart.svg", "report.html"]
+    if draw_sweep:
+        files += draw_sweep(d, settings, summary, runs, after_rows, note_lines, pinning_rows)
     print_table(settings, summary, after_rows, note_lines, pinning_rows)
     print()
     print(f"Report: {d}/  ({', '.join(files)}; raw outputs in raw/, server logs in logs/)")
     return 0
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python3 -m kiln_sweep.report", description=__doc__.split("\n\n")[0])
+    p.add_argument("results_dir")
+    return write(p.parse_args(argv).results_dir)
 
 
 if __name__ == "__main__":

@@ -15,9 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from kiln_sweep import ROOT, SWEEP_DIR, SweepError, cgroup, clients, idle, measure, pinning, plan, records, registry, \
-    servers
-from kiln_sweep.cli import note, setup_venv, write_report
+from kiln_sweep import ROOT, SWEEP_DIR, SweepError, cgroup, charts_venv, clients, idle, measure, note, pinning, plan, \
+    records, registry, report, servers
 from kiln_sweep.plan import step_label
 
 # A server counts as idle below this CPU utilisation (% of one core) over a 0.5 s sample.
@@ -608,7 +607,6 @@ class Sweep:
         return run
 
     def memory_progress(self, run):
-        from kiln_sweep import report
         row = report.memory_row(self.out, run)
         print(f"[round {run.round}/{self.rounds}] {run.server:<17} c={step_label(run.requested, run.connections, run.cap_reason)}"
               f"  opened {run.opened}, still open {run.still_open}, server established {run.established}"
@@ -652,7 +650,7 @@ class Sweep:
 
     def measure(self):
         self.out = self.results_dir()
-        python = setup_venv(self.o.install)
+        python = charts_venv.setup(self.o.install)
         self.prepare_servers()
         records.write_settings(self.out, self.settings())
         note(f"results in {self.out}")
@@ -670,7 +668,7 @@ class Sweep:
             records.read(self.out, records.RUNS, records.TimedRun)
         if not measured:
             raise SweepError("no step was measured (see the messages above)")
-        if write_report(self.out, python) != 0:
+        if charts_venv.write_report(self.out, python) != 0:
             raise SweepError(f"the report of {self.out} failed (see above)")
         self.reported = True
         if records.read(self.out, records.PROBLEMS, records.Problem):

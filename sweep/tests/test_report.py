@@ -126,7 +126,7 @@ def test_report_writes_csv_and_json_without_charts(tmp_path):
     d = ResultsDir(tmp_path)
     d.run(1, "dummy", 100.0)
     d.run(1, "kilim", 50.0)
-    assert report.main([str(tmp_path), "--no-charts"]) == 0
+    assert report.main([str(tmp_path)]) == 0
     doc = json.loads((tmp_path / "summary.json").read_text())
     summary_csv = (tmp_path / "summary.csv").read_text()
     assert [r["server"] for r in doc["summary"]] == ["dummy", "kilim"]
@@ -149,3 +149,13 @@ def test_records_round_trip_and_unknown_fields_are_refused(tmp_path):
 
 def test_heap_sizes_read_as_the_jvm_reads_them():
     assert [charts.heap_mb(h) for h in ("256m", "1g", "1G", "524288k", "1048576")] == [256, 1024, 1024, 512, 1]
+
+
+def test_the_charts_add_their_files_to_the_same_report(tmp_path, capsys):
+    d = ResultsDir(tmp_path)
+    d.run(1, "dummy", 100.0)
+    d.run(1, "kilim", 50.0)
+    assert charts.main([str(tmp_path)]) == 0
+    assert "(runs.csv, summary.csv, summary.json, chart.png, chart.svg, report.html;" in capsys.readouterr().out
+    assert "Plotly.newPlot" in (tmp_path / "report.html").read_text()
+    assert (tmp_path / "chart.png").stat().st_size > 0 and (tmp_path / "chart.svg").stat().st_size > 0
