@@ -1,18 +1,16 @@
-"""./ab-sweep.sh's command line: options, --help, --setup, --report and the sweep itself."""
+"""./ab-sweep.sh's command line: options, --help, --setup, --report and the sweep itself. Each option is
+declared once, in parser(): its help there is --help's text."""
 
 import argparse
 import os
 import re
 import sys
-from dataclasses import dataclass, field
+import textwrap
 from pathlib import Path
-from typing import List, Optional
 
-from kiln_sweep import ROOT, SweepError, charts_venv, note, records, registry, run
+from kiln_sweep import ROOT, SweepError, charts_venv, note, pinning, plan, records, registry, run
 
-HELP = """\
-Usage: ./ab-sweep.sh [options] SERVER...
-
+DESCRIPTION = """\
 Starts each SERVER on a free loopback port, loads it with ApacheBench keep-alive connections at
 rising concurrency, stops it, and writes results/<date>-<servers>/: raw outputs, CSV, JSON, a PNG
 chart and a self-contained HTML report. Builds a front end's jar with Maven when it is missing or
@@ -25,79 +23,18 @@ SERVER (one or more):
   nginx        anchor: Debian's nginx, one worker, same 10-byte body
   all          every front end present, in rounds that interleave the servers
 The anchors are measured in every round unless --no-anchors; each figure is also reported as a
-ratio to them, measured in the same round.
+ratio to them, measured in the same round."""
 
-Options:
-  --path PATH        endpoint to load (default /hello), e.g. /plaintext, /db, '/hello?delay=10'
-  --quick            tiny sweep for CI and smoke tests: c=10,100, 1 s steps, one round (< 1 min)
-  --latency          low-concurrency latency table instead of the sweep: c=1,10,100,1000
-  --vps              the sweep inside one cgroup per server run that gives the server and the client
-                     together one CPU (a cpuset) and 1 GiB of memory, as on a $5 VPS where the client
-                     shares the box; reports the cgroup's peak memory and OOM kills per step. Needs
-                     root and cgroup v1's cpuset and memory controllers writable (else exit status 2;
-                     cgroup v2 is not supported yet). Implies --no-pin.
-  --memory           idle-connection memory instead of the sweep: per server, open N keep-alive
-                     connections that each complete one request and stay idle, and report heap bytes
-                     (JVMs: jcmd GC.class_histogram, live objects, after minus before) and RSS bytes per
-                     connection, and the five classes that grew most. N: 19500 (capped by the
-                     open-files limit), or --concurrency; the front ends' --idle-timeout is raised to
-                     600000 ms so that none closes while they are measured
-  --no-jfr           do not record JFR jdk.VirtualThreadPinned events (carrier pinning >= 20 ms) on the
-                     virtual-thread front ends (JDK range 21+: loom, jetty-loom); recorded by default
-  --client ab|wrk    load generator: ab (default; HTTP/1.0 + keep-alive) or wrk (HTTP/1.1)
-  --concurrency LIST comma-separated concurrency steps (default 1000,2000,5000,10000,15000,20000;
-                     with --memory the idle connections held, default 19500)
-  --duration S       seconds of each timed step and of its warm-up (default 10)
-  --rounds N         sweeps over every server (default 3); medians are taken over them
-  --heap SIZE        JVM -Xms/-Xmx for every Java server (default 256m: a 1 GB VPS)
-  --no-pin           do not pin the server to one core and the client to another
-  --no-anchors       do not measure dummy and nginx (no ratios)
-  --no-build         never run Maven: use the jars as they are; fail when one is missing
-  --port N           server port (default: a free port outside the ephemeral range)
-  --out DIR          results directory (default results/<date>-<servers>)
-  --plan-only        print the plan (servers, java, steps after file-limit capping) and exit
-  --setup            create the Python venv for the charts and tests (sweep/.venv) and exit
-  --no-install       never create that venv: without it only CSV, JSON and the table are written
-  --report DIR       regenerate the CSV/JSON/PNG/HTML of an earlier results directory and exit
-  -h, --help         this help
-
+EPILOG = """\
 Environment: JAVA (the java tried first for every Java server; scripts/find-java.sh then looks in
 /usr/lib/jvm for one that fits a front end's JDK range in frontends.conf, e.g. JDK 17 for comsat);
 KILN_SWEEP_CGROUP_ROOT (where --vps looks for the cgroup hierarchies, default /sys/fs/cgroup; tests).
 Needs: python3, ab (apache2-utils), java 17+, taskset (util-linux), ss (iproute2); nginx for the
-nginx anchor, wrk for --client wrk, mvn to build. Loopback only; every run is bounded in time.
-"""
+nginx anchor, wrk for --client wrk, mvn to build. Loopback only; every run is bounded in time."""
 
 
-@dataclass
-class Options:
-    servers: List[str] = field(default_factory=list)
-    path: str = "/hello"
-    quick: bool = False
-    latency: bool = False
-    vps: bool = False
-    memory: bool = False
-    jfr: bool = True
-    client: str = "ab"
-    concurrency: Optional[List[int]] = None
-    duration: Optional[int] = None
-    rounds: Optional[int] = None
-    heap: str = "256m"
-    pin: bool = True
-    anchors: bool = True
-    build: bool = True
-    port: Optional[int] = None
-    out: Optional[str] = None
-    plan_only: bool = False
-    setup: bool = False
-    install: bool = True
-    report: Optional[str] = None
-    help: bool = False
-
-
-def help_text():
-    names = [s.name for s in registry.read_frontends(ROOT / "frontends.conf")]
-    return HELP.format(front_ends=" ".join(names))
+def _steps_text(steps):
+    return ",".join(map(str, steps))
 
 
 class _Parser(argparse.ArgumentParser):
@@ -133,36 +70,90 @@ def _steps(value):
     return [int(v) for v in value.split(",")]
 
 
+class _Help(argparse.RawDescriptionHelpFormatter):
+    """--help: "Usage:" capitalised, the SERVER list and the environment as written, options wrapped at 100
+    columns whatever the terminal's width."""
+
+    def __init__(self, prog):
+        super().__init__(prog, width=100)
+
+    def add_usage(self, usage, actions, groups, prefix=None):
+        super().add_usage(usage, actions, groups, prefix="Usage: ")
+
+    def _split_lines(self, text, width):
+        # Option names stay whole: no line ends in "--idle-".
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+
+
+def parser():
+    """The command line; the front ends in --help are read from frontends.conf."""
+    names = " ".join(s.name for s in registry.read_frontends(ROOT / "frontends.conf"))
+    p = _Parser(prog="ab-sweep", usage="./ab-sweep.sh [options] SERVER...", description=DESCRIPTION.format(
+        front_ends=names), epilog=EPILOG, formatter_class=_Help, add_help=False, allow_abbrev=False)
+    p.add_argument("servers", nargs="*", metavar="SERVER", help=argparse.SUPPRESS)
+    o = p.add_argument_group("Options")
+    o.add_argument("--path", default="/hello", type=_checked(r"/\S*", "--path must start with / and hold no spaces"),
+                   help="endpoint to load (default %(default)s), e.g. /plaintext, /db, '/hello?delay=10'")
+    o.add_argument("--quick", action="store_true", help=f"tiny sweep for CI and smoke tests: "
+                   f"c={_steps_text(plan.QUICK_STEPS)}, 1 s steps, one round (< 1 min)")
+    o.add_argument("--latency", action="store_true", help="low-concurrency latency table instead of the sweep: "
+                   f"c={_steps_text(plan.LATENCY_STEPS)}")
+    o.add_argument("--vps", action="store_true", help=(
+        "the sweep inside one cgroup per server run that gives the server and the client together one CPU (a "
+        "cpuset) and 1 GiB of memory, as on a $5 VPS where the client shares the box; reports the cgroup's peak "
+        "memory and OOM kills per step. Needs root and cgroup v1's cpuset and memory controllers writable (else "
+        "exit status 2; cgroup v2 is not supported yet). Implies --no-pin."))
+    o.add_argument("--memory", action="store_true", help=(
+        "idle-connection memory instead of the sweep: per server, open N keep-alive connections that each "
+        "complete one request and stay idle, and report heap bytes (JVMs: jcmd GC.class_histogram, live objects, "
+        "after minus before) and RSS bytes per connection, and the five classes that grew most. N: "
+        f"{_steps_text(plan.MEMORY_STEPS)} (capped by the open-files limit), or --concurrency; the front ends' "
+        f"--idle-timeout is raised to {plan.MEMORY_IDLE_TIMEOUT_MS} ms so that none closes while they are "
+        "measured"))
+    o.add_argument("--no-jfr", dest="jfr", action="store_false", help=(
+        f"do not record JFR {pinning.EVENT} events (carrier pinning >= {pinning.THRESHOLD_MS} ms) on the "
+        "virtual-thread front ends (JDK range 21+: loom, jetty-loom); recorded by default"))
+    o.add_argument("--client", metavar="ab|wrk", default="ab", type=_checked(r"ab|wrk", "--client must be ab or wrk"),
+                   help="load generator: ab (default; HTTP/1.0 + keep-alive) or wrk (HTTP/1.1)")
+    o.add_argument("--concurrency", metavar="LIST", type=_steps, help=(
+        f"comma-separated concurrency steps (default {_steps_text(plan.SWEEP_STEPS)}; with --memory the idle "
+        f"connections held, default {_steps_text(plan.MEMORY_STEPS)})"))
+    o.add_argument("--duration", metavar="S", type=_bounded("--duration", 1, 600, " seconds"),
+                   help="seconds of each timed step and of its warm-up (default 10)")
+    o.add_argument("--rounds", metavar="N", type=_bounded("--rounds", 1, 20),
+                   help="sweeps over every server (default 3); medians are taken over them")
+    o.add_argument("--heap", metavar="SIZE", default="256m",
+                   type=_checked(r"[0-9]+[kKmMgG]?", "--heap takes a JVM size such as 256m or 1g"),
+                   help="JVM -Xms/-Xmx for every Java server (default %(default)s: a 1 GB VPS)")
+    o.add_argument("--no-pin", dest="pin", action="store_false",
+                   help="do not pin the server to one core and the client to another")
+    o.add_argument("--no-anchors", dest="anchors", action="store_false",
+                   help="do not measure dummy and nginx (no ratios)")
+    o.add_argument("--no-build", dest="build", action="store_false",
+                   help="never run Maven: use the jars as they are; fail when one is missing")
+    o.add_argument("--port", metavar="N", type=_bounded("--port", 1, 65535),
+                   help="server port (default: a free port outside the ephemeral range)")
+    o.add_argument("--out", metavar="DIR", help="results directory (default results/<date>-<servers>)")
+    o.add_argument("--plan-only", action="store_true",
+                   help="print the plan (servers, java, steps after file-limit capping) and exit")
+    o.add_argument("--setup", action="store_true",
+                   help="create the Python venv for the charts and tests (sweep/.venv) and exit")
+    o.add_argument("--no-install", dest="install", action="store_false",
+                   help="never create that venv: without it only CSV, JSON and the table are written")
+    o.add_argument("--report", metavar="DIR",
+                   help="regenerate the CSV/JSON/PNG/HTML of an earlier results directory and exit")
+    o.add_argument("-h", "--help", action="help", help="this help")
+    return p
+
+
 def parse(argv):
-    """Options from the command line; raises SweepError(usage=True) on bad usage."""
-    p = _Parser(prog="ab-sweep", add_help=False, allow_abbrev=False)
-    p.add_argument("servers", nargs="*")
-    p.add_argument("-h", "--help", action="store_true")
-    p.add_argument("--path", type=_checked(r"/\S*", "--path must start with / and hold no spaces"))
-    p.add_argument("--quick", action="store_true")
-    p.add_argument("--latency", action="store_true")
-    p.add_argument("--vps", action="store_true")
-    p.add_argument("--memory", action="store_true")
-    p.add_argument("--no-jfr", dest="jfr", action="store_false")
-    p.add_argument("--client", type=_checked(r"ab|wrk", "--client must be ab or wrk"))
-    p.add_argument("--concurrency", type=_steps)
-    p.add_argument("--duration", type=_bounded("--duration", 1, 600, " seconds"))
-    p.add_argument("--rounds", type=_bounded("--rounds", 1, 20))
-    p.add_argument("--heap", type=_checked(r"[0-9]+[kKmMgG]?", "--heap takes a JVM size such as 256m or 1g"))
-    p.add_argument("--no-pin", dest="pin", action="store_false")
-    p.add_argument("--no-anchors", dest="anchors", action="store_false")
-    p.add_argument("--no-build", dest="build", action="store_false")
-    p.add_argument("--port", type=_bounded("--port", 1, 65535))
-    p.add_argument("--out")
-    p.add_argument("--plan-only", action="store_true")
-    p.add_argument("--setup", action="store_true")
-    p.add_argument("--no-install", dest="install", action="store_false")
-    p.add_argument("--report")
-    opts = Options(**{k: v for k, v in vars(p.parse_intermixed_args(argv)).items() if v is not None})
+    """The options (an argparse.Namespace) from the command line; raises SweepError(usage=True) on bad
+    usage. --help prints the help and exits (SystemExit 0)."""
+    opts = parser().parse_intermixed_args(argv)
     modes = [m for m, on in (("--latency", opts.latency), ("--vps", opts.vps), ("--memory", opts.memory)) if on]
     if len(modes) > 1:
         raise SweepError(f"{' and '.join(modes)} do not go together: choose one", usage=True)
-    if opts.memory and "--client" in argv:
+    if opts.memory and any(a == "--client" or a.startswith("--client=") for a in argv):
         raise SweepError("--memory opens its own idle connections: --client does not apply", usage=True)
     return opts
 
@@ -171,9 +162,6 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     try:
         opts = parse(argv)
-        if opts.help:
-            print(help_text(), end="")
-            return 0
         os.chdir(ROOT)
         if opts.setup:
             if charts_venv.setup(install=True) is None:

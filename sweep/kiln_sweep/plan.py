@@ -17,6 +17,11 @@ SWEEP_STEPS = (1000, 2000, 5000, 10000, 15000, 20000)
 QUICK_STEPS = (10, 100)
 LATENCY_STEPS = (1, 10, 100, 1000)
 QUICK_LATENCY_STEPS = (1, 10)
+MEMORY_STEPS = (19500,)
+QUICK_MEMORY_STEPS = (200,)
+# --memory: idle connections held without a request for the whole measurement; the front ends' default
+# idle timeout (60 s) could close them before the second histogram, so it is raised to nginx's 300 s x 2.
+MEMORY_IDLE_TIMEOUT_MS = 600000
 
 NOFILE_ADVICE = """\
 To run every step on a VPS, raise the open-files limit before starting the sweep:

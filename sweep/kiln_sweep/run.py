@@ -23,11 +23,6 @@ from kiln_sweep.plan import step_label
 IDLE_PCT = 5
 # A JVM front end populates its database before it prints its ready line.
 READY_S = 120
-# --memory: idle connections held without a request for the whole measurement; the front ends' default
-# idle timeout (60 s) could close them before the second histogram, so it is raised to nginx's 300 s x 2.
-MEMORY_IDLE_TIMEOUT_MS = 600000
-MEMORY_STEPS = (19500,)
-QUICK_MEMORY_STEPS = (200,)
 # --vps tests may point the sweep at a fake cgroup tree.
 CGROUP_ROOT_ENV = "KILN_SWEEP_CGROUP_ROOT"
 
@@ -59,7 +54,7 @@ class Sweep:
         if opts.latency:
             default = plan.QUICK_LATENCY_STEPS if opts.quick else plan.LATENCY_STEPS
         elif opts.memory:
-            default = QUICK_MEMORY_STEPS if opts.quick else MEMORY_STEPS
+            default = plan.QUICK_MEMORY_STEPS if opts.quick else plan.MEMORY_STEPS
         else:
             default = plan.QUICK_STEPS if opts.quick else plan.SWEEP_STEPS
         self.requested = opts.concurrency or list(default)
@@ -195,7 +190,7 @@ class Sweep:
             print(f"Measure:     idle keep-alive connections, each after one GET {self.o.path} (HTTP/1.1), held by "
                   "this process; heap: jcmd GC.class_histogram (live objects) before and after; RSS: VmRSS; "
                   f"{self.pin_text}")
-            print(f"Rounds:      {self.rounds}; front ends run with --idle-timeout {MEMORY_IDLE_TIMEOUT_MS}")
+            print(f"Rounds:      {self.rounds}; front ends run with --idle-timeout {plan.MEMORY_IDLE_TIMEOUT_MS}")
         else:
             print(f"Client:      {client}, path {self.o.path}, {self.pin_text}")
             print(f"Rounds:      {self.rounds}; each step {d} s warm-up + ~{d} s timed (at least "
@@ -305,7 +300,7 @@ class Sweep:
             commit=commit or "none",
             vps=self.vps_text() if self.o.vps else "",
             pinned_threshold_ms=pinning.THRESHOLD_MS if any(self.records_pinning(s) for s in self.selected) else None,
-            memory_extra=f"front ends run with --idle-timeout {MEMORY_IDLE_TIMEOUT_MS}" if self.o.memory else "")
+            memory_extra=f"front ends run with --idle-timeout {plan.MEMORY_IDLE_TIMEOUT_MS}" if self.o.memory else "")
 
     def log_command(self, cmd):
         with open(self.out / "commands.log", "a") as f:
@@ -347,7 +342,7 @@ class Sweep:
             jfr = self.out / "raw" / f"r{rnd}-{server.name}-pinned.jfr"
             jvm_extra.append(pinning.jvm_flag(jfr))
         if self.o.memory and server.kind == "jar":
-            args_extra += ["--idle-timeout", str(MEMORY_IDLE_TIMEOUT_MS)]
+            args_extra += ["--idle-timeout", str(plan.MEMORY_IDLE_TIMEOUT_MS)]
         cmd = self.pinned(servers.command(server, java, self.o.heap, port, data, self.tmp / "dummy", jvm_extra,
                                           args_extra), self.server_cpu)
         group = None
