@@ -175,7 +175,7 @@ def main(argv=None):
             return charts_venv.write_report(opts.report, charts_venv.setup(opts.install))
         if not opts.servers:
             raise SweepError("name a SERVER (or all)", usage=True)
-        return run.Sweep(opts).main()
+        return run.main(opts)
     except SweepError as e:
         print(f"ab-sweep: {e}", file=sys.stderr)
         if e.usage:

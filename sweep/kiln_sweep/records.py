@@ -1,8 +1,10 @@
 """What a sweep writes while it runs, as typed records: settings.json once, then one JSON line per
 record in runs.jsonl (timed runs), after.jsonl (after-sweep windows) and problems.jsonl. Lines are
-appended as they are measured, so a sweep that stops early still leaves what it measured."""
+appended as they are measured, so a sweep that stops early still leaves what it measured. Beside
+them, commands.log holds every command line the sweep ran."""
 
 import json
+import shlex
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import List, Optional
@@ -12,6 +14,7 @@ RUNS = "runs.jsonl"
 AFTER = "after.jsonl"
 PROBLEMS = "problems.jsonl"
 MEMORY = "memory.jsonl"
+COMMANDS = "commands.log"
 
 
 @dataclass
@@ -150,3 +153,9 @@ def write_settings(directory, settings):
 
 def read_settings(directory):
     return Settings(**json.loads((Path(directory) / SETTINGS).read_text()))
+
+
+def log_command(directory, cmd):
+    """Appends a command line to commands.log, quoted as a shell would take it."""
+    with open(Path(directory) / COMMANDS, "a") as f:
+        f.write(shlex.join(cmd) + "\n")

@@ -1,5 +1,6 @@
-"""Starting what the sweep measures: the java for each server, the command lines, free ports, the
-nginx anchor's configuration, jar builds and the readiness probe."""
+"""The servers a sweep measures: the java for each, their command lines, free ports, the nginx anchor's
+configuration, jar builds, the readiness probe; and Servers, which starts one at a time, waits until
+it is idle and stops it."""
 
 import grp
 import os
@@ -9,12 +10,19 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
+import tempfile
+import time
 from pathlib import Path
 
-from kiln_sweep import SweepError
+from kiln_sweep import ROOT, SWEEP_DIR, SweepError, cgroup, measure, note, pinning, records, registry
 from kiln_sweep.plan import port_candidates
 
 BIND = "127.0.0.1"
+# A server counts as idle below this CPU utilisation (% of one core) over a 0.5 s sample.
+IDLE_PCT = 5
+# A JVM front end populates its database before it prints its ready line.
+READY_S = 120
 # lmdbjava reaches into java.nio internals (README, "JVM flags").
 LMDB_FLAGS = ["--add-opens", "java.base/java.nio=ALL-UNNAMED", "--add-exports", "java.base/sun.nio.ch=ALL-UNNAMED"]
 
@@ -137,3 +145,177 @@ def ready_line(port):
     """The line a kiln front end (and the dummy) prints once it serves."""
     return re.compile(rf"^kiln-[a-z-]+ listening on http://{re.escape(BIND)}:{port}/$", re.MULTILINE)
 
+
+# ---------------------------------------------------------------------------------------------
+# Running them
+# ---------------------------------------------------------------------------------------------
+class Running:
+    """A server this sweep started: the process, it and its children (measured), its port and log."""
+
+    def __init__(self, server, proc, port, log, group=None, recorder=None):
+        self.server, self.proc, self.port, self.log = server, proc, port, log
+        self.pids = [proc.pid]
+        self.group = group          # --vps: its cgroup.VpsCgroup
+        self.recorder = recorder    # JDK 21+: its pinning.Recorder
+
+    def adopt_children(self):
+        """Once it serves: its children are measured with it (nginx's worker)."""
+        self.pids = [self.proc.pid] + measure.children(self.proc.pid)
+
+
+class Servers:
+    """Starts the servers of a sweep one at a time (`running`, None between them) and stops only what it
+    started. Reads the plan (preflight.Plan); writes the server logs, JFR recordings, commands.log and
+    problems.jsonl under the results directory `out`, and the servers' data under `tmp`."""
+
+    def __init__(self, plan, out, tmp):
+        self.plan, self.out, self.tmp = plan, out, tmp
+        self.running = None
+        self.cgroup_count = 0
+        self.live_groups = set()
+
+    def prepare(self):
+        """Builds missing or outdated jars (one build per module), compiles the dummy anchor."""
+        built = set()
+        for s in self.plan.selected:
+            if s.kind == "jar" and s.module not in built and registry.jar_outdated(ROOT, s):
+                built.add(s.module)
+                if not self.plan.opts.build:
+                    if not (ROOT / s.jar).is_file():
+                        raise SweepError(f"{s.name}: {s.jar} is missing (--no-build)")
+                    note(f"{s.name}: {s.jar} is older than its sources; using it as it is (--no-build)")
+                    continue
+                log = self.out / "logs" / f"build-{s.module}.log"
+                note(f"building {s.jar}: mvn -B -q -DskipTests -pl {s.module} -am package (log: {log})")
+                build(ROOT, s, log)
+            elif s.kind == "dummy":
+                # Compiled once up front so the measured JVM does not also hold the source launcher's compiler.
+                javac = self.plan.javas["dummy"].javac()
+                if subprocess.run([javac, "-d", str(self.tmp / "dummy"), str(SWEEP_DIR / "DummyServer.java")],
+                                  check=False).returncode != 0:
+                    raise SweepError("cannot compile sweep/DummyServer.java")
+
+    def start(self, server, rnd):
+        """The Running server, or None (see _failed) when it does not start or does not answer GET path
+        with a 2xx status."""
+        plan, o = self.plan, self.plan.opts
+        log = self.out / "logs" / f"r{rnd}-{server.name}.log"
+        try:
+            port = o.port or free_port()
+            if o.port:
+                check_port_free(port)
+        except SweepError as e:
+            return self._failed(rnd, server, log, f"{server.name}: {e}")
+        data = Path(tempfile.mkdtemp(prefix=f"{server.name}.", dir=self.tmp))
+        if server.kind == "nginx":
+            (data / "nginx.conf").write_text(nginx_conf(
+                SWEEP_DIR / "nginx.conf.template", data, port, plan.nofile, max(s.concurrency for s in plan.steps)))
+        java = plan.javas.get(server.name)
+        jvm_extra, jfr = [], None
+        if plan.records_pinning(server):
+            jfr = self.out / "raw" / f"r{rnd}-{server.name}-pinned.jfr"
+            jvm_extra.append(pinning.jvm_flag(jfr))
+        cmd = plan.on_server_cpu(command(server, java, o.heap, port, data, self.tmp / "dummy", jvm_extra,
+                                         plan.server_args(server)))
+        group = None
+        if o.vps:
+            self.cgroup_count += 1
+            group = cgroup.VpsCgroup(plan.cgroup_parents, f"{cgroup.PREFIX}{os.getpid()}-{self.cgroup_count}",
+                                     plan.vps_cpu)
+            self.live_groups.add(group)
+            try:
+                group.create()
+            except SweepError as e:
+                self.live_groups.discard(group)
+                return self._failed(rnd, server, log, f"{server.name}: {e}")
+            cmd = group.wrap(cmd)
+        records.log_command(self.out, cmd)
+        with open(log, "w") as f:
+            proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        recorder = pinning.Recorder(java.path, proc.pid, jfr) if jfr else None
+        self.running = Running(server, proc, port, log, group, recorder)
+        ready = ready_line(port)
+        for _ in range(READY_S * 10):
+            if proc.poll() is not None:
+                if server.kind == "nginx" and (data / "error.log").is_file():
+                    with open(log, "a") as f:
+                        f.write((data / "error.log").read_text(errors="replace"))
+                return self._failed(rnd, server, log, f"{server.name} exited before it was ready (log: {log})")
+            text = log.read_text(errors="replace")
+            if server.kind != "nginx" and re.search(r'^Exception in thread "main"', text, re.MULTILINE):
+                # Its main thread died, yet other threads may keep the JVM alive without ever serving.
+                return self._failed(rnd, server, log, f"{server.name} failed while starting (log: {log})")
+            if http_status(port, "/") if server.kind == "nginx" else ready.search(text):
+                break
+            time.sleep(0.1)
+        else:
+            return self._failed(rnd, server, log, f"{server.name} did not become ready within {READY_S} s (log: {log})")
+        status = http_status(port, o.path)
+        if not (status or "").startswith("2"):
+            return self._failed(rnd, server, log, f"{server.name} answered GET {o.path} with '{status or 'nothing'}', "
+                                "not 2xx: not measured (every response would count as a failure)")
+        self.running.adopt_children()
+        r = self.running
+        print(f"[round {rnd}/{plan.rounds}] {server.name} listening on {BIND}:{r.port} "
+              f"(pid {' '.join(map(str, r.pids))})", flush=True)
+        return r
+
+    def _failed(self, rnd, server, log, message):
+        """A server that cannot be measured this round is reported (on stderr and in problems.jsonl,
+        which the report shows) and stopped; the sweep goes on with the next server."""
+        if log.is_file():
+            sys.stderr.write("".join(f"{line}\n" for line in log.read_text(errors="replace").splitlines()[-20:]))
+        print(f"ab-sweep: {message}", file=sys.stderr, flush=True)
+        records.append(self.out, records.PROBLEMS, records.Problem(rnd, server.name, message))
+        self.stop(quiet=True)
+        return None
+
+    def wait_idle(self):
+        """(seconds waited, at 0.5 s resolution; whether the server's CPU fell under IDLE_PCT % of one
+        core for 0.5 s) within the longest wait."""
+        for i in range(2 * self.plan.timing.idle_max_s):
+            t0 = measure.cpu_ticks(self.running.pids)
+            time.sleep(0.5)
+            if (measure.cpu_ticks(self.running.pids) - t0) * 200 < IDLE_PCT * measure.CLK_TCK:
+                return i / 2, True
+        return self.plan.timing.idle_max_s, False
+
+    def stop(self, quiet=False):
+        """SIGTERM (the contract's clean stop), SIGKILL after 30 s; only the process this sweep started
+        (nginx's master stops its own worker). Unless quiet, says so when it had to kill it or when it
+        exited other than cleanly."""
+        r, self.running = self.running, None
+        if r is None:
+            return
+        r.proc.terminate()
+        try:
+            r.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            if not quiet:
+                note(f"{r.server.name} did not stop within 30 s of SIGTERM: killing it")
+            r.proc.kill()
+            r.proc.wait()
+        if r.group is not None:
+            self._remove_group(r.group)
+        # As a shell shows it; 143: a JVM without its own SIGTERM handling ends with the signal's
+        # status, still a clean stop.
+        status = 128 - r.proc.returncode if r.proc.returncode < 0 else r.proc.returncode
+        if not quiet and status not in (0, 143):
+            note(f"{r.server.name} exited with status {status} after SIGTERM (log: {r.log})")
+
+    def close(self):
+        """Whatever is still running or still has a --vps cgroup goes (a sweep that is stopped early)."""
+        self.stop(quiet=True)
+        for group in list(self.live_groups):
+            self._remove_group(group)
+
+    def _remove_group(self, group):
+        """--vps: the server's cgroup goes with it (what is still inside was started there by this sweep)."""
+        self.live_groups.discard(group)
+        try:
+            killed = group.remove()
+        except SweepError as e:
+            note(str(e))
+            return
+        if killed:
+            note(f"killed process(es) {' '.join(map(str, killed))} left in {group.name} before removing it")

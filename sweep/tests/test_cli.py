@@ -130,9 +130,9 @@ def test_a_front_end_without_a_fitting_jdk_is_named_in_the_plan_and_stops_a_real
 
     monkeypatch.setattr(servers, "find_java", no_jdk_17)
     monkeypatch.chdir(ROOT)
-    assert run.Sweep(cli.parse(["--plan-only", "comsat", "kilim"])).main() == 0
+    assert run.main(cli.parse(["--plan-only", "comsat", "kilim"])) == 0
     out = capsys.readouterr().out
     assert "Missing:     JDK 17 (for comsat): find-java.sh: no JDK 17" in out
     assert "for dummy, kilim" in out
     with pytest.raises(SweepError, match="JDK 17 \\(for comsat\\)"):
-        run.Sweep(cli.parse(["comsat", "--quick"])).main()
+        run.main(cli.parse(["comsat", "--quick"]))
