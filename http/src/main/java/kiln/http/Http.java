@@ -71,3 +71,4 @@ public final class Http {
         }
     }
 }
+            case 504: return "Gateway Timeout";

@@ -2,6 +2,8 @@ package kiln.server;
 
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeoutException;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
@@ -13,7 +15,10 @@ import kiln.http.Reply;
  * The failure policy, written once for every front end: what a request that failed is answered.
  * <ul>
  *   <li>{@link HttpException}: its status and message (a client error, or a handler's choice);</li>
- *   <li>{@link DbException.Overloaded}: 503 with {@code Retry-After: 1} (the write queue is full);</li>
+ *   <li>{@link DbException.Overloaded}: 503 with {@code Retry-After: 1} (the write queue is full), and
+ *       likewise {@link RejectedExecutionException} (a full pool, such as {@link BlockingPool}'s);</li>
+ *   <li>{@link TimeoutException}: 504 (a wait with a timeout, e.g. {@code Fibers.await(future,
+ *       timeout)} on an outbound call, ran out: RFC 9110 section 15.6.5);</li>
  *   <li>anything else: 500 with a short body, and the stack trace in the server log.</li>
  * </ul>
  * {@link CompletionException} and {@link ExecutionException} wrappers are looked through.
@@ -36,6 +41,8 @@ public final class Failures {
         }
         if (cause instanceof HttpException) return Reply.error(((HttpException) cause).status(), cause.getMessage());
         if (cause instanceof DbException.Overloaded) return Reply.unavailable("the database is overloaded; retry shortly");
+        if (cause instanceof RejectedExecutionException) return Reply.unavailable("the server is overloaded; retry shortly");
+        if (cause instanceof TimeoutException) return Reply.error(504, "gateway timeout: " + cause.getMessage());
         LOG.log(Level.SEVERE, "request failed" + (request == null ? "" : ": " + request), cause);
         return Reply.internalError();
     }
