@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
+import java.net.InetSocketAddress;
 import java.net.URI;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
@@ -19,8 +20,11 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+
+import com.sun.net.httpserver.HttpServer;
 
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
@@ -35,6 +39,8 @@ class SystemdUnitTest {
     private static final Path BACKUP_UNIT = Dirs.repo().resolve("deploy/systemd/kiln-backup.service");
     private static final Path BACKUP_TIMER = Dirs.repo().resolve("deploy/systemd/kiln-backup.timer");
     private static final Path NGINX_SITE = Dirs.repo().resolve("deploy/nginx/kiln.conf");
+    private static final Path PROBE_UNIT = Dirs.repo().resolve("deploy/systemd/kiln-healthcheck.service");
+    private static final Path PROBE_TIMER = Dirs.repo().resolve("deploy/systemd/kiln-healthcheck.timer");
 
     /** @return the unit's ExecStart, continuation lines joined, split into words */
     private static List<String> execStart() throws IOException {
@@ -78,7 +84,8 @@ class SystemdUnitTest {
         Command bad = Command.run(60, List.of("systemd-analyze", "verify", typo.toString()));
         assertTrue(bad.output.contains("Restrat"), () -> "systemd-analyze did not report an unknown key:\n" + bad.output);
 
-        Command verify = Command.run(60, List.of("systemd-analyze", "verify", UNIT.toString(), BACKUP_UNIT.toString(), BACKUP_TIMER.toString()));
+        Command verify = Command.run(60, List.of("systemd-analyze", "verify", UNIT.toString(), BACKUP_UNIT.toString(), BACKUP_TIMER.toString(),
+            PROBE_UNIT.toString(), PROBE_TIMER.toString()));
         assertEquals(0, verify.exitCode, verify.output);
         assertTrue(verify.output.isBlank(), () -> "systemd-analyze verify deploy/systemd/*:\n" + verify.output);
     }
@@ -218,6 +225,65 @@ class SystemdUnitTest {
             assertEquals(kiln.demo.DemoDb.WORLD_ROWS, Contract.storedWorlds(made).size(), "the backup opens and holds the world table");
         } finally {
             ServerProcess.deleteRecursively(backups);
+        }
+    }
+
+    /**
+     * kiln-healthcheck.service's command, with this build's port, a stand-in {@code systemctl} that
+     * records what it is asked, and 1 s in place of its 5 s timeouts and delays: a serving kiln is
+     * left alone; one that answers 503 (its {@code /healthz} after a handler held a thread too long)
+     * or stops answering (a wedged JVM, here stopped with SIGSTOP) is restarted with
+     * {@code systemctl try-restart kiln.service} after three failures, not one.
+     */
+    @Test
+    void theHealthProbeRestartsAWedgedServerAndLeavesAHealthyOneAlone() throws Exception {
+        Path bin = Files.createDirectories(Dirs.target().resolve("systemd-test/bin"));
+        Path calls = bin.resolve("systemctl-calls");
+        Path systemctl = bin.resolve("systemctl");
+        Files.writeString(systemctl, "#!/bin/sh\necho \"$*\" >> '" + calls + "'\n");
+        systemctl.toFile().setExecutable(true);
+        String start = setting(PROBE_UNIT, "ExecStart");
+        Matcher script = Pattern.compile("^/bin/sh -c '(.*)'$").matcher(start);
+        assertTrue(script.matches(), () -> "ExecStart is /bin/sh -c '...': " + start);
+        String probe = "PATH='" + bin + "':$PATH; " + script.group(1).replace("--max-time 5", "--max-time 1").replace("--retry-delay 5", "--retry-delay 1");
+        FrontEnd kilim = FrontEnd.load(Dirs.repo().resolve("frontends.conf")).stream().filter(f -> f.id.equals("kilim")).findFirst().orElseThrow();
+
+        try (ServerProcess server = ServerProcess.start(kilim, "SystemdUnitTest-probe")) {
+            Files.deleteIfExists(calls);
+            Command healthy = Command.run(60, List.of("/bin/sh", "-c", probe.replace("127.0.0.1:8080", "127.0.0.1:" + server.port)));
+            assertEquals(0, healthy.exitCode, healthy.output);
+            assertFalse(Files.exists(calls), "a healthy server is not restarted");
+
+            Command.run(10, List.of("kill", "-STOP", Long.toString(server.pid())));
+            try {
+                long started = System.nanoTime();
+                Command wedged = Command.run(60, List.of("/bin/sh", "-c", probe.replace("127.0.0.1:8080", "127.0.0.1:" + server.port)));
+                long tookMs = (System.nanoTime() - started) / 1_000_000;
+                assertTrue(wedged.output.contains("failed 3 times in a row: restarting kiln.service"), wedged.output);
+                assertEquals(List.of("try-restart kiln.service"), Files.readAllLines(calls), "one restart of a server that does not answer");
+                assertTrue(tookMs >= 4_000, "three attempts of 1 s with 1 s between them, not one: " + tookMs + " ms");
+            } finally {
+                Command.run(10, List.of("kill", "-CONT", Long.toString(server.pid())));
+            }
+        }
+
+        HttpServer unhealthy = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+        AtomicInteger asked = new AtomicInteger();
+        unhealthy.createContext("/healthz", exchange -> {
+            asked.incrementAndGet();
+            byte[] body = "the handler of GET /x has held thread kiln-selector for 6000 ms without pausing (limit 5000 ms)".getBytes(StandardCharsets.UTF_8);
+            exchange.sendResponseHeaders(503, body.length);
+            exchange.getResponseBody().write(body);
+            exchange.close();
+        });
+        unhealthy.start();
+        try {
+            Files.deleteIfExists(calls);
+            Command failing = Command.run(60, List.of("/bin/sh", "-c", probe.replace("127.0.0.1:8080", "127.0.0.1:" + unhealthy.getAddress().getPort())));
+            assertEquals(3, asked.get(), "three tries before a restart");
+            assertEquals(List.of("try-restart kiln.service"), Files.readAllLines(calls), failing.output);
+        } finally {
+            unhealthy.stop(0);
         }
     }
 }

@@ -1,7 +1,7 @@
 package kiln.demo;
 
 import kiln.http.Routes;
-import kiln.server.Metrics;
+import kiln.server.AbstractRouter;
 import kiln.server.StepHandler;
 
 /**
@@ -11,12 +11,12 @@ import kiln.server.StepHandler;
 public final class Endpoint {
     /**
      * Binds an endpoint's logic (a {@link StepHandler}: its reply, or a wait and the rest) to the demo
-     * database and the server's metrics when a server starts.
+     * database and the router it is registered on (its metrics and health) when a server starts.
      * State the endpoint keeps across requests (a cache) is created here, once per server.
      */
     @FunctionalInterface
     public interface Binding {
-        StepHandler bind(DemoDb demo, Metrics metrics);
+        StepHandler bind(DemoDb demo, AbstractRouter<?, ?> router);
     }
 
     /** The request method, e.g. {@code GET}. */

@@ -24,34 +24,34 @@ public final class Endpoints {
     /** Every endpoint, in the order the index page and {@code --help} list them. */
     public static final List<Endpoint> ALL = List.of(
         get("/", "/", "this page: a link to every endpoint",
-            (demo, metrics) -> {
+            (demo, router) -> {
                 Step page = Step.of(Reply.ok(Http.TEXT_HTML, indexPage()));
                 return request -> page;
             }),
         get("/plaintext", "/plaintext", "Hello, World! as text",
-            (demo, metrics) -> {
+            (demo, router) -> {
                 Step plaintext = Step.of(Reply.ok(Http.TEXT_PLAIN, Bodies.PLAINTEXT));  // immutable: one for every request
                 return request -> plaintext;
             }),
         get("/json", "/json", "a JSON message",
-            (demo, metrics) -> request -> Step.of(Reply.ok(Http.APPLICATION_JSON, Bodies.helloJson()))),
+            (demo, router) -> request -> Step.of(Reply.ok(Http.APPLICATION_JSON, Bodies.helloJson()))),
         get("/db", "/db", "one random World row",
-            (demo, metrics) -> request -> Step.of(fresh(Reply.json(demo.readRandomWorld())))),
+            (demo, router) -> request -> Step.of(fresh(Reply.json(demo.readRandomWorld())))),
         get("/worlds/{id}", "/worlds/42", "the World row with that id (1..10000)",
-            (demo, metrics) -> request -> {
+            (demo, router) -> request -> {
                 int id = Params.worldId(request.pathParam("id"));
                 return Step.of(fresh(Reply.json(demo.readWorld(id))));
             }),
         get("/queries?queries=N", "/queries?queries=20", "N random rows (1..500)",
-            (demo, metrics) -> request -> Step.of(fresh(Reply.json(demo.readRandomWorlds(Params.queries(request.param("queries"))))))),
+            (demo, router) -> request -> Step.of(fresh(Reply.json(demo.readRandomWorlds(Params.queries(request.param("queries"))))))),
         get("/updates?queries=N", "/updates?queries=20", "N rows updated durably",
-            (demo, metrics) -> request -> {
+            (demo, router) -> request -> {
                 World[] rows = demo.readRandomWorlds(Params.queries(request.param("queries")));
                 return Step.after(demo.db().write(demo.updateWithNewRandomNumbers(rows)),
                     updated -> Step.of(fresh(Reply.json(updated))));  // answered once the commit is durable
             }),
         get("/cached-queries?count=N", "/cached-queries?count=20", "N random rows from an in-memory cache (1..500)",
-            (demo, metrics) -> {
+            (demo, router) -> {
                 // TechEmpower test type 7: the World table held in memory, read once when the server starts
                 World[] byId = new World[DemoDb.WORLD_ROWS + 1];
                 demo.db().read(txn -> demo.worlds().scan(txn, (id, number) -> {
@@ -65,19 +65,19 @@ public final class Endpoints {
                 };
             }),
         get("/fortunes", "/fortunes", "the fortunes table as HTML",
-            (demo, metrics) -> request -> Step.of(fresh(Reply.ok(Http.TEXT_HTML, Bodies.fortunesHtml(demo.readFortunes()))))),
+            (demo, router) -> request -> Step.of(fresh(Reply.ok(Http.TEXT_HTML, Bodies.fortunesHtml(demo.readFortunes()))))),
         get("/hello?delay=MS", "/hello?delay=100", "HelloWorld after an asynchronous sleep",
-            (demo, metrics) -> {
+            (demo, router) -> {
                 Step hello = Step.of(Reply.ok(Http.TEXT_PLAIN, Bodies.HELLO));
                 return request -> {
                     int ms = Params.delayMs(request.param("delay"));
                     return ms == 0 ? hello : Step.afterSleep(ms, () -> hello);
                 };
             }),
-        get("/healthz", "/healthz", "200 ok while the database answers reads and its writer runs, else 503",
-            (demo, metrics) -> request -> Step.of(fresh(Health.check(demo)))),
+        get("/healthz", "/healthz", "200 ok while the database answers reads, its writer runs and no handler holds a thread for long, else 503",
+            (demo, router) -> request -> Step.of(fresh(Health.check(demo, router.health())))),
         get("/metrics", "/metrics", "Prometheus metrics: requests, latency, connections, the database, the JVM",
-            (demo, metrics) -> request -> Step.of(fresh(metrics.reply()))));
+            (demo, router) -> request -> Step.of(fresh(router.metrics().reply()))));
 
     private Endpoints() {
     }
@@ -95,7 +95,7 @@ public final class Endpoints {
      * @return {@code router}, for chaining
      */
     public static <R extends AbstractRouter<?, R>> R addTo(R router, DemoDb demo) {
-        for (Endpoint e : ALL) router.steps(e.method, e.path, e.binding.bind(demo, router.metrics()));
+        for (Endpoint e : ALL) router.steps(e.method, e.path, e.binding.bind(demo, router));
         return router;
     }
 

@@ -101,7 +101,7 @@ class EndpointsTest {
             + "<li><a href=\"/cached-queries?count=20\">/cached-queries?count=N</a> &mdash; N random rows from an in-memory cache (1..500)</li>"
             + "<li><a href=\"/fortunes\">/fortunes</a> &mdash; the fortunes table as HTML</li>"
             + "<li><a href=\"/hello?delay=100\">/hello?delay=MS</a> &mdash; HelloWorld after an asynchronous sleep</li>"
-            + "<li><a href=\"/healthz\">/healthz</a> &mdash; 200 ok while the database answers reads and its writer runs, else 503</li>"
+            + "<li><a href=\"/healthz\">/healthz</a> &mdash; 200 ok while the database answers reads, its writer runs and no handler holds a thread for long, else 503</li>"
             + "<li><a href=\"/metrics\">/metrics</a> &mdash; Prometheus metrics: requests, latency, connections, the database, the JVM</li>"
             + "</ul></body></html>", text(index));
         for (Endpoint e : Endpoints.ALL) {

@@ -8,6 +8,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 
 import kiln.db.Db;
 import org.junit.jupiter.api.Test;
@@ -16,7 +17,7 @@ import kiln.http.Reply;
 import kiln.http.Http;
 import kiln.server.Step;
 
-/** {@code GET /healthz} through the endpoint registry, on a real database: 200 ok, and both ways to 503. */
+/** {@code GET /healthz} through the endpoint registry, on a real database: 200 ok, and every way to 503. */
 class HealthTest {
     @TempDir Path dir;
 
@@ -73,6 +74,25 @@ class HealthTest {
             }
             db.write(txn -> null).join();
             assertEquals(200, healthz(endpoints).status, "once the batch is committed");
+        }
+    }
+
+    /** A problem the front end reports (Kilim: a handler that held a thread too long) is a 503 with its words, while it lasts. */
+    @Test
+    void unavailableWhileTheServerReportsAProblem() {
+        try (Db db = Db.open(dir)) {
+            Served endpoints = new Served(DemoDb.open(db));
+            AtomicReference<String> problem = new AtomicReference<>();
+            endpoints.router.health().add(problem::get);
+            assertEquals(200, healthz(endpoints).status);
+            problem.set("the handler of GET /x has held thread kiln-selector for 6000 ms without pausing (limit 5000 ms)");
+            Reply held = healthz(endpoints);
+            assertEquals(503, held.status);
+            assertEquals("1", held.header("Retry-After"));
+            assertEquals("503 Service Unavailable: the handler of GET /x has held thread kiln-selector for 6000 ms without pausing (limit 5000 ms)\n",
+                text(held));
+            problem.set(null);
+            assertEquals(200, healthz(endpoints).status, "healthy again once the problem is gone");
         }
     }
 }

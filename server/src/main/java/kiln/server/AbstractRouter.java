@@ -34,6 +34,7 @@ import kiln.http.Routes;
 public abstract class AbstractRouter<H, R extends AbstractRouter<H, R>> {
     private final Routes<Entry<H>> routes = new Routes<>();
     private final Metrics metrics;
+    private final ServerHealth health = new ServerHealth();
 
     /** @param metrics where every request is counted and timed; {@link Metrics#off()} for none */
     protected AbstractRouter(Metrics metrics) {
@@ -98,6 +99,11 @@ public abstract class AbstractRouter<H, R extends AbstractRouter<H, R>> {
     /** @return the metrics this router records every request in ({@link Metrics#off()} for none) */
     public Metrics metrics() {
         return metrics;
+    }
+
+    /** @return the server's own health checks: its front end adds them, a health endpoint reads them */
+    public ServerHealth health() {
+        return health;
     }
 
     /**
