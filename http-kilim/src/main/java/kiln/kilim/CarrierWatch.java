@@ -1,119 +1,191 @@
 package kiln.kilim;
 
+import java.util.ArrayList;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.logging.Logger;
+import java.util.stream.LongStream;
+
+import kilim.Task;
 
 import kiln.server.Threads;
 
 /**
- * Catches the worst fiber trap at run time: a handler that keeps its carrier thread busy (a
- * {@code Thread.sleep}, a blocking call, a long loop) stalls every other connection on that carrier,
- * and nothing else would say so. Each time a connection's fiber runs on a carrier, it marks the
- * carrier's {@link Slot} ({@link #enter}, {@link Slot#exit}: a counter and two volatile writes, no
- * clock); one daemon thread, {@code kiln-carrier-watch}, looks at the slots four times per
- * threshold and, when one fiber has run without pausing for longer than the threshold, logs once per
- * handler what the carrier is doing: its stack, the blocking call found in it, and the fiber way to
- * do that instead.
+ * Watches what each carrier thread runs, so that the worst fiber trap — a handler that keeps its
+ * carrier thread busy (a {@code Thread.sleep}, a blocking call, a long loop) — neither freezes the
+ * server nor goes unsaid. One daemon thread, {@code kiln-carrier-watch}, looks at every carrier a few
+ * times per threshold (every {@link #tickMs} ms); when one fiber run has held a carrier's thread:
+ * <ul>
+ *   <li>for {@code handOffMs} (default 20 ms): it hands the carrier to a new thread
+ *       ({@link Carriers#handOff}), so the carrier's other fibers, and on carrier 0 the accepting and
+ *       reading of every connection, go on while the held thread finishes its fiber; at most
+ *       {@value #MAX_HANDED_OFF} threads may be held so at once;</li>
+ *   <li>for {@code reportMs} (default 100 ms): it logs, once per handler, what the thread is doing:
+ *       its stack, the blocking call found in it, and the fiber way to do that instead;</li>
+ *   <li>for {@code unhealthyMs} (default 5 s): {@link #problem()} says so, and {@code /healthz}
+ *       answers 503 with it while it lasts.</li>
+ * </ul>
+ * The carriers' cost is a counter, a store and a compare-and-set per fiber run ({@link Carriers#runQueued}).
  */
 final class CarrierWatch {
     private static final Logger LOG = Logger.getLogger(CarrierWatch.class.getName());
-    private static final ThreadLocal<Slot> SLOT = new ThreadLocal<>();
+    /** Threads held by fibers after a hand-off, at most; past it a blocked carrier waits, as it would without hand-offs. */
+    static final int MAX_HANDED_OFF = 64;
 
-    /** Blocking calls a stack may show, the first frame's class and method prefix, and what to do instead. */
+    /** Blocking calls a stack may show (a frame's class and method prefix), what they are, and what to do instead; the most specific first. */
     private static final String[][] ADVICE = {
+        {"jdk.internal.net.http.", "a blocking HttpClient.send", "use HttpClient.sendAsync and Fibers.await(future, timeout)"},
         {"java.lang.Thread.sleep", "Thread.sleep", "use Fibers.sleep(ms): it pauses the fiber, not the carrier"},
         {"kiln.db.QueryFuture.", "a database future's join()/get()", "use Fibers.await(future): it pauses the fiber until the result is in"},
-        {"java.util.concurrent.CompletableFuture.", "CompletableFuture.join()/get()", "use Fibers.await(future): it pauses the fiber until the future completes"},
-        {"java.util.concurrent.locks.LockSupport.park", "a lock, latch or blocking queue", "wait with a Kilim Mailbox or Cell (get() pauses the fiber)"},
-        {"java.lang.Object.wait", "Object.wait", "wait with a Kilim Mailbox or Cell (get() pauses the fiber)"},
-        {"sun.nio.ch.", "blocking I/O", "run the call on a thread pool and pause on its future with Fibers.await(CompletableFuture.supplyAsync(..., pool))"},
-        {"java.net.", "blocking network I/O", "use an asynchronous client (e.g. HttpClient.sendAsync) and Fibers.await its future, or run the call on a thread pool and Fibers.await that"},
-        {"java.io.", "blocking file or stream I/O", "run it on a thread pool and pause on its future with Fibers.await(CompletableFuture.supplyAsync(..., pool))"},
+        {"java.util.concurrent.CompletableFuture.", "CompletableFuture.join()/get()", "use Fibers.await(future, timeout): it pauses the fiber until the future completes"},
+        {"java.util.concurrent.locks.LockSupport.park", "a lock, latch or blocking queue", "wait with a Kilim Mailbox or Cell (get() pauses the fiber), or run the blocking call with Fibers.blocking(() -> ...)"},
+        {"java.lang.Object.wait", "Object.wait", "wait with a Kilim Mailbox or Cell (get() pauses the fiber), or run the blocking call with Fibers.blocking(() -> ...)"},
+        {"sun.nio.ch.", "blocking I/O", "run the call with Fibers.blocking(() -> ...): it runs on a bounded thread pool and pauses the fiber until it returns"},
+        {"java.net.", "blocking network I/O", "use an asynchronous client (e.g. HttpClient.sendAsync) and Fibers.await(future, timeout), or run the call with Fibers.blocking(() -> ...)"},
+        {"java.io.", "blocking file or stream I/O", "run it with Fibers.blocking(() -> ...): it runs on a bounded thread pool and pauses the fiber until it returns"},
     };
 
-    /** What one carrier thread is running; written by the carrier, read by the watch thread. */
-    static final class Slot {
-        final Thread carrier;
-        /** Counts the fiber runs on this carrier; written only by the carrier. */
-        volatile long runs;
-        /** The connection whose fiber runs now, or null between runs. */
-        volatile ConnectionFiber running;
-        /** The watch thread's view: the run it saw last and since when (its own clock). */
-        long seenRun = -1;
-        long seenSince;
-
-        Slot(Thread carrier) {
-            this.carrier = carrier;
-        }
-
-        void exit() {
-            running = null;
-        }
+    /** A fiber that held its carrier's thread when the carrier was handed off; watched until the thread ends. */
+    private record Held(Thread thread, String carrier, Task<?> fiber, long sinceMs) {
     }
 
-    private final long thresholdMs;
-    private final List<Slot> slots = new CopyOnWriteArrayList<>();
+    private final Carriers carriers;
+    private final long reportMs;
+    private final long handOffMs;
+    private final long unhealthyMs;
+    /** How often the watch looks, ms; 0 when it is off. */
+    final long tickMs;
     private final Set<String> reported = ConcurrentHashMap.newKeySet();
+    /** Per carrier, the run the watch saw last and since when (ms, its own clock); watch thread only. */
+    private final long[] seenRun;
+    private final long[] seenSince;
+    /** Watch thread only. */
+    private final List<Held> handedOff = new ArrayList<>();
+    private boolean capReported;
+    private volatile String problem;
     private final ScheduledExecutorService timer;
 
     /**
-     * @param thresholdMs how long one fiber may hold its carrier before it is reported, ms; 0 turns
-     *                    the watch off ({@link #enter} then costs a thread-local read)
+     * @param carriers    the carriers to watch
+     * @param reportMs    how long one fiber run may hold a thread before it is reported, ms; 0: never
+     * @param handOffMs   how long before its carrier is handed to a new thread, ms; 0: never (the
+     *                    carrier's other fibers then wait for the held thread)
+     * @param unhealthyMs how long before {@link #problem()} reports it, ms; 0: never
      */
-    CarrierWatch(long thresholdMs) {
-        this.thresholdMs = thresholdMs;
-        if (thresholdMs <= 0) {
-            timer = null;
-            return;
-        }
-        long tick = Math.max(5, thresholdMs / 4);
-        timer = Executors.newSingleThreadScheduledExecutor(Threads.daemon("kiln-carrier-watch"));
-        timer.scheduleWithFixedDelay(this::look, tick, tick, TimeUnit.MILLISECONDS);
+    CarrierWatch(Carriers carriers, long reportMs, long handOffMs, long unhealthyMs) {
+        this.carriers = carriers;
+        this.reportMs = reportMs;
+        this.handOffMs = handOffMs;
+        this.unhealthyMs = unhealthyMs;
+        this.seenRun = new long[carriers.count()];
+        this.seenSince = new long[carriers.count()];
+        long shortest = LongStream.of(reportMs, handOffMs, unhealthyMs).filter(ms -> ms > 0).min().orElse(0);
+        tickMs = shortest == 0 ? 0 : Math.max(5, shortest / 4);
+        timer = tickMs == 0 ? null : Executors.newSingleThreadScheduledExecutor(Threads.daemon("kiln-carrier-watch"));
     }
 
-    /** Marks the calling carrier as running {@code connection}'s fiber; call {@link Slot#exit} after. */
-    Slot enter(ConnectionFiber connection) {
-        Slot slot = SLOT.get();
-        if (slot == null) {
-            slot = new Slot(Thread.currentThread());
-            SLOT.set(slot);
-            if (timer != null) slots.add(slot);
-        }
-        slot.runs++;  // one writer per slot: the carrier itself
-        slot.running = connection;
-        return slot;
+    void start() {
+        if (timer != null) timer.scheduleWithFixedDelay(this::look, tickMs, tickMs, TimeUnit.MILLISECONDS);
     }
 
     void stop() {
         if (timer != null) timer.shutdownNow();
     }
 
-    /** One look at every carrier, on the watch thread. */
+    /**
+     * @return null while no fiber has held a thread for {@code unhealthyMs}; else which handler, on
+     *         which thread, for how long, in one line (for {@code /healthz})
+     */
+    String problem() {
+        return problem;
+    }
+
+    /** One look at every carrier and every handed-off thread, on the watch thread. */
     private void look() {
         long now = System.nanoTime() / 1_000_000;
-        for (Slot s : slots) {
-            ConnectionFiber c = s.running;
-            long run = s.runs;
-            if (c == null || run != s.seenRun) {
-                s.seenRun = c == null ? -1 : run;
-                s.seenSince = now;
+        String worst = null;
+        long worstMs = 0;
+        for (int i = 0; i < seenRun.length; i++) {
+            long run = carriers.run(i);
+            if (run == 0 || run != seenRun[i]) {
+                seenRun[i] = run;
+                seenSince[i] = now;
                 continue;
             }
-            long busyMs = now - s.seenSince;
-            String handler = c.handlerName();
-            if (busyMs < thresholdMs || handler == null || reported.contains(handler)) continue;
-            StackTraceElement[] stack = s.carrier.getStackTrace();
-            // A first request loads, links and initializes classes (Jackson's ObjectMapper, LMDB...):
-            // slow once, not the handler's fault.
-            if (loadingClasses(stack)) continue;
-            if (reported.add(handler)) LOG.warning(report(handler, s.carrier, busyMs, stack));
+            long heldMs = now - seenSince[i];
+            Task<?> fiber = carriers.running(i);
+            if (handOffMs > 0 && heldMs >= handOffMs && mayHandOff(i)) {
+                Thread old = carriers.handOff(i, run);
+                if (old != null) {
+                    handedOff.add(new Held(old, carriers.name(i), fiber, seenSince[i]));
+                    seenRun[i] = 0;
+                    String carrier = carriers.name(i);
+                    LOG.fine(() -> carrier + " handed to a new thread: a fiber held it for " + heldMs + " ms");
+                    continue;  // looked at below, as a held thread
+                }
+            }
+            if (heldMs > worstMs) {
+                worstMs = heldMs;
+                worst = held(fiber, carriers.name(i), heldMs);
+            }
+            check(fiber, carriers.thread(i), carriers.name(i), heldMs);
         }
+        for (Iterator<Held> it = handedOff.iterator(); it.hasNext();) {
+            Held h = it.next();
+            if (!h.thread.isAlive()) {
+                it.remove();
+                continue;
+            }
+            long heldMs = now - h.sinceMs;
+            if (heldMs > worstMs) {
+                worstMs = heldMs;
+                worst = held(h.fiber, h.carrier, heldMs);
+            }
+            check(h.fiber, h.thread, h.carrier, heldMs);
+        }
+        problem = unhealthyMs > 0 && worstMs >= unhealthyMs ? worst + " (limit " + unhealthyMs + " ms)" : null;
+    }
+
+    /** @return whether another thread may be handed off; says once when the cap stops it */
+    private boolean mayHandOff(int carrier) {
+        if (handedOff.size() < MAX_HANDED_OFF) {
+            capReported = false;
+            return true;
+        }
+        if (!capReported) {
+            capReported = true;
+            LOG.warning(MAX_HANDED_OFF + " threads are held by blocked fibers already: " + carriers.name(carrier)
+                + " is not handed off, and its other fibers wait until one of them returns. Run blocking calls with"
+                + " Fibers.blocking(() -> ...), which bounds them on a pool of its own.");
+        }
+        return false;
+    }
+
+    private static String held(Task<?> fiber, String carrier, long heldMs) {
+        String handler = name(fiber);
+        return (handler != null ? "the handler of " + handler : "a fiber") + " has held thread " + carrier + " for " + heldMs + " ms without pausing";
+    }
+
+    /** @return the handler a connection fiber runs now, e.g. {@code GET /todos/{id}}; another fiber's class; null between requests */
+    private static String name(Task<?> fiber) {
+        if (fiber instanceof ConnectionFiber c) return c.handlerName();
+        return fiber == null ? null : "fiber " + fiber.getClass().getName();
+    }
+
+    /** Reports a run held beyond {@code reportMs}, once per handler. */
+    private void check(Task<?> fiber, Thread thread, String carrier, long heldMs) {
+        String handler = name(fiber);
+        if (reportMs <= 0 || heldMs < reportMs || handler == null || reported.contains(handler)) return;
+        StackTraceElement[] stack = thread.getStackTrace();
+        // A first request loads, links and initializes classes (Jackson's ObjectMapper, LMDB...):
+        // slow once, not the handler's fault.
+        if (loadingClasses(stack)) return;
+        if (reported.add(handler)) LOG.warning(report(handler, carrier, heldMs, stack));
     }
 
     private static boolean loadingClasses(StackTraceElement[] stack) {
@@ -127,15 +199,14 @@ final class CarrierWatch {
         return false;
     }
 
-    /** The warning for a carrier held by {@code handler}, from its stack. Package-private for tests. */
-    String report(String handler, Thread carrier, long busyMs, StackTraceElement[] stack) {
+    /** The warning for a thread held by {@code handler}, from its stack. Package-private for tests. */
+    String report(String handler, String carrier, long busyMs, StackTraceElement[] stack) {
         String what = "a long computation";
-        String instead = "split it into smaller steps, or run it on a thread pool and pause on its future";
+        String instead = "split it into smaller steps, or run it with Fibers.blocking(() -> ...) and pause until it returns";
         search:
-        for (StackTraceElement f : stack) {
-            String frame = f.getClassName() + "." + f.getMethodName();
-            for (String[] a : ADVICE) {
-                if (frame.startsWith(a[0])) {
+        for (String[] a : ADVICE) {  // the most specific advice first: a blocking HttpClient.send parks in a CompletableFuture too
+            for (StackTraceElement f : stack) {
+                if ((f.getClassName() + "." + f.getMethodName()).startsWith(a[0])) {
                     what = a[1];
                     instead = a[2];
                     break search;
@@ -143,10 +214,14 @@ final class CarrierWatch {
             }
         }
         StringBuilder s = new StringBuilder()
-            .append("the handler of ").append(handler).append(" has held carrier thread ").append(carrier.getName())
-            .append(" for ").append(busyMs).append(" ms without pausing (threshold ").append(thresholdMs)
-            .append(" ms): it is blocked in ").append(what).append(". In fiber code, ").append(instead)
-            .append(". Meanwhile every other connection on this carrier waits. (Reported once per handler.)");
+            .append("the handler of ").append(handler).append(" has held carrier thread ").append(carrier)
+            .append(" for ").append(busyMs).append(" ms without pausing (threshold ").append(reportMs)
+            .append(" ms): it is blocked in ").append(what).append(". In fiber code, ").append(instead).append(". ")
+            .append(handOffMs > 0
+                ? "The server handed the carrier's other fibers to a new thread after " + handOffMs + " ms, but each such"
+                    + " handler holds a thread of its own while it blocks (at most " + MAX_HANDED_OFF + ")."
+                : "Meanwhile every other connection on this carrier waits.")
+            .append(" (Reported once per handler.)");
         for (StackTraceElement f : stack) s.append("\n\tat ").append(f);
         return s.toString();
     }

@@ -7,6 +7,7 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
 import java.util.logging.Level;
 
@@ -31,6 +32,18 @@ import kilim.timerservice.Timer;
  * {@code Mailbox.get} with a timeout) are kept and fired by carrier 0. Fibers cannot be pinned to a
  * carrier ({@link #isPinnable}): Kilim moves a fiber that holds a {@code kilim.ReentrantLock} to its
  * default pinnable scheduler.
+ *
+ * <h2>Hand-off</h2>
+ * A carrier is a run queue (and for carrier 0 the selector's duties) owned by one thread at a time.
+ * A fiber that holds its thread (a blocking call, a long loop: the handler's bug, not the server's)
+ * would stall every other fiber of that carrier, and on carrier 0 the accepting and reading of
+ * every connection. So the {@link CarrierWatch} hands such a carrier to a new thread
+ * ({@link #handOff}), as Go's runtime hands a processor to another thread when one blocks in a
+ * system call: the queued fibers, the selector and the timers go on there at once. The old thread
+ * finishes its fiber's step whenever the call returns, sees that the carrier is no longer its own,
+ * and ends. Each run of a fiber is numbered; the owner clears the number with a compare-and-set
+ * after the run, and the watch takes the carrier with a compare-and-set on the number it saw, so
+ * exactly one of them wins.
  */
 final class Carriers extends Scheduler {
     // java.util.logging's Logger by its full name: kilim.Scheduler has a nested Logger of its own
@@ -39,6 +52,7 @@ final class Carriers extends Scheduler {
     private static final int BATCH = 256;
     /** Lingering cancelled timers tolerated before they are swept out of the heap. */
     private static final int TIMER_SWEEP_MIN = 1024;
+    /** The carrier a thread was made for; a thread that lost it in a hand-off keeps it (its fiber is still fiber code) but no longer owns it. */
     private static final ThreadLocal<Carrier> CURRENT = new ThreadLocal<>();
 
     private final Carrier[] carriers;
@@ -62,72 +76,97 @@ final class Carriers extends Scheduler {
         }
     }
 
-    /** One carrier thread's run queue and how to wake it. */
+    /** One carrier: its run queue, the thread that owns it now, and how to wake that thread. */
     private static final class Carrier {
         final int index;
+        final String name;
         final ConcurrentLinkedQueue<Task> queue = new ConcurrentLinkedQueue<>();
         /** True while the carrier is about to block or blocked: a scheduler of work must wake it. */
         final AtomicBoolean sleeping = new AtomicBoolean();
-        /** Wakes the carrier from its block: unpark, or the selector's wakeup for carrier 0. */
+        /** The number of the fiber run in progress, 0 between runs; see "Hand-off" above. */
+        final AtomicLong run = new AtomicLong();
+        /** Numbers the runs; only the owning thread writes it (a hand-off publishes it to the next owner). */
+        long runs;
+        /** The fiber of the run in progress, for the watch's report; published by {@link #run}'s release. */
+        Task running;
+        /** Wakes the owner from its block: unpark, or the selector's wakeup for carrier 0. */
         Runnable wakeup;
-        Thread thread;
+        /** What the owner runs: {@link #loop} for carriers 1..n-1, the poller's loop for carrier 0. */
+        Runnable body;
+        /** The thread that owns the carrier now; a hand-off gives it a new one. */
+        volatile Thread thread;
 
-        Carrier(int index) {
+        Carrier(int index, String name) {
             this.index = index;
+            this.name = name;
+        }
+
+        boolean ownedByCaller() {
+            return thread == Thread.currentThread();
         }
     }
 
     /**
-     * @param threads carrier threads, >= 1; carrier 0 is the selector thread, given by
-     *                {@link #selectorThread} before {@link #start}
+     * @param threads carrier threads, >= 1; carrier 0 is the selector thread, whose loop is given by
+     *                {@link #selectorLoop} before {@link #start}
      */
     Carriers(int threads) {
         if (threads < 1) throw new IllegalArgumentException("threads must be >= 1, got " + threads);
         carriers = new Carrier[threads];
-        for (int i = 0; i < threads; i++) carriers[i] = new Carrier(i);
-    }
-
-    /**
-     * Makes {@code thread} carrier 0; {@code wakeup} must make its blocking select return. The
-     * thread's loop calls {@link #runQueued}, {@link #fireTimers} and {@link #prepareToSleep}.
-     */
-    void selectorThread(Thread thread, Runnable wakeup) {
-        carriers[0].thread = thread;
-        carriers[0].wakeup = wakeup;
-    }
-
-    /** Starts carriers 1..n-1 ({@code kiln-carrier-N}); carrier 0 is started by its owner. */
-    void start() {
-        for (int i = 1; i < carriers.length; i++) {
-            Carrier c = carriers[i];
-            Thread t = new Thread(() -> loop(c), "kiln-carrier-" + i);
-            t.setDaemon(true);
-            c.thread = t;
-            c.wakeup = () -> LockSupport.unpark(t);
-            t.start();
+        for (int i = 0; i < threads; i++) {
+            Carrier c = new Carrier(i, "kiln-carrier-" + i);
+            c.body = () -> loop(c);
+            c.wakeup = () -> LockSupport.unpark(c.thread);
+            carriers[i] = c;
         }
     }
 
-    /** The loop of carriers 1..n-1: run what is queued, park when nothing is. */
+    /**
+     * Makes carrier 0 the selector: its thread, named {@code name}, runs {@code loop}, which calls
+     * {@link #runQueued}, {@link #fireTimers} and {@link #prepareToSleep}, and must return at once
+     * when {@link #runQueued} says the carrier was handed off; {@code wakeup} must make its blocking
+     * select return. Call before {@link #start}.
+     */
+    void selectorLoop(String name, Runnable loop, Runnable wakeup) {
+        Carrier zero = new Carrier(0, name);
+        zero.body = loop;
+        zero.wakeup = wakeup;
+        carriers[0] = zero;
+    }
+
+    /** Starts every carrier's thread: {@code kiln-carrier-N}, and carrier 0's (the selector). */
+    void start() {
+        for (Carrier c : carriers) startThread(c);
+    }
+
+    /** Gives {@code c} a new thread and starts it; the selector's is not a daemon (it keeps a server's JVM alive). */
+    private void startThread(Carrier c) {
+        Thread t = new Thread(() -> {
+            CURRENT.set(c);
+            c.body.run();
+        }, c.name);
+        t.setDaemon(c.index > 0);
+        c.thread = t;
+        t.start();
+    }
+
+    /** The loop of carriers 1..n-1: run what is queued, park when nothing is; ends when stopping or handed off. */
     private void loop(Carrier c) {
-        CURRENT.set(c);
         while (!stopping) {
-            if (runQueued(c) > 0) continue;
+            int ran = runQueued(c);
+            if (ran < 0) return;
+            if (ran > 0) continue;
             c.sleeping.set(true);
             if (c.queue.isEmpty() && !stopping) LockSupport.park(this);
             c.sleeping.set(false);
         }
     }
 
-    /** Called on carrier 0's thread once, before its loop. */
-    void enterSelectorThread() {
-        CURRENT.set(carriers[0]);
-    }
-
     /**
-     * Runs up to {@link #BATCH} fibers queued to carrier {@code index}; on that carrier's thread.
+     * Runs up to {@link #BATCH} fibers queued to carrier {@code index}; on the thread that owns it.
      *
-     * @return how many ran
+     * @return how many ran, or -1 when a fiber held this thread so long that the carrier was handed
+     *         to a new thread meanwhile: the caller must then leave the carrier's loop at once
      */
     int runQueued(int index) {
         return runQueued(carriers[index]);
@@ -138,13 +177,60 @@ final class Carriers extends Scheduler {
         Task t;
         while (ran < BATCH && (t = c.queue.poll()) != null) {
             ran++;
+            long run = ++c.runs;
+            c.running = t;
+            c.run.lazySet(run);  // a plain store on x86: the watch may see it a little late, which only delays a hand-off
             try {
                 t.run();
             } catch (Throwable e) {  // Task.run logs a fiber's own failures; this keeps the carrier alive
                 LOG.log(Level.SEVERE, "a fiber failed outside its own error handling on " + Thread.currentThread().getName(), e);
             }
+            if (!c.run.compareAndSet(run, 0)) return -1;  // handed off: the carrier is another thread's now
+            c.running = null;
         }
         return ran;
+    }
+
+    /** @return carrier {@code index}'s run in progress (0: none), for the {@link CarrierWatch} */
+    long run(int index) {
+        return carriers[index].run.get();
+    }
+
+    /** @return the fiber of carrier {@code index}'s run in progress, read after {@link #run(int)} saw it; may be stale */
+    Task running(int index) {
+        return carriers[index].running;
+    }
+
+    /** @return the thread that owns carrier {@code index} now */
+    Thread thread(int index) {
+        return carriers[index].thread;
+    }
+
+    /** @return carrier {@code index}'s name, e.g. {@code kiln-selector}, {@code kiln-carrier-1} */
+    String name(int index) {
+        return carriers[index].name;
+    }
+
+    /** @return the number of carriers */
+    int count() {
+        return carriers.length;
+    }
+
+    /**
+     * Gives carrier {@code index} to a new thread if its fiber run {@code run} is still in progress:
+     * its queued fibers, and for carrier 0 the selector and the timers, go on there at once; the old
+     * thread ends once its fiber pauses or finishes. From the watch thread.
+     *
+     * @return the old thread, still held by the fiber; null when the run ended meanwhile (nothing done)
+     */
+    Thread handOff(int index, long run) {
+        Carrier c = carriers[index];
+        if (run == 0 || stopping || !c.run.compareAndSet(run, 0)) return null;
+        Thread old = c.thread;
+        old.setName(c.name + " (handed off)");
+        c.running = null;
+        startThread(c);  // its loop first runs what was queued while the old thread was held (no wakeup was due then)
+        return old;
     }
 
     /**
@@ -209,7 +295,7 @@ final class Carriers extends Scheduler {
             c = carriers[index % carriers.length];
         } else {
             c = CURRENT.get();
-            if (c == null || (c.index == 0 && carriers.length > 1)) {
+            if (c == null || (c.index == 0 && carriers.length > 1) || !c.ownedByCaller()) {
                 c = carriers[Math.floorMod(turn.getAndIncrement(), carriers.length)];
             }
         }
@@ -217,19 +303,18 @@ final class Carriers extends Scheduler {
         if (claimWakeup(c)) c.wakeup.run();
     }
 
-    /** Keeps a timer ({@code Task.sleep}, a timed {@code Mailbox.get}) for carrier 0 to fire. From any thread. */
+    /**
+     * Keeps a timer ({@code Task.sleep}, a timed {@code Mailbox.get}) for carrier 0 to fire. From any
+     * thread. Fiber code sets timers, so even on carrier 0 they go through {@link #incomingTimers}:
+     * the carrier may be handed to another thread while the fiber runs.
+     */
     @Override
     public void scheduleTimer(Timer timer) {
         long at = timer.getExecutionTime();
         if (at < 0) return;  // cancelled already
-        Deadline d = new Deadline(at, timer);
+        incomingTimers.add(new Deadline(at, timer));
         Carrier zero = carriers[0];
-        if (CURRENT.get() == zero) {
-            heap.add(d);
-        } else {
-            incomingTimers.add(d);
-            if (claimWakeup(zero)) zero.wakeup.run();
-        }
+        if (claimWakeup(zero)) zero.wakeup.run();
     }
 
     /**
@@ -239,7 +324,7 @@ final class Carriers extends Scheduler {
      */
     static boolean othersQueued() {
         Carrier c = CURRENT.get();
-        return c != null && !c.queue.isEmpty();
+        return c != null && !c.queue.isEmpty() && c.ownedByCaller();
     }
 
     /** @return true on a carrier thread of a running server: fiber code, which must never block */
@@ -283,10 +368,10 @@ final class Carriers extends Scheduler {
         stopping = true;
         List<Thread> threads = new ArrayList<>();
         for (int i = 1; i < carriers.length; i++) {
-            Carrier c = carriers[i];
-            if (c.thread == null) continue;
-            LockSupport.unpark(c.thread);
-            threads.add(c.thread);
+            Thread t = carriers[i].thread;
+            if (t == null) continue;
+            LockSupport.unpark(t);
+            threads.add(t);
         }
         for (Thread t : threads) {
             try {

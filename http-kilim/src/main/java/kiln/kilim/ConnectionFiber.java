@@ -7,7 +7,6 @@ import java.nio.channels.SocketChannel;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
-import kilim.NotPausable;
 import kilim.Pausable;
 import kilim.PauseReason;
 import kilim.Task;
@@ -54,17 +53,6 @@ final class ConnectionFiber extends Task<Object> implements PauseReason {
         this.key = key;
         this.connection = connection;
         this.arrived = arrived;
-    }
-
-    /** Each run of this fiber on a carrier, until it pauses or ends, is marked for the {@link CarrierWatch}. */
-    @Override
-    public void run() throws NotPausable {
-        CarrierWatch.Slot slot = server.carrierWatch().enter(this);
-        try {
-            super.run();
-        } finally {
-            slot.exit();
-        }
     }
 
     /** @return the handler now running, e.g. {@code GET /todos/{id}}, for a report, or null between requests */

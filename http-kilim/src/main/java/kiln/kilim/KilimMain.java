@@ -32,6 +32,15 @@ public final class KilimMain {
             + " (a Thread.sleep, a blocking call, a long loop), with its stack and what to use instead; 0: off (default: ${DEFAULT-VALUE}).")
     long blockedCarrierMs;
 
+    @Option(names = "--hand-off-ms", paramLabel = "MS", defaultValue = "20",
+        description = "Hand a carrier whose thread one fiber has held this long (a blocking call, a long loop) to a new thread,"
+            + " so that the selector and the carrier's other fibers go on; 0: never (default: ${DEFAULT-VALUE}).")
+    long handOffMs;
+
+    @Option(names = "--unhealthy-after-ms", paramLabel = "MS", defaultValue = "5000",
+        description = "/healthz answers 503, naming the handler, while one has held a thread this long; 0: never (default: ${DEFAULT-VALUE}).")
+    long unhealthyAfterMs;
+
     /**
      * Runs your routes as a server: parses the standard options ({@code --port --bind --data
      * --threads}, the limits, {@code --help}), opens the database, serves the router {@code routes}
@@ -48,14 +57,16 @@ public final class KilimMain {
         command.start(name, ServerOptions.parseOrExit(command, name, "Your routes on kiln's Kilim fiber HTTP server.", args), routes);
     }
 
-    /** Serves the router {@code routes} builds, with these parsed options (and {@link #blockedCarrierMs}). */
+    /** Serves the router {@code routes} builds, with these parsed options (and the carrier watch's: {@link #blockedCarrierMs} ...). */
     void start(String name, ServerOptions options, Function<Db, Router> routes) {
         Launcher.run(name, options, db -> {
             KilimServer server = new KilimServer(options.bind, options.port, options.threadsOrDefault(), routes.apply(db))
                 .idleTimeout(options.idleTimeoutMs)
                 .headerTimeout(options.headerTimeoutMs)
                 .maxConnections(options.maxConnectionsOrDefault(HEAP_PER_CONNECTION))
-                .blockedCarrierThreshold(blockedCarrierMs);
+                .blockedCarrierThreshold(blockedCarrierMs)
+                .handOffThreshold(handOffMs)
+                .unhealthyThreshold(unhealthyAfterMs);
             server.start();
             return server;
         });

@@ -33,12 +33,14 @@ import kiln.server.Launcher;
  *       socket becomes readable, and resumes fibers paused on a socket ({@link Poller}); between two
  *       selects it runs the fibers queued to it and fires due timers ({@link Carriers}).</li>
  *   <li>{@code kiln-carrier-1} .. {@code threads - 1} (default: one carrier per core in all): run
- *       connection fibers too. Handlers run on the carriers and must never block (see {@link Handler}):
- *       a blocked carrier 0 also stops accepting and reading.</li>
+ *       connection fibers too. Handlers run on the carriers and must never block (see {@link Handler}).</li>
  *   <li>{@code kiln-reaper}: once a second, half-closes connections past their idle, header or
  *       write deadline (kiln's shared {@link kiln.server.Connections}; see {@link kiln.http.Connection}).</li>
- *   <li>{@code kiln-carrier-watch}: reports a handler that holds its carrier thread too long
- *       ({@link CarrierWatch}).</li>
+ *   <li>{@code kiln-carrier-watch}: hands a carrier whose thread a fiber holds (a blocking call, a
+ *       long loop) to a new thread after 20 ms, so that the selector and the carrier's other fibers
+ *       go on; reports the handler after 100 ms; tells {@link #blockedProblem} after 5 s
+ *       ({@link CarrierWatch}). A handed-off thread is named {@code kiln-selector (handed off)} (or
+ *       {@code kiln-carrier-N (handed off)}) and ends when its fiber pauses or finishes.</li>
  * </ul>
  * Beyond {@link #maxConnections} open connections, a new connection gets a one-shot 503 and is
  * closed, so a flood cannot exhaust the process's file descriptors.
@@ -60,7 +62,9 @@ public final class KilimServer implements Launcher.Server {
     /** The limits, the open connections and their reaper, the cap's 503, requests in flight: kiln's shared HTTP layer. */
     private final Connections connections = new Connections();
     private long blockedCarrierMs = 100;
-    private CarrierWatch carrierWatch = new CarrierWatch(0);
+    private long handOffMs = 20;
+    private long unhealthyMs = 5_000;
+    private CarrierWatch carrierWatch;
     private ServerSocketChannel channel;
     private Poller poller;
     private Carriers carriers;
@@ -78,6 +82,7 @@ public final class KilimServer implements Launcher.Server {
         this.threads = threads;
         this.router = router;
         router.metrics().connections(connections::count);
+        router.health().add(this::blockedProblem);
     }
 
     /**
@@ -118,8 +123,35 @@ public final class KilimServer implements Launcher.Server {
         return this;
     }
 
-    CarrierWatch carrierWatch() {
-        return carrierWatch;
+    /**
+     * Sets how long one fiber may hold its carrier thread without pausing before the carrier's other
+     * fibers (and on the selector thread, accepting and reading) move to a new thread (default 20 ms;
+     * 0: never, so the carrier's other fibers wait for it). See {@link CarrierWatch}. Call before
+     * {@link #start}.
+     */
+    public KilimServer handOffThreshold(long millis) {
+        if (millis < 0) throw new IllegalArgumentException("hand-off threshold must be >= 0 ms, got " + millis);
+        handOffMs = millis;
+        return this;
+    }
+
+    /**
+     * Sets how long one fiber may hold a thread without pausing before {@link #blockedProblem} reports
+     * it, and {@code /healthz} with it (default 5000 ms; 0: never). Call before {@link #start}.
+     */
+    public KilimServer unhealthyThreshold(long millis) {
+        if (millis < 0) throw new IllegalArgumentException("unhealthy threshold must be >= 0 ms, got " + millis);
+        unhealthyMs = millis;
+        return this;
+    }
+
+    /**
+     * @return null while no handler has held a thread for the unhealthy threshold; else, in one line,
+     *         which handler, on which thread, for how long (checked a few times per threshold)
+     */
+    public String blockedProblem() {
+        CarrierWatch watch = carrierWatch;
+        return watch == null ? null : watch.problem();
     }
 
     /** @return the connection cap in force */
@@ -156,16 +188,16 @@ public final class KilimServer implements Launcher.Server {
         }
         channel = ssc;
         carriers = new Carriers(threads);
-        carrierWatch = new CarrierWatch(blockedCarrierMs);
         try {
             poller = new Poller(this, connections, carriers, ssc);
         } catch (IOException e) {
             ssc.close();
             throw e;
         }
+        carrierWatch = new CarrierWatch(carriers, blockedCarrierMs, handOffMs, unhealthyMs);
         connections.start();
         carriers.start();
-        poller.start();
+        carrierWatch.start();
     }
 
     /** @return the port actually bound (useful with port 0) */
@@ -193,7 +225,7 @@ public final class KilimServer implements Launcher.Server {
         }
         if (poller != null) poller.wakeup();  // deregisters the listening socket, which closes it
         connections.finishStop(graceMillis);
-        carrierWatch.stop();
+        if (carrierWatch != null) carrierWatch.stop();
         if (poller != null) poller.stop();
         if (carriers != null) carriers.shutdown();
     }

@@ -52,7 +52,6 @@ final class Poller implements Runnable {
     private final Selector selector;
     private final ServerSocketChannel listener;
     private final SelectionKey acceptKey;
-    private final Thread thread;
     /** The selector thread's own read buffer: a connection waiting in a fiber's run queue holds only the bytes that arrived. */
     private final ByteBuffer scratch = ByteBuffer.allocate(2048);
     private volatile boolean running = true;
@@ -70,12 +69,7 @@ final class Poller implements Runnable {
         this.listener = listener;
         this.selector = Selector.open();
         this.acceptKey = listener.register(selector, SelectionKey.OP_ACCEPT);
-        this.thread = new Thread(this, "kiln-selector");  // not a daemon: it keeps a server's JVM alive
-        carriers.selectorThread(thread, selector::wakeup);
-    }
-
-    void start() {
-        thread.start();
+        carriers.selectorLoop("kiln-selector", this, selector::wakeup);  // started with the carriers
     }
 
     /**
@@ -111,18 +105,26 @@ final class Poller implements Runnable {
         running = false;
         selector.wakeup();
         try {
-            thread.join(1000);
+            carriers.thread(0).join(1000);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
     }
 
+    /**
+     * The selector's loop, on the thread that owns carrier 0. When a fiber held this thread so long
+     * that the carrier was handed to a new thread ({@link Carriers#handOff}), the new thread runs
+     * this loop from its start and the old one leaves it, touching nothing.
+     */
     @Override
     public void run() {
-        carriers.enterSelectorThread();
+        boolean handedOff = false;
         try {
             while (running) {
-                carriers.runQueued(0);
+                if (carriers.runQueued(0) < 0) {
+                    handedOff = true;
+                    return;
+                }
                 carriers.fireTimers();
                 long sleepMs = carriers.prepareToSleep();
                 if (acceptPausedUntil != 0 && sleepMs != 0) {
@@ -155,7 +157,7 @@ final class Poller implements Runnable {
         } catch (IOException | ClosedSelectorException | CancelledKeyException e) {
             if (running) LOG.log(Level.SEVERE, "the selector failed; no longer serving", e);
         } finally {
-            closeAll();
+            if (!handedOff) closeAll();
         }
     }
 

@@ -23,15 +23,14 @@ import kilim.Task;
  */
 class CarriersTest {
     private Carriers carriers;
-    private Thread zero;
+    private CarrierWatch watch;
     private volatile boolean stop;
 
     private void start(int threads) {
         carriers = new Carriers(threads);
-        zero = new Thread(() -> {
-            carriers.enterSelectorThread();
+        carriers.selectorLoop("test-carrier-0", () -> {
             while (!stop) {
-                carriers.runQueued(0);
+                if (carriers.runQueued(0) < 0) return;
                 carriers.fireTimers();
                 long ms = carriers.prepareToSleep();
                 if (ms < 0) {
@@ -41,16 +40,16 @@ class CarriersTest {
                 }
                 carriers.awake();
             }
-        }, "test-carrier-0");
-        carriers.selectorThread(zero, () -> LockSupport.unpark(zero));
+        }, () -> LockSupport.unpark(carriers.thread(0)));
         carriers.start();
-        zero.start();
     }
 
     @AfterEach
     void stop() throws InterruptedException {
+        if (watch != null) watch.stop();
         stop = true;
         carriers.shutdown();
+        Thread zero = carriers.thread(0);
         LockSupport.unpark(zero);
         zero.join(2_000);
     }
@@ -149,5 +148,70 @@ class CarriersTest {
         CountDownLatch done = new CountDownLatch(1);
         spawn(new Sleeper("after", 20, woke, done));
         assertTrue(done.await(10, TimeUnit.SECONDS), "a fiber after ten failing ones ran");
+    }
+
+    /** Holds its carrier thread in Thread.sleep (the trap), then pauses once and ends. */
+    static final class Blocker extends Task<Object> {
+        final long ms;
+        final CountDownLatch started = new CountDownLatch(1);
+        final CountDownLatch done = new CountDownLatch(1);
+        volatile Thread heldThread;
+
+        Blocker(long ms) {
+            this.ms = ms;
+        }
+
+        @Override
+        public void execute() throws Pausable {
+            heldThread = Thread.currentThread();
+            started.countDown();
+            try {
+                Thread.sleep(ms);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            Task.sleep(1);  // after the hand-off its timer and its resumption go to the carriers' new threads
+            done.countDown();
+        }
+    }
+
+    @Test
+    void aFiberThatHoldsEveryCarrierThreadDoesNotStopTheOtherFibers() throws Exception {
+        start(2);
+        watch = new CarrierWatch(carriers, 0, 20, 0);
+        watch.start();
+        Blocker[] blockers = {new Blocker(3_000), new Blocker(3_000)};
+        for (Blocker b : blockers) {
+            spawn(b);  // from a plain thread: one to each carrier, in turn
+            assertTrue(b.started.await(5, TimeUnit.SECONDS), "the blocker started");
+        }
+        ConcurrentLinkedQueue<String> woke = new ConcurrentLinkedQueue<>();
+        CountDownLatch done = new CountDownLatch(100);
+        long start = System.nanoTime();
+        for (int i = 0; i < 100; i++) spawn(new Sleeper("f" + i, 1 + i % 5, woke, done));
+        assertTrue(done.await(2, TimeUnit.SECONDS), () -> (100 - done.getCount()) + " of 100 fibers ran within 2 s while two blockers held both carriers' threads");
+        long tookMs = (System.nanoTime() - start) / 1_000_000;
+        for (Blocker b : blockers) assertEquals(1, b.done.getCount(), () -> "the others ran while the blockers still held their threads (" + tookMs + " ms)");
+        assertTrue(woke.stream().noneMatch(s -> s.contains("handed off")), () -> "no fiber ran on a handed-off thread: " + woke);
+        for (Blocker b : blockers) {
+            assertTrue(b.done.await(10, TimeUnit.SECONDS), "the blocker finished once its call returned");
+            b.heldThread.join(2_000);
+            assertTrue(!b.heldThread.isAlive(), "the handed-off thread ended after its fiber paused");
+            assertTrue(b.heldThread != carriers.thread(0) && b.heldThread != carriers.thread(1), "its carrier has a new thread");
+        }
+    }
+
+    @Test
+    void withoutHandOffABlockedCarrierStallsItsFibers() throws Exception {
+        start(1);
+        watch = new CarrierWatch(carriers, 0, 0, 0);
+        watch.start();
+        Blocker b = new Blocker(1_000);
+        spawn(b);
+        assertTrue(b.started.await(5, TimeUnit.SECONDS), "the blocker started");
+        CountDownLatch done = new CountDownLatch(1);
+        spawn(new Sleeper("after", 1, new ConcurrentLinkedQueue<>(), done));
+        assertTrue(!done.await(500, TimeUnit.MILLISECONDS), "with --hand-off-ms 0 the one carrier waits for the blocker (the behaviour hand-offs fix)");
+        assertTrue(done.await(10, TimeUnit.SECONDS), "and runs the fiber once it returns");
     }
 }

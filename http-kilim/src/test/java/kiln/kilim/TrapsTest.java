@@ -127,14 +127,20 @@ class TrapsTest {
 
     @Test
     void theReportNamesTheBlockingCallAndTheFiberAlternative() {
-        CarrierWatch watch = new CarrierWatch(0);
-        Thread t = Thread.currentThread();
+        CarrierWatch watch = new CarrierWatch(new Carriers(1), 100, 20, 0);
+        String t = "kiln-selector";
         StackTraceElement park = new StackTraceElement("java.util.concurrent.locks.LockSupport", "park", "LockSupport.java", 211);
         StackTraceElement io = new StackTraceElement("sun.nio.ch.SocketDispatcher", "read0", null, -2);
         StackTraceElement loop = new StackTraceElement("my.App", "lambda$routes$0", "App.java", 42);
         assertTrue(watch.report("GET /a", t, 150, new StackTraceElement[] {park, loop}).contains("a lock, latch or blocking queue"));
-        assertTrue(watch.report("GET /a", t, 150, new StackTraceElement[] {io, loop}).contains("blocked in blocking I/O. In fiber code, run the call on a thread pool"));
+        assertTrue(watch.report("GET /a", t, 150, new StackTraceElement[] {io, loop}).contains("blocked in blocking I/O. In fiber code, run the call with Fibers.blocking"));
+        StackTraceElement send = new StackTraceElement("jdk.internal.net.http.HttpClientImpl", "send", "HttpClientImpl.java", 930);
+        StackTraceElement get = new StackTraceElement("java.util.concurrent.CompletableFuture", "get", "CompletableFuture.java", 2096);
+        String client = watch.report("GET /a", t, 150, new StackTraceElement[] {park, get, send, loop});
+        assertTrue(client.contains("blocked in a blocking HttpClient.send. In fiber code, use HttpClient.sendAsync and Fibers.await(future, timeout)"),
+            () -> "the most specific advice wins, though the stack parks in a CompletableFuture first: " + client);
         String busy = watch.report("GET /a", t, 150, new StackTraceElement[] {loop});
         assertTrue(busy.contains("a long computation") && busy.contains("at my.App.lambda$routes$0(App.java:42)"), busy);
+        assertTrue(busy.contains("The server handed the carrier's other fibers to a new thread after 20 ms"), busy);
     }
 }
