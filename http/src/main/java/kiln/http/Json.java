@@ -1,9 +1,25 @@
 package kiln.http;
 
 import java.io.IOException;
+import java.math.BigInteger;
+import java.util.Collection;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeSet;
 
+import com.fasterxml.jackson.core.JsonLocation;
+import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.core.exc.InputCoercionException;
+import com.fasterxml.jackson.core.exc.StreamReadException;
+import com.fasterxml.jackson.databind.JsonMappingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.exc.InvalidDefinitionException;
+import com.fasterxml.jackson.databind.exc.MismatchedInputException;
+import com.fasterxml.jackson.databind.exc.PropertyBindingException;
+import com.fasterxml.jackson.databind.exc.ValueInstantiationException;
 
 /** JSON bodies, written and read by Jackson with one shared, thread-safe {@link ObjectMapper}. */
 public final class Json {
@@ -25,17 +41,176 @@ public final class Json {
     }
 
     /**
+     * Binds a body to a type. A 400 says what is wrong in the client's terms, the JSON's, never the
+     * server's Java class: {@code unknown field 'colour' (known fields: done, id, title)},
+     * {@code field 'done' must be true or false, got a string}, {@code field 'items[2].qty' must be
+     * an integer, got a string}, {@code the body must be an object, got an array},
+     * {@code malformed JSON at line 1, column 10: Unexpected end-of-input...}.
+     *
      * @param json UTF-8 JSON, e.g. a request's content
      * @return {@code json} bound to {@code type}
-     * @throws HttpException 400 naming what is wrong when it is empty or does not bind
+     * @throws HttpException            400 naming what is wrong when it is empty or does not bind
+     * @throws IllegalArgumentException when {@code type} cannot be bound at all (no creator Jackson
+     *                                  can use: a server bug, answered 500)
      */
     public static <T> T read(byte[] json, Class<T> type) {
         if (json.length == 0) throw new HttpException(400, "expected a JSON body, got none");
+        // A parser of our own, closed after the failure is read: it still says which token it stopped at.
+        JsonParser parser;
         try {
-            return MAPPER.readValue(json, type);
+            parser = MAPPER.createParser(json);
         } catch (IOException e) {
-            String why = e instanceof JsonProcessingException ? ((JsonProcessingException) e).getOriginalMessage() : e.getMessage();
-            throw new HttpException(400, "malformed JSON for " + type.getSimpleName() + ": " + why);
+            throw new IllegalStateException("a parser over bytes in memory", e);
         }
+        try {
+            return MAPPER.readValue(parser, type);
+        } catch (InvalidDefinitionException e) {
+            throw unbindable(type, e);
+        } catch (MismatchedInputException e) {
+            // Jackson reports a type it has no way to construct as an input mismatch ("...no Creators...")
+            if (String.valueOf(e.getOriginalMessage()).contains("Creator")) throw unbindable(type, e);
+            throw new HttpException(400, problem(e));
+        } catch (IOException e) {
+            throw new HttpException(400, problem(e));
+        } finally {
+            try {
+                parser.close();
+            } catch (IOException e) {
+                // nothing to release: the input is a byte array
+            }
+        }
+    }
+
+    private static IllegalArgumentException unbindable(Class<?> type, JsonProcessingException e) {
+        return new IllegalArgumentException("cannot bind JSON to " + type.getName() + ": " + e.getOriginalMessage(), e);
+    }
+
+    /** @return what is wrong with the body, for a 400's detail: the field's path and the JSON types, no Java names */
+    static String problem(IOException e) {
+        if (e instanceof PropertyBindingException) {
+            PropertyBindingException p = (PropertyBindingException) e;
+            List<JsonMappingException.Reference> refs = p.getPath();
+            String field = path(refs);
+            boolean named = !refs.isEmpty() && p.getPropertyName().equals(refs.get(refs.size() - 1).getFieldName());
+            if (!named) field = field.isEmpty() ? p.getPropertyName() : field + "." + p.getPropertyName();
+            String known = known(p.getKnownPropertyIds());
+            return "unknown field '" + field + "'" + (known.isEmpty() ? "" : " (known fields: " + known + ")");
+        }
+        if (e instanceof MismatchedInputException) {
+            MismatchedInputException m = (MismatchedInputException) e;
+            String field = path(m.getPath());
+            String expected = jsonType(m.getTargetType());
+            String got = got(m.getProcessor());
+            String what = field.isEmpty() ? "the body" : "field '" + field + "'";
+            if (expected == null) return what + " does not fit" + (got == null ? "" : ": got " + got);
+            return what + " must be " + expected + (got == null ? "" : ", got " + got);
+        }
+        if (e instanceof ValueInstantiationException) {
+            String field = path(((JsonMappingException) e).getPath());
+            // the type's own constructor refused the value: its message is the app's, meant to be read
+            String why = e.getCause() != null ? e.getCause().getMessage() : null;
+            return (field.isEmpty() ? "invalid body" : "invalid field '" + field + "'") + (why == null ? "" : ": " + why);
+        }
+        if (e instanceof JsonMappingException) {
+            String field = path(((JsonMappingException) e).getPath());
+            String what = field.isEmpty() ? "the body" : "field '" + field + "'";
+            // a number too large for its field, found by the parser and given a path by databind
+            if (e.getCause() instanceof InputCoercionException) return what + ": " + ((InputCoercionException) e.getCause()).getOriginalMessage();
+            return what + " does not fit";
+        }
+        if (e instanceof StreamReadException) {
+            StreamReadException r = (StreamReadException) e;
+            JsonParser parser = r.getProcessor();
+            String field = parser == null ? "" : pointer(parser.getParsingContext().pathAsPointer().toString());
+            JsonLocation at = r.getLocation();
+            String where = at == null ? "" : " at line " + at.getLineNr() + ", column " + at.getColumnNr();
+            return "malformed JSON" + where + (field.isEmpty() ? "" : " (field '" + field + "')") + ": " + withoutSource(r.getOriginalMessage());
+        }
+        return "unreadable JSON: " + e.getMessage();
+    }
+
+    /** @return the references as the field's path in the JSON: {@code items[2].qty}; "" for the whole body */
+    private static String path(List<JsonMappingException.Reference> references) {
+        StringBuilder s = new StringBuilder();
+        for (JsonMappingException.Reference r : references) {
+            if (r.getFieldName() != null) {
+                if (s.length() > 0) s.append('.');
+                s.append(r.getFieldName());
+            } else if (r.getIndex() >= 0) {
+                s.append('[').append(r.getIndex()).append(']');
+            }
+        }
+        return s.toString();
+    }
+
+    /** @return a JSON Pointer ({@code /items/2/qty}) as {@link #path} writes it */
+    private static String pointer(String jsonPointer) {
+        StringBuilder s = new StringBuilder();
+        for (String token : jsonPointer.split("/")) {
+            if (token.isEmpty()) continue;
+            String name = token.replace("~1", "/").replace("~0", "~");
+            if (name.chars().allMatch(Character::isDigit)) {
+                s.append('[').append(name).append(']');
+            } else {
+                if (s.length() > 0) s.append('.');
+                s.append(name);
+            }
+        }
+        return s.toString();
+    }
+
+    private static String known(Collection<Object> ids) {
+        if (ids == null || ids.isEmpty()) return "";
+        TreeSet<String> names = new TreeSet<>();
+        for (Object id : ids) names.add(String.valueOf(id));
+        return String.join(", ", names);
+    }
+
+    /** @return what a Java type takes in JSON, e.g. "an integer", "a string"; null when that says nothing useful */
+    private static String jsonType(Class<?> type) {
+        if (type == null) return null;
+        if (type == boolean.class || type == Boolean.class) return "true or false";
+        if (type == int.class || type == long.class || type == short.class || type == byte.class
+            || type == Integer.class || type == Long.class || type == Short.class || type == Byte.class
+            || type == BigInteger.class) {
+            return "an integer";
+        }
+        if ((type.isPrimitive() && type != char.class) || Number.class.isAssignableFrom(type)) return "a number";
+        if (type == String.class || type == char.class || type == Character.class || CharSequence.class.isAssignableFrom(type)) return "a string";
+        if (type.isEnum()) {
+            List<String> names = new ArrayList<>();
+            for (Object c : type.getEnumConstants()) names.add("\"" + c + "\"");
+            return "one of " + String.join(", ", names);
+        }
+        if (type.isArray() || Collection.class.isAssignableFrom(type)) return "an array";
+        if (Map.class.isAssignableFrom(type) || !type.getName().startsWith("java.")) return "an object";
+        return null;
+    }
+
+    /** @return the JSON token the parser stopped at, in words ("a string", "an array"...), or null */
+    private static String got(Object processor) {
+        if (!(processor instanceof JsonParser)) return null;
+        JsonToken t = ((JsonParser) processor).currentToken();
+        if (t == null) return null;
+        switch (t) {
+            case START_OBJECT: return "an object";
+            case START_ARRAY: return "an array";
+            case VALUE_STRING: return "a string";
+            case VALUE_NUMBER_INT: return "an integer";
+            case VALUE_NUMBER_FLOAT: return "a number with a fraction";
+            case VALUE_TRUE:
+            case VALUE_FALSE: return "a boolean";
+            case VALUE_NULL: return "null";
+            default: return null;
+        }
+    }
+
+    /** Jackson's messages end with where in the input they are ("[Source: ...; line: 1, column: 5]"), said here already. */
+    private static String withoutSource(String message) {
+        if (message == null) return "";
+        return message.replaceAll("\\s*\\(start marker at \\[Source: [^\\]]*\\]\\)", "")
+            .replaceAll("\\s*at \\[Source: [^\\]]*\\]", "")
+            .replaceAll("\\s*\\[Source: [^\\]]*\\]", "")
+            .trim();
     }
 }

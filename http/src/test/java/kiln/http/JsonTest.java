@@ -1,0 +1,88 @@
+package kiln.http;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+
+import org.junit.jupiter.api.Test;
+
+/** A body that does not bind is a 400 that names the field and the JSON types, never the handler's Java class. */
+class JsonTest {
+    /** A handler's body type, as an app writes one. */
+    public static final class Order {
+        public String customer;
+        public boolean paid;
+        public List<Line> lines;
+        public Size size;
+    }
+
+    public static final class Line {
+        public String item;
+        public int qty;
+    }
+
+    public enum Size { SMALL, LARGE }
+
+    /** No creator Jackson can use: a server bug, not the client's. */
+    public static final class Unbindable {
+        private Unbindable(int x) {
+        }
+    }
+
+    private static String refusal(String json) {
+        HttpException e = assertThrows(HttpException.class, () -> Json.read(json.getBytes(StandardCharsets.UTF_8), Order.class), json);
+        assertEquals(400, e.status());
+        assertFalse(e.getMessage().contains("JsonTest") || e.getMessage().contains("kiln.") || e.getMessage().contains("Order"),
+            "no Java class in: " + e.getMessage());
+        return e.getMessage();
+    }
+
+    @Test
+    void aWellFormedBodyBinds() {
+        Order o = Json.read("{\"customer\":\"ann\",\"paid\":true,\"lines\":[{\"item\":\"tea\",\"qty\":2}],\"size\":\"LARGE\"}"
+            .getBytes(StandardCharsets.UTF_8), Order.class);
+        assertEquals("ann", o.customer);
+        assertEquals(2, o.lines.get(0).qty);
+        assertEquals(Size.LARGE, o.size);
+    }
+
+    @Test
+    void anUnknownFieldIsNamedWithTheKnownOnes() {
+        assertEquals("unknown field 'colour' (known fields: customer, lines, paid, size)", refusal("{\"customer\":\"ann\",\"colour\":\"red\"}"));
+        assertEquals("unknown field 'lines[1].price' (known fields: item, qty)",
+            refusal("{\"lines\":[{\"item\":\"tea\"},{\"item\":\"cake\",\"price\":3}]}"));
+    }
+
+    @Test
+    void aWrongTypeNamesTheFieldWhatItMustBeAndWhatCame() {
+        assertEquals("field 'paid' must be true or false, got a string", refusal("{\"paid\":\"yes\"}"));
+        assertEquals("field 'customer' must be a string, got an object", refusal("{\"customer\":{\"name\":\"ann\"}}"));
+        assertEquals("field 'lines[0].qty' must be an integer, got a string", refusal("{\"lines\":[{\"qty\":\"two\"}]}"));
+        assertEquals("field 'lines' must be an array, got a string", refusal("{\"lines\":\"tea\"}"));
+        assertEquals("field 'size' must be one of \"SMALL\", \"LARGE\", got a string", refusal("{\"size\":\"HUGE\"}"));
+        assertEquals("the body must be an object, got an array", refusal("[1,2]"));
+    }
+
+    @Test
+    void malformedJsonSaysWhereWithoutJacksonsSourceNote() {
+        String m = refusal("{\"customer\":");
+        assertTrue(m.startsWith("malformed JSON at line 1, column 13"), m);
+        assertFalse(m.contains("Source") || m.contains("StreamReadFeature"), m);
+        assertEquals("malformed JSON at line 1, column 13 (field 'customer'): Unexpected end-of-input within/between Object entries", m);
+        assertEquals("field 'lines[0].qty': Numeric value (99999999999) out of range of int (-2147483648 - 2147483647)",
+            refusal("{\"lines\":[{\"qty\":99999999999}]}"));
+        assertEquals("expected a JSON body, got none", refusal(""));
+    }
+
+    @Test
+    void aTypeJacksonCannotBindIsAServerBugNotA400() {
+        for (Class<?> type : List.of(Unbindable.class, Runnable.class)) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Json.read("{}".getBytes(StandardCharsets.UTF_8), type));
+            assertTrue(e.getMessage().startsWith("cannot bind JSON to " + type.getName() + ": "), e.getMessage());
+        }
+    }
+}
