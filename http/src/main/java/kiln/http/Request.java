@@ -119,6 +119,31 @@ public final class Request {
     }
 
     /**
+     * @param name         the query parameter, e.g. {@code limit} of {@code /todos?limit=20}
+     * @param defaultValue the value when it is absent or empty
+     * @return its value as a decimal integer
+     * @throws HttpException 400 naming the parameter when it is not an integer, or out of int's range
+     */
+    public int intParam(String name, int defaultValue) {
+        return QueryParams.intValue(rawQuery, name, defaultValue, Integer.MIN_VALUE, Integer.MAX_VALUE);
+    }
+
+    /**
+     * Reads an integer query parameter with a default and a range:
+     * {@code int limit = req.intParam("limit", 20, 1, 100);} ({@link QueryParams#intValue}).
+     *
+     * @param defaultValue the value when the parameter is absent or empty
+     * @param min          the smallest value accepted
+     * @param max          the largest value accepted
+     * @return its value, in {@code min..max}, or {@code defaultValue}
+     * @throws HttpException 400 naming the parameter when it is not an integer or out of the range,
+     *                       e.g. {@code query parameter 'limit' must be 1..100, got 500}
+     */
+    public int intParam(String name, int defaultValue, int min, int max) {
+        return QueryParams.intValue(rawQuery, name, defaultValue, min, max);
+    }
+
+    /**
      * @param name a parameter of the route's path template, e.g. {@code id} of {@code /todos/{id}}
      * @return that segment of the path, percent-decoded as UTF-8
      * @throws IllegalArgumentException when the route has no such parameter
