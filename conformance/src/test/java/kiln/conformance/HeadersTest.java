@@ -39,6 +39,7 @@ class HeadersTest {
     static final Servers SERVERS = new Servers("HeadersTest");
 
     private static final String TEXT = Http.TEXT_PLAIN;
+    private static final String PROBLEM = Http.APPLICATION_PROBLEM_JSON;
 
     /** How a case's body is checked. */
     enum Body {
@@ -52,7 +53,13 @@ class HeadersTest {
          * An error body "NNN Reason[: detail]\n" for a request that could not be parsed: the detail
          * names what each parser found wrong, so across front ends only the shape compares.
          */
-        PARSE_ERROR
+        PARSE_ERROR,
+        /**
+         * An error as RFC 9457 problem details, for a client whose Accept prefers JSON:
+         * {@code {"type":"about:blank","title":REASON,"status":NNN,"detail":...}}; the detail must be
+         * the same for all front ends.
+         */
+        PROBLEM
     }
 
     /** One request and the response the contract prescribes for it. */
@@ -112,7 +119,22 @@ class HeadersTest {
             200, TEXT, Body.FIXED, Bodies.PLAINTEXT, "Connection: close"),
         new Case("HTTP/1.1 Connection: close GET /plaintext", "GET /plaintext HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
             200, TEXT, Body.FIXED, Bodies.PLAINTEXT, "Connection: close"),
-        new Case("GARBAGE (400)", "GARBAGE\r\n\r\n", 400, TEXT, Body.PARSE_ERROR, null, "Connection: close"));
+        new Case("GARBAGE (400)", "GARBAGE\r\n\r\n", 400, TEXT, Body.PARSE_ERROR, null, "Connection: close"),
+        // Errors negotiate (RFC 9457): JSON problem details when Accept prefers JSON, plain text otherwise (curl's */*)
+        new Case("GET /nope Accept: application/json (404 problem)", withAccept("GET /nope", "application/json"), 404, PROBLEM,
+            Body.PROBLEM, null),
+        new Case("POST /plaintext Accept: application/json (405 problem)",
+            "POST /plaintext HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json\r\nContent-Length: 0\r\n\r\n",
+            405, PROBLEM, Body.PROBLEM, null, "Allow: GET, HEAD, OPTIONS"),
+        new Case("GET /hello?delay=abc Accept: application/problem+json (400 problem)",
+            withAccept("GET /hello?delay=abc", "application/problem+json"), 400, PROBLEM, Body.PROBLEM, null),
+        new Case("GET /nope Accept: */* (404 text)", withAccept("GET /nope", "*/*"), 404, TEXT, Body.ERROR, null),
+        new Case("GET /hello?delay=abc Accept: a browser's (400 text)",
+            withAccept("GET /hello?delay=abc", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"), 400, TEXT, Body.ERROR, null));
+
+    private static String withAccept(String requestLine, String accept) {
+        return requestLine + " HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: " + accept + "\r\n\r\n";
+    }
 
     private static Case ok(String label, String target, String contentType, byte[] body) {
         return new Case(label, RawConnection.get(target), 200, contentType, Body.FIXED, body);
@@ -158,6 +180,11 @@ class HeadersTest {
                 String start = c.status + " " + Http.reason(c.status);
                 assertTrue(Pattern.matches(Pattern.quote(start) + "(: [^\n]+)?\n", r.bodyText()),
                     () -> "error body is Bodies.error(" + c.status + ", ...): " + r.bodyText());
+                break;
+            case PROBLEM:
+                String problem = "{\"type\":\"about:blank\",\"title\":\"" + Http.reason(c.status) + "\",\"status\":" + c.status + ",\"detail\":\"";
+                assertTrue(r.bodyText().startsWith(problem) && r.bodyText().endsWith("\"}"),
+                    () -> "problem details (RFC 9457) " + problem + "...\"}: " + r.bodyText());
                 break;
             case VARIES:
                 if (c.contentType.equals(Metrics.CONTENT_TYPE)) {

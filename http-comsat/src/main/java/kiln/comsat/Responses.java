@@ -32,7 +32,7 @@ final class Responses {
     static void putHead(HttpFields fields, String contentType) {
         fields.put(SERVER);
         fields.put(HttpHeader.DATE, HttpDate.now());
-        fields.put(HttpHeader.CONTENT_TYPE, contentType);
+        if (contentType != null) fields.put(HttpHeader.CONTENT_TYPE, contentType);
     }
 
     /** Sends {@code reply} with {@code Connection: close}; Jetty closes the connection after it. */
@@ -42,7 +42,8 @@ final class Responses {
     }
 
     /**
-     * Sends {@code reply} as the whole response. Jetty has already put the request's
+     * Sends {@code reply} as the whole response, an error in the form the request's {@code Accept}
+     * prefers ({@link Reply#negotiated}). Jetty has already put the request's
      * {@code Connection} answer into the response's fields ({@code keep-alive} for an HTTP/1.0
      * keep-alive request, {@code close} for an HTTP/1.1 request that asked for it); an HTTP/1.0
      * request without keep-alive gets {@code Connection: close} here, since Jetty closes the
@@ -51,7 +52,8 @@ final class Responses {
      * <p>May block the calling carrier thread only while the socket's send buffer is full (Jetty
      * writes the response once its Content-Length worth of bytes is written).
      */
-    static void send(HttpServletRequest request, Response response, Reply reply) throws IOException {
+    static void send(HttpServletRequest request, Response response, Reply answer) throws IOException {
+        Reply reply = answer.status >= 400 ? answer.negotiated(request.getHeader("Accept")) : answer;
         HttpFields fields = response.getHttpFields();
         putHead(fields, reply.contentType);
         for (int i = 0; i < reply.headerCount(); i++) fields.add(reply.headerName(i), reply.headerValue(i));
@@ -59,7 +61,8 @@ final class Responses {
             fields.put(CONNECTION_CLOSE);
         }
         response.setStatus(reply.status);
-        response.setContentLength(reply.body.length);
+        // A 204 has no Content-Length (RFC 9110 section 8.6).
+        if (reply.status != 204) response.setContentLength(reply.body.length);
         if (reply.body.length == 0) {
             // Writing no bytes never reaches Jetty's "Content-Length written" check: the response
             // would wait, unsent, for a fiber that has returned. Closing the stream commits it.

@@ -62,8 +62,8 @@ final class AsyncServlet extends HttpServlet {
         workers.run(StepRouter.firstStep(exchange), reply -> send(async, request, exchange, reply));
     }
 
-    private static void send(AsyncContext async, HttpServletRequest request, Exchange<StepHandler> exchange, Reply reply) {
-        exchange.answer(reply);
+    private static void send(AsyncContext async, HttpServletRequest request, Exchange<StepHandler> exchange, Reply answer) {
+        Reply reply = Responses.negotiated(request, exchange.answer(answer));
         try {
             HttpServletResponse response = (HttpServletResponse) async.getResponse();
             Responses.head(request, response, reply);

@@ -31,7 +31,7 @@ final class BlockingServlet extends HttpServlet {
     protected void service(HttpServletRequest request, HttpServletResponse response) throws IOException {
         if (Responses.refused(request, response)) return;
         Exchange<StepHandler> exchange = router.begin(request.getMethod(), request.getRequestURI(), request.getQueryString());
-        Reply reply = exchange.answer(Step.runBlocking(StepRouter.firstStep(exchange)));
+        Reply reply = Responses.negotiated(request, exchange.answer(Step.runBlocking(StepRouter.firstStep(exchange))));
         Responses.head(request, response, reply);
         response.getOutputStream().write(reply.body);
     }

@@ -59,22 +59,28 @@ final class Responses {
         int fields = ServletContextRequest.getServletContextRequest(request).getHeaders().size();
         Reply refusal = Reply.refuseRequest(fields, request.getContentLengthLong(), request.getHeader("Transfer-Encoding") != null);
         if (refusal == null) return false;
+        refusal = negotiated(request, refusal);
         head(request, response, refusal);
         ServletContextResponse.getServletContextResponse(response).getHeaders().put(CONNECTION_CLOSE);
         response.getOutputStream().write(refusal.body);
         return true;
     }
 
+    /** @return {@code reply}, an error in the form the request's {@code Accept} prefers ({@link Reply#negotiated}) */
+    static Reply negotiated(HttpServletRequest request, Reply reply) {
+        return reply.status >= 400 ? reply.negotiated(request.getHeader("Accept")) : reply;
+    }
+
     /**
      * Puts Server, Date, Content-Type, the reply's further headers and Content-Length, in the order
-     * Jetty will write them.
+     * Jetty will write them; a 204 gets neither Content-Type nor Content-Length (RFC 9110 section 8.6).
      */
     static void put(HttpFields.Mutable fields, Reply reply) {
         fields.put(SERVER);
         fields.put(HttpHeader.DATE, HttpDate.now());
-        fields.put(CONTENT_TYPES.computeIfAbsent(reply.contentType, Responses::contentType));
+        if (reply.contentType != null) fields.put(CONTENT_TYPES.computeIfAbsent(reply.contentType, Responses::contentType));
         for (int i = 0; i < reply.headerCount(); i++) fields.add(reply.headerName(i), reply.headerValue(i));
-        fields.put(HttpHeader.CONTENT_LENGTH, Integer.toString(reply.body.length));
+        if (reply.status != 204) fields.put(HttpHeader.CONTENT_LENGTH, Integer.toString(reply.body.length));
     }
 
     /**

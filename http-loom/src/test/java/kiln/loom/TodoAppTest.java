@@ -80,14 +80,25 @@ class TodoAppTest {
                 HttpResponse<String> head = send("HEAD", todos + "/2", null);
                 assertEquals(200, head.statusCode());
                 assertEquals("", head.body(), "HEAD: the GET head, no body");
-                assertEquals(200, send("DELETE", todos + "/2", null).statusCode());
+                HttpResponse<String> deleted = send("DELETE", todos + "/2", null);
+                assertEquals(204, deleted.statusCode(), deleted::body);
+                assertEquals("", deleted.body());
+                assertTrue(deleted.headers().firstValue("Content-Length").isEmpty(), "a 204 has no Content-Length: " + deleted.headers());
                 assertEquals(404, send("GET", todos + "/2", null).statusCode());
                 assertEquals(404, send("DELETE", todos + "/2", null).statusCode());
                 assertEquals(404, send("GET", todos + "/abc", null).statusCode());
 
                 HttpResponse<String> malformed = send("POST", todos, "{\"title\":");
                 assertEquals(400, malformed.statusCode());
-                assertTrue(malformed.body().startsWith("400 Bad Request: malformed JSON for Todo"), malformed.body());
+                assertTrue(malformed.body().startsWith("400 Bad Request: malformed JSON at line 1, column 10"), malformed.body());
+                HttpResponse<String> colour = send("POST", todos, "{\"title\":\"milk\",\"colour\":\"red\"}");
+                assertEquals("400 Bad Request: unknown field 'colour' (known fields: done, id, title)\n", colour.body());
+                HttpResponse<String> notABoolean = client.send(HttpRequest.newBuilder(URI.create(todos + "/1"))
+                    .header("Accept", "application/json").PUT(BodyPublishers.ofString("{\"done\":\"yes\"}")).build(), BodyHandlers.ofString());
+                assertEquals(400, notABoolean.statusCode());
+                assertEquals("application/problem+json", notABoolean.headers().firstValue("Content-Type").orElse(null));
+                assertEquals("{\"type\":\"about:blank\",\"title\":\"Bad Request\",\"status\":400,"
+                    + "\"detail\":\"field 'done' must be true or false, got a string\"}", notABoolean.body());
                 assertEquals(400, send("POST", todos, "{\"title\":\"  \"}").statusCode());
                 assertEquals(413, send("POST", todos, "{\"title\":\"" + "x".repeat(70_000) + "\"}").statusCode());
                 HttpResponse<String> patch = send("PATCH", todos + "/1", "{}");

@@ -66,7 +66,8 @@ final class Exchanges {
 
     /**
      * Sets status and headers and sends the body with Undertow's non-blocking sender, which ends
-     * the exchange once written. Callable from any thread that owns the exchange (a dispatched
+     * the exchange once written; an error in the form the request's {@code Accept} prefers
+     * ({@link Reply#negotiated}). Callable from any thread that owns the exchange (a dispatched
      * exchange belongs to whichever thread runs its task).
      *
      * <p>Header order: Undertow writes the fields in its {@link HeaderMap}'s hash-table order, not
@@ -74,19 +75,23 @@ final class Exchanges {
      * conformance suite's deviation {@code HEADER_ORDER_HASHED}). Undertow
      * adds {@code Connection: close} itself when it will close (RFC 9112 section 9.3).
      */
-    static void send(HttpServerExchange exchange, Reply reply) {
+    static void send(HttpServerExchange exchange, Reply answer) {
+        Reply reply = answer.status >= 400 ? answer.negotiated(exchange.getRequestHeaders().getFirst(Headers.ACCEPT)) : answer;
         exchange.setStatusCode(reply.status);
         // Undertow's own phrases differ from RFC 9110's for some codes (505 "HTTP Version not supported").
         exchange.setReasonPhrase(Http.reason(reply.status));
         HeaderMap headers = exchange.getResponseHeaders();
         headers.put(Headers.SERVER, Http.SERVER);
         headers.put(Headers.DATE, HttpDate.now());
-        headers.put(Headers.CONTENT_TYPE, reply.contentType);
-        headers.put(Headers.CONTENT_LENGTH, reply.body.length);
+        if (reply.contentType != null) headers.put(Headers.CONTENT_TYPE, reply.contentType);
+        // A 204 has no Content-Length (RFC 9110 section 8.6); Undertow writes no body for it.
+        if (reply.status != 204) headers.put(Headers.CONTENT_LENGTH, reply.body.length);
         for (int i = 0; i < reply.headerCount(); i++) headers.add(HttpString.tryFromString(reply.headerName(i)), reply.headerValue(i));
         // With ALWAYS_SET_KEEP_ALIVE off (no Connection header on HTTP/1.1 responses), Undertow no
         // longer confirms an HTTP/1.0 keep-alive either; ApacheBench -k needs that confirmation.
         if (exchange.isHttp10() && exchange.isPersistent()) headers.put(Headers.CONNECTION, Headers.KEEP_ALIVE.toString());
+        // Undertow says it closes for every status but 204, a response it frames without a body conduit.
+        if (reply.status == 204 && !exchange.isPersistent()) headers.put(Headers.CONNECTION, Headers.CLOSE.toString());
         // Undertow writes the request's version in the status line; the contract answers every
         // request as HTTP/1.1 (RFC 9110 section 6.2: the highest version the server conforms to).
         // Persistence was settled when the request was parsed, so this changes only the status line.

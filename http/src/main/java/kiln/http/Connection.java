@@ -160,12 +160,14 @@ public final class Connection {
     }
 
     /**
-     * Appends {@code reply} to {@code request} (head only for HEAD); the connection is closing after it
+     * Appends {@code reply} to {@code request} (head only for HEAD), an error reply in the form the
+     * request's {@code Accept} prefers ({@link Reply#negotiated}); the connection is closing after it
      * unless both sides keep it alive and the server is not stopping.
      */
     public void answer(Request request, Reply reply) {
         current = null;
         boolean keepAlive = request.keepAlive() && !server.isStopping();
+        if (reply.status >= 400) reply = reply.negotiated(request.header("Accept"));
         ResponseWriter.write(out, request.minorVersion(), reply, keepAlive, "HEAD".equals(request.method()));
         if (!keepAlive) close = true;
     }

@@ -14,6 +14,8 @@ package kiln.http;
  * Connection: keep-alive      (only when answering an HTTP/1.0 keep-alive request)
  * Connection: close           (only when the server closes the connection after the response)
  * </pre>
+ * A 204 No Content ({@link Reply#noContent}) has neither Content-Type nor Content-Length, and no
+ * body (RFC 9110 sections 15.3.5 and 8.6).
  * Jetty writes Content-Length and Connection after every other header, which fixes this order.
  * Undertow writes headers in the order of its internal hash table; its front end sends the same
  * names, values and sizes in that order (a documented deviation).
@@ -25,6 +27,8 @@ public final class Http {
     public static final String TEXT_PLAIN = "text/plain; charset=UTF-8";
     public static final String APPLICATION_JSON = "application/json";
     public static final String TEXT_HTML = "text/html; charset=UTF-8";
+    /** RFC 9457 problem details, the JSON form of an error reply ({@link Reply#negotiated}). */
+    public static final String APPLICATION_PROBLEM_JSON = "application/problem+json";
 
     /** tchar per RFC 9110 section 5.6.2, indexed by ASCII code. */
     private static final boolean[] TOKEN = new boolean[128];
@@ -49,6 +53,7 @@ public final class Http {
         switch (status) {
             case 200: return "OK";
             case 201: return "Created";
+            case 204: return "No Content";
             case 301: return "Moved Permanently";
             case 302: return "Found";
             case 303: return "See Other";
@@ -66,9 +71,9 @@ public final class Http {
             case 500: return "Internal Server Error";
             case 501: return "Not Implemented";
             case 503: return "Service Unavailable";
+            case 504: return "Gateway Timeout";
             case 505: return "HTTP Version Not Supported";
             default: return "Status " + status;
         }
     }
 }
-            case 504: return "Gateway Timeout";

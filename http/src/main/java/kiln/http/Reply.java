@@ -2,7 +2,9 @@ package kiln.http;
 
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.Locale;
+import java.util.Map;
 import java.util.Set;
 
 /**
@@ -28,16 +30,23 @@ public final class Reply {
     private static final String[] NO_HEADERS = {};
 
     public final int status;
+    /** The {@code Content-Type} value; null for a 204 ({@link #noContent}), which has none. */
     public final String contentType;
     public final byte[] body;
     /** Further headers as name, value, name, value... in the order added. */
     private final String[] headers;
+    /**
+     * An error reply's detail ("" for none), kept so that {@link #negotiated} can write it as
+     * problem details; null for every other reply.
+     */
+    private final String problemDetail;
 
-    private Reply(int status, String contentType, byte[] body, String[] headers) {
+    private Reply(int status, String contentType, byte[] body, String[] headers, String problemDetail) {
         this.status = status;
         this.contentType = contentType;
         this.body = body;
         this.headers = headers;
+        this.problemDetail = problemDetail;
     }
 
     /**
@@ -45,13 +54,14 @@ public final class Reply {
      * @param contentType the {@code Content-Type} value, e.g. {@link Http#APPLICATION_JSON}
      * @param body        the body bytes (not copied: do not modify them afterwards)
      * @return the reply
-     * @throws IllegalArgumentException when {@code status} is outside 200..599 (1xx and 204/304
-     *                                  framing are the server's business)
+     * @throws IllegalArgumentException when {@code status} is outside 200..599 (1xx and 304
+     *                                  framing are the server's business), or 204 ({@link #noContent})
      */
     public static Reply of(int status, String contentType, byte[] body) {
         if (status < 200 || status > 599) throw new IllegalArgumentException("status must be 200..599, got " + status);
+        if (status == 204) throw new IllegalArgumentException("a 204 has no content type and no body: use Reply.noContent()");
         boolean known = contentType == Http.APPLICATION_JSON || contentType == Http.TEXT_PLAIN || contentType == Http.TEXT_HTML;
-        return new Reply(status, known ? contentType : checkValue("Content-Type", contentType), body, NO_HEADERS);
+        return new Reply(status, known ? contentType : checkValue("Content-Type", contentType), body, NO_HEADERS, null);
     }
 
     /** @return 200 OK with {@code body} of {@code contentType} */
@@ -96,19 +106,56 @@ public final class Reply {
         return of(status, Http.TEXT_PLAIN, ("see " + location + "\n").getBytes(StandardCharsets.UTF_8)).header("Location", location);
     }
 
-    /** @return 200 with an empty body, for a DELETE or PUT with nothing to return (kiln sends no 204s) */
+    /**
+     * @return 200 with an empty {@link Http#TEXT_PLAIN} body and {@code Content-Length: 0}; for a
+     *         DELETE or PUT with nothing to return, {@link #noContent} says so more exactly
+     */
     public static Reply empty() {
         return of(200, Http.TEXT_PLAIN, new byte[0]);
+    }
+
+    /**
+     * @return 204 No Content, for a DELETE or PUT that succeeded with nothing to return: written
+     *         without Content-Type, without Content-Length and without a body (RFC 9110 sections
+     *         15.3.5 and 8.6: a 204 has no content, and a server must not send Content-Length in it)
+     */
+    public static Reply noContent() {
+        return new Reply(204, null, new byte[0], NO_HEADERS, null);
     }
 
     /**
      * @param status an error status (4xx, 5xx)
      * @param detail a short explanation for the body, or null
      * @return the error as {@link Http#TEXT_PLAIN}, body {@code "404 Not Found: detail\n"} (without
-     *         {@code ": detail"} when there is none)
+     *         {@code ": detail"} when there is none); a front end writes it as problem details
+     *         instead to a client that prefers JSON ({@link #negotiated})
      */
     public static Reply error(int status, String detail) {
-        return new Reply(status, Http.TEXT_PLAIN, errorBody(status, Http.reason(status), detail), NO_HEADERS);
+        return new Reply(status, Http.TEXT_PLAIN, errorBody(status, Http.reason(status), detail), NO_HEADERS,
+            detail == null ? "" : detail);
+    }
+
+    /**
+     * Chooses how an error reply ({@link #error}, and those made from it: 404, 405, 503, the
+     * failure policy's) is written for the client that asked: as RFC 9457 problem details
+     * ({@link Http#APPLICATION_PROBLEM_JSON}, {@code {"type":"about:blank","title":"Not Found",
+     * "status":404,"detail":"..."}}, title the reason phrase, no detail when there is none) when
+     * the request's {@code Accept} prefers JSON to plain text ({@link Accept#prefersJson}), as
+     * plain text otherwise (no {@code Accept}, {@code *}{@code /*}, a browser's). Further headers
+     * ({@code Allow}, {@code Retry-After}) are kept. Every front end calls it where it writes the
+     * reply, with the request's {@code Accept} when its server library hands that over.
+     *
+     * @param accept the request's {@code Accept} field value, or null when it has none
+     * @return this reply, or its problem-details form
+     */
+    public Reply negotiated(String accept) {
+        if (problemDetail == null || !Accept.prefersJson(accept)) return this;
+        Map<String, Object> problem = new LinkedHashMap<>();
+        problem.put("type", "about:blank");
+        problem.put("title", Http.reason(status));
+        problem.put("status", status);
+        if (!problemDetail.isEmpty()) problem.put("detail", problemDetail);
+        return new Reply(status, Http.APPLICATION_PROBLEM_JSON, Json.write(problem), headers, null);
     }
 
     /**
@@ -135,7 +182,7 @@ public final class Reply {
         String[] more = Arrays.copyOf(headers, headers.length + 2);
         more[headers.length] = name;
         more[headers.length + 1] = checkValue(name, value);
-        return new Reply(status, contentType, body, more);
+        return new Reply(status, contentType, body, more, problemDetail);
     }
 
     /** @return how many further headers this reply has (besides those the server writes) */

@@ -8,7 +8,8 @@ import java.util.concurrent.ConcurrentHashMap;
 /**
  * Encodes responses into a connection's output bytes, headers in the order {@link Http} fixes for
  * every front end: Server, Date, Content-Type, the reply's further headers (Allow, Retry-After,
- * Location...) in the order added, Content-Length, then Connection when needed. The status line is always HTTP/1.1, the
+ * Location...) in the order added, Content-Length, then Connection when needed; a 204 without
+ * Content-Type, Content-Length and body. The status line is always HTTP/1.1, the
  * highest version this server conforms to (RFC 9110 section 6.2), also for HTTP/1.0 requests.
  *
  * <p>The one writer of kiln's wire bytes: a {@link Connection}'s responses, and whole closing
@@ -42,16 +43,21 @@ public final class ResponseWriter {
         out.put(r.status == 200 ? STATUS_200 : ascii("HTTP/1.1 " + r.status + " " + Http.reason(r.status)));
         out.put(SERVER);
         out.put(HttpDate.nowAscii());
-        out.put(CONTENT_TYPE);
-        out.put(ascii(r.contentType));
+        if (r.contentType != null) {
+            out.put(CONTENT_TYPE);
+            out.put(ascii(r.contentType));
+        }
         for (int i = 0; i < r.headerCount(); i++) {
             out.put(CRLF);
             out.put(ascii(r.headerName(i)));
             out.put(COLON_SP);
             out.put(r.headerValue(i).getBytes(StandardCharsets.ISO_8859_1));
         }
-        out.put(CONTENT_LENGTH);
-        out.putDecimal(r.body.length);
+        // A 204 has no content and must not carry Content-Length (RFC 9110 section 8.6); its end is the head's end.
+        if (r.status != 204) {
+            out.put(CONTENT_LENGTH);
+            out.putDecimal(r.body.length);
+        }
         if (!keepAlive) {
             out.put(CLOSE);
         } else if (minorVersion == 0) {
@@ -59,7 +65,7 @@ public final class ResponseWriter {
         }
         out.put(CRLF);
         out.put(CRLF);
-        if (!head) out.put(r.body);
+        if (!head && r.status != 204) out.put(r.body);
     }
 
     /**

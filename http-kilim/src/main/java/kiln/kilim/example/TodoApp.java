@@ -98,7 +98,7 @@ public final class TodoApp {
                 long id = id(req);
                 boolean deleted = await(db.write(txn -> todos.delete(txn, id)));
                 if (!deleted) throw new HttpException(404, "no todo " + id);
-                return Reply.empty();
+                return Reply.noContent();                           // 204: no body, no Content-Length
             });
         // README-END
     }
