@@ -16,11 +16,14 @@ import java.util.stream.Stream;
 
 import org.objectweb.asm.ClassReader;
 import org.objectweb.asm.ClassWriter;
+import org.objectweb.asm.Handle;
 import org.objectweb.asm.Opcodes;
 import org.objectweb.asm.Type;
 import org.objectweb.asm.tree.AbstractInsnNode;
 import org.objectweb.asm.tree.ClassNode;
+import org.objectweb.asm.tree.InvokeDynamicInsnNode;
 import org.objectweb.asm.tree.LineNumberNode;
+import org.objectweb.asm.tree.MethodInsnNode;
 import org.objectweb.asm.tree.MethodNode;
 import org.objectweb.asm.tree.analysis.Analyzer;
 import org.objectweb.asm.tree.analysis.AnalyzerException;
@@ -109,7 +112,7 @@ public final class KilnWeaver {
                     weaver = new ClassWeaver(context, new ByteArrayInputStream(original));
                     weaver.weave();
                 } catch (RuntimeException | LinkageError | AssertionError e) {
-                    failures.add(Diagnosis.explain(context, classes.relativize(file), original, e));
+                    failures.add(Diagnosis.explain(context, classes, classes.relativize(file), original, e));
                     continue;
                 }
                 String name = weaver.classFlow.getClassName();
@@ -194,14 +197,19 @@ public final class KilnWeaver {
         private Diagnosis() {
         }
 
-        static String explain(KilimContext context, Path file, byte[] bytes, Throwable failure) {
+        /**
+         * @param classes the directory being woven: an interface compiled there is the user's own,
+         *                which can declare {@code throws Pausable}
+         */
+        static String explain(KilimContext context, Path classes, Path file, byte[] bytes, Throwable failure) {
             String className = file.toString().replace('\\', '/').replaceAll("\\.class$", "").replace('/', '.');
             // Analyse the methods one by one, as ClassFlow.analyze does, to find the one(s) at fault.
             List<String> methods = new ArrayList<>();
             try {
                 Map<String, Integer> firstLines = firstLines(bytes);
                 ClassFlow flow = KilnMethodCheck.check(context, bytes,
-                    (c, m, e) -> methods.add(line(c, where(c, m.name, m.desc, firstLines.getOrDefault(m.name + m.desc, -1)), e)));
+                    (c, m, e) -> methods.add(line(c, where(c, m.name, m.desc, firstLines.getOrDefault(m.name + m.desc, -1)), e,
+                        foreignInterface(LambdaSite.of(bytes, m.name, m.desc), classes))));
                 className = flow.getClassName();
                 if (methods.isEmpty()) {
                     // Analysis passes method by method: the failure is in rewriting. Name the
@@ -211,10 +219,10 @@ public final class KilnWeaver {
                         MethodFlow m = (MethodFlow) o;
                         if (m.isPausable() && !m.isAbstract()) pausable.add(javaName(className, m.name, m.desc));
                     }
-                    methods.add(line(className, pausable.isEmpty() ? null : String.join(", ", pausable), failure));
+                    methods.add(line(className, pausable.isEmpty() ? null : String.join(", ", pausable), failure, null));
                 }
             } catch (IOException | RuntimeException | LinkageError | AssertionError e) {
-                methods.add(line(className, null, failure));
+                methods.add(line(className, null, failure, null));
             }
             return String.join("\n", methods);
         }
@@ -290,10 +298,79 @@ public final class KilnWeaver {
             return lines;
         }
 
-        /** @param method the method(s) at fault, or null when the failure is the whole class's */
-        private static String line(String className, String method, Throwable e) {
+        /**
+         * @param method the method(s) at fault, or null when the failure is the whole class's
+         * @param lambda where the method at fault is a lambda for an interface the user cannot
+         *               change (a JDK or library one), or null
+         */
+        private static String line(String className, String method, Throwable e, LambdaSite lambda) {
             String what = method == null ? "class " + className : method + " (class " + className + ")";
-            return "Kilim cannot weave " + what + ": " + cause(e) + "\n    what to change: " + advice(e);
+            return "Kilim cannot weave " + what + ": " + cause(e) + "\n    what to change: " + advice(e, lambda);
+        }
+
+        /** @return {@code site} when its interface is neither kiln's nor compiled in {@code classes} (so not the user's), else null */
+        static LambdaSite foreignInterface(LambdaSite site, Path classes) {
+            if (site == null || site.iface.startsWith("kiln.")) return null;
+            if (classes != null && Files.exists(classes.resolve(site.iface.replace('.', '/') + ".class"))) return null;
+            return site;
+        }
+
+        /**
+         * Where javac made a lambda: the functional interface it implements (the
+         * {@code invokedynamic} that creates it returns that type, its name is the interface's
+         * method) and the method it is passed to, when the next call takes that interface
+         * ({@code list.forEach(x -> ...)}: {@code java.util.List.forEach}).
+         */
+        static final class LambdaSite {
+            final String iface;
+            final String method;
+            /** e.g. {@code java.util.List.forEach}; null when not found */
+            final String passedTo;
+
+            LambdaSite(String iface, String method, String passedTo) {
+                this.iface = iface;
+                this.method = method;
+                this.passedTo = passedTo;
+            }
+
+            /** @return the site of the lambda whose body javac compiled to {@code name desc}, or null when it is not one */
+            static LambdaSite of(byte[] classBytes, String name, String desc) {
+                if (!name.startsWith("lambda$")) return null;
+                ClassNode node = new ClassNode(Opcodes.ASM9);
+                new ClassReader(classBytes).accept(node, ClassReader.SKIP_FRAMES);
+                for (MethodNode m : node.methods) {
+                    for (AbstractInsnNode n = m.instructions.getFirst(); n != null; n = n.getNext()) {
+                        if (!(n instanceof InvokeDynamicInsnNode)) continue;
+                        InvokeDynamicInsnNode indy = (InvokeDynamicInsnNode) n;
+                        if (!implementedBy(indy, node.name, name, desc)) continue;
+                        Type iface = Type.getReturnType(indy.desc);
+                        return new LambdaSite(iface.getClassName(), indy.name, passedTo(n, iface));
+                    }
+                }
+                return null;
+            }
+
+            private static boolean implementedBy(InvokeDynamicInsnNode indy, String owner, String name, String desc) {
+                if (!indy.bsm.getOwner().equals("java/lang/invoke/LambdaMetafactory")) return false;
+                for (Object arg : indy.bsmArgs) {
+                    if (arg instanceof Handle) {
+                        Handle h = (Handle) arg;
+                        if (h.getOwner().equals(owner) && h.getName().equals(name) && h.getDesc().equals(desc)) return true;
+                    }
+                }
+                return false;
+            }
+
+            private static String passedTo(AbstractInsnNode indy, Type iface) {
+                for (AbstractInsnNode n = indy.getNext(); n != null; n = n.getNext()) {
+                    if (!(n instanceof MethodInsnNode)) continue;
+                    MethodInsnNode call = (MethodInsnNode) n;
+                    for (Type arg : Type.getArgumentTypes(call.desc)) {
+                        if (arg.equals(iface)) return call.owner.replace('/', '.') + "." + call.name;
+                    }
+                }
+                return null;
+            }
         }
 
         static String javaName(String className, String method, String desc) {
@@ -314,8 +391,18 @@ public final class KilnWeaver {
             return kilims ? message : e.getClass().getSimpleName() + (message.isEmpty() ? "" : ": " + message);
         }
 
-        static String advice(Throwable e) {
+        static String advice(Throwable e, LambdaSite lambda) {
             String m = String.valueOf(e.getMessage());
+            if (m.contains("should be marked pausable") && lambda != null) {
+                String passed = lambda.passedTo == null ? "" : " (passed to " + lambda.passedTo + ")";
+                boolean forEach = lambda.passedTo != null && lambda.passedTo.endsWith(".forEach");
+                return "the lambda implements " + lambda.iface + passed + ", whose " + lambda.method + " cannot be declared"
+                    + " 'throws Pausable', so the lambda cannot pause. "
+                    + (forEach ? "Use a plain for loop instead of forEach: for (var item : items) { ... }, "
+                               : "Make the pausable call in the enclosing method itself, not in a lambda the JDK or a library"
+                                 + " calls (a plain for loop instead of forEach or a stream), ")
+                    + "so that the pause is in the enclosing method's own body (which declares 'throws Pausable')";
+            }
             if (m.contains("synchronized block")) {
                 return "move the pausable call out of the synchronized block (a fiber must not hold a monitor across a pause;"
                     + " guard shared state with a kilim.Mailbox, or lock only around code that does not pause)";

@@ -168,6 +168,47 @@ class KilnWeaverTest {
         assertTrue(e.getMessage().contains("what to change: add 'throws Pausable' to the method"), e.getMessage());
     }
 
+    /**
+     * A pausing lambda passed to {@code forEach} implements {@code java.util.function.Consumer},
+     * which the user cannot give {@code throws Pausable}: the advice is the loop, not the throws
+     * clause. (javac refuses the bare call, Pausable being a checked exception; wrapping it in a
+     * try/catch, the usual answer to that, is what reaches the weaver. A {@code Callable} may throw
+     * it as it is.)
+     */
+    @Test
+    void aPauseInALambdaForAJdkInterfaceSuchAsForEachAdvisesAPlainLoop() throws Exception {
+        Path classes = compile(Map.of(
+            "demo/Each.java", "package demo;\n"
+                + "import kilim.*;\n"
+                + "import java.util.List;\n"
+                + "public class Each {\n"
+                + "  public void all(List<String> names) throws Pausable {\n"
+                + "    names.forEach(n -> {\n"
+                + "      try { Task.sleep(1); } catch (Exception e) { throw new RuntimeException(e); }\n"
+                + "    });\n"
+                + "  }\n"
+                + "  public java.util.concurrent.Callable<String> later() {\n"
+                + "    return () -> { Task.sleep(1); return \"done\"; };\n"
+                + "  }\n"
+                + "}\n"));
+
+        WeaveException e = assertThrows(WeaveException.class, () -> KilnWeaver.weave(classes, classpath()));
+
+        String[] lines = e.getMessage().split("\n");
+        assertEquals(4, lines.length, "two failures of two lines: " + e.getMessage());
+        int forEach = lines[0].contains("lambda$all$0") ? 0 : 2;
+        int callable = 2 - forEach;
+        assertTrue(lines[forEach].startsWith("Kilim cannot weave a lambda in demo.Each.all at Each.java:7 (lambda$all$0)"), e.getMessage());
+        assertEquals("    what to change: the lambda implements java.util.function.Consumer (passed to java.util.List.forEach), whose accept"
+            + " cannot be declared 'throws Pausable', so the lambda cannot pause. Use a plain for loop instead of forEach:"
+            + " for (var item : items) { ... }, so that the pause is in the enclosing method's own body (which declares 'throws Pausable')",
+            lines[forEach + 1]);
+        assertTrue(lines[callable].startsWith("Kilim cannot weave a lambda in demo.Each.later at Each.java:11 (lambda$later$1)"), e.getMessage());
+        assertTrue(lines[callable + 1].startsWith("    what to change: the lambda implements java.util.concurrent.Callable, whose call cannot be"
+            + " declared 'throws Pausable', so the lambda cannot pause. Make the pausable call in the enclosing method itself"), e.getMessage());
+        assertTrue(!e.getMessage().contains("add 'throws Pausable' to the method"), "the advice a Consumer cannot follow: " + e.getMessage());
+    }
+
     /** A pause in a catch block, in a loop, after a try that declares a long and a String. */
     private static final String PAUSE_IN_CATCH = "package demo;\n"
         + "import kilim.*;\n"
