@@ -13,6 +13,9 @@ DATA   ?= data
 APP    ?=
 # Heap for a 1 GB VPS: leaves room for LMDB's page cache, thread stacks and the OS.
 HEAP   ?= 256m
+# More server options for make demo, with or without APP, e.g. ARGS="--threads 2 --blocked-carrier-ms 50"
+# (docs/operations.md lists them; the jar's --help too).
+ARGS   ?=
 MVN    ?= mvn -B -q
 
 # lmdbjava needs these on JDK 17+ (see README, "JVM flags").
@@ -28,7 +31,7 @@ SERVER_NAMES := $(shell awk '!/^\#/ && NF {print $$1}' $(FRONTENDS))
 fe_field = $(shell awk -v n='$(1)' '!/^\#/ && $$1 == n {print $$$(2)}' $(FRONTENDS))
 MODULE = $(call fe_field,$(SERVER),2)
 JAR    = $(if $(MODULE),$(MODULE)/target/$(call fe_field,$(SERVER),3))
-ARGS   = $(shell awk -v n='$(SERVER)' '!/^\#/ && $$1 == n {$$1=$$2=$$3=$$4=$$5=$$6=""; sub(/^ +/, ""); print}' $(FRONTENDS))
+FRONTEND_ARGS = $(shell awk -v n='$(SERVER)' '!/^\#/ && $$1 == n {$$1=$$2=$$3=$$4=$$5=$$6=""; sub(/^ +/, ""); print}' $(FRONTENDS))
 # The java that runs SERVER: $(JAVA) when its JDK range allows, else a fitting JDK under /usr/lib/jvm
 # (scripts/find-java.sh). When none fits, $(JAVA) runs it and the server names the JDK it needs.
 SERVER_JAVA = $(or $(shell JAVA=$(JAVA) scripts/find-java.sh $(call fe_field,$(SERVER),4) 2>/dev/null),$(JAVA))
@@ -39,10 +42,10 @@ NEW_JDK_FLAGS = $(shell v=$$($(SERVER_JAVA) -version 2>&1 | sed -n 's/.*version 
 # A jar is rebuilt when any main source or pom changed since it was made.
 MAIN_SOURCES := $(shell find . \( -path ./conformance -o -path ./starter \) -prune -o \( -path '*/src/main/*' -o -name pom.xml \) -type f -print 2>/dev/null)
 
-.PHONY: help build install new-app demo backup test bench-db bench-parser bench-memory clean check-server
+.PHONY: help build install new-app demo backup test bench-db bench-parser bench-memory bench-traps clean check-server
 
 help:
-	@echo "make demo [SERVER=$(SERVER_NAMES)] [PORT=8080] [DATA=data] [HEAP=256m]   build if needed and start a server"
+	@echo "make demo [SERVER=$(SERVER_NAMES)] [PORT=8080] [DATA=data] [HEAP=256m] [ARGS=\"--threads 2\"]   build if needed and start a server"
 	@echo "make demo APP=kiln.kilim.example.TodoApp   build and run an in-tree example instead of the demo (SERVER=loom for kiln.loom.example.*)"
 	@echo "make install                               put kiln's artifacts and its Kilim weaver plugin into ~/.m2 (tests skipped)"
 	@echo "make new-app DIR=../myapp [KIND=loom]      a new app of your own in DIR, on Kilim fibers (or virtual threads); then: cd DIR && make run"
@@ -52,6 +55,7 @@ help:
 	@echo "make bench-db                              database micro-benchmarks (prints a table)"
 	@echo "make bench-parser                          kiln's parser: a request trickled one byte per read, resumed vs re-parsed"
 	@echo "make bench-memory [CONNECTIONS=19500]      heap and RSS bytes per idle keep-alive connection, every front end beside dummy and nginx (prints a table)"
+	@echo "make bench-traps                           other requests' round trips while a Kilim handler blocks or spins, with and without the carrier hand-off"
 	@echo "make clean                                 remove build output (keeps ./$(DATA))"
 
 check-server:
@@ -76,7 +80,7 @@ $(JAR): $(MAIN_SOURCES)
 demo: check-server $(JAR)
 	@echo "Starting $(or $(APP),kiln ($(SERVER))) on http://$(BIND):$(PORT)/ with data in $(DATA), heap $(HEAP). Ctrl-C stops it cleanly."
 	@$(if $(APP),true,echo "  try: curl http://127.0.0.1:$(PORT)/db    curl 'http://127.0.0.1:$(PORT)/updates?queries=5'")
-	exec $(SERVER_JAVA) $(JAVA_FLAGS) $(NEW_JDK_FLAGS) $(if $(APP),-cp $(JAR) $(APP),-jar $(JAR)) --port $(PORT) --bind $(BIND) --data $(DATA) $(if $(APP),,$(ARGS))
+	exec $(SERVER_JAVA) $(JAVA_FLAGS) $(NEW_JDK_FLAGS) $(if $(APP),-cp $(JAR) $(APP),-jar $(JAR)) --port $(PORT) --bind $(BIND) --data $(DATA) $(if $(APP),,$(FRONTEND_ARGS)) $(ARGS)
 
 # A consistent, compacted copy of $(DATA) in $(TO)/data.mdb, safe while a server serves $(DATA) (README,
 # "Backup and restore"). Any front end's jar can do it; the heap is small, the copy is not on the heap.
@@ -109,6 +113,12 @@ bench-parser:
 CONNECTIONS ?= 19500
 bench-memory:
 	./ab-sweep.sh --memory --concurrency $(CONNECTIONS) --heap $(HEAP) all
+
+# Other connections' round trips (p50/p99/max) while a handler blocks its carrier (Thread.sleep, a blocking
+# HttpClient.send to the same server) or spins on it, one carrier, with and without the hand-off; about 80 s.
+bench-traps:
+	$(MVN) -DskipTests -pl http-kilim -am package dependency:build-classpath -Dmdep.outputFile=target/classpath.txt -Dmdep.includeScope=test
+	$(JAVA) -Xms256m -Xmx256m $(LMDB_FLAGS) -cp "http-kilim/target/test-classes:http-kilim/target/classes:$$(cat http-kilim/target/classpath.txt)" kiln.kilim.TrapBench
 
 clean:
 	$(MVN) clean
