@@ -10,12 +10,7 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
-import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.logging.Handler;
-import java.util.logging.LogRecord;
-import java.util.logging.Logger;
 
 import kiln.http.Reply;
 import org.junit.jupiter.api.AfterEach;
@@ -31,28 +26,13 @@ import org.junit.jupiter.api.Test;
 class FibersTest {
     private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
-    private final List<String> warnings = new CopyOnWriteArrayList<>();
-    private final Handler capture = new Handler() {
-        @Override
-        public void publish(LogRecord r) {
-            warnings.add(r.getMessage());
-        }
-
-        @Override
-        public void flush() {
-        }
-
-        @Override
-        public void close() {
-        }
-    };
-    private final Logger watchLog = Logger.getLogger(CarrierWatch.class.getName());
+    private WatchLog watchLog;
     private final String[] self = new String[1];
     private KilimServer server;
 
     @BeforeEach
     void start() throws Exception {
-        watchLog.addHandler(capture);
+        watchLog = WatchLog.start();
         Router router = new Router()
             .get("/fast", req -> Reply.text("fast"))
             .get("/slow", req -> {
@@ -80,7 +60,7 @@ class FibersTest {
 
     @AfterEach
     void stop() {
-        watchLog.removeHandler(capture);
+        watchLog.close();
         server.stop(1_000);
     }
 
@@ -104,7 +84,7 @@ class FibersTest {
         assertEquals(504, r.statusCode(), r.body());
         assertEquals("504 Gateway Timeout: gateway timeout: no result within 500 ms\n", r.body());
         assertTrue(ms < 2_500, "answered at the timeout, not when the upstream did: " + ms + " ms");
-        assertTrue(warnings.isEmpty(), () -> "the fiber paused, it never held the carrier: " + warnings);
+        assertTrue(watchLog.messages.isEmpty(), () -> "the fiber paused, it never held the carrier: " + watchLog.messages);
     }
 
     @Test
@@ -117,7 +97,7 @@ class FibersTest {
         assertTrue(!blocking.isDone(), "the blocking call still runs: the 20 requests were served meanwhile, in " + ms + " ms");
         String body = blocking.get().body();
         assertTrue(body.startsWith("ran on kiln-blocking-"), body);
-        assertTrue(warnings.isEmpty(), () -> "the carrier was never held: " + warnings);
+        assertTrue(watchLog.messages.isEmpty(), () -> "the carrier was never held: " + watchLog.messages);
         assertNull(server.blockedProblem());
     }
 }

@@ -9,11 +9,6 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.List;
-import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.logging.Handler;
-import java.util.logging.LogRecord;
-import java.util.logging.Logger;
 
 import kiln.http.Reply;
 import kiln.db.Codec;
@@ -26,22 +21,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 /** The fiber traps that used to be silent now say what to do: the README's trap table, row by row. */
 class TrapsTest {
-    private final List<String> warnings = new CopyOnWriteArrayList<>();
-    private final Handler capture = new Handler() {
-        @Override
-        public void publish(LogRecord r) {
-            warnings.add(r.getMessage());
-        }
-
-        @Override
-        public void flush() {
-        }
-
-        @Override
-        public void close() {
-        }
-    };
-    private final Logger watchLog = Logger.getLogger(CarrierWatch.class.getName());
+    private WatchLog watchLog;
     private final HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
     @TempDir Path dir;
@@ -50,12 +30,12 @@ class TrapsTest {
 
     @BeforeEach
     void listen() {
-        watchLog.addHandler(capture);
+        watchLog = WatchLog.start();
     }
 
     @AfterEach
     void stop() {
-        watchLog.removeHandler(capture);
+        watchLog.close();
         if (server != null) server.stop(1_000);
         if (db != null) db.close();
     }
@@ -85,15 +65,15 @@ class TrapsTest {
             }
         });
         call.start();
-        while (warnings.isEmpty() && System.nanoTime() - start < 1_000_000_000L) Thread.sleep(10);
+        while (watchLog.messages.isEmpty() && System.nanoTime() - start < 1_000_000_000L) Thread.sleep(10);
         long seenMs = (System.nanoTime() - start) / 1_000_000;
-        assertEquals(1, warnings.size(), "one warning within 1 s of the call, got " + warnings.size() + " after " + seenMs + " ms");
-        String w = warnings.get(0);
+        assertEquals(1, watchLog.messages.size(), "one warning within 1 s of the call, got " + watchLog.messages.size() + " after " + seenMs + " ms");
+        String w = watchLog.messages.get(0);
         assertTrue(w.contains("the handler of GET /slow/{n}") && w.contains("Thread.sleep") && w.contains("use Fibers.sleep(ms)")
             && w.contains("java.lang.Thread.sleep("), w);
         call.join();
         assertEquals("slept", get(base + "/slow/2").body());
-        assertEquals(1, warnings.size(), "reported once per handler");
+        assertEquals(1, watchLog.messages.size(), "reported once per handler");
     }
 
     @Test
@@ -122,7 +102,7 @@ class TrapsTest {
             read = get(base + "/read").body();
         }
         assertEquals("read 1", read, "join() on a finished future (every read) returns at once; the write it refused to wait for commits");
-        assertTrue(warnings.isEmpty(), () -> "refused at once, so the carrier was never held: " + warnings);
+        assertTrue(watchLog.messages.isEmpty(), () -> "refused at once, so the carrier was never held: " + watchLog.messages);
     }
 
     @Test
