@@ -50,7 +50,10 @@ final class CarrierWatch {
         {"java.io.", "blocking file or stream I/O", "run it with Fibers.blocking(() -> ...): it runs on a bounded thread pool and pauses the fiber until it returns"},
     };
 
-    /** A fiber that held its carrier's thread when the carrier was handed off; watched until the thread ends. */
+    /**
+     * A fiber run that has held a thread since {@code sinceMs} (the watch's clock): on a carrier, or
+     * after a hand-off on the old thread, which is watched until it ends.
+     */
     private record Held(Thread thread, String carrier, Task<?> fiber, long sinceMs) {
     }
 
@@ -108,8 +111,7 @@ final class CarrierWatch {
     /** One look at every carrier and every handed-off thread, on the watch thread. */
     private void look() {
         long now = System.nanoTime() / 1_000_000;
-        String worst = null;
-        long worstMs = 0;
+        Held longest = null;
         for (int i = 0; i < seenRun.length; i++) {
             long run = carriers.run(i);
             if (run == 0 || run != seenRun[i]) {
@@ -118,22 +120,15 @@ final class CarrierWatch {
                 continue;
             }
             long heldMs = now - seenSince[i];
-            Task<?> fiber = carriers.running(i);
-            if (handOffMs > 0 && heldMs >= handOffMs && mayHandOff(i)) {
-                Thread old = carriers.handOff(i, run);
-                if (old != null) {
-                    handedOff.add(new Held(old, carriers.name(i), fiber, seenSince[i]));
-                    seenRun[i] = 0;
-                    String carrier = carriers.name(i);
-                    LOG.fine(() -> carrier + " handed to a new thread: a fiber held it for " + heldMs + " ms");
-                    continue;  // looked at below, as a held thread
-                }
+            Held held = new Held(carriers.thread(i), carriers.name(i), carriers.running(i), seenSince[i]);
+            if (handOffMs > 0 && heldMs >= handOffMs && mayHandOff(i) && carriers.handOff(i, run) != null) {
+                handedOff.add(held);  // looked at below, as a held thread
+                seenRun[i] = 0;
+                LOG.fine(() -> held.carrier + " handed to a new thread: a fiber held it for " + heldMs + " ms");
+                continue;
             }
-            if (heldMs > worstMs) {
-                worstMs = heldMs;
-                worst = held(fiber, carriers.name(i), heldMs);
-            }
-            check(fiber, carriers.thread(i), carriers.name(i), heldMs);
+            check(held, heldMs);
+            if (longest == null || held.sinceMs < longest.sinceMs) longest = held;
         }
         for (Iterator<Held> it = handedOff.iterator(); it.hasNext();) {
             Held h = it.next();
@@ -141,14 +136,11 @@ final class CarrierWatch {
                 it.remove();
                 continue;
             }
-            long heldMs = now - h.sinceMs;
-            if (heldMs > worstMs) {
-                worstMs = heldMs;
-                worst = held(h.fiber, h.carrier, heldMs);
-            }
-            check(h.fiber, h.thread, h.carrier, heldMs);
+            check(h, now - h.sinceMs);
+            if (longest == null || h.sinceMs < longest.sinceMs) longest = h;
         }
-        problem = unhealthyMs > 0 && worstMs >= unhealthyMs ? worst + " (limit " + unhealthyMs + " ms)" : null;
+        long longestMs = longest == null ? 0 : now - longest.sinceMs;
+        problem = unhealthyMs > 0 && longestMs >= unhealthyMs ? describe(longest, longestMs) + " (limit " + unhealthyMs + " ms)" : null;
     }
 
     /** @return whether another thread may be handed off; says once when the cap stops it */
@@ -166,9 +158,9 @@ final class CarrierWatch {
         return false;
     }
 
-    private static String held(Task<?> fiber, String carrier, long heldMs) {
-        String handler = name(fiber);
-        return (handler != null ? "the handler of " + handler : "a fiber") + " has held thread " + carrier + " for " + heldMs + " ms without pausing";
+    private static String describe(Held h, long heldMs) {
+        String handler = name(h.fiber);
+        return (handler != null ? "the handler of " + handler : "a fiber") + " has held thread " + h.carrier + " for " + heldMs + " ms without pausing";
     }
 
     /** @return the handler a connection fiber runs now, e.g. {@code GET /todos/{id}}; another fiber's class; null between requests */
@@ -178,14 +170,14 @@ final class CarrierWatch {
     }
 
     /** Reports a run held beyond {@code reportMs}, once per handler. */
-    private void check(Task<?> fiber, Thread thread, String carrier, long heldMs) {
-        String handler = name(fiber);
+    private void check(Held h, long heldMs) {
+        String handler = name(h.fiber);
         if (reportMs <= 0 || heldMs < reportMs || handler == null || reported.contains(handler)) return;
-        StackTraceElement[] stack = thread.getStackTrace();
+        StackTraceElement[] stack = h.thread.getStackTrace();
         // A first request loads, links and initializes classes (Jackson's ObjectMapper, LMDB...):
         // slow once, not the handler's fault.
         if (loadingClasses(stack)) return;
-        if (reported.add(handler)) LOG.warning(report(handler, carrier, heldMs, stack));
+        if (reported.add(handler)) LOG.warning(report(handler, h.carrier, heldMs, stack));
     }
 
     private static boolean loadingClasses(StackTraceElement[] stack) {
