@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""Side-by-side CPU per request of several Kilim jars (e.g. before and after a change) and nginx.
+
+Each server is started once and pinned to CPU 0 (the sweep's nginx anchor configuration; each jar
+with a 256 MB heap on a fresh data directory), warmed up with 200,000 requests per path, then per
+round, in an order rotated each round, loaded with `ab -k` pinned to CPU 1: 300,000 requests at
+c <= 1,000, 600,000 above. Server CPU comes from /proc/PID/stat before and after each run; between
+runs it waits until the server is idle. Unlike ./ab-sweep.sh, whose every step is a fresh JVM, this
+measures warm JVMs, so small differences between jars are not lost in JIT and start-up noise.
+
+    scripts/cpu-ab.py before=/tmp/old/kiln-kilim.jar after=http-kilim/target/kiln-kilim.jar \\
+        --rounds 4 --paths /hello,/db --concurrency 1000,19500
+
+Prints each run, then per path and concurrency each jar's CPU per request as a ratio to nginx's in
+the same round (per round, and the median), and writes every run to OUT/results.json. Loopback only;
+needs ab (apache2-utils), nginx, taskset, java; about 3 minutes per round for two jars.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "sweep"))
+from kiln_sweep.servers import nginx_conf  # noqa: E402  the sweep's nginx anchor, the same configuration
+TICK = os.sysconf("SC_CLK_TCK")
+LMDB_FLAGS = ["--add-opens", "java.base/java.nio=ALL-UNNAMED", "--add-exports", "java.base/sun.nio.ch=ALL-UNNAMED"]
+FIRST_PORT = 18100
+
+
+def cpu_seconds(pids):
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except FileNotFoundError:
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / TICK
+
+
+class Server:
+    def __init__(self, name, proc, port):
+        self.name, self.proc, self.port = name, proc, port
+
+    def pids(self):
+        children = subprocess.run(["pgrep", "-P", str(self.proc.pid)], capture_output=True, text=True).stdout.split()
+        return [self.proc.pid] + [int(c) for c in children]
+
+    def wait_idle(self):
+        for _ in range(60):
+            before = cpu_seconds(self.pids())
+            time.sleep(1)
+            if cpu_seconds(self.pids()) - before < 0.05:
+                return
+
+    def load(self, path, concurrency, requests):
+        """One ab run: (server CPU µs per request, req/s, failed requests, completed requests)."""
+        before = cpu_seconds(self.pids())
+        out = subprocess.run(["taskset", "-c", "1", "ab", "-k", "-q", "-c", str(concurrency), "-n", str(requests), "-s", "60",
+                              f"http://127.0.0.1:{self.port}{path}"], capture_output=True, text=True).stdout
+        used = cpu_seconds(self.pids()) - before
+        done = re.search(r"Complete requests:\s+(\d+)", out)
+        done = int(done.group(1)) if done else 0
+        # /db answers vary in length, which ab counts as failures: count the real ones only
+        broken = re.search(r"\(Connect: (\d+), Receive: (\d+), Length: \d+, Exceptions: (\d+)\)", out)
+        non2xx = re.search(r"Non-2xx responses:\s+(\d+)", out)
+        failed = (sum(map(int, broken.groups())) if broken else 0) + (int(non2xx.group(1)) if non2xx else 0)
+        rps = re.search(r"Requests per second:\s+([\d.]+)", out)
+        return used * 1e6 / max(done, 1), float(rps.group(1)) if rps else 0.0, failed, done
+
+
+def start_servers(jars, work, nofile, steps):
+    servers = []
+    nginx_dir = work / "nginx"
+    nginx_dir.mkdir()
+    conf = nginx_conf(ROOT / "sweep" / "nginx.conf.template", nginx_dir, FIRST_PORT, str(nofile), max(steps))
+    (nginx_dir / "nginx.conf").write_text(conf)
+    servers.append(Server("nginx", subprocess.Popen(["taskset", "-c", "0", "nginx", "-p", str(nginx_dir), "-c", str(nginx_dir / "nginx.conf"),
+                                                     "-e", str(nginx_dir / "error.log"), "-g", "daemon off;"]), FIRST_PORT))
+    for i, (name, jar) in enumerate(jars.items(), 1):
+        port = FIRST_PORT + i
+        log = open(work / f"{name}.log", "w")
+        proc = subprocess.Popen(["taskset", "-c", "0", "java", "-Xms256m", "-Xmx256m", "-XX:+ExitOnOutOfMemoryError", *LMDB_FLAGS,
+                                 "-jar", jar, "--port", str(port), "--bind", "127.0.0.1", "--data", str(work / f"data-{name}")],
+                                stdout=log, stderr=subprocess.STDOUT)
+        servers.append(Server(name, proc, port))
+    deadline = time.time() + 60
+    for s in servers[1:]:
+        while f"listening on http://127.0.0.1:{s.port}/" not in (work / f"{s.name}.log").read_text():
+            if s.proc.poll() is not None or time.time() > deadline:
+                raise SystemExit(f"cpu-ab: {s.name} did not start; see {work / (s.name + '.log')}")
+            time.sleep(0.2)
+    time.sleep(1)
+    return servers
+
+
+def summary(results, names, paths, steps):
+    print("\nCPU per request ÷ nginx's in the same round: per round (median)")
+    for path in paths:
+        for c in steps:
+            rows = [r for r in results if r["path"] == path and r["concurrency"] == c]
+            cells = []
+            for name in names:
+                ratios = []
+                for rnd in sorted({r["round"] for r in rows}):
+                    nginx = [r["us"] for r in rows if r["round"] == rnd and r["server"] == "nginx"]
+                    mine = [r["us"] for r in rows if r["round"] == rnd and r["server"] == name]
+                    ratios.append(mine[0] / nginx[0])
+                cells.append(f"{name} {', '.join(f'{x:.2f}' for x in ratios)} ({statistics.median(ratios):.2f})")
+            print(f"  {path} c={c}: " + "; ".join(cells))
+
+
+def main(argv):
+    p = argparse.ArgumentParser(prog="scripts/cpu-ab.py", description=__doc__.split("\n\n")[0],
+                                epilog="See the module docstring for the method.")
+    p.add_argument("jars", nargs="+", metavar="NAME=JAR", help="a runnable Kilim jar (kiln-kilim.jar) and the name it is reported under")
+    p.add_argument("--rounds", type=int, default=4, help="rounds over every server (default 4)")
+    p.add_argument("--paths", default="/hello,/db", help="comma-separated paths (default /hello,/db)")
+    p.add_argument("--concurrency", default="1000,19500", help="comma-separated ab -c values (default 1000,19500)")
+    p.add_argument("--out", help="where results.json and the server logs go (default: a new temporary directory)")
+    args = p.parse_args(argv)
+    jars = {}
+    for spec in args.jars:
+        name, eq, jar = spec.partition("=")
+        if not eq or not Path(jar).is_file() or name == "nginx":
+            p.error(f"expected NAME=JAR with an existing jar (and a name other than nginx), got '{spec}'")
+        jars[name] = jar
+    paths = args.paths.split(",")
+    steps = [int(c) for c in args.concurrency.split(",")]
+    nofile = int(subprocess.run(["sh", "-c", "ulimit -n"], capture_output=True, text=True).stdout)
+    if max(steps) + 30 > nofile:
+        p.error(f"c={max(steps)} needs more open files than the limit of {nofile} (ulimit -n)")
+    for tool in ("ab", "nginx", "taskset", "java", "pgrep"):
+        if shutil.which(tool) is None:
+            p.error(f"{tool} not found (apt-get install apache2-utils nginx-light util-linux procps, and a JDK)")
+    work = Path(args.out or tempfile.mkdtemp(prefix="cpu-ab-"))
+    work.mkdir(parents=True, exist_ok=True)
+    servers = start_servers(jars, work, nofile, steps)
+    results = []
+    try:
+        print(f"cpu-ab: servers in {work}; warming up", flush=True)
+        for s in servers:
+            for path in paths:
+                s.load(path, 1000, 200_000)
+            s.wait_idle()
+        for rnd in range(1, args.rounds + 1):
+            order = servers[(rnd - 1) % len(servers):] + servers[:(rnd - 1) % len(servers)]
+            for path in paths:
+                for c in steps:
+                    for s in order:
+                        us, rps, failed, done = s.load(path, c, 300_000 if c <= 1000 else 600_000)
+                        results.append(dict(round=rnd, server=s.name, path=path, concurrency=c, us=us, rps=rps, failed=failed, done=done))
+                        print(f"round {rnd} {path} c={c} {s.name:10s} {us:6.1f} µs/request {rps:9.0f} req/s  failed {failed}", flush=True)
+                        s.wait_idle()
+    finally:
+        for s in servers:
+            s.proc.terminate()
+        for s in servers:
+            try:
+                s.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                s.proc.kill()
+    (work / "results.json").write_text(json.dumps(results, indent=1))
+    summary(results, list(jars), paths, steps)
+    print(f"\nruns: {work / 'results.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
