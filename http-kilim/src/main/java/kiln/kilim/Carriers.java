@@ -88,7 +88,7 @@ final class Carriers extends Scheduler {
         /** Numbers the runs; only the owning thread writes it (a hand-off publishes it to the next owner). */
         long runs;
         /** The fiber of the run in progress, for the watch's report; published by {@link #run}'s release. */
-        Task running;
+        Task<?> running;
         /** Wakes the owner from its block: unpark, or the selector's wakeup for carrier 0. */
         Runnable wakeup;
         /** What the owner runs: {@link #loop} for carriers 1..n-1, the poller's loop for carrier 0. */
@@ -197,7 +197,7 @@ final class Carriers extends Scheduler {
     }
 
     /** @return the fiber of carrier {@code index}'s run in progress, read after {@link #run(int)} saw it; may be stale */
-    Task running(int index) {
+    Task<?> running(int index) {
         return carriers[index].running;
     }
 
