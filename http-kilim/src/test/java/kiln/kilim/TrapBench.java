@@ -5,6 +5,7 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.concurrent.CompletableFuture;
 import java.util.logging.Level;
 import java.util.logging.Logger;
@@ -50,7 +51,7 @@ public final class TrapBench {
                     long[] ms = Traps.roundTripsMs(URI.create(base[0] + "/fast"), REQUESTS, CONNECTIONS);
                     HttpResponse<String> r = held.get();
                     long tookMs = (System.nanoTime() - start) / 1_000_000;
-                    long failed = java.util.Arrays.stream(ms).filter(v -> v == Long.MAX_VALUE).count();
+                    long failed = Arrays.stream(ms).filter(v -> v == Long.MAX_VALUE).count();
                     System.out.printf("%-34s %-12s %10s %10s %10s %8d %9d ms%s%n", trap[1], handOffMs == 0 ? "off (before)" : handOffMs + " ms",
                         fmt(Traps.percentile(ms, 50)), fmt(Traps.percentile(ms, 99)), fmt(ms[ms.length - 1]), failed, tookMs,
                         r.statusCode() == 200 ? "" : " (" + r.statusCode() + ")");
