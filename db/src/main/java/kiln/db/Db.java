@@ -5,6 +5,10 @@ import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
@@ -64,6 +68,11 @@ public final class Db implements AutoCloseable {
     private Table<String, Long> sequences;
     /** Map size in bytes, kept here so that {@link #stats} never calls into a closing environment. */
     private volatile long mapSize;
+    /** Every table opened, by name: a table with a change feed must be one object (it records its writes). */
+    private final Map<String, Table<?, ?>> tables = new HashMap<>();
+    private final List<ChangeFeed<?, ?>> feeds = new ArrayList<>();
+    private final int maxWatches;
+    private final AtomicInteger watches = new AtomicInteger();
 
     private Db(Builder b) {
         this.dir = b.dir;
@@ -71,7 +80,8 @@ public final class Db implements AutoCloseable {
         this.mapSize = env.info().mapSize;
         this.maxIdleReadTxns = Math.max(1, b.maxReaders / 2);
         this.writerStallNanos = b.writerStallNanos;
-        this.writer = new Writer(this, env, b.maxBatch, b.queueCapacity);
+        this.maxWatches = b.maxWatches;
+        this.writer = new Writer(this, env, b.maxBatch, b.queueCapacity, b.betweenCommitAndPublish);
     }
 
     /** Opens (creating if needed) the database in {@code dir} with default settings. */
@@ -95,14 +105,87 @@ public final class Db implements AutoCloseable {
      * @param name   the LMDB database name, 1..511 bytes
      * @param keys   key codec
      * @param values value codec
-     * @throws IllegalStateException on the writer thread (inside a write query)
+     * @return the table; the same object as an earlier call's with the same name and codecs
+     * @throws IllegalStateException on the writer thread (inside a write query), or when the table
+     *                               has a change feed and was opened with other codecs before
      */
     public synchronized <K, V> Table<K, V> table(String name, Codec<K> keys, Codec<V> values) {
         checkOpen();
         if (writer.isRunningQuery()) {
             throw new IllegalStateException("db.table() cannot be called inside a write query; open tables at start-up");
         }
-        return new Table<>(name, env.openDbi(name, DbiFlags.MDB_CREATE), keys, values);
+        Table<?, ?> known = tables.get(name);
+        if (known != null && known.keys() == keys && known.values() == values) {
+            @SuppressWarnings("unchecked") Table<K, V> same = (Table<K, V>) known;
+            return same;
+        }
+        if (known != null && known.feed() != null) {
+            throw new IllegalStateException("table '" + name + "' has a change feed, which records the writes of the Table object"
+                + " it was opened with: open the table once (with the same codec objects) and share that object");
+        }
+        Table<K, V> table = new Table<>(name, env.openDbi(name, DbiFlags.MDB_CREATE), keys, values);
+        tables.putIfAbsent(name, table);
+        return table;
+    }
+
+    /**
+     * Opens the change feed of {@code table}: from the next write on, every write query's puts and
+     * deletes on it are recorded, numbered, kept in a log of the last {@code window} sets (table
+     * {@code kiln.changes.<name>}, in the same transaction) and published once durable; see
+     * {@link ChangeFeed}. Call it at start-up (it waits for one empty write, so for the writer).
+     * Numbering goes on from the log after a restart.
+     *
+     * @param window how many of the newest change sets to keep, >= 1: how far a reader may lag (or
+     *               how long it may be away) and still resume; the newest min(window, 4096) are also
+     *               kept in memory
+     * @return the feed; the same object for the same table (then {@code window} must be the same)
+     * @throws IllegalArgumentException when {@code window < 1}, or differs from the open feed's
+     * @throws IllegalStateException    on the writer thread, or in fiber code (it joins the write)
+     * @throws DbException              when the write that switches recording on fails
+     */
+    public <K, V> ChangeFeed<K, V> changeFeed(Table<K, V> table, int window) {
+        if (window < 1) throw new IllegalArgumentException("window must be >= 1, got " + window);
+        ChangeFeed<K, V> feed;
+        synchronized (this) {
+            checkOpen();
+            if (tables.get(table.name()) != table) {
+                throw new IllegalArgumentException("table " + table + " was not opened by this database (or was opened again since):"
+                    + " open it once and pass that object");
+            }
+            if (table.feed() != null) {
+                if (table.feed().window() != window) {
+                    throw new IllegalArgumentException("the change feed of '" + table.name() + "' is open with window " + table.feed().window());
+                }
+                return table.feed();
+            }
+            Table<Long, ChangeSet<K, V>> log = table(ChangeFeed.LOG_PREFIX + table.name(), Codec.LONG,
+                new ChangeFeed.LogCodec<>(table.keys(), table.values()));
+            feed = new ChangeFeed<>(this, table, log, window);
+            feeds.add(feed);
+        }
+        ChangeFeed<K, V> opened = feed;
+        // On the writer thread, between two write queries: exactly the writes after this one are recorded.
+        write(txn -> {
+            opened.start(txn);
+            table.feed(opened);
+            return null;
+        }).join();
+        return feed;
+    }
+
+    /** @return a pending watch's place under {@link Builder#maxWatches}, or false when there is none left */
+    boolean reserveWatch() {
+        if (watches.incrementAndGet() <= maxWatches) return true;
+        watches.decrementAndGet();
+        return false;
+    }
+
+    void releaseWatch() {
+        watches.decrementAndGet();
+    }
+
+    int maxWatches() {
+        return maxWatches;
     }
 
     /**
@@ -241,6 +324,9 @@ public final class Db implements AutoCloseable {
             closed = true;
         }
         writer.shutdownAndDrain();
+        synchronized (this) {
+            for (ChangeFeed<?, ?> feed : feeds) feed.close();
+        }
         mapLock.writeLock().lock();
         try {
             org.lmdbjava.Txn<ByteBuffer> t;
@@ -375,6 +461,8 @@ public final class Db implements AutoCloseable {
         private int maxBatch = 1024;
         private int queueCapacity = 16384;
         private long writerStallNanos = 10_000_000_000L;
+        private int maxWatches = 10_000;
+        private Runnable betweenCommitAndPublish;
 
         private Builder(Path dir) {
             this.dir = dir;
@@ -425,6 +513,22 @@ public final class Db implements AutoCloseable {
         public Builder writerStallLimit(java.time.Duration limit) {
             if (limit.isNegative() || limit.isZero()) throw new IllegalArgumentException("writerStallLimit must be positive, got " + limit);
             this.writerStallNanos = limit.toNanos();
+            return this;
+        }
+
+        /**
+         * Most {@link ChangeFeed#watch watches} pending at once, over every feed (default 10,000, as
+         * FoundationDB's per-client default); beyond it a watch fails with {@link DbException.TooManyWatches}.
+         */
+        public Builder maxWatches(int n) {
+            if (n < 0) throw new IllegalArgumentException("maxWatches must be >= 0, got " + n);
+            this.maxWatches = n;
+            return this;
+        }
+
+        /** For tests (this package): {@code hook} runs on the writer thread between a durable commit and the publishing of its change sets. */
+        Builder betweenCommitAndPublish(Runnable hook) {
+            this.betweenCommitAndPublish = hook;
             return this;
         }
 

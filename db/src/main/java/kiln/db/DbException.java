@@ -68,4 +68,20 @@ public class DbException extends RuntimeException {
         private static final long serialVersionUID = 1L;
         public BackupFailed(String message, Throwable cause) { super(message, cause); }
     }
+
+    /**
+     * A {@link ChangeFeed} reader asked for changes after a sequence number the feed no longer keeps
+     * (it lagged by more than the feed's window) or never had (from before a restore): reload the
+     * state, then follow the feed from its {@link ChangeFeed#lastSeq()}.
+     */
+    public static final class Expired extends DbException {
+        private static final long serialVersionUID = 1L;
+        public Expired(String message) { super(message); }
+    }
+
+    /** More {@link ChangeFeed#watch watches} are pending than {@link Db.Builder#maxWatches} allows. */
+    public static final class TooManyWatches extends DbException {
+        private static final long serialVersionUID = 1L;
+        public TooManyWatches(String message) { super(message); }
+    }
 }

@@ -36,6 +36,8 @@ public final class Table<K, V> {
     final Dbi<ByteBuffer> dbi;
     private final Codec<K> keys;
     private final Codec<V> values;
+    /** Set once, on the writer thread, by {@link Db#changeFeed}: from then on every put and delete is recorded. */
+    private volatile ChangeFeed<K, V> feed;
 
     Table(String name, Dbi<ByteBuffer> dbi, Codec<K> keys, Codec<V> values) {
         this.name = name;
@@ -77,6 +79,7 @@ public final class Table<K, V> {
             throw new IllegalStateException("codec for table '" + name + "' wrote " + (slot.position() - start)
                 + " bytes but its size() promised " + size);
         }
+        if (feed != null) txn.changed(this, key, value);
     }
 
     /**
@@ -87,7 +90,27 @@ public final class Table<K, V> {
      */
     public boolean delete(Txn txn, K key) {
         txn.checkWritable("delete");
-        return dbi.delete(txn.lmdb, encodeKey(key, KEY_BUFFER.get()));
+        boolean deleted = dbi.delete(txn.lmdb, encodeKey(key, KEY_BUFFER.get()));
+        if (deleted && feed != null) txn.changed(this, key, null);
+        return deleted;
+    }
+
+    /** @return the table's change feed, or null when {@link Db#changeFeed} was not called for it */
+    ChangeFeed<K, V> feed() {
+        return feed;
+    }
+
+    /** Switches recording on: called inside a write query, so exactly the writes after it are recorded. */
+    void feed(ChangeFeed<K, V> feed) {
+        this.feed = feed;
+    }
+
+    Codec<K> keys() {
+        return keys;
+    }
+
+    Codec<V> values() {
+        return values;
     }
 
     /** @return the number of entries (O(1): LMDB keeps the count) */

@@ -1,6 +1,7 @@
 package kiln.db;
 
 import java.nio.ByteBuffer;
+import java.util.ArrayList;
 
 /**
  * One LMDB transaction as a query sees it. Hand it to {@link Table} methods; it is only valid
@@ -12,6 +13,8 @@ import java.nio.ByteBuffer;
 public final class Txn {
     final org.lmdbjava.Txn<ByteBuffer> lmdb;
     private final boolean readOnly;
+    /** A write query's puts and deletes on tables with a {@link ChangeFeed}: table, key, value (null: deleted), ...; null while none. */
+    private ArrayList<Object> changes;
 
     Txn(org.lmdbjava.Txn<ByteBuffer> lmdb, boolean readOnly) {
         this.lmdb = lmdb;
@@ -21,6 +24,19 @@ public final class Txn {
     /** @return true for a {@link Db#read} transaction, false inside {@link Db#write} */
     public boolean isReadOnly() {
         return readOnly;
+    }
+
+    /** Records a put (or a delete: {@code value} null) on a table with a change feed. */
+    void changed(Table<?, ?> table, Object key, Object value) {
+        if (changes == null) changes = new ArrayList<>();
+        changes.add(table);
+        changes.add(key);
+        changes.add(value);
+    }
+
+    /** @return what {@link #changed} recorded, as table, key, value triples; null when nothing was */
+    ArrayList<Object> changes() {
+        return changes;
     }
 
     void checkWritable(String op) {

@@ -25,6 +25,8 @@ final class Writer implements Runnable {
         final QueryFuture<R> future = new QueryFuture<>();
         R result;
         Throwable error;
+        /** The query's puts and deletes on tables with a change feed ({@link Txn#changes}), or null. */
+        List<Object> changes;
 
         Pending(Query<R> query) {
             this.query = query;
@@ -32,6 +34,7 @@ final class Writer implements Runnable {
 
         void run(Txn txn) throws Exception {
             result = query.run(txn);
+            changes = txn.changes();
         }
 
         void complete() {
@@ -73,9 +76,15 @@ final class Writer implements Runnable {
     private final long pageSize;
     /** System.nanoTime() when the batch being run began, or 0 while the writer waits for work; see {@link #busyNanos}. */
     private volatile long batchStarted;
+    /** Numbers each run of a batch, so change feeds number their sets afresh in a re-run. */
+    private long batchRuns;
 
-    Writer(Db db, Env<ByteBuffer> env, int maxBatch, int queueCapacity) {
+    /** For tests only ({@link Db.Builder}): runs on this thread after a commit with change sets, before they are published. */
+    private final Runnable betweenCommitAndPublish;
+
+    Writer(Db db, Env<ByteBuffer> env, int maxBatch, int queueCapacity, Runnable betweenCommitAndPublish) {
         this.db = db;
+        this.betweenCommitAndPublish = betweenCommitAndPublish;
         this.env = env;
         this.maxBatch = maxBatch;
         this.queue = new ArrayBlockingQueue<>(queueCapacity);
@@ -217,10 +226,13 @@ final class Writer implements Runnable {
 
     private void runBatch(List<Pending<?>> batch) throws Retry {
         int failed = 0;
+        List<Staged<?, ?>> staged = null;
+        long run = ++batchRuns;
         try (org.lmdbjava.Txn<ByteBuffer> parent = env.txnWrite()) {
             for (Pending<?> p : batch) {
                 p.result = null;
                 p.error = null;
+                p.changes = null;
                 try (org.lmdbjava.Txn<ByteBuffer> child = env.txn(parent)) {
                     try {
                         runningQuery = true;
@@ -236,11 +248,13 @@ final class Writer implements Runnable {
                         throw new Retry(false);
                     } catch (Exception | StackOverflowError e) {
                         p.error = e;
+                        p.changes = null;  // rolled back with its nested transaction
                         failed++;
                     }
                 }
             }
             try {
+                staged = stageChanges(batch, run, new Txn(parent, false));
                 parent.commit();
             } catch (Env.MapFullException e) {
                 throw new Retry(true);
@@ -257,6 +271,65 @@ final class Writer implements Runnable {
         commitsByBatchSize.incrementAndGet(DbStats.batchSizeBucket(batch.size()));
         batchedWrites += batch.size();
         usedBytes = usedBytes();
+        if (staged != null) {
+            // A crash here (the hook stands for one in a test) loses no set, the log has them, and announces none.
+            if (betweenCommitAndPublish != null) betweenCommitAndPublish.run();
+            publish(staged);  // before the writes' futures: a writer that awaited its write finds it in the feed
+        }
         for (Pending<?> p : batch) p.complete();
+    }
+
+    /** A write query's changes to one table with a change feed, numbered and logged, to publish once durable. */
+    private record Staged<K, V>(ChangeFeed<K, V> feed, ChangeSet<K, V> set) {
+        /** Publishes the set with the time its commit became durable. */
+        void publish(long durableAt) {
+            feed.publish(new ChangeSet<>(set.seq(), durableAt, set.changes()));
+        }
+    }
+
+    /**
+     * Inside the batch's transaction, before its commit: appends each write query's changes to the
+     * logs of the change feeds of the tables it changed (one {@link ChangeSet} per query and table).
+     *
+     * @return the sets, to publish once the commit is durable; null when no query changed a table with a feed
+     */
+    private static List<Staged<?, ?>> stageChanges(List<Pending<?>> batch, long run, Txn parent) {
+        List<Staged<?, ?>> staged = null;
+        long committedAt = nowMicros();
+        for (Pending<?> p : batch) {
+            if (p.error != null || p.changes == null) continue;
+            if (staged == null) staged = new ArrayList<>();
+            List<Object> c = p.changes;
+            // usually one table per query; grouped by table in the order each was first changed
+            List<Table<?, ?>> tables = new ArrayList<>(1);
+            for (int i = 0; i < c.size(); i += 3) {
+                if (!tables.contains(c.get(i))) tables.add((Table<?, ?>) c.get(i));
+            }
+            for (Table<?, ?> t : tables) staged.add(stage(t, c, run, parent, committedAt));
+        }
+        return staged;
+    }
+
+    @SuppressWarnings("unchecked")
+    private static <K, V> Staged<K, V> stage(Table<K, V> table, List<Object> changes, long run, Txn parent, long committedAt) {
+        List<ChangeSet.Change<K, V>> mine = new ArrayList<>();
+        for (int i = 0; i < changes.size(); i += 3) {
+            if (changes.get(i) == table) mine.add(new ChangeSet.Change<>((K) changes.get(i + 1), (V) changes.get(i + 2)));
+        }
+        ChangeFeed<K, V> feed = table.feed();
+        return new Staged<>(feed, feed.stage(run, parent, mine, committedAt));
+    }
+
+    /** After the commit is durable: publishes every set, then wakes each feed's readers and watches once. */
+    private static void publish(List<Staged<?, ?>> staged) {
+        long durableAt = nowMicros();
+        for (Staged<?, ?> s : staged) s.publish(durableAt);
+        for (Staged<?, ?> s : staged) s.feed().wake();  // once per feed: a woken feed has nothing left to wake
+    }
+
+    /** @return the wall-clock time in microseconds since the epoch */
+    private static long nowMicros() {
+        java.time.Instant now = java.time.Instant.now();
+        return now.getEpochSecond() * 1_000_000L + now.getNano() / 1_000;
     }
 }

@@ -1,0 +1,402 @@
+package kiln.db;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * The committed changes of one table, in commit order, each write query's changes numbered by a
+ * durable commit sequence number ({@link ChangeSet#seq}): what a live page, a notification stream or
+ * a cache waits on instead of polling. Open it once, at start-up, with {@link Db#changeFeed}.
+ *
+ * <pre>{@code
+ * ChangeFeed<Integer, Integer> feed = db.changeFeed(worlds, 10_000);
+ * long seen = feed.lastSeq();
+ * while (true) {
+ *     await(feed.after(seen));                          // a fiber pauses, a thread blocks: no polling
+ *     for (ChangeSet<Integer, Integer> set : feed.read(seen, 100)) {
+ *         send(set);
+ *         seen = set.seq();
+ *     }
+ * }
+ * }</pre>
+ *
+ * <h2>How it works</h2>
+ * The writer thread records what a write query puts into and deletes from the table (only for a
+ * table with a feed: other tables cost nothing), and in the same LMDB transaction appends the
+ * query's {@link ChangeSet} to the feed's log (a table of its own, {@code kiln.changes.<table>}),
+ * keeping the last {@code window} sets. Only after the commit is durable (fsync) does it publish
+ * the sets: to the last few thousand kept in memory, to {@link #after}'s futures and to the
+ * {@link #watch}es. So nothing is ever published that was not committed, and a crash between the
+ * commit and the publishing loses nothing: the log has the sets, and a reader that resumes after its
+ * last sequence number gets them.
+ *
+ * <h2>Memory</h2>
+ * A waiting reader holds no queue of its own: it holds the sequence number it has seen and waits on
+ * one future shared by every reader ({@link #after}). A slow reader therefore costs nothing while it
+ * lags; once it lags by more than the window, {@link #read} tells it so ({@link DbException.Expired})
+ * and it must reload. The memory kept is the window's newest {@value #MAX_IN_MEMORY} sets at most;
+ * older ones are read from the log.
+ *
+ * <h2>Threads</h2>
+ * Every method may be called from any thread. {@link #after}'s futures and the watches complete on
+ * the database's writer thread: keep their callbacks short (a fiber's resume, a thread's unpark).
+ *
+ * @param <K> the table's key type; {@link #watch} compares keys with {@code equals}
+ * @param <V> the table's value type; a value put is delivered as put: do not change it afterwards
+ */
+public final class ChangeFeed<K, V> {
+    /** The most change sets kept in memory; older ones within the window are read from the log. */
+    static final int MAX_IN_MEMORY = 4096;
+    /** The prefix of a feed's log table's name. */
+    static final String LOG_PREFIX = "kiln.changes.";
+
+    private final Db db;
+    private final Table<K, V> table;
+    private final Table<Long, ChangeSet<K, V>> log;
+    private final int window;
+    /** The newest sets, set {@code s} at {@code s % ring.length}; read without a lock (see {@link #read}). */
+    private final ChangeSet<K, V>[] ring;
+    /** The newest published (durable) sequence number, 0 while the log is empty. Written by the writer thread only. */
+    private volatile long lastSeq;
+    /** The oldest sequence number still in the log (lastSeq + 1 while it is empty). */
+    private volatile long oldestSeq;
+    /** Completes at the next publish; replaced by a new one then. */
+    private volatile QueryFuture<Void> next = new QueryFuture<>();
+    /** Pending watches by key; guarded by itself. */
+    private final Map<K, List<Watch<K, V>>> watches = new HashMap<>();
+    // Writer thread only: the sequence numbers handed out in the batch being run, the sets published and not yet woken for.
+    private long staged;
+    private long stagedBatch = -1;
+    private final List<ChangeSet<K, V>> unannounced = new ArrayList<>();
+
+    @SuppressWarnings("unchecked")
+    ChangeFeed(Db db, Table<K, V> table, Table<Long, ChangeSet<K, V>> log, int window) {
+        this.db = db;
+        this.table = table;
+        this.log = log;
+        this.window = window;
+        this.ring = (ChangeSet<K, V>[]) new ChangeSet<?, ?>[Math.min(window, MAX_IN_MEMORY)];
+    }
+
+    /** @return the table whose changes this is */
+    public Table<K, V> table() {
+        return table;
+    }
+
+    /** @return how many of the newest change sets the log keeps: how far a reader may lag and resume */
+    public int window() {
+        return window;
+    }
+
+    /** @return the newest committed (durable) sequence number; 0 while nothing was recorded */
+    public long lastSeq() {
+        return lastSeq;
+    }
+
+    /** @return the oldest sequence number {@link #read} can still give ({@code lastSeq() + 1} while none is kept) */
+    public long oldestSeq() {
+        return oldestSeq;
+    }
+
+    /**
+     * @param seq a sequence number the caller has seen (0 for none)
+     * @return a future that completes once a change set newer than {@code seq} is durable: at once
+     *         when there is one already; else the one future every reader shares, completed (on the
+     *         writer thread) at the next publish, or failed with {@link DbException.Closed} when the
+     *         database closes. The same object until then, so a caller that waits again on it (after
+     *         a timeout) registers nothing new.
+     */
+    public QueryFuture<Void> after(long seq) {
+        QueryFuture<Void> f = next;  // read before lastSeq: publish writes lastSeq before it replaces next
+        if (lastSeq > seq || f.isDone()) {
+            if (f.isCompletedExceptionally()) return f;
+            QueryFuture<Void> done = new QueryFuture<>();
+            done.succeed(null);
+            return done;
+        }
+        return f;
+    }
+
+    /**
+     * The change sets after {@code seq}, oldest first, from memory or else from the log.
+     *
+     * @param seq a sequence number the caller has seen (0 for none: then every set kept)
+     * @param max the most sets to return, >= 1
+     * @return up to {@code max} sets with sequence numbers {@code seq + 1, seq + 2, ...}; empty when
+     *         there is none yet (wait with {@link #after})
+     * @throws DbException.Expired when {@code seq} is older than the window keeps (the caller lagged
+     *         by more than {@link #window()} sets) or newer than {@link #lastSeq()} (a number from
+     *         before a restore, or not from this feed): reload, then go on from {@link #lastSeq()}
+     */
+    public List<ChangeSet<K, V>> read(long seq, int max) {
+        if (max < 1) throw new IllegalArgumentException("max must be >= 1, got " + max);
+        long last = lastSeq;
+        if (seq > last) {
+            throw new DbException.Expired("sequence number " + seq + " is ahead of the feed of '" + table.name() + "', whose newest is "
+                + last + " (from before a restore, or from another feed): reload");
+        }
+        if (seq < oldestSeq - 1) {
+            throw new DbException.Expired(behind(seq));
+        }
+        int n = (int) Math.min(max, last - seq);
+        List<ChangeSet<K, V>> sets = new ArrayList<>(n);
+        for (long s = seq + 1; s <= seq + n; s++) {
+            ChangeSet<K, V> set = ring[(int) (s % ring.length)];
+            if (set == null || set.seq() != s) {
+                readLog(s, seq + n, sets);  // older than memory keeps, or overwritten since we looked
+                break;
+            }
+            sets.add(set);
+        }
+        return sets;
+    }
+
+    private void readLog(long from, long to, List<ChangeSet<K, V>> into) {
+        int before = into.size();
+        db.read(txn -> log.scan(txn, from, (s, set) -> {
+            if (s > to) return false;
+            into.add(new ChangeSet<>(s, set.committedAt(), set.changes()));  // the codec does not know the key
+            return true;
+        })).join();
+        if (into.size() == before || into.get(before).seq() != from) throw new DbException.Expired(behind(from - 1));
+    }
+
+    private String behind(long seq) {
+        return "sequence number " + seq + " is older than the feed of '" + table.name() + "' keeps (it keeps the last "
+            + window + ", from " + oldestSeq + "): reload";
+    }
+
+    /**
+     * Watches one key, as FoundationDB's {@code watch}: a future that completes with the first change
+     * set, committed after the snapshot of {@code txn}, that changes {@code key}. Read the value
+     * and watch it in the same read query, so no change between the two is missed:
+     * <pre>{@code
+     * var seen = db.read(txn -> new Seen(worlds.get(txn, id), feed.watch(txn, id))).join();
+     * ChangeSet<Integer, Integer> set = await(seen.watch());   // the next change of row id
+     * }</pre>
+     * A watch costs a map entry until it fires; cancel the future (or time out a copy of it) to give
+     * it up, which removes it.
+     *
+     * @param txn a read query's transaction
+     * @return the future; failed with {@link DbException.TooManyWatches} beyond
+     *         {@link Db.Builder#maxWatches} pending watches, with {@link DbException.Closed} when the
+     *         database closes first
+     * @throws IllegalStateException inside a write query (its changes are not committed yet)
+     */
+    public CompletableFuture<ChangeSet<K, V>> watch(Txn txn, K key) {
+        if (!txn.isReadOnly()) throw new IllegalStateException("watch() needs a read query's transaction: a write query's changes are not committed yet");
+        Long logged = log.lastKey(txn);
+        long seen = logged == null ? 0 : logged;
+        CompletableFuture<ChangeSet<K, V>> future = new CompletableFuture<>();
+        Watch<K, V> w = new Watch<>(key, seen, future);
+        synchronized (watches) {
+            if (lastSeq > seen) {  // published since the snapshot (rare: a few microseconds' window)
+                try {
+                    for (ChangeSet<K, V> set : read(seen, (int) Math.min(Integer.MAX_VALUE, lastSeq - seen))) {
+                        if (set.touches(key)) {
+                            future.complete(set);
+                            return future;
+                        }
+                    }
+                } catch (DbException.Expired e) {
+                    future.completeExceptionally(e);
+                    return future;
+                }
+            }
+            if (!db.reserveWatch()) {
+                future.completeExceptionally(new DbException.TooManyWatches("more than " + db.maxWatches()
+                    + " watches are pending (Db.builder(dir).maxWatches(n) raises the cap); give up some (cancel their futures)"));
+                return future;
+            }
+            watches.computeIfAbsent(key, k -> new ArrayList<>(1)).add(w);
+        }
+        future.whenComplete((set, failure) -> {
+            if (failure != null) forget(w);  // given up (cancelled, timed out) or the database closed
+        });
+        return future;
+    }
+
+    private void forget(Watch<K, V> w) {
+        synchronized (watches) {
+            List<Watch<K, V>> list = watches.get(w.key);
+            if (list != null && list.remove(w)) {
+                db.releaseWatch();
+                if (list.isEmpty()) watches.remove(w.key);
+            }
+        }
+    }
+
+    /**
+     * On the writer thread, inside the batch's transaction: numbers one write query's changes and
+     * appends them to the log, dropping the set that leaves the window.
+     *
+     * @param batch the writer's batch number: numbering restarts from {@link #lastSeq} in a new batch
+     *              (a batch that failed or is re-run published nothing)
+     */
+    ChangeSet<K, V> stage(long batch, Txn parent, List<ChangeSet.Change<K, V>> changes, long committedAt) {
+        if (stagedBatch != batch) {
+            stagedBatch = batch;
+            staged = lastSeq;
+        }
+        ChangeSet<K, V> set = new ChangeSet<>(++staged, committedAt, List.copyOf(changes));
+        log.put(parent, set.seq(), set);
+        if (set.seq() - window >= 1) log.delete(parent, set.seq() - window);
+        return set;
+    }
+
+    /** On the writer thread, once {@code set}'s commit is durable: keeps it, newest. Then {@link #wake}. */
+    void publish(ChangeSet<K, V> set) {
+        ring[(int) (set.seq() % ring.length)] = set;
+        oldestSeq = Math.max(oldestSeq, set.seq() - window + 1);
+        lastSeq = set.seq();
+        unannounced.add(set);
+    }
+
+    /**
+     * On the writer thread, after the batch's {@link #publish}es: completes the readers' shared future
+     * and the watches of the keys changed; nothing when nothing was published since the last call.
+     */
+    void wake() {
+        if (unannounced.isEmpty()) return;
+        List<ChangeSet<K, V>> published = List.copyOf(unannounced);
+        unannounced.clear();
+        QueryFuture<Void> waiting = next;
+        next = new QueryFuture<>();
+        List<Watch<K, V>> fired = null;
+        synchronized (watches) {
+            if (!watches.isEmpty()) {
+                for (ChangeSet<K, V> set : published) {
+                    for (ChangeSet.Change<K, V> c : set.changes()) {
+                        List<Watch<K, V>> list = watches.get(c.key());
+                        if (list == null) continue;
+                        for (int i = list.size() - 1; i >= 0; i--) {
+                            Watch<K, V> w = list.get(i);
+                            if (set.seq() <= w.seen) continue;
+                            list.remove(i);
+                            db.releaseWatch();
+                            if (fired == null) fired = new ArrayList<>();
+                            fired.add(w.firing(set));
+                        }
+                        if (list.isEmpty()) watches.remove(c.key());
+                    }
+                }
+            }
+        }
+        waiting.succeed(null);
+        if (fired != null) {
+            for (Watch<K, V> w : fired) w.future.complete(w.set);
+        }
+    }
+
+    /** Opens the feed: reads where the log is, within the write query that switches the table's recording on. */
+    void start(Txn txn) {
+        Long last = log.lastKey(txn);
+        Long first = log.firstKey(txn);
+        lastSeq = last == null ? 0 : last;
+        oldestSeq = first == null ? lastSeq + 1 : first;
+        // a smaller window than the log was kept with: drop what is beyond it now
+        while (first != null && first <= lastSeq - window) {
+            log.delete(txn, first);
+            first = log.firstKey(txn);
+            oldestSeq = first;
+        }
+    }
+
+    /** At {@link Db#close}: wakes every reader and watch with {@link DbException.Closed}. */
+    void close() {
+        DbException.Closed closed = new DbException.Closed("database " + db.directory() + " is closed");
+        next.fail(closed);
+        List<Watch<K, V>> all = new ArrayList<>();
+        synchronized (watches) {
+            for (List<Watch<K, V>> list : watches.values()) all.addAll(list);
+        }
+        for (Watch<K, V> w : all) w.future.completeExceptionally(closed);
+    }
+
+    @Override
+    public String toString() {
+        return "ChangeFeed(" + table.name() + ", last " + lastSeq + ", window " + window + ")";
+    }
+
+    /** A pending watch: the key, the sequence number its reader's snapshot had seen, the future. */
+    private static final class Watch<K, V> {
+        final K key;
+        final long seen;
+        final CompletableFuture<ChangeSet<K, V>> future;
+        ChangeSet<K, V> set;
+
+        Watch(K key, long seen, CompletableFuture<ChangeSet<K, V>> future) {
+            this.key = key;
+            this.seen = seen;
+            this.future = future;
+        }
+
+        Watch<K, V> firing(ChangeSet<K, V> set) {
+            this.set = set;
+            return this;
+        }
+    }
+
+    /**
+     * The log's encoding of a {@link ChangeSet}: committedAt (8 bytes), the number of changes (4), then
+     * per change the key's length (4) and bytes, the value's length (4; -1 for a delete) and bytes,
+     * in the table's own codecs.
+     */
+    static final class LogCodec<K, V> implements Codec<ChangeSet<K, V>> {
+        private final Codec<K> keys;
+        private final Codec<V> values;
+
+        LogCodec(Codec<K> keys, Codec<V> values) {
+            this.keys = keys;
+            this.values = values;
+        }
+
+        @Override
+        public int size(ChangeSet<K, V> set) {
+            int size = Long.BYTES + Integer.BYTES;
+            for (ChangeSet.Change<K, V> c : set.changes()) {
+                size += 2 * Integer.BYTES + keys.size(c.key()) + (c.deleted() ? 0 : values.size(c.value()));
+            }
+            return size;
+        }
+
+        @Override
+        public void write(ChangeSet<K, V> set, ByteBuffer out) {
+            out.putLong(set.committedAt()).putInt(set.changes().size());
+            for (ChangeSet.Change<K, V> c : set.changes()) {
+                out.putInt(keys.size(c.key()));
+                keys.write(c.key(), out);
+                if (c.deleted()) {
+                    out.putInt(-1);
+                } else {
+                    out.putInt(values.size(c.value()));
+                    values.write(c.value(), out);
+                }
+            }
+        }
+
+        /** Reads a set with sequence number 0: the number is the log's key, which the reader adds. */
+        @Override
+        public ChangeSet<K, V> read(ByteBuffer in) {
+            long committedAt = in.getLong();
+            int n = in.getInt();
+            List<ChangeSet.Change<K, V>> changes = new ArrayList<>(n);
+            for (int i = 0; i < n; i++) {
+                K key = keys.read(slice(in, in.getInt()));
+                int valueSize = in.getInt();
+                changes.add(new ChangeSet.Change<>(key, valueSize < 0 ? null : values.read(slice(in, valueSize))));
+            }
+            return new ChangeSet<>(0, committedAt, changes);
+        }
+
+        private static ByteBuffer slice(ByteBuffer in, int length) {
+            ByteBuffer part = in.slice(in.position(), length).order(in.order());
+            in.position(in.position() + length);
+            return part;
+        }
+    }
+}

@@ -1,0 +1,226 @@
+package kiln.db;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The change feed: committed write queries in order, numbered durably, waited on without polling; watches on keys. */
+class ChangeFeedTest {
+    @TempDir Path dir;
+    Db db;
+    Table<Integer, Integer> table;
+
+    @AfterEach
+    void close() {
+        if (db != null) db.close();
+    }
+
+    private ChangeFeed<Integer, Integer> open(int window) {
+        db = Db.builder(dir).maxWatches(3).open();
+        table = db.table("t", Codec.INT, Codec.INT);
+        return db.changeFeed(table, window);
+    }
+
+    private void put(int k, int v) {
+        db.write(txn -> { table.put(txn, k, v); return null; }).join();
+    }
+
+    @Test
+    void eachWriteQueryIsOneNumberedSetOfItsChangesInOrder() {
+        ChangeFeed<Integer, Integer> feed = open(100);
+        assertEquals(0, feed.lastSeq());
+        put(1, 10);
+        db.write(txn -> {
+            table.put(txn, 2, 20);
+            table.put(txn, 3, 30);
+            table.delete(txn, 1);
+            return null;
+        }).join();
+        assertEquals(2, feed.lastSeq());
+        List<ChangeSet<Integer, Integer>> sets = feed.read(0, 10);
+        assertEquals(List.of(1L, 2L), sets.stream().map(ChangeSet::seq).toList());
+        assertEquals(List.of(new ChangeSet.Change<>(1, 10)), sets.get(0).changes());
+        assertEquals(List.of(new ChangeSet.Change<>(2, 20), new ChangeSet.Change<>(3, 30), new ChangeSet.Change<>(1, null)),
+            sets.get(1).changes());
+        assertTrue(sets.get(1).changes().get(2).deleted());
+        assertTrue(sets.get(1).committedAt() > 1_700_000_000_000_000L, "microseconds since the epoch");
+        assertEquals(List.of(2L), feed.read(1, 10).stream().map(ChangeSet::seq).toList());
+        assertEquals(List.of(), feed.read(2, 10));
+        assertEquals(1, feed.read(0, 1).size(), "at most max sets");
+    }
+
+    @Test
+    void aRolledBackQueryIsNotRecordedAndItsBatchMatesAre() throws Exception {
+        ChangeFeed<Integer, Integer> feed = open(100);
+        WriterGate gate = new WriterGate(db);
+        QueryFuture<Object> first;
+        QueryFuture<Object> failing;
+        QueryFuture<Object> third;
+        try {
+            first = db.write(txn -> { table.put(txn, 1, 1); return null; });
+            failing = db.write(txn -> {
+                table.put(txn, 2, 2);
+                throw new IllegalStateException("rolled back");
+            });
+            third = db.write(txn -> { table.put(txn, 3, 3); return null; });
+        } finally {
+            gate.open();
+        }
+        first.join();
+        third.join();
+        assertThrows(CompletionException.class, failing::join);
+        List<ChangeSet<Integer, Integer>> sets = feed.read(0, 10);
+        assertEquals(List.of(1, 3), sets.stream().map(s -> s.changes().get(0).key()).toList());
+        assertEquals(List.of(1L, 2L), sets.stream().map(ChangeSet::seq).toList(), "no gap for the rolled-back query");
+    }
+
+    @Test
+    void writesToOtherTablesAreNotRecorded() {
+        ChangeFeed<Integer, Integer> feed = open(100);
+        Table<Integer, Integer> other = db.table("other", Codec.INT, Codec.INT);
+        db.write(txn -> { other.put(txn, 1, 1); return null; }).join();
+        assertEquals(0, feed.lastSeq());
+        assertNull(other.feed(), "a table without a feed records nothing");
+    }
+
+    @Test
+    void afterCompletesOnlyOnceANewerSetIsDurable() throws Exception {
+        ChangeFeed<Integer, Integer> feed = open(100);
+        QueryFuture<Void> waiting = feed.after(0);
+        assertFalse(waiting.isDone());
+        assertSame(waiting, feed.after(0), "every reader waits on the same future: waiting again registers nothing new");
+        put(1, 1);
+        waiting.get(10, TimeUnit.SECONDS);
+        assertTrue(feed.after(0).isDone(), "a newer set exists: done at once");
+        assertFalse(feed.after(1).isDone());
+    }
+
+    @Test
+    void aReaderThatLagsBeyondTheWindowIsToldToReloadAndAReaderAheadToo() {
+        ChangeFeed<Integer, Integer> feed = open(5);
+        for (int i = 1; i <= 8; i++) put(i, i);
+        assertEquals(4, feed.oldestSeq());
+        assertEquals(List.of(4L, 5L, 6L, 7L, 8L), feed.read(3, 10).stream().map(ChangeSet::seq).toList());
+        DbException.Expired behind = assertThrows(DbException.Expired.class, () -> feed.read(2, 10));
+        assertTrue(behind.getMessage().contains("older than the feed of 't' keeps"), behind.getMessage());
+        DbException.Expired ahead = assertThrows(DbException.Expired.class, () -> feed.read(9, 10));
+        assertTrue(ahead.getMessage().contains("ahead"), ahead.getMessage());
+    }
+
+    @Test
+    void numberingAndTheWindowSurviveAReopenAndOldSetsComeFromTheLog() {
+        open(50);
+        for (int i = 1; i <= 30; i++) put(i, i * 10);
+        db.close();
+        db = Db.open(dir);
+        table = db.table("t", Codec.INT, Codec.INT);
+        ChangeFeed<Integer, Integer> feed = db.changeFeed(table, 20);  // a smaller window than before
+        assertEquals(30, feed.lastSeq());
+        assertEquals(11, feed.oldestSeq());
+        List<ChangeSet<Integer, Integer>> fromLog = feed.read(25, 10);
+        assertEquals(List.of(26L, 27L, 28L, 29L, 30L), fromLog.stream().map(ChangeSet::seq).toList());
+        assertEquals(new ChangeSet.Change<>(26, 260), fromLog.get(0).changes().get(0));
+        assertTrue(fromLog.get(0).committedAt() > 0);
+        assertThrows(DbException.Expired.class, () -> feed.read(9, 10));
+        put(99, 99);
+        assertEquals(31, feed.lastSeq());
+    }
+
+    @Test
+    void setsBeyondWhatMemoryKeepsAreReadFromTheLog() {
+        ChangeFeed<Integer, Integer> feed = open(ChangeFeed.MAX_IN_MEMORY + 100);
+        db.write(txn -> {
+            for (int i = 0; i < ChangeFeed.MAX_IN_MEMORY + 50; i++) table.put(txn, i, i);
+            return null;
+        }).join();
+        for (int i = 0; i < ChangeFeed.MAX_IN_MEMORY + 50; i++) {
+            int k = i;
+            db.write(txn -> { table.put(txn, k, -k); return null; });
+        }
+        put(-1, -1);  // after every queued write
+        List<ChangeSet<Integer, Integer>> sets = feed.read(1, 20);
+        assertEquals(20, sets.size());
+        for (int i = 0; i < 20; i++) {
+            assertEquals(2 + i, sets.get(i).seq());
+            assertEquals(new ChangeSet.Change<>(i, -i), sets.get(i).changes().get(0));
+        }
+    }
+
+    @Test
+    void aWatchFiresAtTheFirstCommittedChangeOfItsKeyOnly() throws Exception {
+        ChangeFeed<Integer, Integer> feed = open(100);
+        put(1, 1);
+        CompletableFuture<ChangeSet<Integer, Integer>> watch = db.read(txn -> feed.watch(txn, 1)).join();
+        put(2, 2);
+        assertFalse(watch.isDone(), "another key changed");
+        put(1, 11);
+        ChangeSet<Integer, Integer> set = watch.get(10, TimeUnit.SECONDS);
+        assertEquals(3, set.seq());
+        assertEquals(new ChangeSet.Change<>(1, 11), set.changes().get(0));
+    }
+
+    @Test
+    void aChangeBetweenTheReadAndTheWatchIsNotMissed() throws Exception {
+        ChangeFeed<Integer, Integer> feed = open(100);
+        put(1, 1);
+        CompletableFuture<ChangeSet<Integer, Integer>> watch = db.read(txn -> {
+            table.get(txn, 1);
+            put(1, 2);  // commits after this snapshot, before the watch
+            return feed.watch(txn, 1);
+        }).join();
+        assertTrue(watch.isDone(), "the value read is already stale: the watch fires at once");
+        assertEquals(2, watch.get().seq());
+    }
+
+    @Test
+    void watchesAreCappedAndAGivenUpWatchFreesItsPlace() {
+        ChangeFeed<Integer, Integer> feed = open(100);
+        List<CompletableFuture<ChangeSet<Integer, Integer>>> watches = db.read(txn ->
+            List.of(feed.watch(txn, 1), feed.watch(txn, 2), feed.watch(txn, 3))).join();
+        CompletableFuture<ChangeSet<Integer, Integer>> fourth = db.read(txn -> feed.watch(txn, 4)).join();
+        CompletionException refused = assertThrows(CompletionException.class, fourth::join);
+        assertTrue(refused.getCause() instanceof DbException.TooManyWatches, refused.toString());
+        watches.get(0).cancel(false);
+        CompletableFuture<ChangeSet<Integer, Integer>> again = db.read(txn -> feed.watch(txn, 4)).join();
+        assertFalse(again.isDone(), "the cancelled watch's place was free");
+        put(4, 4);
+        assertEquals(4, again.join().changes().get(0).key());
+        put(2, 2);
+        assertTrue(watches.get(1).isDone(), "a fired watch frees its place too");
+    }
+
+    @Test
+    void closingFailsTheWaitingReadersAndWatches() {
+        ChangeFeed<Integer, Integer> feed = open(100);
+        QueryFuture<Void> waiting = feed.after(0);
+        CompletableFuture<ChangeSet<Integer, Integer>> watch = db.read(txn -> feed.watch(txn, 1)).join();
+        db.close();
+        assertTrue(assertThrows(CompletionException.class, waiting::join).getCause() instanceof DbException.Closed);
+        assertTrue(assertThrows(CompletionException.class, watch::join).getCause() instanceof DbException.Closed);
+        assertTrue(feed.after(0).isCompletedExceptionally(), "a reader that waits after close learns it at once");
+    }
+
+    @Test
+    void aTableWithAFeedIsOneObject() {
+        open(100);
+        assertSame(table, db.table("t", Codec.INT, Codec.INT));
+        IllegalStateException e = assertThrows(IllegalStateException.class, () -> db.table("t", Codec.INT, Codec.LONG));
+        assertTrue(e.getMessage().contains("open the table once"), e.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> db.changeFeed(table, 7));
+        CompletionException inWrite = assertThrows(CompletionException.class, () -> db.write(txn -> table.feed().watch(txn, 1)).join());
+        assertTrue(inWrite.getCause() instanceof IllegalStateException, inWrite.toString());
+    }
+}
