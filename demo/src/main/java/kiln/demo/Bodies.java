@@ -1,5 +1,8 @@
 package kiln.demo;
 
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -31,6 +34,16 @@ public final class Bodies {
 
         public Message(String message) {
             this.message = message;
+        }
+    }
+
+    /** @return the {@code /live} page (UTF-8 HTML, the resource {@code kiln/demo/live.html}): a table fed by {@code /updates/events} */
+    public static byte[] livePage() {
+        try (InputStream in = Bodies.class.getResourceAsStream("live.html")) {
+            if (in == null) throw new IllegalStateException("resource kiln/demo/live.html is missing from the demo's jar");
+            return in.readAllBytes();
+        } catch (IOException e) {
+            throw new UncheckedIOException("reading kiln/demo/live.html", e);
         }
     }
 

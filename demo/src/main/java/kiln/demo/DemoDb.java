@@ -45,6 +45,8 @@ public final class DemoDb {
     private final Db db;
     private final Table<Integer, Integer> worlds;
     private final Table<Integer, String> fortunes;
+    /** The World table's committed changes (set when the tables are filled), behind the live endpoints. */
+    private LiveWorlds live;
 
     private DemoDb(Db db) {
         this.db = db;
@@ -69,7 +71,13 @@ public final class DemoDb {
             }).join();
             LOG.info("created the demo schema in " + db.directory() + ": " + WORLD_ROWS + " worlds, " + FORTUNES.length + " fortunes");
         }
+        demo.live = new LiveWorlds(db.changeFeed(demo.worlds, LiveWorlds.WINDOW));  // after the filling: not an event
         return demo;
+    }
+
+    /** @return the World table's live events ({@code /updates/events}, {@code /worlds/{id}/events}) */
+    LiveWorlds live() {
+        return live;
     }
 
     /** @return the database these tables live in */

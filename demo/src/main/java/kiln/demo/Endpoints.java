@@ -5,6 +5,7 @@ import java.util.List;
 
 import kiln.http.Http;
 import kiln.http.Reply;
+import kiln.http.ServerSentEvents;
 import kiln.server.AbstractRouter;
 import kiln.server.Metrics;
 import kiln.server.Step;
@@ -42,6 +43,12 @@ public final class Endpoints {
                 int id = Params.worldId(request.pathParam("id"));
                 return Step.of(fresh(Reply.json(demo.readWorld(id))));
             }),
+        get("/worlds/{id}/events", "/worlds/42/events", "server-sent events: every committed change of that row (curl -N)",
+            (demo, router) -> request -> {
+                int id = Params.worldId(request.pathParam("id"));
+                LiveWorlds live = demo.live();
+                return Step.of(ServerSentEvents.reply(live.subscriber(ServerSentEvents.lastEventId(request, live.lastSeq()), id)));
+            }),
         get("/queries?queries=N", "/queries?queries=20", "N random rows (1..500)",
             (demo, router) -> request -> Step.of(fresh(Reply.json(demo.readRandomWorlds(Params.queries(request.param("queries"))))))),
         get("/updates?queries=N", "/updates?queries=20", "N rows updated durably",
@@ -49,6 +56,16 @@ public final class Endpoints {
                 World[] rows = demo.readRandomWorlds(Params.queries(request.param("queries")));
                 return Step.after(demo.db().write(demo.updateWithNewRandomNumbers(rows)),
                     updated -> Step.of(fresh(Reply.json(updated))));  // answered once the commit is durable
+            }),
+        get("/updates/events", "/updates/events", "server-sent events: every committed /updates, id = its commit sequence number",
+            (demo, router) -> request -> {
+                LiveWorlds live = demo.live();
+                return Step.of(ServerSentEvents.reply(live.subscriber(ServerSentEvents.lastEventId(request, live.lastSeq()), null)));
+            }),
+        get("/live", "/live", "a page whose table follows /updates/events live (EventSource)",
+            (demo, router) -> {
+                Step page = Step.of(Reply.ok(Http.TEXT_HTML, Bodies.livePage()));
+                return request -> page;
             }),
         get("/cached-queries?count=N", "/cached-queries?count=20", "N random rows from an in-memory cache (1..500)",
             (demo, router) -> {

@@ -16,6 +16,7 @@ import kiln.server.AbstractRouter.Exchange;
 import kiln.server.Step;
 import kiln.server.StepHandler;
 import kiln.server.StepRouter;
+import kiln.server.Streaming;
 import org.eclipse.jetty.server.Response;
 
 /**
@@ -62,7 +63,7 @@ final class KilnServlet extends FiberHttpServlet {
         } catch (InterruptedException e) {
             reply = interrupted(request, e);
         }
-        exchange.answer(reply);
+        reply = exchange.answer(Streaming.unlessStreamed(reply, "comsat"));
         Responses.send(request, (Response) response, reply);
     }
 

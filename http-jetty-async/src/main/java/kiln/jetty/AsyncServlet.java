@@ -15,6 +15,7 @@ import kiln.server.AbstractRouter.Exchange;
 import kiln.server.StepHandler;
 import kiln.server.StepRouter;
 import kiln.server.WorkerPool;
+import kiln.server.Streaming;
 import org.eclipse.jetty.ee10.servlet.HttpOutput;
 import org.eclipse.jetty.ee10.servlet.ServletContextResponse;
 import org.eclipse.jetty.util.Callback;
@@ -63,7 +64,7 @@ final class AsyncServlet extends HttpServlet {
     }
 
     private static void send(AsyncContext async, HttpServletRequest request, Exchange<StepHandler> exchange, Reply answer) {
-        Reply reply = Responses.negotiated(request, exchange.answer(answer));
+        Reply reply = Responses.negotiated(request, exchange.answer(Streaming.unlessStreamed(answer, "jetty-async")));
         try {
             HttpServletResponse response = (HttpServletResponse) async.getResponse();
             Responses.head(request, response, reply);

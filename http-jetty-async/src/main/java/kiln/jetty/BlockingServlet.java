@@ -1,16 +1,21 @@
 package kiln.jetty;
 
 import java.io.IOException;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 
+import jakarta.servlet.ServletOutputStream;
 import jakarta.servlet.http.HttpServlet;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
 
+import kiln.http.BodyStream;
 import kiln.http.Reply;
 import kiln.server.AbstractRouter.Exchange;
 import kiln.server.Step;
 import kiln.server.StepHandler;
 import kiln.server.StepRouter;
+import kiln.server.Streaming;
 
 /**
  * The blocking baseline: the classic servlet. Each request holds one of Jetty's pool threads from
@@ -21,6 +26,9 @@ final class BlockingServlet extends HttpServlet {
     private static final long serialVersionUID = 1L;
 
     private final transient StepRouter router;
+    /** Wakes the wait of each stream being sent, so a stop ends it. */
+    private final transient Set<Runnable> streams = ConcurrentHashMap.newKeySet();
+    private volatile boolean stopping;
 
     /** @param router the routes (the demo's endpoints) */
     BlockingServlet(StepRouter router) {
@@ -33,6 +41,62 @@ final class BlockingServlet extends HttpServlet {
         Exchange<StepHandler> exchange = router.begin(request.getMethod(), request.getRequestURI(), request.getQueryString());
         Reply reply = Responses.negotiated(request, exchange.answer(Step.runBlocking(StepRouter.firstStep(exchange))));
         Responses.head(request, response, reply);
-        response.getOutputStream().write(reply.body);
+        if (reply.stream == null) {
+            response.getOutputStream().write(reply.body);
+        } else if (!"HEAD".equals(request.getMethod())) {
+            stream(response, reply.stream, exchange.request().routeName());
+        }
+    }
+
+    /**
+     * Sends a streamed body on this thread, which parks between parts ({@link Streaming#runBlocking}):
+     * each part is one flush, so one chunk (Jetty chunks a body without Content-Length on HTTP/1.1,
+     * and ends it with the connection on HTTP/1.0). With {@code --mode loom} the thread is virtual; in
+     * blocking mode every subscriber holds a pool thread.
+     */
+    private void stream(HttpServletResponse response, BodyStream body, String name) throws IOException {
+        ServletOutputStream out = response.getOutputStream();
+        out.flush();  // the head goes out at once
+        Runnable[] wake = new Runnable[1];
+        router.metrics().streamStarted();
+        String reason = Streaming.CLIENT;
+        try {
+            reason = Streaming.runBlocking(body, new Streaming.Sink() {
+                @Override
+                public void part(byte[] bytes, int length) throws IOException {
+                    if (length == 0) return;
+                    out.write(bytes, 0, length);
+                    out.flush();
+                }
+
+                @Override
+                public void end() {
+                    // the servlet's return ends the body: Jetty writes the last chunk
+                }
+
+                @Override
+                public boolean stopped() {
+                    return stopping;
+                }
+
+                @Override
+                public void whenStopped(Runnable w) {
+                    wake[0] = w;
+                    streams.add(w);
+                    if (stopping) w.run();
+                }
+            }, name);
+        } finally {
+            if (wake[0] != null) streams.remove(wake[0]);
+            router.metrics().streamEnded(reason);
+        }
+        // Jetty aborts a response whose servlet threw after committing it: the client sees a cut body, not a complete one
+        if (reason.equals(Streaming.ERROR)) throw new IOException("the streamed body of " + name + " failed (logged above)");
+    }
+
+    /** Ends every stream being sent at its next step, and any started later: before Jetty's graceful stop waits for them. */
+    void stopStreams() {
+        stopping = true;
+        for (Runnable wake : streams) wake.run();
     }
 }

@@ -73,6 +73,8 @@ final class JettyServer implements Launcher.Server {
     /** async mode only, else null */
     private final WorkerPool workerPool;
     private final NetworkConnectionLimit connectionLimit;
+    /** The servlet every request runs: async, blocking (also for loom), or a test's. */
+    private final HttpServlet servlet;
     private final long headerTimeoutMs;
     private ConnectionWatch<EndPoint> watch;
 
@@ -133,7 +135,6 @@ final class JettyServer implements Launcher.Server {
         server.addBean(connectionLimit);
         headerTimeoutMs = options.headerTimeoutMs;
 
-        HttpServlet servlet;
         StepRouter router = testServlet != null ? null : Endpoints.addTo(new StepRouter(options.metrics(demo.db())), demo);
         if (testServlet != null) {
             workerPool = null;
@@ -188,6 +189,7 @@ final class JettyServer implements Launcher.Server {
     @Override
     public void stop(long graceMillis) {
         if (watch != null) watch.stop();
+        if (servlet instanceof BlockingServlet blocking) blocking.stopStreams();
         server.setStopTimeout(graceMillis);
         try {
             server.stop();

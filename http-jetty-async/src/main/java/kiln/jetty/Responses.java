@@ -80,7 +80,8 @@ final class Responses {
         fields.put(HttpHeader.DATE, HttpDate.now());
         if (reply.contentType != null) fields.put(CONTENT_TYPES.computeIfAbsent(reply.contentType, Responses::contentType));
         for (int i = 0; i < reply.headerCount(); i++) fields.add(reply.headerName(i), reply.headerValue(i));
-        if (reply.status != 204) fields.put(HttpHeader.CONTENT_LENGTH, Integer.toString(reply.body.length));
+        // a streamed body has no length: Jetty chunks it (HTTP/1.1) or ends it with the connection (HTTP/1.0)
+        if (reply.status != 204 && reply.stream == null) fields.put(HttpHeader.CONTENT_LENGTH, Integer.toString(reply.body.length));
     }
 
     /**

@@ -4,14 +4,20 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.SocketChannel;
+import java.util.concurrent.CompletableFuture;
+import java.util.function.BiConsumer;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
+import kilim.Cell;
 import kilim.Pausable;
 import kilim.PauseReason;
 import kilim.Task;
+import kiln.http.BodyOutput;
+import kiln.http.BodyStream;
 import kiln.http.Connection;
 import kiln.http.Request;
+import kiln.server.Streaming;
 
 /**
  * The fiber that serves one connection while it has work: the {@link Poller} starts it when bytes
@@ -84,7 +90,12 @@ final class ConnectionFiber extends Task<Object> implements PauseReason {
             Request request;
             while ((request = c.next()) != null) {
                 c.answer(request, server.respond(request));
-                if (c.outputFull()) flush();
+                BodyStream body = c.takeStream();
+                if (body != null) {
+                    stream(body, request);
+                } else if (c.outputFull()) {
+                    flush();
+                }
             }
             if (c.hasOutput()) flush();
             if (c.closing()) {
@@ -109,6 +120,66 @@ final class ConnectionFiber extends Task<Object> implements PauseReason {
                 c.releaseIfIdle();
                 return server.poller().await(key, SelectionKey.OP_READ, c);
             }
+        }
+    }
+
+    /**
+     * Sends a streamed body part by part ({@link Connection#takeStream}): the loop of
+     * {@link Streaming#runBlocking}, with this fiber paused where a thread would park. While the body
+     * waits the fiber holds no buffer and no deadline runs; it is woken by the body's future, by
+     * the keep-alive timer, or by the server's stop.
+     */
+    private void stream(BodyStream body, Request request) throws Pausable, IOException {
+        flush();  // the head goes out at once
+        server.streamStarted();
+        String reason = Streaming.CLIENT;
+        try {
+            reason = sendParts(body, request);
+        } finally {
+            if (!reason.equals(Streaming.COMPLETE) && !reason.equals(Streaming.STOP)) connection.abortStream();
+            server.streamEnded(reason);
+        }
+    }
+
+    /** @return why the stream ended, one of {@link Streaming}'s reasons */
+    private String sendParts(BodyStream body, Request request) throws Pausable {
+        Connection c = connection;
+        Cell<Boolean> wake = new Cell<>();
+        c.streamStarted(() -> wake.putnb(Boolean.TRUE));
+        BiConsumer<Object, Throwable> onDone = (result, failure) -> wake.putnb(Boolean.TRUE);
+        try {
+            CompletableFuture<?> armed = null;
+            while (true) {
+                BodyOutput part = new BodyOutput();
+                CompletableFuture<?> next;
+                try {
+                    next = body.poll(part);
+                } catch (Exception | Error e) {
+                    return Streaming.failed(request.routeName(), e);
+                }
+                c.appendPart(part.array(), part.length());
+                if (c.hasOutput()) flush();
+                if (next == null) break;
+                while (!next.isDone() && !c.streamStopped()) {
+                    if (armed != next) {
+                        next.whenComplete(onDone);  // once per future: a keep-alive's wait registers nothing new
+                        armed = next;
+                    }
+                    if (wake.get(body.keepAliveMillis()) == null && !next.isDone() && !c.streamStopped()) {
+                        byte[] keepAlive = body.keepAlive();
+                        if (keepAlive != null) {
+                            c.appendPart(keepAlive, keepAlive.length);
+                            flush();
+                        }
+                    }
+                }
+                if (c.streamStopped()) break;
+            }
+            c.endStream();
+            flush();
+            return c.streamStopped() ? Streaming.STOP : Streaming.COMPLETE;
+        } catch (IOException e) {
+            return c.writeTimedOut() ? Streaming.TIMEOUT : Streaming.CLIENT;
         }
     }
 

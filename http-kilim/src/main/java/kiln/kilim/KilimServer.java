@@ -243,6 +243,18 @@ public final class KilimServer implements Launcher.Server {
         }
     }
 
+    /** A connection fiber begins a streamed body: a graceful stop waits for it (after waking it), the metrics count it. */
+    void streamStarted() {
+        connections.requestStarted();
+        router.metrics().streamStarted();
+    }
+
+    /** @param reason why the streamed body ended ({@link kiln.server.Streaming}) */
+    void streamEnded(String reason) {
+        router.metrics().streamEnded(reason);
+        connections.requestEnded();
+    }
+
     /**
      * The database's guard against {@code join()} on an unfinished future in fiber code (installed at
      * {@link #start}): on a Kilim carrier thread that would block the carrier and every fiber on it.

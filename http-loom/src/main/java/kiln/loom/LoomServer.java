@@ -11,7 +11,9 @@ import java.util.concurrent.ThreadFactory;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
+import kiln.http.BodyStream;
 import kiln.server.Launcher;
+import kiln.server.Streaming;
 import kiln.http.Limits;
 import kiln.http.Reply;
 import kiln.server.VirtualThreads;
@@ -200,7 +202,12 @@ public final class LoomServer implements Launcher.Server {
                 Request request;
                 while ((request = c.next()) != null) {
                     c.answer(request, respond(request));
-                    if (c.outputFull()) flush(c);
+                    BodyStream body = c.takeStream();
+                    if (body != null) {
+                        stream(c, body, request);
+                    } else if (c.outputFull()) {
+                        flush(c);
+                    }
                 }
                 if (c.hasOutput()) flush(c);
                 if (c.closing()) {
@@ -221,6 +228,48 @@ public final class LoomServer implements Launcher.Server {
         } finally {
             Connections.closeQuietly(ch);
             connections.closed(c);
+        }
+    }
+
+    /** Sends a streamed body on this virtual thread, which parks between parts ({@link Streaming#runBlocking}). */
+    private void stream(Connection c, BodyStream body, Request request) throws IOException {
+        flush(c);  // the head goes out at once
+        connections.requestStarted();  // a graceful stop waits for the stream to end (it wakes it first)
+        router.metrics().streamStarted();
+        String reason = Streaming.CLIENT;
+        try {
+            reason = Streaming.runBlocking(body, new Streaming.Sink() {
+                @Override
+                public void part(byte[] bytes, int length) throws IOException {
+                    c.appendPart(bytes, length);
+                    if (c.hasOutput()) flush(c);
+                }
+
+                @Override
+                public void end() throws IOException {
+                    c.endStream();
+                    flush(c);
+                }
+
+                @Override
+                public boolean stopped() {
+                    return c.streamStopped();
+                }
+
+                @Override
+                public void whenStopped(Runnable wake) {
+                    c.streamStarted(wake);
+                }
+
+                @Override
+                public String writeFailed() {
+                    return c.writeTimedOut() ? Streaming.TIMEOUT : Streaming.CLIENT;
+                }
+            }, request.routeName());
+        } finally {
+            if (reason.equals(Streaming.ERROR) || reason.equals(Streaming.CLIENT) || reason.equals(Streaming.TIMEOUT)) c.abortStream();
+            router.metrics().streamEnded(reason);
+            connections.requestEnded();
         }
     }
 

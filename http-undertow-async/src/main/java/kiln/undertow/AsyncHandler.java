@@ -11,6 +11,7 @@ import kiln.server.AbstractRouter.Exchange;
 import kiln.server.StepHandler;
 import kiln.server.StepRouter;
 import kiln.server.WorkerPool;
+import kiln.server.Streaming;
 
 /**
  * The async mode. Threading rule: the IO thread only parses the request and queues the exchange to
@@ -48,8 +49,8 @@ final class AsyncHandler implements HttpHandler {
         workers.run(StepRouter.firstStep(started), reply -> send(exchange, started, reply));
     }
 
-    private static void send(HttpServerExchange exchange, Exchange<StepHandler> started, Reply reply) {
-        started.answer(reply);
+    private static void send(HttpServerExchange exchange, Exchange<StepHandler> started, Reply answer) {
+        Reply reply = started.answer(Streaming.unlessStreamed(answer, "undertow-async"));
         try {
             Exchanges.send(exchange, reply);
         } catch (RuntimeException e) {

@@ -11,6 +11,7 @@ import kiln.server.AbstractRouter.Exchange;
 import kiln.server.Step;
 import kiln.server.StepHandler;
 import kiln.server.StepRouter;
+import kiln.server.Streaming;
 import org.xnio.IoUtils;
 import org.xnio.channels.StreamSourceChannel;
 
@@ -49,7 +50,7 @@ final class ThreadPerRequestHandler implements HttpHandler {
             return;
         }
         Exchange<StepHandler> started = router.begin(exchange.getRequestMethod().toString(), Exchanges.rawPath(exchange), exchange.getQueryString());
-        Reply reply = started.answer(Step.runBlocking(StepRouter.firstStep(started)));
+        Reply reply = started.answer(Streaming.unlessStreamed(Step.runBlocking(StepRouter.firstStep(started)), "undertow-blocking"));
         Exchanges.send(exchange, reply);
     }
 

@@ -100,6 +100,13 @@ public final class Connection {
     private long deadlineBeforeWrite;
     /** The request whose handler runs now, or null; read by watchers on other threads. */
     private volatile Request current;
+    /** The streamed body answered and not yet taken by the front end ({@link #takeStream}), or null. */
+    private BodyStream stream;
+    /** Whether the streamed body being sent is chunked (HTTP/1.1) or ends with the connection (HTTP/1.0). */
+    private boolean chunked;
+    /** Wakes the front end's wait in a streamed body, so it ends the stream; null while none is sent. */
+    private volatile Runnable streamWake;
+    private volatile boolean streamStopped;
 
     /**
      * What a connection needs of the server that owns it: its timeouts and whether it is stopping.
@@ -168,8 +175,86 @@ public final class Connection {
         current = null;
         boolean keepAlive = request.keepAlive() && !server.isStopping();
         if (reply.status >= 400) reply = reply.negotiated(request.header("Accept"));
-        ResponseWriter.write(out, request.minorVersion(), reply, keepAlive, "HEAD".equals(request.method()));
+        boolean head = "HEAD".equals(request.method());
+        if (reply.stream != null && !head) {
+            stream = reply.stream;
+            chunked = request.minorVersion() >= 1;
+            if (!chunked) keepAlive = false;  // an HTTP/1.0 client learns the body's end from the close
+        }
+        ResponseWriter.write(out, request.minorVersion(), reply, keepAlive, head);
         if (!keepAlive) close = true;
+    }
+
+    /**
+     * After {@link #answer}: the streamed body the reply has ({@link Reply#stream}), which the front
+     * end now sends part by part, in its own way of waiting:
+     * <pre>{@code
+     * BodyStream body = c.takeStream();
+     * if (body != null) {
+     *     flush(c);                                        // the head goes out at once
+     *     c.streamStarted(wake);                           // how a stop wakes the wait below
+     *     while (true) {
+     *         BodyOutput part = new BodyOutput();
+     *         CompletableFuture<?> next = body.poll(part);
+     *         c.appendPart(part); flush(c);
+     *         if (next == null || c.streamStopped()) break;
+     *         wait for next, at most body.keepAliveMillis(); then c.appendPart(body.keepAlive()) if silent
+     *     }
+     *     c.endStream(); flush(c);                         // the last chunk; the connection goes on or closes
+     * }
+     * }</pre>
+     * No deadline runs while the body waits, only while a part is written ({@link #startWrite}).
+     *
+     * @return the streamed body to send, or null when the reply had none (or was to HEAD)
+     */
+    public BodyStream takeStream() {
+        BodyStream s = stream;
+        stream = null;
+        return s;
+    }
+
+    /** @param wake wakes the front end's wait in the streamed body, so that it sees {@link #streamStopped()}; from any thread */
+    public void streamStarted(Runnable wake) {
+        streamWake = wake;
+        if (streamStopped) wake.run();  // stopped before the wake was known
+    }
+
+    /** @return true when the server stops: end the streamed body now ({@link #endStream}), and the connection closes after it */
+    public boolean streamStopped() {
+        return streamStopped;
+    }
+
+    /** Appends one part of the streamed body (a chunk on HTTP/1.1); nothing when it is empty. */
+    public void appendPart(byte[] bytes, int length) {
+        ResponseWriter.part(out, bytes, 0, length, chunked);
+    }
+
+    /**
+     * Ends the streamed body: the last chunk on HTTP/1.1; an HTTP/1.0 body ends with the connection.
+     * The connection closes after it when the server stops.
+     */
+    public void endStream() {
+        streamWake = null;
+        if (chunked) ResponseWriter.lastChunk(out);
+        if (streamStopped || server.isStopping()) close = true;
+    }
+
+    /** The streamed body failed midway: the connection closes without the last chunk, so the client sees a cut body. */
+    public void abortStream() {
+        streamWake = null;
+        close = true;
+    }
+
+    /** @return true when a write failed because the reaper cut it: the client did not read for the idle timeout */
+    public boolean writeTimedOut() {
+        return expired == WRITE;
+    }
+
+    /** For a server's stop, from any thread: a streamed body being sent ends at its next step. */
+    public void stopStream() {
+        streamStopped = true;
+        Runnable wake = streamWake;
+        if (wake != null) wake.run();
     }
 
     /** @return true when enough pipelined output waits that it should be written before the next request */

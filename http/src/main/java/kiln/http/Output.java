@@ -39,6 +39,25 @@ final class Output {
         len += digits;
     }
 
+    /** Appends {@code len} bytes of {@code b} from {@code off}. */
+    void put(byte[] b, int off, int len) {
+        ensure(len);
+        System.arraycopy(b, off, buf.array(), this.len, len);
+        this.len += len;
+    }
+
+    /** Appends {@code n} > 0 in hexadecimal digits, lower case: a chunk's size (RFC 9112 section 7.1). */
+    void putHex(int n) {
+        int digits = (Integer.SIZE - Integer.numberOfLeadingZeros(n) + 3) / 4;
+        ensure(digits);
+        byte[] a = buf.array();
+        for (int i = len + digits - 1; i >= len; i--) {
+            a[i] = (byte) Character.forDigit(n & 0xf, 16);
+            n >>>= 4;
+        }
+        len += digits;
+    }
+
     /** @return the bytes to write (the buffer itself, positioned on them); call {@link #release} once written */
     ByteBuffer toByteBuffer() {
         if (buf == null) return ByteBuffer.allocate(0);

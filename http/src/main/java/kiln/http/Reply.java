@@ -40,13 +40,36 @@ public final class Reply {
      * problem details; null for every other reply.
      */
     private final String problemDetail;
+    /** The body sent in parts as they come ({@link #stream}), or null: then {@link #body} is the whole body. */
+    public final BodyStream stream;
 
     private Reply(int status, String contentType, byte[] body, String[] headers, String problemDetail) {
+        this(status, contentType, body, headers, problemDetail, null);
+    }
+
+    private Reply(int status, String contentType, byte[] body, String[] headers, String problemDetail, BodyStream stream) {
         this.status = status;
         this.contentType = contentType;
         this.body = body;
         this.headers = headers;
         this.problemDetail = problemDetail;
+        this.stream = stream;
+    }
+
+    /**
+     * A response whose body is sent in parts as they come, for as long as {@code body} says: on
+     * HTTP/1.1 with the chunked transfer coding (RFC 9112 section 7.1), to an HTTP/1.0 client as a
+     * body that ends when the connection closes (RFC 9112 section 6.3). HEAD gets the head only.
+     * For server-sent events, {@link ServerSentEvents#reply} builds one.
+     *
+     * @param status      200..599, not 204
+     * @param contentType e.g. {@code text/event-stream}
+     * @param body        gives the parts; run by the front end on the connection's fiber or thread
+     * @return the reply
+     */
+    public static Reply stream(int status, String contentType, BodyStream body) {
+        Reply head = of(status, contentType, new byte[0]);
+        return new Reply(head.status, head.contentType, head.body, NO_HEADERS, null, java.util.Objects.requireNonNull(body, "body"));
     }
 
     /**
@@ -182,7 +205,7 @@ public final class Reply {
         String[] more = Arrays.copyOf(headers, headers.length + 2);
         more[headers.length] = name;
         more[headers.length + 1] = checkValue(name, value);
-        return new Reply(status, contentType, body, more, problemDetail);
+        return new Reply(status, contentType, body, more, problemDetail, stream);
     }
 
     /** @return how many further headers this reply has (besides those the server writes) */
@@ -296,7 +319,7 @@ public final class Reply {
     @Override
     public String toString() {
         StringBuilder s = new StringBuilder("Reply{").append(status).append(", ").append(contentType).append(", ")
-            .append(body.length).append(" bytes");
+            .append(stream != null ? "streamed" : body.length + " bytes");
         for (int i = 0; i < headers.length; i += 2) s.append(", ").append(headers[i]).append(": ").append(headers[i + 1]);
         return s.append('}').toString();
     }

@@ -22,6 +22,8 @@ public final class ResponseWriter {
     private static final byte[] SERVER = ("\r\nServer: " + Http.SERVER + "\r\nDate: ").getBytes(StandardCharsets.US_ASCII);
     private static final byte[] CONTENT_TYPE = "\r\nContent-Type: ".getBytes(StandardCharsets.US_ASCII);
     private static final byte[] CONTENT_LENGTH = "\r\nContent-Length: ".getBytes(StandardCharsets.US_ASCII);
+    private static final byte[] CHUNKED = "\r\nTransfer-Encoding: chunked".getBytes(StandardCharsets.US_ASCII);
+    private static final byte[] LAST_CHUNK = "0\r\n\r\n".getBytes(StandardCharsets.US_ASCII);
     private static final byte[] KEEP_ALIVE = "\r\nConnection: keep-alive".getBytes(StandardCharsets.US_ASCII);
     private static final byte[] CLOSE = "\r\nConnection: close".getBytes(StandardCharsets.US_ASCII);
     private static final byte[] STATUS_200 = "HTTP/1.1 200 OK".getBytes(StandardCharsets.US_ASCII);
@@ -54,7 +56,10 @@ public final class ResponseWriter {
             out.put(r.headerValue(i).getBytes(StandardCharsets.ISO_8859_1));
         }
         // A 204 has no content and must not carry Content-Length (RFC 9110 section 8.6); its end is the head's end.
-        if (r.status != 204) {
+        // A streamed body is chunked for HTTP/1.1; for HTTP/1.0 it ends when the connection closes (RFC 9112 section 6.3).
+        if (r.stream != null) {
+            if (minorVersion >= 1) out.put(CHUNKED);
+        } else if (r.status != 204) {
             out.put(CONTENT_LENGTH);
             out.putDecimal(r.body.length);
         }
@@ -65,7 +70,23 @@ public final class ResponseWriter {
         }
         out.put(CRLF);
         out.put(CRLF);
-        if (!head && r.status != 204) out.put(r.body);
+        if (!head && r.status != 204 && r.stream == null) out.put(r.body);
+    }
+
+    /** Appends one part of a streamed body: a chunk when {@code chunked}, else the bytes as they are; nothing for no bytes. */
+    static void part(Output out, byte[] b, int off, int len, boolean chunked) {
+        if (len == 0) return;
+        if (chunked) {
+            out.putHex(len);
+            out.put(CRLF);
+        }
+        out.put(b, off, len);
+        if (chunked) out.put(CRLF);
+    }
+
+    /** Appends the end of a chunked body: the last chunk and an empty trailer section (RFC 9112 section 7.1). */
+    static void lastChunk(Output out) {
+        out.put(LAST_CHUNK);
     }
 
     /**

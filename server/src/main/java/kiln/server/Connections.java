@@ -175,9 +175,13 @@ public final class Connections implements Connection.Owner {
         inFlight.decrementAndGet();
     }
 
-    /** Begins a stop: from now on every response closes its connection. Close the listening socket next. */
+    /**
+     * Begins a stop: from now on every response closes its connection, and every streamed body ends
+     * at its next step (its wait is woken). Close the listening socket next.
+     */
     public void beginStop() {
         stopping = true;
+        for (Connection c : open) c.stopStream();
     }
 
     /** Waits up to {@code graceMillis} for the requests in flight to finish, then stops the reaper. */

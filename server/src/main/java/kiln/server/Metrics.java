@@ -3,6 +3,7 @@ package kiln.server;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.function.IntSupplier;
 
@@ -49,6 +50,10 @@ import kiln.http.Reply;
  *       reply handed to the server library (the handler's time, waits for the database included;
  *       not the socket write).</li>
  *   <li>{@code http_connections_open}: client connections open now, as the front end counts them.</li>
+ *   <li>{@code http_streams_open}, {@code http_streams_ended_total{reason}}: streamed replies
+ *       (server-sent events) being sent now, and those that ended, by why ({@link Streaming}): a
+ *       {@code client} that went away, a {@code timeout} writing to a client that does not read, the
+ *       server's {@code stop}, an {@code error} in the body, or {@code complete}.</li>
  *   <li>{@code kiln_db_commits_total}, {@code kiln_db_commit_batch_size} (histogram of writes per
  *       commit), {@code kiln_db_write_queue_depth}, {@code kiln_db_map_size_bytes},
  *       {@code kiln_db_map_used_bytes}: the database's own counters ({@link Db#stats}), read at
@@ -84,11 +89,14 @@ public final class Metrics {
     private final Histogram duration;
     private final Route unmatched;
     private volatile IntSupplier openConnections;
+    private final Counter streamsEnded;
+    private final AtomicInteger streamsOpen = new AtomicInteger();
 
     private Metrics() {
         registry = null;
         requests = null;
         duration = null;
+        streamsEnded = null;
         unmatched = new Route();
     }
 
@@ -106,6 +114,12 @@ public final class Metrics {
                 IntSupplier open = openConnections;
                 if (open != null) callback.call(open.getAsInt());
             }).register(registry);
+        GaugeWithCallback.builder().name("http_streams_open")
+            .help("Streamed replies (server-sent events) being sent now")
+            .callback(callback -> callback.call(streamsOpen.get())).register(registry);
+        streamsEnded = Counter.builder().name("http_streams_ended_total")
+            .help("Streamed replies that ended, by reason: complete, client (went away), timeout (did not read), stop, error")
+            .labelNames("reason").withoutExemplars().register(registry);
         registry.register(new DbCollector(db));
         JvmMemoryMetrics.builder().register(registry);
         JvmGarbageCollectorMetrics.builder().register(registry);
@@ -154,6 +168,22 @@ public final class Metrics {
      */
     public void connections(IntSupplier open) {
         openConnections = open;
+    }
+
+    /** A streamed reply begins: counted in {@code http_streams_open} until {@link #streamEnded}. */
+    public void streamStarted() {
+        streamsOpen.incrementAndGet();
+    }
+
+    /** @param reason why it ended, one of {@link Streaming}'s reasons: the label of {@code http_streams_ended_total} */
+    public void streamEnded(String reason) {
+        streamsOpen.decrementAndGet();
+        if (streamsEnded != null) streamsEnded.labelValues(reason).inc();
+    }
+
+    /** @return streamed replies being sent now */
+    public int streamsOpen() {
+        return streamsOpen.get();
     }
 
     /** @return every series now, in the Prometheus text format 0.0.4 (UTF-8) */
