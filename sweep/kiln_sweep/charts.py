@@ -20,7 +20,8 @@ from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
 from kiln_sweep.pinning import EVENT
-from kiln_sweep.report import RUN_FIELDS, TOP_CLASSES, fmt, pinning_text, round_trips, table_rows, write
+from kiln_sweep.report import FANOUT_FIELDS, RUN_FIELDS, TOP_CLASSES, fanout_table, fmt, pinning_text, round_trips, \
+    table_rows, write
 
 # No display: draw into files.
 matplotlib.use("Agg")
@@ -240,11 +241,97 @@ def draw_memory(d, settings, rows, note_lines):
     return ["report.html"]
 
 
+# ---------------------------------------------------------------------------------------------
+# --subscribers: the fan-out benchmark
+# ---------------------------------------------------------------------------------------------
+FANOUT_CHARTS = (("p99_ms", "p99 latency, commit to receipt", "ms", True),
+                 ("cpu_us_per_delivery", "Server CPU per delivery", "us/delivery", False),
+                 ("deliveries_per_s", "Deliveries per second (publish + drain)", "events/s", False),
+                 ("heap_bytes_per_sub", "Heap per idle subscriber (live, after a full GC)", "bytes", False))
+
+
+def _fanout_series(rows, server, key):
+    """(subscribers, value) of one server's rows, in order; a count measured in several rounds is the
+    median of them."""
+    by_n = {}
+    for r in rows:
+        if r["server"] == server and r[key] is not None:
+            by_n.setdefault(r["subscribers"], []).append(r[key])
+    xs = sorted(by_n)
+    return xs, [sorted(by_n[x])[len(by_n[x]) // 2] for x in xs]
+
+
+def fanout_png(settings, rows, out_png, out_svg):
+    """fanout.png/svg: p99 latency and CPU per delivery by subscriber count, one line per server."""
+    servers = list(dict.fromkeys(r["server"] for r in rows))
+    colors = {srv: plt.get_cmap("tab10")(i % 10) for i, srv in enumerate(servers)}
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(10, 8), sharex=True)
+    for srv in servers:
+        x, y = _fanout_series(rows, srv, "p99_ms")
+        top.plot(x, y, marker="o", color=colors[srv], label=f"{srv} p99")
+        x, y = _fanout_series(rows, srv, "p50_ms")
+        top.plot(x, y, marker="x", linestyle=":", color=colors[srv], label=f"{srv} p50")
+        x, y = _fanout_series(rows, srv, "cpu_us_per_delivery")
+        bottom.plot(x, y, marker="o", color=colors[srv], label=srv)
+    top.set_ylabel("commit-to-receipt latency, ms (log)")
+    top.set_yscale("log")
+    top.legend(fontsize=8, ncol=2)
+    bottom.set_ylabel("server CPU, us per delivery")
+    bottom.set_ylim(bottom=0)
+    bottom.legend(fontsize=8)
+    ticks = sorted({r["subscribers"] for r in rows})
+    capped = {r["subscribers"] for r in rows if r["cap_reason"]}
+    bottom.set_xticks(ticks)
+    bottom.set_xticklabels([f"{t}*" if t in capped else str(t) for t in ticks])
+    bottom.set_xlabel("subscribers (GET /updates/events)")
+    for ax in (top, bottom):
+        ax.grid(True, alpha=0.3)
+    fig.suptitle(f"kiln fan-out: {settings.fanout_rate} commits/s for {settings.duration_s} s, {settings.pinning}"
+                 + (", --vps" if settings.vps else "") + f"\n{settings.date}, {settings.cpu_model}", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(out_png, dpi=110)
+    fig.savefig(out_svg)
+    plt.close(fig)
+
+
+def fanout_html(settings, rows, note_lines, out_html):
+    servers = list(dict.fromkeys(r["server"] for r in rows))
+    colors = {srv: qualitative.Plotly[i % len(qualitative.Plotly)] for i, srv in enumerate(servers)}
+    charts = []
+    for i, (key, title, unit, log) in enumerate(FANOUT_CHARTS):
+        f = go.Figure()
+        for srv in servers:
+            x, y = _fanout_series(rows, srv, key)
+            f.add_trace(go.Scatter(x=x, y=y, name=srv, mode="lines+markers", line=dict(color=colors[srv]),
+                                   hovertemplate=f"{srv}: %{{x}} subscribers, %{{y:,.2f}} {unit}<extra></extra>"))
+        f.update_layout(title=title, xaxis_title="subscribers", yaxis_title=unit, height=380,
+                        margin=dict(l=60, r=20, t=50, b=50))
+        f.update_yaxes(type="log" if log else "linear", rangemode=None if log else "tozero")
+        charts.append(pio.to_html(f, full_html=False, include_plotlyjs=(i == 0), div_id=f"chart-{key}",
+                                  config={"displaylogo": False, "responsive": True}))
+    header, cells = fanout_table(settings, rows)
+    shown = [(key, _text(getattr(settings, key))) for key in SETTINGS_SHOWN + ["fanout_rate", "fanout_processes"]
+             if key not in ("path", "client", "wrk_threads", "requests_per_connection_min", "idle_threshold_pct",
+                            "after_window_s")]
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(Path(__file__).parent), autoescape=True)
+    html = env.get_template("fanout.html.j2").render(
+        settings=settings, settings_rows=[(k, v) for k, v in shown if v], charts=charts, header=header, cells=cells,
+        rows=rows, notes=note_lines, fmt=fmt, fields=FANOUT_FIELDS)
+    Path(out_html).write_text(html)
+
+
+def draw_fanout(d, settings, rows, note_lines):
+    """--subscribers' fanout.png, fanout.svg and report.html in `d`; the names of the files written."""
+    fanout_png(settings, rows, d / "fanout.png", d / "fanout.svg")
+    fanout_html(settings, rows, note_lines, d / "report.html")
+    return ["fanout.png", "fanout.svg", "report.html"]
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m kiln_sweep.charts",
                                 description="The report of a results directory with its charts.")
     p.add_argument("results_dir")
-    return write(p.parse_args(argv).results_dir, draw_sweep, draw_memory)
+    return write(p.parse_args(argv).results_dir, draw_sweep, draw_memory, draw_fanout)
 
 
 if __name__ == "__main__":

@@ -64,10 +64,12 @@ def _bounded(name, low, high, unit=""):
     return check
 
 
-def _steps(value):
-    if not re.fullmatch(r"[1-9][0-9]*(,[1-9][0-9]*)*", value):
-        raise argparse.ArgumentTypeError(f"--concurrency takes numbers separated by commas, got '{value}'")
-    return [int(v) for v in value.split(",")]
+def _numbers(name):
+    def check(value):
+        if not re.fullmatch(r"[1-9][0-9]*(,[1-9][0-9]*)*", value):
+            raise argparse.ArgumentTypeError(f"{name} takes numbers separated by commas, got '{value}'")
+        return [int(v) for v in value.split(",")]
+    return check
 
 
 class _Help(argparse.RawDescriptionHelpFormatter):
@@ -110,18 +112,33 @@ def parser():
         f"{_steps_text(plan.MEMORY_STEPS)} (capped by the open-files limit), or --concurrency; the front ends' "
         f"--idle-timeout is raised to {plan.MEMORY_IDLE_TIMEOUT_MS} ms so that none closes while they are "
         "measured"))
+    o.add_argument("--subscribers", metavar="LIST", type=_numbers("--subscribers"), help=(
+        "the fan-out benchmark instead of the sweep: per front end and per count N in LIST (comma-separated), a fresh "
+        "server holds N server-sent-event subscribers (GET /updates/events, asyncio + aiohttp client processes on "
+        "the venv's python); reports heap and RSS bytes per idle subscriber, then, while GET /updates?queries=1 "
+        "commits at --rate per second for --duration s (default "
+        f"{plan.FANOUT_DURATION_S}), deliveries per second, commit-to-receipt latency p50/p99/max over every delivery, "
+        "events lost, streams dropped, reloads and server CPU us per delivery. N is capped by the open-files limit "
+        "(19500 under a limit of 20000). No anchors; with --vps the subscribers share the server's CPU"))
+    o.add_argument("--rate", metavar="R", type=_bounded("--rate", 1, 1000, " per second"),
+                   help=f"--subscribers: commits per second in the publish phase (default {plan.FANOUT_RATE})")
+    o.add_argument("--client-processes", metavar="K", type=_bounded("--client-processes", 1, 64),
+                   help="--subscribers: client processes the subscribers are spread over, N/K each (default: one per "
+                        "CPU the sweep may use; 1 with --vps)")
     o.add_argument("--no-jfr", dest="jfr", action="store_false", help=(
         f"do not record JFR {pinning.EVENT} events (carrier pinning >= {pinning.THRESHOLD_MS} ms) on the "
         "virtual-thread front ends (JDK range 21+: loom, jetty-loom); recorded by default"))
     o.add_argument("--client", metavar="ab|wrk", default="ab", type=_checked(r"ab|wrk", "--client must be ab or wrk"),
                    help="load generator: ab (default; HTTP/1.0 + keep-alive) or wrk (HTTP/1.1)")
-    o.add_argument("--concurrency", metavar="LIST", type=_steps, help=(
+    o.add_argument("--concurrency", metavar="LIST", type=_numbers("--concurrency"), help=(
         f"comma-separated concurrency steps (default {_steps_text(plan.SWEEP_STEPS)}; with --memory the idle "
         f"connections held, default {_steps_text(plan.MEMORY_STEPS)})"))
     o.add_argument("--duration", metavar="S", type=_bounded("--duration", 1, 600, " seconds"),
-                   help="seconds of each timed step and of its warm-up (default 10)")
+                   help="seconds of each timed step and of its warm-up (default 10); with --subscribers the "
+                        f"publish phase (default {plan.FANOUT_DURATION_S})")
     o.add_argument("--rounds", metavar="N", type=_bounded("--rounds", 1, 20),
-                   help="sweeps over every server (default 3); medians are taken over them")
+                   help="sweeps over every server (default 3; 1 with --memory or --subscribers); medians are taken "
+                        "over them")
     o.add_argument("--heap", metavar="SIZE", default="256m",
                    type=_checked(r"[0-9]+[kKmMgG]?", "--heap takes a JVM size such as 256m or 1g"),
                    help="JVM -Xms/-Xmx for every Java server (default %(default)s: a 1 GB VPS)")
@@ -150,11 +167,22 @@ def parse(argv):
     """The options (an argparse.Namespace) from the command line; raises SweepError(usage=True) on bad
     usage. --help prints the help and exits (SystemExit 0)."""
     opts = parser().parse_intermixed_args(argv)
-    modes = [m for m, on in (("--latency", opts.latency), ("--vps", opts.vps), ("--memory", opts.memory)) if on]
+    # --vps is a mode of its own for the sweep, and a setting of --subscribers (checked below).
+    modes = [m for m, on in (("--latency", opts.latency), ("--vps", opts.vps and not opts.subscribers),
+                             ("--memory", opts.memory)) if on]
     if len(modes) > 1:
         raise SweepError(f"{' and '.join(modes)} do not go together: choose one", usage=True)
     if opts.memory and any(a == "--client" or a.startswith("--client=") for a in argv):
         raise SweepError("--memory opens its own idle connections: --client does not apply", usage=True)
+    if opts.subscribers:
+        other = [m for m, on in (("--latency", opts.latency), ("--memory", opts.memory),
+                                 ("--concurrency", opts.concurrency)) if on]
+        if other:
+            raise SweepError(f"--subscribers and {other[0]} do not go together: choose one", usage=True)
+        if any(a == "--client" or a.startswith("--client=") for a in argv):
+            raise SweepError("--subscribers runs its own subscriber processes: --client does not apply", usage=True)
+    elif opts.rate or opts.client_processes:
+        raise SweepError(f"{'--rate' if opts.rate else '--client-processes'} goes with --subscribers", usage=True)
     return opts
 
 
@@ -169,7 +197,7 @@ def main(argv=None):
             note(f"chart and test libraries ready in {charts_venv.VENV}")
             return 0
         if opts.report:
-            if not (Path(opts.report) / records.RUNS).is_file():
+            if not any((Path(opts.report) / f).is_file() for f in (records.RUNS, records.MEMORY, records.FANOUT)):
                 raise SweepError(f"{opts.report} holds no {records.RUNS}: not an ab-sweep results directory "
                                  "(directories written before the sweep moved to Python hold runs.tsv instead)")
             return charts_venv.write_report(opts.report, charts_venv.setup(opts.install))

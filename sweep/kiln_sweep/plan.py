@@ -19,6 +19,9 @@ LATENCY_STEPS = (1, 10, 100, 1000)
 QUICK_LATENCY_STEPS = (1, 10)
 MEMORY_STEPS = (19500,)
 QUICK_MEMORY_STEPS = (200,)
+# --subscribers (the fan-out benchmark): commits per second and seconds of the publish phase.
+FANOUT_RATE = 10
+FANOUT_DURATION_S = 30
 # --memory: idle connections held without a request for the whole measurement; the front ends' default
 # idle timeout (60 s) could close them before the second histogram, so it is raised to nginx's 300 s x 2.
 MEMORY_IDLE_TIMEOUT_MS = 600000

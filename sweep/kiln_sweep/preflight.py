@@ -27,22 +27,24 @@ class Plan:
 
     def __init__(self, opts):
         self.opts = opts
+        self.fanout = bool(opts.subscribers)
         if opts.latency:
             default = plan.QUICK_LATENCY_STEPS if opts.quick else plan.LATENCY_STEPS
         elif opts.memory:
             default = plan.QUICK_MEMORY_STEPS if opts.quick else plan.MEMORY_STEPS
         else:
             default = plan.QUICK_STEPS if opts.quick else plan.SWEEP_STEPS
-        self.requested = opts.concurrency or list(default)
-        self.duration = opts.duration or (1 if opts.quick else 10)
-        self.rounds = opts.rounds or (1 if opts.quick or opts.memory else 3)
+        self.requested = opts.subscribers or opts.concurrency or list(default)
+        self.duration = opts.duration or (plan.FANOUT_DURATION_S if self.fanout else 1 if opts.quick else 10)
+        self.rounds = opts.rounds or (1 if opts.quick or opts.memory or self.fanout else 3)
+        self.rate = opts.rate or plan.FANOUT_RATE
         self.timing = Timing(opts.quick)
         self.selected = self._select()
         self.cgroup_parents = self._vps_cgroups() if opts.vps else None
         self._choose_cpus()
         self.missing, self.javas = self._check_tools()
-        self.steps, self.notes = plan.plan(self._raise_file_limit(), "python" if opts.memory else opts.client,
-                                           self.requested)
+        self.steps, self.notes = plan.plan(self._raise_file_limit(),
+                                           "python" if opts.memory or self.fanout else opts.client, self.requested)
         if not self.steps:
             raise SweepError(f"no step can run with an open-files limit of {self.nofile}")
         self.capped = any(s.cap_reason.startswith("open-files") for s in self.steps)
@@ -64,7 +66,8 @@ class Plan:
             else:
                 picks = [known[name]]
             selected += [s for s in picks if s not in selected]
-        if self.opts.anchors:
+        # The anchors have no event stream: the fan-out benchmark measures the front ends alone.
+        if self.opts.anchors and not self.opts.subscribers:
             selected = [known[a] for a in registry.ANCHORS] + [s for s in selected if s.name not in registry.ANCHORS]
         return selected
 
@@ -79,6 +82,8 @@ class Plan:
     def _choose_cpus(self):
         allowed = sorted(os.sched_getaffinity(0))
         self.pin = self.opts.pin
+        # --subscribers: the subscriber processes, one per CPU they may use unless --client-processes.
+        self.client_processes = self.opts.client_processes or (1 if self.opts.vps else len(allowed))
         if self.opts.vps:
             # Both in one cgroup on one CPU: the last one this process may use.
             self.pin = False
@@ -90,6 +95,13 @@ class Plan:
         if self.opts.memory:
             self.pin, self.server_cpu, self.client_cpu = False, None, None
             self.pin_text = "not pinned (--memory: idle connections, no load to keep apart)"
+            return
+        if self.fanout:
+            # The subscribers are the bottleneck (every event is read by Python): they get every CPU, shared
+            # with the server, whose own CPU time is what is compared.
+            self.pin, self.server_cpu, self.client_cpu = False, None, None
+            self.pin_text = (f"not pinned (--subscribers: the server and {self.client_processes} subscriber "
+                             f"process(es) share {len(allowed)} CPU(s))")
             return
         if self.pin and len(allowed) < 2:
             note(f"only {len(allowed)} CPU allowed: server and client share it (not pinned)")
@@ -113,7 +125,7 @@ class Plan:
                 missing.append(f"{tool} not found: {how}")
 
         need("ss", "apt-get install -y iproute2")
-        if self.opts.memory:
+        if self.opts.memory or self.fanout:
             pass
         elif self.opts.client == "ab":
             need("ab", "ApacheBench is in Debian's apache2-utils: apt-get install -y apache2-utils")
@@ -137,11 +149,12 @@ class Plan:
                     by_range[s.jdk] = by_path[path]
             if by_range[s.jdk]:
                 javas[s.name] = by_range[s.jdk]
-        if self.opts.memory:
+        if self.opts.memory or self.fanout:
+            mode = "--memory" if self.opts.memory else "--subscribers"
             for java in dict.fromkeys(javas.values()):
                 if not pinning.tool(java.path, "jcmd"):
                     names = " ".join(n for n, j in javas.items() if j is java)
-                    missing.append(f"jcmd not found beside {java.path} (for {names}): --memory reads the heap with "
+                    missing.append(f"jcmd not found beside {java.path} (for {names}): {mode} reads the heap with "
                                    "the jcmd of the server's own JDK; install that JDK's full package (e.g. "
                                    "openjdk-17-jdk-headless), not a JRE")
         if "dummy" in javas and not javas["dummy"].javac():
@@ -172,7 +185,8 @@ class Plan:
     # -----------------------------------------------------------------------------------------
     def records_pinning(self, server):
         """Whether `server` runs with a JFR recording of carrier pinning."""
-        return self.opts.jfr and not self.opts.memory and pinning.applies(server, self.javas.get(server.name))
+        return (self.opts.jfr and not self.opts.memory and not self.fanout
+                and pinning.applies(server, self.javas.get(server.name)))
 
     def server_args(self, server):
         """What a server's own command line gets beyond its usual arguments."""
@@ -202,7 +216,16 @@ class Plan:
         o, d = self.opts, self.duration
         client = o.client + (f" ({self.wrk_threads} threads)" if o.client == "wrk" else "")
         print(f"Servers:     {' '.join(s.name for s in self.selected)}")
-        if o.memory:
+        if self.fanout:
+            print(f"Measure:     fan-out: N subscribers of GET /updates/events (server-sent events) over "
+                  f"{self.client_processes} client process(es) (python -m kiln_sweep.subscribers: asyncio + aiohttp "
+                  "on sweep/.venv); idle: heap (jcmd GC.class_histogram, live objects) and RSS per subscriber; then "
+                  f"GET /updates?queries=1 at {self.rate}/s for {d} s: deliveries/s, commit-to-receipt latency "
+                  "p50/p99/max, lost events, dropped streams, reloads, server CPU per delivery; "
+                  f"{self.pin_text}")
+            print(f"Rounds:      {self.rounds}; a fresh server per subscriber count; connect within 30 s + N/200 s, "
+                  "drain at most 30 s after the last commit")
+        elif o.memory:
             print(f"Measure:     idle keep-alive connections, each after one GET {o.path} (HTTP/1.1), held by "
                   "this process; heap: jcmd GC.class_histogram (live objects) before and after; RSS: VmRSS; "
                   f"{self.pin_text}")
@@ -222,11 +245,14 @@ class Plan:
             names = ", ".join(n for n, j in self.javas.items() if j is java)
             print(f"Java:        {java.path} (Java {java.major}) for {names}")
         print(f"Open files:  soft {self.nofile}, hard {self.nofile_hard} (started with soft {self.nofile_start})")
-        print("Connections:" if o.memory else "Steps:")
+        print("Subscribers:" if self.fanout else "Connections:" if o.memory else "Steps:")
         for s in self.steps:
-            print(f"  c={s.label}")
+            print(f"  {'n' if self.fanout else 'c'}={s.label}")
         for n in self.notes:
             print(f"  {n}")
+        if self.fanout and self.nofile != "unlimited":
+            print(f"  at most {int(self.nofile) - plan.FD_SPARE} subscribers under this open-files limit ({self.nofile} "
+                  f"- {plan.FD_SPARE} kept for the rest): one descriptor each in the server and in a client")
         if self.capped:
             print("".join(f"  {line}\n" for line in plan.NOFILE_ADVICE.splitlines()), end="")
         # Per server and round: start-up, per step a warm-up, a timed run (up to 3x when slow) and two
@@ -234,6 +260,8 @@ class Plan:
         per = 5 + len(self.steps) * (2 * d + 2) + self.timing.after_s + self.timing.cooldown_s
         if o.memory:
             per = 10 + len(self.steps) * 30
+        if self.fanout:
+            per = sum(60 + s.concurrency // 500 + d + 30 for s in self.steps)
         n = len(self.selected)
         print(f"Estimate:    about {(per * n * self.rounds + 59) // 60} min ({n} servers x {self.rounds} rounds), "
               "more for slow servers")

@@ -14,6 +14,7 @@ RUNS = "runs.jsonl"
 AFTER = "after.jsonl"
 PROBLEMS = "problems.jsonl"
 MEMORY = "memory.jsonl"
+FANOUT = "fanout.jsonl"
 COMMANDS = "commands.log"
 
 
@@ -53,6 +54,8 @@ class Settings:
     vps: str = ""                  # --vps: the cgroup's limits, e.g. "CPU 1 (cpuset), 1 GiB memory (cgroup v1)"
     pinned_threshold_ms: Optional[int] = None   # JFR jdk.VirtualThreadPinned threshold; None: not recorded
     memory_extra: str = ""         # --memory: what was changed for it (e.g. the front ends' idle timeout)
+    fanout_rate: Optional[int] = None           # --subscribers: commits per second in the publish phase
+    fanout_processes: Optional[int] = None      # --subscribers: client processes the subscribers are spread over
 
 
 @dataclass
@@ -115,6 +118,74 @@ class MemoryRun:
     histogram_before: str = ""
     histogram_after: str = ""
     error: str = ""                # why this server has no figures ("" when it has them)
+
+
+@dataclass
+class FanoutRun:
+    """--subscribers: one fresh server holding `subscribers` server-sent-event streams, idle and then
+    while `rate` commits a second are published for `duration_s` s (kiln_sweep.fanout). Counts of events
+    are over all subscribers; CPU ticks are over publish and drain (wall_s)."""
+    round: int
+    server: str
+    requested: int
+    subscribers: int               # attempted (capped when cap_reason is set)
+    cap_reason: str
+    client_processes: int
+    rate: int
+    duration_s: int
+    held: int = 0                  # got 200 text/event-stream and the stream's first bytes
+    connect_s: float = 0.0
+    connect_errors: str = ""
+    established: int = 0           # the server's established sockets on its port (ss) with all held
+    heap_before_bytes: Optional[int] = None     # live heap (class histogram total); None: not a JVM
+    heap_after_bytes: Optional[int] = None
+    histogram_before: str = ""
+    histogram_after: str = ""
+    rss_before_kb: int = 0
+    rss_after_kb: int = 0
+    sent: int = 0                  # /updates requests sent
+    commits: int = 0               # of them answered 2xx
+    publish_failures: str = ""
+    publish_s: float = 0.0
+    publish_slowest_ms: float = 0.0
+    publish_late: int = 0          # requests sent over 100 ms after their time (a slow commit before)
+    drain_s: float = 0.0
+    wall_s: float = 0.0            # publish + drain
+    expected: int = 0              # commits x held
+    received: int = 0              # update events read by all subscribers
+    chunks: int = 0
+    bytes: int = 0
+    latency_histogram: str = ""    # raw/...-latency.json: {bucket_us, hist {bucket: count}, max_us}
+    p50_ms: Optional[float] = None
+    p99_ms: Optional[float] = None
+    max_ms: Optional[float] = None
+    negative: int = 0              # receipt before committedAt (counted as 0)
+    gaps: int = 0                  # ids missing inside streams
+    subscribers_with_gaps: int = 0
+    duplicates: int = 0
+    missed_before_first: int = 0   # events before a subscriber's first one (others had them)
+    missed_after_last: int = 0     # events after its last one when the clients stopped
+    silent: int = 0                # held subscribers that received no event
+    reloads: int = 0
+    other_events: int = 0
+    malformed: int = 0
+    ended: int = 0                 # streams the server ended before the clients stopped
+    end_errors: str = ""
+    per_subscriber_min: Optional[int] = None
+    per_subscriber_max: Optional[int] = None
+    first_id: Optional[int] = None
+    last_id: Optional[int] = None
+    server_cpu_ticks: int = 0
+    client_cpu_ticks: int = 0
+    client_rss_kb: int = 0
+    rss_hwm_kb: int = 0
+    cgroup_peak_bytes: Optional[int] = None
+    cgroup_oom_kills: Optional[int] = None
+    server_alive: bool = True
+    log_problem_lines: int = 0
+    log_problems: List[str] = field(default_factory=list)
+    client_errors: str = ""
+    error: str = ""                # why this step has no (or partial) figures
 
 
 @dataclass

@@ -1,6 +1,7 @@
 """The sweep's report: reads a results directory's records (settings.json, runs.jsonl, after.jsonl,
 problems.jsonl) and the raw client outputs they name; writes runs.csv, summary.csv, summary.json and
-prints the summary table. The charts (chart.png, chart.svg, report.html) are drawn by whoever passes
+prints the summary table (--memory: memory.jsonl to memory.csv/json; --subscribers: fanout.jsonl to
+fanout.csv/json). The charts (chart.png, chart.svg, report.html) are drawn by whoever passes
 them in: kiln_sweep.charts, on the venv's python.
 
     python3 -m kiln_sweep.report RESULTS_DIR          CSV, JSON and the table
@@ -24,7 +25,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from kiln_sweep import clients, idle, pinning, records
-from kiln_sweep.plan import step_label
+from kiln_sweep.plan import FD_SPARE, step_label
 from kiln_sweep.registry import ANCHORS
 
 # ab is single-threaded: at this share of one core it is the bottleneck, not the server.
@@ -525,16 +526,206 @@ def write_memory(d, draw_memory=None):
 
 
 # ---------------------------------------------------------------------------------------------
+# --subscribers: the fan-out benchmark
+# ---------------------------------------------------------------------------------------------
+def _per(value, n):
+    return value / n if value is not None and n else None
+
+
+def fanout_row(run, clk_tck):
+    """The figures of one FanoutRun. Per subscriber: divided by the subscribers held. Heap: the class
+    histograms' totals (live objects after a full GC) with all held, minus the one before they connected;
+    RSS likewise from VmRSS. Rates and CPU over publish + drain (wall_s)."""
+    r = run
+    heap = r.heap_after_bytes - r.heap_before_bytes if None not in (r.heap_after_bytes, r.heap_before_bytes) else None
+    cpu_s = r.server_cpu_ticks / clk_tck
+    lost = max(0, r.expected - r.received)
+    return {
+        "server": r.server, "round": r.round, "requested": r.requested, "subscribers": r.subscribers,
+        "cap_reason": r.cap_reason, "label": step_label(r.requested, r.subscribers, r.cap_reason),
+        "held": r.held, "client_processes": r.client_processes, "connect_s": r.connect_s,
+        "connect_errors": r.connect_errors, "established": r.established,
+        "heap_bytes_per_sub": _per(heap, r.held) if not r.error or heap is not None else None,
+        "rss_bytes_per_sub": _per((r.rss_after_kb - r.rss_before_kb) * 1024, r.held) if r.rss_after_kb else None,
+        "heap_before_mb": _per(r.heap_before_bytes, 1048576), "heap_after_mb": _per(r.heap_after_bytes, 1048576),
+        "rss_before_mb": r.rss_before_kb / 1024 or None, "rss_after_mb": r.rss_after_kb / 1024 or None,
+        "rate": r.rate, "duration_s": r.duration_s, "sent": r.sent, "commits": r.commits,
+        "publish_failures": r.publish_failures, "publish_s": r.publish_s, "publish_slowest_ms": r.publish_slowest_ms,
+        "publish_late": r.publish_late, "drain_s": r.drain_s, "wall_s": r.wall_s,
+        "expected": r.expected, "received": r.received,
+        "delivered_pct": 100 * r.received / r.expected if r.expected else None,
+        "deliveries_per_s": _per(r.received, r.wall_s),
+        "target_per_s": r.commits / r.publish_s * r.held if r.publish_s else None,
+        "events_per_chunk": _per(r.received, r.chunks),
+        "p50_ms": r.p50_ms, "p99_ms": r.p99_ms, "max_ms": r.max_ms, "negative": r.negative,
+        "lost": lost, "lost_per_sub": _per(lost, r.held), "gaps": r.gaps, "gaps_per_sub": _per(r.gaps, r.held),
+        "subscribers_with_gaps": r.subscribers_with_gaps, "duplicates": r.duplicates,
+        "missed_before_first": r.missed_before_first, "missed_after_last": r.missed_after_last, "silent": r.silent,
+        "reloads": r.reloads, "other_events": r.other_events, "malformed": r.malformed,
+        "dropped": r.ended, "end_errors": r.end_errors,
+        "per_subscriber_min": r.per_subscriber_min, "per_subscriber_max": r.per_subscriber_max,
+        "server_cpu_s": cpu_s, "cpu_us_per_delivery": _per(cpu_s * 1e6, r.received),
+        "server_cpu_pct": _per(cpu_s * 100, r.wall_s),
+        "client_cpu_pct": _per(r.client_cpu_ticks / clk_tck * 100, r.wall_s),
+        "client_rss_mb": r.client_rss_kb / 1024 or None, "rss_peak_mb": r.rss_hwm_kb / 1024 or None,
+        "cgroup_peak_mb": _per(r.cgroup_peak_bytes, 1048576), "cgroup_oom_kills": r.cgroup_oom_kills,
+        "server_alive": r.server_alive, "log_problem_lines": r.log_problem_lines, "log_problems": r.log_problems,
+        "client_errors": r.client_errors, "error": r.error, "latency_histogram": r.latency_histogram,
+    }
+
+
+def fanout_notes(settings, rows, problems):
+    """What a reader must know next to the fan-out table."""
+    out = []
+    if settings.nofile_soft.isdigit():
+        limit = int(settings.nofile_soft)
+        out.append(f"Subscriber counts stop at the open-files limit minus {FD_SPARE} ({limit} - {FD_SPARE} = "
+                   f"{limit - FD_SPARE} here): every subscriber is a descriptor in the server (and one in a client "
+                   "process). A VPS with ulimit -n 102400 can hold more.")
+    for requested, ran, reason in sorted({(r["requested"], r["subscribers"], r["cap_reason"]) for r in rows
+                                          if r["cap_reason"]}):
+        out.append(f"{ran}* is capped: requested {requested}, ran {ran}: {reason}.")
+    for p in problems:
+        out.append(f"Round {p.round}: {p.message}")
+    for r in rows:
+        where = f"{r['server']} n={r['label']} round {r['round']}"
+        if r["error"]:
+            out.append(f"{where}: {r['error']}")
+        if r["held"] < r["subscribers"]:
+            out.append(f"{where}: {r['held']} of {r['subscribers']} subscribers got their stream "
+                       f"({r['connect_errors'] or 'no error reported'}).")
+        if r["publish_failures"]:
+            out.append(f"{where}: {r['sent'] - r['commits']} of {r['sent']} commits failed ({r['publish_failures']}).")
+        if r["expected"] and r["received"] < r["expected"]:
+            out.append(f"{where}: {r['received']:,} of {r['expected']:,} deliveries arrived "
+                       f"({r['delivered_pct']:.1f} %) by the end of the {r['drain_s']:.0f} s drain; inside the streams "
+                       f"{r['gaps']:,} ids were skipped ({r['subscribers_with_gaps']} subscribers), "
+                       f"{r['missed_after_last']:,} came after the clients stopped or never.")
+        if r["reloads"]:
+            out.append(f"{where}: {r['reloads']} `event: reload` (a subscriber fell behind the server's window): "
+                       "a failure.")
+        if r["dropped"]:
+            out.append(f"{where}: the server ended {r['dropped']} streams ({r['end_errors']}).")
+        if r["malformed"] or r["other_events"]:
+            out.append(f"{where}: {r['malformed']} events without a readable id or committedAt, {r['other_events']} "
+                       "of another type.")
+        if r["negative"]:
+            out.append(f"{where}: {r['negative']} events were read before their committedAt (clock granularity); "
+                       "counted as 0 ms.")
+        if r["cgroup_oom_kills"]:
+            out.append(f"{where}: the kernel's OOM killer killed {r['cgroup_oom_kills']} process(es) in the --vps "
+                       "cgroup.")
+        if not r["server_alive"]:
+            out.append(f"{where}: the server died.")
+        if r["log_problem_lines"]:
+            out.append(f"{where}: {r['log_problem_lines']} server log line(s) look like trouble, first: "
+                       + " | ".join(r["log_problems"][:2]))
+        if r["client_errors"]:
+            out.append(f"{where}: {r['client_errors']}")
+    sat = [r for r in rows if r["client_cpu_pct"] is not None and
+           r["client_cpu_pct"] >= CLIENT_SATURATED_PCT * r["client_processes"]]
+    if sat:
+        out.append("The subscriber processes were saturated (each >= 90 % of a core) at: "
+                   + ", ".join(f"{r['server']} n={r['label']}" for r in sat)
+                   + ". There the clients, not the server, set deliveries/s, and latency includes their queue.")
+    out.append("Latency: from the event's committedAt (the commit durable, server clock) to the client process reading "
+               "its last bytes (same machine's clock), over every delivery; 0.1 ms buckets, exact max. The clients "
+               "share the machine's CPUs with the server" + (" and, under --vps, its one CPU" if settings.vps else "")
+               + ": their queueing is in the figures.")
+    out.append("CPU us/delivery: the server's utime + stime over the publish phase and the drain, divided by the "
+               "events received; it includes the publisher's /updates requests and commits.")
+    return out
+
+
+def fanout_table(settings, rows):
+    """The fan-out table as (header, rows of strings), the same in the terminal and the HTML."""
+    header = ["server", "subscribers", "held", "heap B/sub", "RSS B/sub", "commits", "deliveries/s", "delivered %",
+              "p50 ms", "p99 ms", "max ms", "lost/sub", "gaps", "dropped", "reloads", "CPU us/delivery",
+              "server CPU %", "client CPU %"]
+    if settings.vps:
+        header += ["cgroup peak MB", "OOM kills"]
+    cells = []
+    for r in rows:
+        line = [r["server"], f"{r['subscribers']}*" if r["cap_reason"] else str(r["subscribers"]), fmt(r["held"]),
+                fmt(r["heap_bytes_per_sub"]), fmt(r["rss_bytes_per_sub"]), fmt(r["commits"]),
+                fmt(r["deliveries_per_s"]), fmt(r["delivered_pct"], 1), fmt(r["p50_ms"], 1), fmt(r["p99_ms"], 1),
+                fmt(r["max_ms"], 1), fmt(r["lost_per_sub"], 2), fmt(r["gaps"]), fmt(r["dropped"]), fmt(r["reloads"]),
+                fmt(r["cpu_us_per_delivery"], 2), fmt(r["server_cpu_pct"]), fmt(r["client_cpu_pct"])]
+        if settings.vps:
+            line += [fmt(r["cgroup_peak_mb"]), fmt(r["cgroup_oom_kills"])]
+        cells.append(line)
+    return header, cells
+
+
+def print_fanout_table(settings, rows, note_lines):
+    header, cells = fanout_table(settings, rows)
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *cells)]
+    line = lambda cs: "  ".join(str(c).rjust(w) if i > 0 else str(c).ljust(w) for i, (c, w) in enumerate(zip(cs, widths)))
+    print()
+    print(f"Fan-out: GET /updates/events subscribers, {settings.fanout_rate} commits/s (GET /updates?queries=1) for "
+          f"{settings.duration_s} s; heap -Xms/-Xmx {settings.heap}; {settings.fanout_processes or '?'} client "
+          f"process(es); {settings.pinning}; one row per server, count and round")
+    if settings.vps:
+        print(f"--vps: {settings.vps}")
+    print(line(header))
+    print(line(["-" * w for w in widths]))
+    for c in cells:
+        print(line(c))
+    for n in note_lines:
+        print("Note: " + n)
+
+
+FANOUT_FIELDS = ["server", "round", "requested", "subscribers", "cap_reason", "held", "client_processes", "connect_s",
+                 "connect_errors", "established", "heap_bytes_per_sub", "rss_bytes_per_sub", "heap_before_mb",
+                 "heap_after_mb", "rss_before_mb", "rss_after_mb", "rate", "duration_s", "sent", "commits",
+                 "publish_failures", "publish_s", "publish_slowest_ms", "publish_late", "drain_s", "wall_s",
+                 "expected", "received", "delivered_pct", "deliveries_per_s", "target_per_s", "events_per_chunk",
+                 "p50_ms", "p99_ms", "max_ms", "negative", "lost", "lost_per_sub", "gaps", "gaps_per_sub",
+                 "subscribers_with_gaps", "duplicates", "missed_before_first", "missed_after_last", "silent", "reloads",
+                 "other_events", "malformed", "dropped", "end_errors", "per_subscriber_min", "per_subscriber_max",
+                 "server_cpu_s", "cpu_us_per_delivery", "server_cpu_pct", "client_cpu_pct", "client_rss_mb",
+                 "rss_peak_mb", "cgroup_peak_mb", "cgroup_oom_kills", "server_alive", "log_problem_lines",
+                 "client_errors", "error", "latency_histogram"]
+
+
+def write_fanout(d, draw_fanout=None):
+    settings = records.read_settings(d)
+    runs = records.read(d, records.FANOUT, records.FanoutRun)
+    if not runs:
+        print(f"report: {d} holds no {records.FANOUT} records", file=sys.stderr)
+        return 1
+    order = {name: i for i, name in enumerate(settings.servers)}
+    rows = sorted((fanout_row(r, settings.clk_tck) for r in runs),
+                  key=lambda r: (order.get(r["server"], 99), r["subscribers"], r["round"]))
+    note_lines = fanout_notes(settings, rows, records.read(d, records.PROBLEMS, records.Problem))
+    write_csv(d / "fanout.csv", rows, FANOUT_FIELDS)
+    (d / "fanout.json").write_text(json.dumps({"settings": asdict(settings), "notes": note_lines, "fanout": rows},
+                                              indent=2) + "\n")
+    files = ["fanout.csv", "fanout.json"]
+    if draw_fanout:
+        files += draw_fanout(d, settings, rows, note_lines)
+    print_fanout_table(settings, rows, note_lines)
+    print()
+    print(f"Report: {d}/  ({', '.join(files)}; latency histograms, client results and heap histograms in raw/, "
+          "server logs in logs/)")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
 # The report and its command
 # ---------------------------------------------------------------------------------------------
-def write(d, draw_sweep=None, draw_memory=None):
+def write(d, draw_sweep=None, draw_memory=None, draw_fanout=None):
     """Writes the report of results directory `d` and prints its table; returns the exit status (1: no
     records). The charts come from the callers that pass them in (kiln_sweep.charts):
     draw_sweep(d, settings, summary, runs, after_rows, note_lines, pinning_rows) and
-    draw_memory(d, settings, rows, note_lines) write theirs into `d` and return the file names."""
+    draw_memory(d, settings, rows, note_lines) and draw_fanout(d, settings, rows, note_lines) write theirs
+    into `d` and return the file names."""
     d = Path(d)
-    if records.read_settings(d).mode == "memory":
+    mode = records.read_settings(d).mode
+    if mode == "memory":
         return write_memory(d, draw_memory)
+    if mode == "fanout":
+        return write_fanout(d, draw_fanout)
     settings, runs, after, problems = load(d)
     if not runs:
         print(f"report: {d} holds no timed runs", file=sys.stderr)

@@ -12,8 +12,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from kiln_sweep import ROOT, SweepError, charts_venv, load, measure, memory, note, pinning, preflight, records, \
-    registry, servers
+from kiln_sweep import ROOT, SweepError, charts_venv, fanout, load, measure, memory, note, pinning, preflight, \
+    records, registry, servers
 from kiln_sweep.plan import MEMORY_IDLE_TIMEOUT_MS, NOFILE_ADVICE, REQUESTS_PER_CONNECTION
 
 
@@ -51,11 +51,17 @@ class Sweep:
     def measure(self):
         self.out = self._results_dir()
         python = charts_venv.setup(self.plan.opts.install)
+        if self.plan.fanout and python is None:
+            raise SweepError(f"--subscribers runs its subscribers with aiohttp from {charts_venv.VENV}, which is not "
+                             "ready: run ./ab-sweep.sh --setup (needs PyPI), or leave out --no-install")
         self.servers = servers.Servers(self.plan, self.out, self.tmp)
         self.servers.prepare()
         records.write_settings(self.out, self._settings())
         note(f"results in {self.out}")
-        mode = (memory.Memory if self.plan.opts.memory else load.Load)(self.plan, self.servers, self.out)
+        if self.plan.fanout:
+            mode = fanout.Fanout(self.plan, self.servers, self.out, python)
+        else:
+            mode = (memory.Memory if self.plan.opts.memory else load.Load)(self.plan, self.servers, self.out)
         selected = self.plan.selected
         for rnd in range(1, self.plan.rounds + 1):
             # Every round visits every server, starting one further along each time, so that no server
@@ -64,6 +70,7 @@ class Sweep:
                 mode.measure(rnd, selected[(k + rnd - 1) % len(selected)])
                 time.sleep(self.plan.timing.cooldown_s)
         measured = records.read(self.out, records.MEMORY, records.MemoryRun) if self.plan.opts.memory else \
+            records.read(self.out, records.FANOUT, records.FanoutRun) if self.plan.fanout else \
             records.read(self.out, records.RUNS, records.TimedRun)
         if not measured:
             raise SweepError("no step was measured (see the messages above)")
@@ -81,8 +88,8 @@ class Sweep:
         if self.servers is not None:
             self.servers.close()
         shutil.rmtree(self.tmp, ignore_errors=True)
-        if not self.reported and self.out and ((self.out / records.RUNS).is_file() or
-                                               (self.out / records.MEMORY).is_file()):
+        if not self.reported and self.out and any((self.out / f).is_file()
+                                                  for f in (records.RUNS, records.MEMORY, records.FANOUT)):
             print(f"ab-sweep: stopped early; the steps measured so far are in {self.out} (chart them: "
                   f"./ab-sweep.sh --report {self.out})", file=sys.stderr)
 
@@ -96,6 +103,7 @@ class Sweep:
             name += "-latency" if o.latency else ""
             name += "-vps" if o.vps else ""
             name += "-memory" if o.memory else ""
+            name += "-fanout" if o.subscribers else ""
             name += "-quick" if o.quick else ""
             out = Path("results") / f"{datetime.datetime.now():%Y-%m-%d-%H%M%S}-{name}"
         if out.exists():
@@ -113,8 +121,9 @@ class Sweep:
                                 text=True, check=False).stdout.strip()
         return records.Settings(
             date=datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-            mode="latency" if o.latency else "memory" if o.memory else "sweep", quick=o.quick,
-            servers=[s.name for s in p.selected], anchors=o.anchors, path=o.path, client=o.client,
+            mode="latency" if o.latency else "memory" if o.memory else "fanout" if p.fanout else "sweep", quick=o.quick,
+            servers=[s.name for s in p.selected], anchors=o.anchors and not p.fanout,
+            path=fanout.SSE_PATH if p.fanout else o.path, client="subscribers" if p.fanout else o.client,
             wrk_threads=p.wrk_threads if o.client == "wrk" else None, rounds=p.rounds,
             duration_s=p.duration, requests_per_connection_min=REQUESTS_PER_CONNECTION,
             steps_requested=p.requested, heap=o.heap, pinning=p.pin_text,
@@ -123,11 +132,18 @@ class Sweep:
             clk_tck=measure.CLK_TCK, idle_threshold_pct=servers.IDLE_PCT, after_window_s=p.timing.after_s,
             **measure.machine(), java=java,
             nginx=_version(["nginx", "-v"]) if any(s.kind == "nginx" for s in p.selected) else "",
-            client_version=_version(["ab", "-V"] if o.client == "ab" else ["wrk", "-v"]),
+            client_version=self._aiohttp() if p.fanout else _version(["ab", "-V"] if o.client == "ab" else ["wrk", "-v"]),
             commit=commit or "none",
             vps=p.vps_text() if o.vps else "",
             pinned_threshold_ms=pinning.THRESHOLD_MS if any(p.records_pinning(s) for s in p.selected) else None,
-            memory_extra=f"front ends run with --idle-timeout {MEMORY_IDLE_TIMEOUT_MS}" if o.memory else "")
+            memory_extra=f"front ends run with --idle-timeout {MEMORY_IDLE_TIMEOUT_MS}" if o.memory else "",
+            fanout_rate=p.rate if p.fanout else None, fanout_processes=p.client_processes if p.fanout else None)
+
+    @staticmethod
+    def _aiohttp():
+        """The subscribers' client library, as the venv has it."""
+        python = charts_venv.VENV / "bin" / "python"
+        return "aiohttp " + _version([str(python), "-c", "import aiohttp; print(aiohttp.__version__)"])
 
 
 def _version(cmd):
