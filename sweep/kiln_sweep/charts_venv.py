@@ -33,7 +33,7 @@ def setup(install):
              "./ab-sweep.sh --setup for the PNG and HTML")
         return None
     note(f"first run: creating {VENV} with the libraries pinned in sweep/requirements.txt (matplotlib, plotly, "
-         "Jinja2, pytest; about a minute, needs PyPI)")
+         "Jinja2, aiohttp, pytest; about a minute, needs PyPI)")
     ok = subprocess.run([sys.executable, "-m", "venv", "--clear", str(VENV)], check=False).returncode == 0 and \
         subprocess.run([str(VENV / "bin" / "pip"), "install", "--disable-pip-version-check", "--quiet", "--timeout",
                         "30", "--retries", "2", "-r", str(REQUIREMENTS)], check=False).returncode == 0

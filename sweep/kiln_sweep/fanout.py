@@ -8,13 +8,15 @@ server-sent-event subscribers (GET /updates/events) while a publisher commits at
 3. idle phase, no commits: the server's heap (jcmd GC.class_histogram: live objects after a full GC) and
    RSS before the subscribers connected and with all of them held, per subscriber (as --memory does for
    idle keep-alive connections);
-4. publish phase: this process commits at --rate per second for --duration seconds over one keep-alive
+4. warm-up: WARMUP_S seconds of commits at the same rate, delivered and then dropped from the counts (a
+   fresh server's first events wait for class loading and the JIT);
+5. publish phase: this process commits at --rate per second for --duration seconds over one keep-alive
    connection, then waits (bounded) until every event reached every subscriber or nothing moves any more;
    measured over publish and drain: deliveries per second, latency from commit (the event's committedAt)
    to the moment a client read it (histogram over all deliveries: p50, p99, max), events lost (gaps in a
    stream's ids; and deliveries expected = commits x subscribers held, against received), streams the
    server ended, `event: reload`s, and the server's CPU (utime + stime, /proc/PID/stat) per delivery;
-5. stop the clients, then the server; next N (a fresh server: each N starts from the same baseline).
+6. stop the clients, then the server; next N (a fresh server: each N starts from the same baseline).
 
 The publisher runs in this process (10 requests a second cost next to nothing), outside the --vps cgroup;
 the subscriber processes run inside it, sharing its one CPU with the server. Records go to fanout.jsonl,
@@ -42,6 +44,9 @@ IN_FLIGHT = idle.IN_FLIGHT
 # no client received anything for QUIET_S.
 DRAIN_MAX_S = 30
 QUIET_S = 5
+# Before the measured publish phase, this many seconds of commits at the same rate whose events are not
+# counted: the first events of a fresh server are slow (class loading, JIT), the steady state is measured.
+WARMUP_S = 3
 # A server log line worth reporting (errors, refused subscribers, full queues).
 LOG_PROBLEM = re.compile(r"error|exception|too many|503|refus|overflow|reload|dropp", re.IGNORECASE)
 
@@ -222,6 +227,41 @@ class Clients:
     def received(self):
         return sum(s.get("progress", {}).get("received", 0) for s in self.state)
 
+    def first_id(self):
+        """The smallest first id any subscriber counted, after a fresh progress line from each process."""
+        self._fresh()
+        ids = [s.get("progress", {}).get("first_id") for s in self.state]
+        return min((i for i in ids if i is not None), default=None)
+
+    def last_id(self):
+        return max((s.get("progress", {}).get("last_id", 0) for s in self.state), default=0)
+
+    def _fresh(self, timeout_s=3):
+        """Waits until every live process has printed a progress line since this call began."""
+        for s in self.state:
+            s.pop("progress", None)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and any("progress" not in s and p.poll() is None
+                                                  for s, p in zip(self.state, self.procs)):
+            time.sleep(0.1)
+
+    def restart(self, after_id, timeout_s=5):
+        """Every process drops what it counted and counts again from the event after `after_id`; True
+        once each says so (its progress line's "from")."""
+        for p in self.procs:
+            try:
+                p.stdin.write(f"from {after_id}\n")
+                p.stdin.flush()
+            except (OSError, ValueError):
+                pass
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if all(s.get("progress", {}).get("from") == after_id or p.poll() is not None
+                   for s, p in zip(self.state, self.procs)):
+                return True
+            time.sleep(0.1)
+        return False
+
     def drain(self, expected, max_s, quiet_s):
         """Waits until the clients received `expected` events, nothing arrived for quiet_s, or max_s
         passed; returns the seconds waited."""
@@ -347,6 +387,16 @@ class Fanout:
                 after = idle.class_histogram(jcmd, r.proc.pid, self.out / f"{rel}-histogram-after.txt")
                 run.heap_after_bytes, run.histogram_after = after.bytes, f"{rel}-histogram-after.txt"
             run.rss_after_kb = measure.status_kb("VmRSS", r.pids)
+
+            # Warm-up: commits at the same rate whose events are then dropped from the counts. Their ids are
+            # the first one the subscribers saw and the next ones, one per commit.
+            warm = publish(r.port, plan.rate, min(WARMUP_S, plan.duration))
+            run.warmup_commits = warm["commits"]
+            clients.drain(run.warmup_commits * run.held, DRAIN_MAX_S, QUIET_S)
+            first = clients.first_id()
+            run.warmup_last_id = max(clients.last_id(), first + warm["sent"] - 1 if first is not None else 0)
+            if not clients.restart(run.warmup_last_id):
+                raise RuntimeError("the subscriber processes did not restart their counts after the warm-up")
 
             # Publish, then drain.
             ticks0, client0, t0 = measure.cpu_ticks(r.pids), measure.cpu_ticks(clients.pids), time.monotonic()

@@ -143,6 +143,8 @@ class FanoutRun:
     histogram_after: str = ""
     rss_before_kb: int = 0
     rss_after_kb: int = 0
+    warmup_commits: int = 0        # commits before the measured phase, their events not counted
+    warmup_last_id: int = 0        # the last warm-up event's id: counting starts after it
     sent: int = 0                  # /updates requests sent
     commits: int = 0               # of them answered 2xx
     publish_failures: str = ""

@@ -549,7 +549,8 @@ def fanout_row(run, clk_tck):
         "rss_bytes_per_sub": _per((r.rss_after_kb - r.rss_before_kb) * 1024, r.held) if r.rss_after_kb else None,
         "heap_before_mb": _per(r.heap_before_bytes, 1048576), "heap_after_mb": _per(r.heap_after_bytes, 1048576),
         "rss_before_mb": r.rss_before_kb / 1024 or None, "rss_after_mb": r.rss_after_kb / 1024 or None,
-        "rate": r.rate, "duration_s": r.duration_s, "sent": r.sent, "commits": r.commits,
+        "rate": r.rate, "duration_s": r.duration_s, "warmup_commits": r.warmup_commits,
+        "warmup_last_id": r.warmup_last_id, "sent": r.sent, "commits": r.commits,
         "publish_failures": r.publish_failures, "publish_s": r.publish_s, "publish_slowest_ms": r.publish_slowest_ms,
         "publish_late": r.publish_late, "drain_s": r.drain_s, "wall_s": r.wall_s,
         "expected": r.expected, "received": r.received,
@@ -632,6 +633,8 @@ def fanout_notes(settings, rows, problems):
                "its last bytes (same machine's clock), over every delivery; 0.1 ms buckets, exact max. The clients "
                "share the machine's CPUs with the server" + (" and, under --vps, its one CPU" if settings.vps else "")
                + ": their queueing is in the figures.")
+    out.append("Each count starts with a warm-up: a few seconds of commits at the same rate whose events are "
+               "delivered but not counted (a fresh server's first events wait for class loading and the JIT).")
     out.append("CPU us/delivery: the server's utime + stime over the publish phase and the drain, divided by the "
                "events received; it includes the publisher's /updates requests and commits.")
     return out
@@ -677,7 +680,8 @@ def print_fanout_table(settings, rows, note_lines):
 
 FANOUT_FIELDS = ["server", "round", "requested", "subscribers", "cap_reason", "held", "client_processes", "connect_s",
                  "connect_errors", "established", "heap_bytes_per_sub", "rss_bytes_per_sub", "heap_before_mb",
-                 "heap_after_mb", "rss_before_mb", "rss_after_mb", "rate", "duration_s", "sent", "commits",
+                 "heap_after_mb", "rss_before_mb", "rss_after_mb", "rate", "duration_s", "warmup_commits",
+                 "warmup_last_id", "sent", "commits",
                  "publish_failures", "publish_s", "publish_slowest_ms", "publish_late", "drain_s", "wall_s",
                  "expected", "received", "delivered_pct", "deliveries_per_s", "target_per_s", "events_per_chunk",
                  "p50_ms", "p99_ms", "max_ms", "negative", "lost", "lost_per_sub", "gaps", "gaps_per_sub",

@@ -6,8 +6,10 @@ processes on the venv's python, as the report starts kiln_sweep.charts, and read
 
 Stdout, one JSON object per line: {"event": "connected", ...} once every subscriber has its stream or
 the connect phase timed out; {"event": "progress", ...} every second (events received so far, streams
-the server ended); {"event": "done"} once FILE holds the result. The process stops when a line "stop"
-arrives on stdin, stdin closes, it gets SIGTERM or SIGINT, or --deadline passes: whichever comes first.
+the server ended, the last id seen); {"event": "done"} once FILE holds the result. A line "from ID" on
+stdin restarts the measurement after event ID (what the warm-up's events counted is dropped). The process
+stops when a line "stop" arrives on stdin, stdin closes, it gets SIGTERM or SIGINT, or --deadline passes:
+whichever comes first.
 
 A subscriber is *held* once its response is 200 text/event-stream and the stream's first bytes (the
 `retry:` line) have arrived. Per stream it counts update events, gaps in their ids after the first one it
@@ -73,6 +75,27 @@ class Stats:
         self.last_ids = []
         self.per_sub_min = None
         self.per_sub_max = None
+        self.skip_until = 0         # events with ids up to this one are the warm-up's: not counted
+        self.streams = []           # every held stream's [first id, last id, events, gaps]
+
+    def restart(self, after_id):
+        """The measurement starts again from the event after `after_id` (the warm-up's last): what was
+        counted so far is dropped, and so are warm-up events still on their way. Held subscribers, connect
+        errors and streams already ended stay."""
+        self.skip_until = after_id
+        self.hist = [0] * BUCKETS
+        self.received = self.chunks = self.bytes = self.negative = self.duplicates = 0
+        self.reloads = self.other_events = self.malformed = 0
+        self.max_us = -1
+        for ids in self.streams:
+            ids[:] = [0, 0, 0, 0]
+
+    def first_id(self):
+        """The smallest first id any stream counted (None before any event)."""
+        return min((ids[0] for ids in self.streams if ids[2]), default=None)
+
+    def last_id(self):
+        return max((ids[1] for ids in self.streams), default=0)
 
     def error(self, table, what):
         table[what] = table.get(what, 0) + 1
@@ -130,6 +153,8 @@ def parse_events(data, st, now_us, ids):
             d = now_us - int(ev[k:j])
         except ValueError:
             st.malformed += 1
+            continue
+        if eid <= st.skip_until:
             continue
         last = ids[1]
         if ids[2] == 0:
@@ -199,6 +224,7 @@ class Subscribers:
                 self._settled()
             held = True
             st.held += 1
+            st.streams.append(ids)
             st.chunks += 1
             st.bytes += len(first)
             buf = parse_events(first, st, time.time_ns() // 1000, ids)
@@ -260,7 +286,9 @@ class Subscribers:
                 except asyncio.TimeoutError:
                     pass
                 emit({"event": "progress", "received": self.st.received, "ended": self.st.ended,
-                      "reloads": self.st.reloads, "chunks": self.st.chunks})
+                      "reloads": self.st.reloads, "chunks": self.st.chunks, "first_id": self.st.first_id(),
+                      "last_id": self.st.last_id(),
+                      "from": self.st.skip_until})
             self.stopping = True
             for t in tasks:
                 t.cancel()
@@ -273,11 +301,15 @@ def emit(obj):
     sys.stdout.flush()
 
 
-def _watch_stdin(loop, stop):
-    """A thread: a line "stop" or the end of stdin stops the process."""
+def _watch_stdin(loop, stop, st):
+    """A thread: a line "from ID" restarts the measurement after event ID (the warm-up's last); a line
+    "stop" or the end of stdin stops the process."""
     for line in sys.stdin:
-        if line.strip() == "stop":
+        words = line.split()
+        if words[:1] == ["stop"]:
             break
+        if words[:1] == ["from"] and len(words) == 2 and words[1].isdigit():
+            loop.call_soon_threadsafe(st.restart, int(words[1]))
     loop.call_soon_threadsafe(stop.set)
 
 
@@ -286,9 +318,9 @@ async def _main(args):
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    if not args.no_stdin:
-        threading.Thread(target=_watch_stdin, args=(loop, stop), daemon=True).start()
     subs = Subscribers(args.host, args.port, args.path, args.count, args.in_flight, args.connect_timeout)
+    if not args.no_stdin:
+        threading.Thread(target=_watch_stdin, args=(loop, stop, subs.st), daemon=True).start()
     result = await subs.run(stop, args.deadline)
     usage = resource.getrusage(resource.RUSAGE_SELF)
     result.update(pid=os.getpid(), cpu_user_s=usage.ru_utime, cpu_sys_s=usage.ru_stime)

@@ -51,6 +51,18 @@ def test_gaps_duplicates_reloads_comments_and_malformed_events_are_counted():
     assert st.reloads == 2 and st.malformed == 1 and st.other_events == 0
 
 
+def test_a_restart_drops_what_was_counted_and_the_warm_up_events_still_coming():
+    st = subscribers.Stats(1)
+    ids = [0, 0, 0, 0]
+    st.streams.append(ids)
+    subscribers.parse_events(event(1, 0) + event(3, 0), st, 100, ids)
+    assert (st.received, ids, st.first_id(), st.last_id()) == (2, [1, 3, 2, 1], 1, 3)
+    st.restart(4)
+    assert (st.received, sum(st.hist), ids, st.first_id()) == (0, 0, [0, 0, 0, 0], None)
+    subscribers.parse_events(event(4, 0) + event(5, 0) + event(7, 0), st, 100, ids)
+    assert st.received == 2 and ids == [5, 7, 2, 1] and st.first_id() == 5
+
+
 def test_a_receipt_before_committed_at_counts_as_zero_and_slow_events_land_in_the_last_bucket():
     st, ids = subscribers.Stats(1), [0, 0, 0, 0]
     subscribers.parse_events(event(1, 5000) + event(2, 0), st, 1000 + subscribers.BUCKETS * subscribers.BUCKET_US * 2,
@@ -241,7 +253,8 @@ def test_a_fanout_run_measures_every_step_and_reports_it(results, capsys):
         assert not r.error and not r.client_errors, r
         assert r.sent == r.commits == 40 and r.expected == 40 * r.held
         assert r.received == r.expected and r.gaps == r.ended == r.reloads == 0, r
-        assert r.first_id == 1 and r.last_id == 40 and r.missed_after_last == 0
+        assert r.warmup_commits == 40 and r.warmup_last_id == 40, "2 s of warm-up at 20/s"
+        assert r.first_id == 41 and r.last_id == 80 and r.missed_after_last == 0
         assert r.p50_ms is not None and r.p50_ms <= r.p99_ms <= r.max_ms + 0.1
         assert r.established == r.held and r.server_alive and r.server_cpu_ticks > 0
         assert r.heap_before_bytes is None, "not a JVM: no heap figure"
