@@ -25,6 +25,7 @@ each step's merged latency histogram and the clients' results to raw/."""
 import http.client
 import json
 import os
+import queue
 import re
 import subprocess
 import threading
@@ -47,6 +48,8 @@ QUIET_S = 5
 # Before the measured publish phase, this many seconds of commits at the same rate whose events are not
 # counted: the first events of a fresh server are slow (class loading, JIT), the steady state is measured.
 WARMUP_S = 3
+# The publisher's connections: commits stay on their schedule while up to this many wait for their answers.
+PUBLISHERS = 16
 # A server log line worth reporting (errors, refused subscribers, full queues).
 LOG_PROBLEM = re.compile(r"error|exception|too many|503|refus|overflow|reload|dropp", re.IGNORECASE)
 
@@ -75,44 +78,70 @@ def probe_sse(port, timeout=10):
         conn.close()
 
 
-def publish(port, rate, duration_s, timeout=10):
-    """GET /updates?queries=1 every 1/rate s for duration_s s over one keep-alive connection (reconnecting
-    after an error), sent on a fixed schedule: a slow commit delays the next one, never skips it. Returns
-    {commits (2xx), failures {what: n}, sent, wall_s, slowest_ms, late (requests sent over 100 ms late)}."""
+def publish(port, rate, duration_s, timeout=10, workers=PUBLISHERS):
+    """GET /updates?queries=1 every 1/rate s for duration_s s, open loop: each request is due at its time
+    whatever the answers before it took, and goes out on one of `workers` keep-alive connections (each its
+    own thread, reconnecting after an error); only when every one is waiting for an answer does a request
+    go out late. Returns {sent, commits (2xx), failures {what: n}, late (sent over 100 ms after its time),
+    wall_s (first due time to last answer), answer_ms_p50/p99/max (each request's own time)}."""
     n = int(rate * duration_s)
-    out = {"sent": 0, "commits": 0, "failures": {}, "slowest_ms": 0.0, "late": 0}
-    conn = None
-    start = time.monotonic()
+    start = time.monotonic() + 0.05
+    due = queue.Queue()
     for i in range(n):
-        due = start + i / rate
-        wait = due - time.monotonic()
-        if wait > 0:
-            time.sleep(wait)
-        elif wait < -0.1:
-            out["late"] += 1
-        t0 = time.monotonic()
-        out["sent"] += 1
-        try:
-            if conn is None:
-                conn = http.client.HTTPConnection(BIND, port, timeout=timeout)
-            conn.request("GET", PUBLISH_PATH)
-            resp = conn.getresponse()
-            resp.read()
-            if 200 <= resp.status < 300:
-                out["commits"] += 1
-            else:
-                what = f"status {resp.status}"
-                out["failures"][what] = out["failures"].get(what, 0) + 1
-        except (OSError, http.client.HTTPException) as e:
-            what = type(e).__name__
+        due.put(start + i / rate)
+    lock = threading.Lock()
+    out = {"sent": 0, "commits": 0, "failures": {}, "late": 0}
+    answers = []
+
+    def failed(what):
+        with lock:
             out["failures"][what] = out["failures"].get(what, 0) + 1
-            if conn is not None:
-                conn.close()
-            conn = None
-        out["slowest_ms"] = max(out["slowest_ms"], (time.monotonic() - t0) * 1000)
-    if conn is not None:
-        conn.close()
-    out["wall_s"] = time.monotonic() - start
+
+    def work():
+        conn = None
+        while True:
+            try:
+                at = due.get_nowait()
+            except queue.Empty:
+                break
+            wait = at - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
+            t0 = time.monotonic()
+            with lock:
+                out["sent"] += 1
+                out["late"] += t0 - at > 0.1
+            try:
+                if conn is None:
+                    conn = http.client.HTTPConnection(BIND, port, timeout=timeout)
+                conn.request("GET", PUBLISH_PATH)
+                resp = conn.getresponse()
+                resp.read()
+                if 200 <= resp.status < 300:
+                    with lock:
+                        out["commits"] += 1
+                else:
+                    failed(f"status {resp.status}")
+            except (OSError, http.client.HTTPException) as e:
+                failed(type(e).__name__)
+                if conn is not None:
+                    conn.close()
+                conn = None
+            with lock:
+                answers.append((time.monotonic() - t0) * 1000)
+        if conn is not None:
+            conn.close()
+
+    threads = [threading.Thread(target=work, daemon=True) for _ in range(max(1, min(workers, n)))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    out["wall_s"] = max(0.0, time.monotonic() - start)
+    answers.sort()
+    for key, q in (("answer_ms_p50", 0.5), ("answer_ms_p99", 0.99)):
+        out[key] = answers[min(len(answers) - 1, int(q * len(answers)))] if answers else None
+    out["answer_ms_max"] = answers[-1] if answers else None
     return out
 
 
@@ -403,8 +432,10 @@ class Fanout:
             received0 = clients.received()
             pub = publish(r.port, plan.rate, plan.duration)
             run.publish_s = round(pub["wall_s"], 2)
-            run.sent, run.commits, run.publish_slowest_ms, run.publish_late = \
-                pub["sent"], pub["commits"], round(pub["slowest_ms"], 1), pub["late"]
+            run.sent, run.commits, run.publish_late = pub["sent"], pub["commits"], pub["late"]
+            run.publish_answer_ms_p50, run.publish_answer_ms_p99, run.publish_answer_ms_max = (
+                round(pub[k], 1) if pub[k] is not None else None
+                for k in ("answer_ms_p50", "answer_ms_p99", "answer_ms_max"))
             run.publish_failures = _counts_text(pub["failures"])
             run.expected = run.commits * run.held
             run.drain_s = round(clients.drain(received0 + run.expected, DRAIN_MAX_S, QUIET_S), 2)
@@ -464,7 +495,8 @@ class Fanout:
               f"p99 {report.fmt(run.p99_ms, 1)} ms  max {report.fmt(run.max_ms, 1)} ms  "
               f"gaps {run.gaps}  dropped {run.ended}  reloads {run.reloads}  "
               f"CPU {report.fmt(row['cpu_us_per_delivery'], 2)} us/delivery  "
-              f"client CPU {report.fmt(row['client_cpu_pct'])}%"
+              f"client CPU {report.fmt(row['client_cpu_pct'])}%  "
+              f"/updates p99 {report.fmt(run.publish_answer_ms_p99, 1)} ms, {run.publish_late} late"
               + (f"  OOM kills {run.cgroup_oom_kills}" if run.cgroup_oom_kills else "")
               + (f"  error: {run.error}" if run.error else "")
               + (f"  ({run.client_errors})" if run.client_errors else ""), flush=True)

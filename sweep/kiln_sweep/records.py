@@ -149,8 +149,10 @@ class FanoutRun:
     commits: int = 0               # of them answered 2xx
     publish_failures: str = ""
     publish_s: float = 0.0
-    publish_slowest_ms: float = 0.0
-    publish_late: int = 0          # requests sent over 100 ms after their time (a slow commit before)
+    publish_late: int = 0          # requests sent over 100 ms after their time (every connection busy)
+    publish_answer_ms_p50: Optional[float] = None   # the /updates requests' own response times
+    publish_answer_ms_p99: Optional[float] = None
+    publish_answer_ms_max: Optional[float] = None
     drain_s: float = 0.0
     wall_s: float = 0.0            # publish + drain
     expected: int = 0              # commits x held

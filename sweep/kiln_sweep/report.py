@@ -551,8 +551,9 @@ def fanout_row(run, clk_tck):
         "rss_before_mb": r.rss_before_kb / 1024 or None, "rss_after_mb": r.rss_after_kb / 1024 or None,
         "rate": r.rate, "duration_s": r.duration_s, "warmup_commits": r.warmup_commits,
         "warmup_last_id": r.warmup_last_id, "sent": r.sent, "commits": r.commits,
-        "publish_failures": r.publish_failures, "publish_s": r.publish_s, "publish_slowest_ms": r.publish_slowest_ms,
-        "publish_late": r.publish_late, "drain_s": r.drain_s, "wall_s": r.wall_s,
+        "publish_failures": r.publish_failures, "publish_s": r.publish_s, "publish_late": r.publish_late,
+        "commits_per_s": _per(r.commits, r.publish_s), "publish_answer_ms_p50": r.publish_answer_ms_p50,
+        "publish_answer_ms_p99": r.publish_answer_ms_p99, "publish_answer_ms_max": r.publish_answer_ms_max, "drain_s": r.drain_s, "wall_s": r.wall_s,
         "expected": r.expected, "received": r.received,
         "delivered_pct": 100 * r.received / r.expected if r.expected else None,
         "deliveries_per_s": _per(r.received, r.wall_s),
@@ -595,6 +596,10 @@ def fanout_notes(settings, rows, problems):
         if r["held"] < r["subscribers"]:
             out.append(f"{where}: {r['held']} of {r['subscribers']} subscribers got their stream "
                        f"({r['connect_errors'] or 'no error reported'}).")
+        if r["publish_late"]:
+            out.append(f"{where}: {r['publish_late']} of {r['sent']} commits went out over 100 ms late (all "
+                       f"publisher connections waiting for answers; /updates p99 {fmt(r['publish_answer_ms_p99'])} ms): "
+                       f"{fmt(r['commits_per_s'], 1)} commits/s instead of {r['rate']}.")
         if r["publish_failures"]:
             out.append(f"{where}: {r['sent'] - r['commits']} of {r['sent']} commits failed ({r['publish_failures']}).")
         if r["expected"] and r["received"] < r["expected"]:
@@ -644,7 +649,7 @@ def fanout_table(settings, rows):
     """The fan-out table as (header, rows of strings), the same in the terminal and the HTML."""
     header = ["server", "subscribers", "held", "heap B/sub", "RSS B/sub", "commits", "deliveries/s", "delivered %",
               "p50 ms", "p99 ms", "max ms", "lost/sub", "gaps", "dropped", "reloads", "CPU us/delivery",
-              "server CPU %", "client CPU %"]
+              "server CPU %", "client CPU %", "/updates p99 ms"]
     if settings.vps:
         header += ["cgroup peak MB", "OOM kills"]
     cells = []
@@ -653,7 +658,8 @@ def fanout_table(settings, rows):
                 fmt(r["heap_bytes_per_sub"]), fmt(r["rss_bytes_per_sub"]), fmt(r["commits"]),
                 fmt(r["deliveries_per_s"]), fmt(r["delivered_pct"], 1), fmt(r["p50_ms"], 1), fmt(r["p99_ms"], 1),
                 fmt(r["max_ms"], 1), fmt(r["lost_per_sub"], 2), fmt(r["gaps"]), fmt(r["dropped"]), fmt(r["reloads"]),
-                fmt(r["cpu_us_per_delivery"], 2), fmt(r["server_cpu_pct"]), fmt(r["client_cpu_pct"])]
+                fmt(r["cpu_us_per_delivery"], 2), fmt(r["server_cpu_pct"]), fmt(r["client_cpu_pct"]),
+                fmt(r["publish_answer_ms_p99"], 1)]
         if settings.vps:
             line += [fmt(r["cgroup_peak_mb"]), fmt(r["cgroup_oom_kills"])]
         cells.append(line)
@@ -682,7 +688,8 @@ FANOUT_FIELDS = ["server", "round", "requested", "subscribers", "cap_reason", "h
                  "connect_errors", "established", "heap_bytes_per_sub", "rss_bytes_per_sub", "heap_before_mb",
                  "heap_after_mb", "rss_before_mb", "rss_after_mb", "rate", "duration_s", "warmup_commits",
                  "warmup_last_id", "sent", "commits",
-                 "publish_failures", "publish_s", "publish_slowest_ms", "publish_late", "drain_s", "wall_s",
+                 "publish_failures", "publish_s", "publish_late", "commits_per_s",
+                 "publish_answer_ms_p50", "publish_answer_ms_p99", "publish_answer_ms_max", "drain_s", "wall_s",
                  "expected", "received", "delivered_pct", "deliveries_per_s", "target_per_s", "events_per_chunk",
                  "p50_ms", "p99_ms", "max_ms", "negative", "lost", "lost_per_sub", "gaps", "gaps_per_sub",
                  "subscribers_with_gaps", "duplicates", "missed_before_first", "missed_after_last", "silent", "reloads",

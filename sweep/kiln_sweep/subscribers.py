@@ -5,7 +5,7 @@ processes on the venv's python, as the report starts kiln_sweep.charts, and read
     sweep/.venv/bin/python -m kiln_sweep.subscribers --port P --count N --result FILE [options]
 
 Stdout, one JSON object per line: {"event": "connected", ...} once every subscriber has its stream or
-the connect phase timed out; {"event": "progress", ...} every second (events received so far, streams
+the connect phase timed out; {"event": "progress", ...} every PROGRESS_S (events received so far, streams
 the server ended, the last id seen); {"event": "done"} once FILE holds the result. A line "from ID" on
 stdin restarts the measurement after event ID (what the warm-up's events counted is dropped). The process
 stops when a line "stop" arrives on stdin, stdin closes, it gets SIGTERM or SIGINT, or --deadline passes:
@@ -47,6 +47,8 @@ import aiohttp
 BUCKET_US = 100
 BUCKETS = 600000
 MARKER = b'"committedAt":'
+# Seconds between progress lines (the sweep's drain waits on them).
+PROGRESS_S = 0.25
 
 
 class Stats:
@@ -261,7 +263,7 @@ class Subscribers:
             st.per_sub_max = n if st.per_sub_max is None else max(st.per_sub_max, n)
 
     async def run(self, stop, deadline_s):
-        """Connects, says so, reports progress each second until `stop` is set or the deadline passes."""
+        """Connects, says so, reports progress every PROGRESS_S until `stop` is set or the deadline passes."""
         self.connected = asyncio.Event()
         if self.count == 0:
             self.connected.set()
@@ -282,7 +284,7 @@ class Subscribers:
             emit({"event": "connected", "held": self.st.held, "connect_errors": self.st.connect_errors})
             while not stop.is_set() and time.monotonic() < end:
                 try:
-                    await asyncio.wait_for(stop.wait(), min(1.0, max(0.0, end - time.monotonic())))
+                    await asyncio.wait_for(stop.wait(), min(PROGRESS_S, max(0.0, end - time.monotonic())))
                 except asyncio.TimeoutError:
                     pass
                 emit({"event": "progress", "received": self.st.received, "ended": self.st.ended,
