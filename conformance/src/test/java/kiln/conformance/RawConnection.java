@@ -29,6 +29,8 @@ final class RawConnection implements AutoCloseable {
     private final OutputStream out;
 
     private final int timeoutMs;
+    /** A chunk's data was read and the CRLF after it not yet ({@link #readChunk}). */
+    private boolean chunkEndPending;
 
     private RawConnection(Socket socket, int timeoutMs) throws IOException {
         this.socket = socket;
@@ -111,6 +113,79 @@ final class RawConnection implements AutoCloseable {
      */
     RawResponse readHeadOnly() {
         return new RawResponse(readHead(), new byte[0]);
+    }
+
+    /** Reads the head of a response whose body is streamed (chunked, or until the close): read the body with {@link #readChunk}. */
+    RawResponse readStreamHead() {
+        return new RawResponse(readHead(), new byte[0]);
+    }
+
+    /**
+     * Reads one chunk of a chunked body (RFC 9112 section 7.1): its size line and its data (the CRLF
+     * after the data is checked at the next call); for the last chunk ({@code 0}), its empty
+     * trailer section too.
+     *
+     * @return the chunk's data, UTF-8; "" for the last chunk
+     * @throws AssertionError when the framing is broken, the connection ends or the read times out
+     */
+    String readChunk() {
+        try {
+            if (chunkEndPending) {
+                // Jetty writes a chunk's closing CRLF with the next chunk; an event source reads the data without it
+                String end = readLine();
+                if (!end.isEmpty()) throw new AssertionError("chunk data not followed by CRLF but '" + end + "'");
+                chunkEndPending = false;
+            }
+            String sizeLine = readLine();
+            int size;
+            try {
+                size = Integer.parseInt(sizeLine, 16);
+            } catch (NumberFormatException e) {
+                throw new AssertionError("not a chunk size line: '" + sizeLine + "'");
+            }
+            if (size == 0) {
+                String trailerEnd = readLine();
+                if (!trailerEnd.isEmpty()) throw new AssertionError("trailer fields after the last chunk: '" + trailerEnd + "'");
+                return "";
+            }
+            byte[] data = in.readNBytes(size);
+            if (data.length != size) throw new AssertionError("connection closed after " + data.length + " of a " + size + "-byte chunk");
+            chunkEndPending = true;
+            return new String(data, StandardCharsets.UTF_8);
+        } catch (SocketTimeoutException e) {
+            throw new AssertionError("no chunk within " + timeoutMs + " ms", e);
+        } catch (IOException e) {
+            throw new UncheckedIOException("read failed", e);
+        }
+    }
+
+    /** @return everything until the server closes, UTF-8 (an HTTP/1.0 streamed body) */
+    String readToClose() {
+        try {
+            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
+        } catch (SocketTimeoutException e) {
+            throw new AssertionError("the server did not close within " + timeoutMs + " ms", e);
+        } catch (IOException e) {
+            throw new UncheckedIOException("read failed", e);
+        }
+    }
+
+    private String readLine() throws IOException {
+        StringBuilder line = new StringBuilder();
+        for (int b; (b = in.read()) != '\n'; ) {
+            if (b < 0) throw new AssertionError("connection closed in a chunk line after '" + line + "'");
+            if (b != '\r') line.append((char) b);
+        }
+        return line.toString();
+    }
+
+    /** Sets this side's receive buffer, bytes: small, a client that does not read fills the server's send path fast. */
+    void receiveBuffer(int bytes) {
+        try {
+            socket.setReceiveBufferSize(bytes);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
     }
 
     /** @return the next {@code n} bytes as ISO-8859-1 (fewer if the connection ends first), left unread */

@@ -54,6 +54,13 @@ class LiveWorldsTest {
         return new Polled(new String(out.array(), 0, out.length(), StandardCharsets.UTF_8), next);
     }
 
+    /** @return the stream of {@code source}'s reply, past its opening part (the {@code retry}) */
+    private static BodyStream opened(ServerSentEvents.Source source) throws Exception {
+        BodyStream body = ServerSentEvents.reply(source).stream;
+        assertEquals("retry: 2000\n\n", poll(body).text);
+        return body;
+    }
+
     private World[] update(int... ids) {
         World[] rows = new World[ids.length];
         for (int i = 0; i < ids.length; i++) rows[i] = demo.readWorld(ids[i]);
@@ -65,8 +72,11 @@ class LiveWorldsTest {
         Reply reply = ServerSentEvents.reply(demo.live().subscriber(demo.live().lastSeq(), null));
         assertEquals(ServerSentEvents.CONTENT_TYPE, reply.contentType);
         assertEquals("no", reply.header("X-Accel-Buffering"));
+        Polled opening = poll(reply.stream);
+        assertEquals("retry: 2000\n\n", opening.text, "the reconnection delay, in a part of its own");
+        assertTrue(opening.next.isDone(), "poll again at once");
         Polled first = poll(reply.stream);
-        assertEquals("retry: 2000\n\n", first.text, "nothing committed yet: only the reconnection delay");
+        assertEquals("", first.text, "nothing committed yet");
         assertFalse(first.next.isDone());
 
         World[] updated = update(7, 8);
@@ -102,10 +112,10 @@ class LiveWorldsTest {
         update(1);
         update(2);
         update(3);
-        Polled resumed = poll(ServerSentEvents.reply(demo.live().subscriber(1, null)).stream);
+        Polled resumed = poll(opened(demo.live().subscriber(1, null)));
         assertEquals(List.of(2L, 3L), data(resumed.text).stream().map(d -> d.get("seq").asLong()).toList());
 
-        Polled ahead = poll(ServerSentEvents.reply(demo.live().subscriber(99, null)).stream);
+        Polled ahead = poll(opened(demo.live().subscriber(99, null)));
         assertTrue(ahead.text.contains("id: 3\nevent: reload\ndata: {\"reason\":\"sequence number 99 is ahead"), ahead.text);
         assertFalse(ahead.next.isDone(), "then it goes on from the newest");
     }

@@ -38,7 +38,7 @@ final class BlockingServlet extends HttpServlet {
     @Override
     protected void service(HttpServletRequest request, HttpServletResponse response) throws IOException {
         if (Responses.refused(request, response)) return;
-        Exchange<StepHandler> exchange = router.begin(request.getMethod(), request.getRequestURI(), request.getQueryString());
+        Exchange<StepHandler> exchange = router.begin(request.getMethod(), request.getRequestURI(), request.getQueryString(), Responses.headers(request));
         Reply reply = Responses.negotiated(request, exchange.answer(Step.runBlocking(StepRouter.firstStep(exchange))));
         Responses.head(request, response, reply);
         if (reply.stream == null) {

@@ -1,6 +1,8 @@
 package kiln.jetty;
 
 import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 
 import jakarta.servlet.http.HttpServletRequest;
@@ -64,6 +66,17 @@ final class Responses {
         ServletContextResponse.getServletContextResponse(response).getHeaders().put(CONNECTION_CLOSE);
         response.getOutputStream().write(refusal.body);
         return true;
+    }
+
+    /** @return the request's header fields, names and values alternating, for handlers that read them ({@code Last-Event-ID}) */
+    static List<String> headers(HttpServletRequest request) {
+        HttpFields fields = ServletContextRequest.getServletContextRequest(request).getHeaders();
+        List<String> headers = new ArrayList<>(2 * fields.size());
+        for (HttpField f : fields) {
+            headers.add(f.getName());
+            headers.add(f.getValue());
+        }
+        return headers;
     }
 
     /** @return {@code reply}, an error in the form the request's {@code Accept} prefers ({@link Reply#negotiated}) */

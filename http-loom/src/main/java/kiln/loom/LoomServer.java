@@ -262,7 +262,7 @@ public final class LoomServer implements Launcher.Server {
                 }
 
                 @Override
-                public String writeFailed() {
+                public String writeFailed(IOException failure) {
                     return c.writeTimedOut() ? Streaming.TIMEOUT : Streaming.CLIENT;
                 }
             }, request.routeName());

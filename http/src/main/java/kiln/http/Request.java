@@ -59,7 +59,16 @@ public final class Request {
      * @param rawQuery the query without '?', still percent-encoded, or null
      */
     public static Request of(String method, String path, String rawQuery) {
-        return new Request(method, rawQuery == null ? path : path + "?" + rawQuery, path, rawQuery, 1, List.of(), NO_BODY, true);
+        return of(method, path, rawQuery, List.of());
+    }
+
+    /**
+     * As {@link #of(String, String, String)}, with the header fields the library parsed.
+     *
+     * @param headers field names and values, alternating, in the order received
+     */
+    public static Request of(String method, String path, String rawQuery, List<String> headers) {
+        return new Request(method, rawQuery == null ? path : path + "?" + rawQuery, path, rawQuery, 1, headers, NO_BODY, true);
     }
 
     /** @return the method token, case-sensitive as sent: "GET", "POST"... */

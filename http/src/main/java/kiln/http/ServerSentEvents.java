@@ -62,9 +62,10 @@ public final class ServerSentEvents {
             @Override
             public CompletableFuture<?> poll(BodyOutput out) throws Exception {
                 Events events = new Events(out);
-                if (!started) {
+                if (!started) {  // a part of its own: the client hears at once, even from a source with nothing yet
                     started = true;
                     events.retry(RETRY_MS);
+                    return CompletableFuture.completedFuture(null);
                 }
                 return source.poll(events);
             }

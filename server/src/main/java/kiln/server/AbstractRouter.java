@@ -1,5 +1,7 @@
 package kiln.server;
 
+import java.util.List;
+
 import kiln.http.HttpException;
 import kiln.http.Paths;
 import kiln.http.Reply;
@@ -129,13 +131,23 @@ public abstract class AbstractRouter<H, R extends AbstractRouter<H, R>> {
      * @param rawQuery the query without '?', still percent-encoded, or null
      */
     public final Exchange<H> begin(String method, String rawPath, String rawQuery) {
+        return begin(method, rawPath, rawQuery, List.of());
+    }
+
+    /**
+     * As {@link #begin(String, String, String)}, with the request's header fields, which handlers
+     * read with {@link Request#header} (e.g. {@code Last-Event-ID}).
+     *
+     * @param headers field names and values, alternating, as the library parsed them
+     */
+    public final Exchange<H> begin(String method, String rawPath, String rawQuery, List<String> headers) {
         String path;
         try {
             path = Paths.normalize(rawPath);
         } catch (HttpException e) {
-            return answered(Reply.error(e.status(), e.getMessage()), Request.of(method, "/", rawQuery), metrics.start());
+            return answered(Reply.error(e.status(), e.getMessage()), Request.of(method, "/", rawQuery, headers), metrics.start());
         }
-        return begin(Request.of(method, path, rawQuery));
+        return begin(Request.of(method, path, rawQuery, headers));
     }
 
     private Exchange<H> answered(Reply reply, Request request, long started) {

@@ -53,8 +53,17 @@ public final class Streaming {
         /** @param wake to run, from any thread, when the server stops: it wakes the stream's wait */
         void whenStopped(Runnable wake);
 
-        /** @return why a write failed: {@link #CLIENT}, or {@link #TIMEOUT} when the server cut a write that took too long */
-        default String writeFailed() {
+        /**
+         * @param failure what the failed write threw
+         * @return why it failed: {@link #TIMEOUT} when the server cut a write that took longer than
+         *         its idle timeout (a client that does not read), else {@link #CLIENT} (the default
+         *         tells them apart by a {@link java.util.concurrent.TimeoutException} among the causes,
+         *         as Jetty reports its idle timeout)
+         */
+        default String writeFailed(IOException failure) {
+            for (Throwable t = failure; t != null; t = t.getCause()) {
+                if (t instanceof java.util.concurrent.TimeoutException) return TIMEOUT;
+            }
             return CLIENT;
         }
     }
@@ -96,7 +105,7 @@ public final class Streaming {
             sink.end();
             return sink.stopped() ? STOP : COMPLETE;
         } catch (IOException e) {
-            return sink.writeFailed();
+            return sink.writeFailed(e);
         }
     }
 

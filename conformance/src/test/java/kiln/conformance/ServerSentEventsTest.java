@@ -1,0 +1,207 @@
+package kiln.conformance;
+
+import static kiln.conformance.Contract.get;
+import static kiln.conformance.Contract.getJson;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * Server-sent events (WHATWG HTML, "Server-sent events") on every front end that streams replies:
+ * {@code /updates/events} on the wire, chunk by chunk (RFC 9112 section 7.1). A committed update
+ * arrives as an event whose id is its commit sequence number; a client resumes with
+ * {@code Last-Event-ID}; HEAD, HTTP/1.0, a client that goes away or never reads, and a stop.
+ */
+class ServerSentEventsTest {
+    @RegisterExtension
+    static final Servers SERVERS = new Servers("ServerSentEventsTest");
+
+    private static final Pattern EVENT = Pattern.compile("id: (\\d+)\nevent: (\\w+)\ndata: (.*)\n\n");
+
+    static List<FrontEnd> streaming() {
+        return FrontEnd.underTest().stream().filter(fe -> !fe.has(Deviation.STREAMED_REPLIES_ARE_501)).toList();
+    }
+
+    /** An event as received: its id, its type and its data as JSON. */
+    private record Event(long id, String type, JsonNode data) {
+    }
+
+    /** Opens {@code /updates/events} (with {@code extraHeaders}, CRLF-terminated), checks the head, reads the opening {@code retry}. */
+    private static RawConnection subscribe(ServerProcess server, String extraHeaders) {
+        RawConnection c = RawConnection.open(server);
+        RawResponse head = c.send("GET /updates/events HTTP/1.1\r\nHost: 127.0.0.1\r\n" + extraHeaders + "\r\n").readStreamHead();
+        assertEquals(200, head.status, head.head);
+        assertEquals("text/event-stream", head.header("Content-Type"));
+        assertEquals("chunked", head.header("Transfer-Encoding"));
+        assertEquals("no", head.header("X-Accel-Buffering"), "nginx must not buffer the stream");
+        assertEquals("no-store", head.header("Cache-Control"));
+        assertNull(head.header("Content-Length"));
+        assertEquals("retry: 2000\n\n", c.readChunk(), "the stream opens with the reconnection delay");
+        return c;
+    }
+
+    /** Reads chunks until {@code n} events have arrived (keep-alive comments are skipped). */
+    private static List<Event> events(RawConnection c, int n) throws Exception {
+        List<Event> events = new ArrayList<>();
+        StringBuilder text = new StringBuilder();
+        while (events.size() < n) {
+            String chunk = c.readChunk();
+            if (chunk.isEmpty()) throw new AssertionError("the stream ended after " + events);
+            text.append(chunk);
+            Matcher m = EVENT.matcher(text);
+            int end = 0;
+            while (m.find()) {
+                events.add(new Event(Long.parseLong(m.group(1)), m.group(2), Contract.JSON.readTree(m.group(3))));
+                end = m.end();
+            }
+            text.delete(0, end);
+        }
+        return events;
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("streaming")
+    void aCommittedUpdateArrivesAsOneEventWhoseIdIsItsCommitSequenceNumber(FrontEnd fe) throws Exception {
+        ServerProcess server = SERVERS.get(fe);
+        try (RawConnection c = subscribe(server, "")) {
+            JsonNode first = getJson(server, "/updates?queries=3");
+            JsonNode second = getJson(server, "/updates?queries=1");
+            List<Event> events = events(c, 2);
+            assertEquals("update", events.get(0).type);
+            assertEquals(first, events.get(0).data.get("worlds"), "the rows the update committed, as it answered them");
+            assertEquals(second, events.get(1).data.get("worlds"));
+            assertEquals(events.get(0).id + 1, events.get(1).id, "one sequence number per committed write");
+            assertEquals(events.get(0).id, events.get(0).data.get("seq").asLong());
+            long ageUs = System.currentTimeMillis() * 1000 - events.get(0).data.get("committedAt").asLong();
+            assertTrue(ageUs > -1000 && ageUs < 60_000_000, "committedAt is µs since the epoch: " + ageUs);
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("streaming")
+    void aReconnectingClientResumesAfterItsLastEventId(FrontEnd fe) throws Exception {
+        ServerProcess server = SERVERS.get(fe);
+        long seen;
+        try (RawConnection c = subscribe(server, "")) {
+            getJson(server, "/updates?queries=1");
+            seen = events(c, 1).get(0).id;
+        }
+        JsonNode missed1 = getJson(server, "/updates?queries=2");  // while the client is away
+        JsonNode missed2 = getJson(server, "/updates?queries=1");
+        try (RawConnection c = subscribe(server, "Last-Event-ID: " + seen + "\r\n")) {
+            List<Event> resumed = events(c, 2);
+            assertEquals(List.of(seen + 1, seen + 2), resumed.stream().map(Event::id).toList());
+            assertEquals(missed1, resumed.get(0).data.get("worlds"));
+            assertEquals(missed2, resumed.get(1).data.get("worlds"));
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("streaming")
+    void aLastEventIdThatIsNotANumberIs400AndOneFromTheFutureIsToldToReload(FrontEnd fe) throws Exception {
+        ServerProcess server = SERVERS.get(fe);
+        try (RawConnection c = RawConnection.open(server)) {
+            RawResponse r = c.exchange("GET /updates/events HTTP/1.1\r\nHost: 127.0.0.1\r\nLast-Event-ID: yesterday\r\n\r\n");
+            assertEquals(400, r.status);
+            assertTrue(r.bodyText().contains("Last-Event-ID must be the decimal id"), r.bodyText());
+        }
+        try (RawConnection c = subscribe(server, "Last-Event-ID: 999999999\r\n")) {
+            Event reload = events(c, 1).get(0);
+            assertEquals("reload", reload.type);
+            assertTrue(reload.data.get("reason").asText().contains("ahead of the feed"), reload.data.toString());
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("streaming")
+    void headIsTheStreamsHeadAndTheConnectionGoesOn(FrontEnd fe) {
+        try (RawConnection c = RawConnection.open(SERVERS.get(fe))) {
+            RawResponse head = c.send("HEAD /updates/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").readHeadOnly();
+            assertEquals(200, head.status);
+            assertEquals("text/event-stream", head.header("Content-Type"));
+            RawResponse next = c.exchange(RawConnection.get("/plaintext"));
+            assertEquals("Hello, World!", next.bodyText(), "no body was sent for HEAD: the next response follows at once");
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("streaming")
+    void anHttp10ClientGetsTheStreamUnchunkedUntilTheClose(FrontEnd fe) {
+        try (RawConnection c = RawConnection.open(SERVERS.get(fe))) {
+            RawResponse head = c.send("GET /updates/events HTTP/1.0\r\n\r\n").readStreamHead();
+            assertEquals(200, head.status);
+            assertNull(head.header("Transfer-Encoding"), "HTTP/1.0 has no chunked coding (RFC 9112 section 6.1)");
+            assertNull(head.header("Content-Length"));
+            assertEquals("retry: 2000\n\n", c.peek(13));
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("streaming")
+    void aClientThatGoesAwayIsNoticedAtTheNextWriteAndCounted(FrontEnd fe) throws Exception {
+        ServerProcess server = SERVERS.get(fe);
+        double before = metric(server, "http_streams_ended_total{reason=\"client\"}");
+        subscribe(server, "").close();
+        long deadline = System.nanoTime() + 20_000_000_000L;
+        // every stream of this server is closed by now (earlier tests' too): each ends at a write after its close
+        while (metric(server, "http_streams_open") > 0 && System.nanoTime() < deadline) {
+            getJson(server, "/updates?queries=1");  // the first write after the close may still succeed; a later one fails
+            Thread.sleep(50);
+        }
+        assertEquals(0, metric(server, "http_streams_open"), "the stream ended");
+        assertTrue(metric(server, "http_streams_ended_total{reason=\"client\"}") >= before + 1, "counted as the client's");
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("streaming")
+    void aStopEndsEveryStreamWithItsLastChunk(FrontEnd fe) {
+        try (ServerProcess server = ServerProcess.start(fe, "ServerSentEventsTest-stop")) {
+            try (RawConnection a = subscribe(server, ""); RawConnection b = subscribe(server, "")) {
+                server.signalTerm();
+                assertEquals("", a.readChunk(), "the last chunk: a complete body, not a cut one");
+                assertEquals("", b.readChunk());
+                assertNull(a.closedByServer());
+            }
+            server.stop();
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("streaming")
+    void aSubscriberThatNeverReadsIsCutAfterTheIdleTimeoutAndCounted(FrontEnd fe) throws Exception {
+        try (ServerProcess server = ServerProcess.start(fe, "ServerSentEventsTest-stuck", List.of("--idle-timeout", "1500"))) {
+            RawConnection stuck = RawConnection.open(server);
+            stuck.receiveBuffer(4096);
+            stuck.send(RawConnection.get("/updates/events"));  // and never read
+            long deadline = System.nanoTime() + 60_000_000_000L;
+            while (metric(server, "http_streams_ended_total{reason=\"timeout\"}") < 1 && System.nanoTime() < deadline) {
+                getJson(server, "/updates?queries=500");  // events of ~20 KB fill the socket's buffers
+            }
+            assertEquals(1, metric(server, "http_streams_ended_total{reason=\"timeout\"}"),
+                "cut once a write waited longer than the idle timeout; " + server.logText());
+            assertEquals(0, metric(server, "http_streams_open"));
+            stuck.close();
+            server.stop();
+        }
+    }
+
+    /** @return the value of one sample of {@code /metrics} (name with labels, as written), 0 when absent */
+    private static double metric(ServerProcess server, String sample) {
+        String text = new String(get(server, "/metrics").body(), StandardCharsets.UTF_8);
+        for (String line : text.split("\n")) {
+            if (line.startsWith(sample + " ")) return Double.parseDouble(line.substring(sample.length() + 1));
+        }
+        return 0;
+    }
+}
