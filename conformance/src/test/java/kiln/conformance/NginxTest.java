@@ -218,6 +218,7 @@ class NginxTest {
     void everyEndpointIsServedThroughNginxAsKilnServesIt() throws Exception {
         for (Endpoint e : Endpoints.ALL) {
             if (e.path.equals("/metrics")) continue;  // kept off the public site: metricsStayOffThePublicSite
+            if (e.path.endsWith("/events")) continue;  // streams that never end: serverSentEventsPassThroughAtOnce
             HttpResponse<byte[]> proxied = send(client, viaNginx(e.example));
             HttpResponse<byte[]> direct = Contract.get(kiln, e.example);
             assertEquals(200, proxied.statusCode(), () -> e.example + " through nginx: " + text(proxied));
@@ -233,6 +234,30 @@ class NginxTest {
         HttpResponse<byte[]> post = send(client, viaNginx("/plaintext").POST(HttpRequest.BodyPublishers.ofString("x=1")));
         assertEquals(405, post.statusCode());
         assertEquals("GET, HEAD, OPTIONS", post.headers().firstValue("Allow").orElse(null));
+    }
+
+    /**
+     * A server-sent event reaches the client through nginx as soon as kiln sends it: nginx does not
+     * buffer the stream (kiln's {@code X-Accel-Buffering: no}), and the live page works behind it.
+     * With buffering on, nginx would hold the small events until its buffer filled or the stream ended.
+     */
+    @Test
+    @Order(1)
+    void serverSentEventsPassThroughAtOnce() throws Exception {
+        try (RawConnection c = RawConnection.open("nginx", httpPort, 5_000)) {
+            RawResponse head = c.send("GET /updates/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").readStreamHead();
+            assertEquals(200, head.status, head.head);
+            assertEquals("text/event-stream", head.header("Content-Type"));
+            assertEquals(null, head.header("Content-Encoding"), "an event stream is not gzipped (gzip would buffer it)");
+            assertEquals("retry: 2000\n\n", c.readChunk());
+            String updated = text(send(client, viaNginx("/updates?queries=1")));
+            String event = c.readChunk();  // within the 5 s read timeout, or the test fails
+            assertTrue(event.startsWith("id: ") && event.contains("event: update\ndata: {"), event);
+            assertTrue(event.contains("\"worlds\":" + updated), event + " vs " + updated);
+        }
+        HttpResponse<byte[]> page = send(client, viaNginx("/live"));
+        assertEquals(200, page.statusCode());
+        assertTrue(text(page).contains("new EventSource(\"/updates/events\")"));
     }
 
     /** kiln answers /metrics on its own port; nginx answers 404 for it, however the path is spelled, over HTTP and HTTPS. */

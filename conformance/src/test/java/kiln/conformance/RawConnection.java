@@ -46,10 +46,15 @@ final class RawConnection implements AutoCloseable {
 
     /** Connects to {@code server}; connect and every read time out after {@code timeoutMs}. */
     static RawConnection open(ServerProcess server, int timeoutMs) {
+        return open(server.frontEnd.id, server.port, timeoutMs);
+    }
+
+    /** Connects to {@code port} on 127.0.0.1 (a proxy in front of a server: nginx), named {@code name} in errors. */
+    static RawConnection open(String name, int port, int timeoutMs) {
         Socket s = new Socket();
         try {
             s.setTcpNoDelay(true);
-            s.connect(new InetSocketAddress(ServerProcess.BIND, server.port), Math.min(5_000, timeoutMs));
+            s.connect(new InetSocketAddress(ServerProcess.BIND, port), Math.min(5_000, timeoutMs));
             s.setSoTimeout(timeoutMs);
             return new RawConnection(s, timeoutMs);
         } catch (IOException e) {
@@ -58,7 +63,7 @@ final class RawConnection implements AutoCloseable {
             } catch (IOException ignored) {
                 // already failing with the connect error
             }
-            throw new UncheckedIOException("cannot connect to " + server.frontEnd.id + " on port " + server.port, e);
+            throw new UncheckedIOException("cannot connect to " + name + " on port " + port, e);
         }
     }
 
