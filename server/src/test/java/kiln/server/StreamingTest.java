@@ -1,0 +1,130 @@
+package kiln.server;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BiConsumer;
+
+import kiln.http.BodyOutput;
+import kiln.http.BodyStream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** The blocking stream loop (loom, Jetty's blocking and loom modes), against a sink in memory. */
+@Timeout(30)
+class StreamingTest {
+    /** Records the parts written; fails writes after {@code failAfter} parts with {@code failure}. */
+    private static final class Recorder implements Streaming.Sink {
+        final List<String> parts = new ArrayList<>();
+        volatile boolean stopped;
+        volatile Runnable wake;
+        boolean ended;
+        int failAfter = Integer.MAX_VALUE;
+        IOException failure;
+
+        @Override
+        public void part(byte[] bytes, int length) throws IOException {
+            if (parts.size() >= failAfter) throw failure;
+            if (length > 0) parts.add(new String(bytes, 0, length, StandardCharsets.UTF_8));
+        }
+
+        @Override
+        public void end() {
+            ended = true;
+        }
+
+        @Override
+        public boolean stopped() {
+            return stopped;
+        }
+
+        @Override
+        public void whenStopped(Runnable wake) {
+            this.wake = wake;
+        }
+    }
+
+    /** A future that counts the callbacks registered on it. */
+    private static final class CountingFuture extends CompletableFuture<Void> {
+        final AtomicInteger registrations = new AtomicInteger();
+
+        @Override
+        public CompletableFuture<Void> whenComplete(BiConsumer<? super Void, ? super Throwable> action) {
+            registrations.incrementAndGet();
+            return super.whenComplete(action);
+        }
+    }
+
+    /** A body that waits for {@code tick}, with a keep-alive every 50 ms of silence, then sends "tick" and ends. */
+    private static BodyStream waitingFor(CountingFuture tick) {
+        return new BodyStream() {
+            @Override
+            public CompletableFuture<?> poll(BodyOutput out) {
+                if (!tick.isDone()) return tick;  // the same object while nothing changed
+                out.write("tick\n");
+                return null;
+            }
+
+            @Override
+            public byte[] keepAlive() {
+                return ": ka\n".getBytes(StandardCharsets.US_ASCII);
+            }
+
+            @Override
+            public long keepAliveMillis() {
+                return 50;
+            }
+        };
+    }
+
+    @Test
+    void partsFollowTheirFuturesWithKeepAlivesBetweenAndTheBodyEnds() throws Exception {
+        CountingFuture tick = new CountingFuture();
+        Recorder sink = new Recorder();
+        CompletableFuture<String> reason = CompletableFuture.supplyAsync(() -> Streaming.runBlocking(waitingFor(tick), sink, "GET /ticks"));
+        Thread.sleep(300);  // six keep-alive intervals of silence
+        tick.complete(null);
+        assertEquals(Streaming.COMPLETE, reason.get());
+        assertTrue(sink.ended, "the body's end was written");
+        long keepAlives = sink.parts.stream().filter(": ka\n"::equals).count();
+        assertTrue(keepAlives >= 3, sink.parts.toString());
+        assertEquals("tick\n", sink.parts.get(sink.parts.size() - 1));
+        assertEquals(1, tick.registrations.get(), "the future was waited on once, however many keep-alives passed");
+    }
+
+    @Test
+    void aStopWakesTheWaitAndEndsTheBody() throws Exception {
+        Recorder sink = new Recorder();
+        CompletableFuture<String> reason = CompletableFuture.supplyAsync(
+            () -> Streaming.runBlocking(waitingFor(new CountingFuture()), sink, "GET /ticks"));
+        while (sink.wake == null) Thread.sleep(5);
+        sink.stopped = true;
+        sink.wake.run();
+        assertEquals(Streaming.STOP, reason.get());
+        assertTrue(sink.ended);
+    }
+
+    @Test
+    void aFailedWriteIsTheClientsUnlessItTimedOutAndAFailingBodyIsAnError() throws Exception {
+        Recorder gone = new Recorder();
+        gone.failAfter = 0;
+        gone.failure = new IOException("Broken pipe");
+        assertEquals(Streaming.CLIENT, Streaming.runBlocking(out -> { out.write("x"); return null; }, gone, "GET /x"));
+
+        Recorder stuck = new Recorder();
+        stuck.failAfter = 0;
+        stuck.failure = new IOException(new TimeoutException("Idle timeout expired: 1500/1500 ms"));
+        assertEquals(Streaming.TIMEOUT, Streaming.runBlocking(out -> { out.write("x"); return null; }, stuck, "GET /x"));
+
+        Recorder sink = new Recorder();
+        assertEquals(Streaming.ERROR, Streaming.runBlocking(out -> { throw new IllegalStateException("broken on purpose"); }, sink, "GET /x"));
+        assertTrue(!sink.ended, "a failed body is not ended as if complete");
+    }
+}
