@@ -64,8 +64,10 @@ public final class ChangeFeed<K, V> {
     private volatile long lastSeq;
     /** The oldest sequence number still in the log (lastSeq + 1 while it is empty). */
     private volatile long oldestSeq;
-    /** Completes at the next publish; replaced by a new one then. */
+    /** Completes at the next publish (or {@link #renewIfOlder}); replaced by a new one then. */
     private volatile QueryFuture<Void> next = new QueryFuture<>();
+    /** System.nanoTime() when {@link #next} was made: writer thread only. */
+    private long nextMadeAt = System.nanoTime();
     /** Pending watches by key; guarded by itself. */
     private final Map<K, List<Watch<K, V>>> watches = new HashMap<>();
     // Writer thread only: the sequence numbers handed out in the batch being run, the sets published and not yet woken for.
@@ -108,7 +110,8 @@ public final class ChangeFeed<K, V> {
      *         when there is one already; else the one future every reader shares, completed (on the
      *         writer thread) at the next publish, or failed with {@link DbException.Closed} when the
      *         database closes. The same object until then, so a caller that waits again on it (after
-     *         a timeout) registers nothing new.
+     *         a timeout) registers nothing new. It may also complete with nothing new, after a
+     *         minute without a publish (see {@link Db}'s writer): read, then wait again.
      */
     public QueryFuture<Void> after(long seq) {
         QueryFuture<Void> f = next;  // read before lastSeq: publish writes lastSeq before it replaces next
@@ -264,8 +267,7 @@ public final class ChangeFeed<K, V> {
         if (unannounced.isEmpty()) return;
         List<ChangeSet<K, V>> published = List.copyOf(unannounced);
         unannounced.clear();
-        QueryFuture<Void> waiting = next;
-        next = new QueryFuture<>();
+        QueryFuture<Void> waiting = renew();
         List<Watch<K, V>> fired = null;
         synchronized (watches) {
             if (!watches.isEmpty()) {
@@ -290,6 +292,25 @@ public final class ChangeFeed<K, V> {
         if (fired != null) {
             for (Watch<K, V> w : fired) w.future.complete(w.set);
         }
+    }
+
+    /** @return the readers' shared future, replaced by a new one: complete it */
+    private QueryFuture<Void> renew() {
+        QueryFuture<Void> waiting = next;
+        next = new QueryFuture<>();
+        nextMadeAt = System.nanoTime();
+        return waiting;
+    }
+
+    /**
+     * On the writer thread while it has no work: when no set was published for {@code nanos},
+     * completes the readers' shared future anyway. Waiting readers wake, find nothing new and wait
+     * again; readers that left without waking (a stream whose client went away) let go of what they
+     * registered on it. Without this, on a feed without writes, every reader that ever left would
+     * stay registered.
+     */
+    void renewIfOlder(long nanos) {
+        if (System.nanoTime() - nextMadeAt >= nanos) renew().succeed(null);
     }
 
     /** Opens the feed: reads where the log is, within the write query that switches the table's recording on. */

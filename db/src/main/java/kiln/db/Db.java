@@ -71,6 +71,10 @@ public final class Db implements AutoCloseable {
     /** Every table opened, by name: a table with a change feed must be one object (it records its writes). */
     private final Map<String, Table<?, ?>> tables = new HashMap<>();
     private final List<ChangeFeed<?, ?>> feeds = new ArrayList<>();
+    /** {@link #feeds} as the writer thread reads it, without a lock: replaced whole when a feed opens. */
+    private volatile List<ChangeFeed<?, ?>> feedList = List.of();
+    /** How long a change feed's readers wait on one future at most; see {@link ChangeFeed#renewIfOlder}. */
+    private static final long FEED_RENEW_NANOS = 60_000_000_000L;
     private final int maxWatches;
     private final AtomicInteger watches = new AtomicInteger();
 
@@ -162,6 +166,7 @@ public final class Db implements AutoCloseable {
                 new ChangeFeed.LogCodec<>(table.keys(), table.values()));
             feed = new ChangeFeed<>(this, table, log, window);
             feeds.add(feed);
+            feedList = List.copyOf(feeds);
         }
         ChangeFeed<K, V> opened = feed;
         // On the writer thread, between two write queries: exactly the writes after this one are recorded.
@@ -171,6 +176,11 @@ public final class Db implements AutoCloseable {
             return null;
         }).join();
         return feed;
+    }
+
+    /** On the writer thread while it has no work: see {@link ChangeFeed#renewIfOlder}. */
+    void writerIdle() {
+        for (ChangeFeed<?, ?> feed : feedList) feed.renewIfOlder(FEED_RENEW_NANOS);
     }
 
     /** @return a pending watch's place under {@link Builder#maxWatches}, or false when there is none left */

@@ -167,6 +167,7 @@ final class Writer implements Runnable {
                 Pending<?> first = queue.poll(50, TimeUnit.MILLISECONDS);
                 if (first == null) {
                     if (stopping && queue.isEmpty()) return;
+                    db.writerIdle();
                     continue;
                 }
                 batch.add(first);

@@ -109,6 +109,20 @@ class ChangeFeedTest {
     }
 
     @Test
+    void aQuietFeedStillWakesItsReadersNowAndThenSoThoseThatLeftLetGo() throws Exception {
+        ChangeFeed<Integer, Integer> feed = open(100);
+        QueryFuture<Void> waiting = feed.after(0);
+        feed.renewIfOlder(Long.MAX_VALUE);
+        assertFalse(waiting.isDone(), "not old enough");
+        feed.renewIfOlder(0);  // what the idle writer does after a minute without a publish
+        assertTrue(waiting.isDone(), "woken with nothing new");
+        assertEquals(List.of(), feed.read(0, 10));
+        QueryFuture<Void> again = feed.after(0);
+        assertFalse(again.isDone(), "a new future to wait on");
+        assertFalse(again == waiting);
+    }
+
+    @Test
     void aReaderThatLagsBeyondTheWindowIsToldToReloadAndAReaderAheadToo() {
         ChangeFeed<Integer, Integer> feed = open(5);
         for (int i = 1; i <= 8; i++) put(i, i);

@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 
 import kiln.db.ChangeFeed;
@@ -52,29 +53,45 @@ final class LiveWorlds {
     /**
      * @param after the last id the subscriber has seen (its {@code Last-Event-ID}), or {@link #lastSeq()}
      * @param id    the one World row to follow, or null for every committed write
-     * @return the events' source: one subscriber's position in the feed, and nothing else
+     * @return the subscriber's event stream: its position in the feed, and nothing else
      */
-    ServerSentEvents.Source subscriber(long after, Integer id) {
-        long[] seen = {after};
-        return events -> {
+    ServerSentEvents.Stream subscriber(long after, Integer id) {
+        return new Subscriber(this, after, id);
+    }
+
+    /** One subscriber: one small object while it waits (a few thousand of them on a small box). */
+    private static final class Subscriber extends ServerSentEvents.Stream {
+        private final LiveWorlds live;
+        private final Integer id;
+        private long seen;
+
+        Subscriber(LiveWorlds live, long seen, Integer id) {
+            this.live = live;
+            this.seen = seen;
+            this.id = id;
+        }
+
+        @Override
+        protected CompletableFuture<?> next(ServerSentEvents.Events events) {
+            ChangeFeed<Integer, Integer> feed = live.feed;
             List<ChangeSet<Integer, Integer>> sets;
             try {
-                sets = feed.read(seen[0], EVENTS_PER_STEP);
+                sets = feed.read(seen, EVENTS_PER_STEP);
             } catch (DbException.Expired e) {
-                seen[0] = feed.lastSeq();
-                events.event(Long.toString(seen[0]), "reload", json(Map.of("reason", e.getMessage())));
-                return feed.after(seen[0]);
+                seen = feed.lastSeq();
+                events.event(Long.toString(seen), "reload", json(Map.of("reason", e.getMessage())));
+                return feed.after(seen);
             }
             for (ChangeSet<Integer, Integer> set : sets) {
                 if (id == null) {
-                    events.encoded(encoded(set));
+                    events.encoded(live.encoded(set));
                 } else if (set.touches(id)) {
                     events.event(Long.toString(set.seq()), "update", data(set, id));
                 }
-                seen[0] = set.seq();
+                seen = set.seq();
             }
-            return feed.after(seen[0]);  // already complete when more sets are waiting
-        };
+            return feed.after(seen);  // already complete when more sets are waiting
+        }
     }
 
     /** @return the {@code /updates/events} event of {@code set}, encoded by the first subscriber that needs it */

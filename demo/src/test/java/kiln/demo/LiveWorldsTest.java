@@ -55,8 +55,8 @@ class LiveWorldsTest {
     }
 
     /** @return the stream of {@code source}'s reply, past its opening part (the {@code retry}) */
-    private static BodyStream opened(ServerSentEvents.Source source) throws Exception {
-        BodyStream body = ServerSentEvents.reply(source).stream;
+    private static BodyStream opened(ServerSentEvents.Stream stream) throws Exception {
+        BodyStream body = ServerSentEvents.reply(stream).stream;
         assertEquals("retry: 2000\n\n", poll(body).text);
         return body;
     }

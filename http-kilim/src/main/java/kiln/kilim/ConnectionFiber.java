@@ -5,11 +5,10 @@ import java.nio.ByteBuffer;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.SocketChannel;
 import java.util.concurrent.CompletableFuture;
-import java.util.function.BiConsumer;
+import java.util.concurrent.TimeUnit;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
-import kilim.Cell;
 import kilim.Pausable;
 import kilim.PauseReason;
 import kilim.Task;
@@ -49,6 +48,8 @@ final class ConnectionFiber extends Task<Object> implements PauseReason {
     private volatile boolean ready;
     /** The bytes the poller read before starting this fiber, or null. */
     private byte[] arrived;
+    /** The streamed body this fiber goes on with before anything else, or null. */
+    private ParkedStream resumed;
 
     /**
      * @param arrived the bytes the poller read before starting this fiber (no buffer is lent to a
@@ -61,6 +62,12 @@ final class ConnectionFiber extends Task<Object> implements PauseReason {
         this.arrived = arrived;
     }
 
+    /** A fiber that goes on with a streamed body that waited without one ({@link ParkedStream#run}). */
+    ConnectionFiber(KilimServer server, SelectionKey key, Connection connection, ParkedStream stream) {
+        this(server, key, connection, (byte[]) null);
+        this.resumed = stream;
+    }
+
     /** @return the handler now running, e.g. {@code GET /todos/{id}}, for a report, or null between requests */
     String handlerName() {
         return connection.handlerName();
@@ -70,7 +77,9 @@ final class ConnectionFiber extends Task<Object> implements PauseReason {
     public void execute() throws Pausable {
         boolean handedBack = false;
         try {
-            handedBack = serve();
+            ParkedStream stream = resumed;
+            resumed = null;
+            handedBack = (stream != null && !send(stream)) || serve();
         } catch (IOException e) {
             LOG.log(Level.FINE, "connection error", e);
         } finally {
@@ -92,7 +101,7 @@ final class ConnectionFiber extends Task<Object> implements PauseReason {
                 c.answer(request, server.respond(request));
                 BodyStream body = c.takeStream();
                 if (body != null) {
-                    stream(body, request);
+                    if (!startStream(body, request)) return true;  // parked: a new fiber goes on with it
                 } else if (c.outputFull()) {
                     flush();
                 }
@@ -124,56 +133,77 @@ final class ConnectionFiber extends Task<Object> implements PauseReason {
     }
 
     /**
-     * Sends a streamed body part by part ({@link Connection#takeStream}): the loop of
-     * {@link Streaming#runBlocking}, with this fiber paused where a thread would park. While the body
-     * waits the fiber holds no buffer and no deadline runs; it is woken by the body's future, by
-     * the keep-alive timer, or by the server's stop.
+     * Starts sending a streamed body ({@link Connection#takeStream}): the head goes out, the input
+     * buffer goes back to the pool, then {@link #send}.
+     *
+     * @return true when the stream ended (serve the connection's next request); false when it waits
+     *         for its body without a fiber ({@link ParkedStream}): end this fiber
      */
-    private void stream(BodyStream body, Request request) throws Pausable, IOException {
-        flush();  // the head goes out at once
+    private boolean startStream(BodyStream body, Request request) throws Pausable, IOException {
+        Connection c = connection;
+        c.releaseInputForStream();
+        flush();
         server.streamStarted();
-        String reason = Streaming.CLIENT;
-        try {
-            reason = sendParts(body, request);
-        } finally {
-            if (!reason.equals(Streaming.COMPLETE) && !reason.equals(Streaming.STOP)) connection.abortStream();
-            server.streamEnded(reason);
-        }
+        ParkedStream stream = new ParkedStream(server, key, c, body, request.routeName().intern());  // a route's name: one string for all its streams
+        c.streamStarted(stream);
+        return send(stream);
     }
 
-    /** @return why the stream ended, one of {@link Streaming}'s reasons */
-    private String sendParts(BodyStream body, Request request) throws Pausable {
-        Connection c = connection;
-        Cell<Boolean> wake = new Cell<>();
-        c.streamStarted(() -> wake.putnb(Boolean.TRUE));
-        BiConsumer<Object, Throwable> onDone = (result, failure) -> wake.putnb(Boolean.TRUE);
+    /**
+     * Sends a streamed body part by part: the loop of {@link Streaming#runBlocking}, except that
+     * where a thread would park, this fiber ends and the stream waits without one ({@link ParkedStream}).
+     *
+     * @return true when the stream ended; false when it is parked (touch the connection no more)
+     */
+    private boolean send(ParkedStream stream) throws Pausable {
+        String reason = Streaming.CLIENT;
+        boolean parked = false;
         try {
-            CompletableFuture<?> armed = null;
+            reason = sendParts(stream);
+            parked = reason == null;
+        } finally {
+            if (!parked) {
+                if (!reason.equals(Streaming.COMPLETE) && !reason.equals(Streaming.STOP)) connection.abortStream();
+                stream.end();
+                server.streamEnded(reason);
+            }
+        }
+        return !parked;
+    }
+
+    /** @return why the stream ended, one of {@link Streaming}'s reasons; null when it parked */
+    private String sendParts(ParkedStream s) throws Pausable {
+        Connection c = connection;
+        BodyStream body = s.body;
+        long keepAliveNanos = TimeUnit.MILLISECONDS.toNanos(body.keepAliveMillis());
+        try {
+            CompletableFuture<?> next = s.armed;  // what the stream waited for, if it waited
             while (true) {
-                BodyOutput part = new BodyOutput();
-                CompletableFuture<?> next;
-                try {
-                    next = body.poll(part);
-                } catch (Exception | Error e) {
-                    return Streaming.failed(request.routeName(), e);
-                }
-                c.appendPart(part.array(), part.length());
-                if (c.hasOutput()) flush();
-                if (next == null) break;
-                while (!next.isDone() && !c.streamStopped()) {
-                    if (armed != next) {
-                        next.whenComplete(onDone);  // once per future: a keep-alive's wait registers nothing new
-                        armed = next;
+                if (next == null || next.isDone()) {
+                    BodyOutput part = new BodyOutput();
+                    try {
+                        next = body.poll(part);
+                    } catch (Exception | Error e) {
+                        return Streaming.failed(s.name, e);
                     }
-                    if (wake.get(body.keepAliveMillis()) == null && !next.isDone() && !c.streamStopped()) {
-                        byte[] keepAlive = body.keepAlive();
-                        if (keepAlive != null) {
-                            c.appendPart(keepAlive, keepAlive.length);
-                            flush();
-                        }
+                    if (part.length() > 0) {
+                        c.appendPart(part.array(), part.length());
+                        flush();
+                        s.lastSent = System.nanoTime();
                     }
+                    if (next == null) break;
                 }
                 if (c.streamStopped()) break;
+                if (next.isDone()) continue;
+                if (System.nanoTime() - s.lastSent >= keepAliveNanos) {
+                    byte[] keepAlive = body.keepAlive();
+                    if (keepAlive != null) {
+                        c.appendPart(keepAlive, keepAlive.length);
+                        flush();
+                    }
+                    s.lastSent = System.nanoTime();
+                }
+                if (s.park(next, s.lastSent + keepAliveNanos)) return null;
             }
             c.endStream();
             flush();

@@ -167,6 +167,10 @@ public final class KilimServer implements Launcher.Server {
         return poller;
     }
 
+    Carriers carriers() {
+        return carriers;
+    }
+
     /**
      * Checks that the classes this server runs were woven, binds the socket and starts accepting.
      *

@@ -56,10 +56,10 @@ class StreamsTest {
             .idleTimeout(200);
         server.start();
         try (Socket s = open(server, "/quiet")) {
-            String got = readFor(s, 1500);
+            String got = readFor(s, 2500);
             assertTrue(got.contains("Transfer-Encoding: chunked\r\n"), got);
             int keepAlives = got.split(": keep-alive\n\n", -1).length - 1;
-            assertTrue(keepAlives >= 3, keepAlives + " keep-alive comments in 1.5 s at one per 300 ms, idle timeout 200 ms: " + got);
+            assertTrue(keepAlives >= 2, keepAlives + " keep-alive comments in 2.5 s (one per 300 ms of silence, checked once a second), idle timeout 200 ms: " + got);
             assertTrue(!got.contains("0\r\n\r\n"), "the stream was not ended: " + got);
         } finally {
             server.stop(1_000);

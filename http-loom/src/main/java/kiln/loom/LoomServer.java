@@ -233,6 +233,7 @@ public final class LoomServer implements Launcher.Server {
 
     /** Sends a streamed body on this virtual thread, which parks between parts ({@link Streaming#runBlocking}). */
     private void stream(Connection c, BodyStream body, Request request) throws IOException {
+        c.releaseInputForStream();
         flush(c);  // the head goes out at once
         connections.requestStarted();  // a graceful stop waits for the stream to end (it wakes it first)
         router.metrics().streamStarted();

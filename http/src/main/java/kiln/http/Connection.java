@@ -107,6 +107,8 @@ public final class Connection {
     /** Wakes the front end's wait in a streamed body, so it ends the stream; null while none is sent. */
     private volatile Runnable streamWake;
     private volatile boolean streamStopped;
+    /** System.nanoTime() when a waiting streamed body's keep-alive is due ({@link #streamKeepAliveAt}); 0 for none. */
+    private volatile long streamKeepAliveAt;
 
     /**
      * What a connection needs of the server that owns it: its timeouts and whether it is stopping.
@@ -213,10 +215,34 @@ public final class Connection {
         return s;
     }
 
+    /**
+     * For a front end about to send a streamed body: gives the input buffer back to the pool and
+     * drops the parser's state when no byte of a next request has arrived, so a subscriber waiting
+     * for events holds no buffer (a pipelined next request keeps them, and is served after the stream).
+     */
+    public void releaseInputForStream() {
+        if (in == null || in.position() != consumed) return;
+        BufferPool.give(in);
+        in = null;
+        progress = null;
+        consumed = 0;
+    }
+
     /** @param wake wakes the front end's wait in the streamed body, so that it sees {@link #streamStopped()}; from any thread */
     public void streamStarted(Runnable wake) {
         streamWake = wake;
         if (streamStopped) wake.run();  // stopped before the wake was known
+    }
+
+    /**
+     * For a front end whose streamed body waits without a thread or fiber of its own: the reaper
+     * runs the stream's wake ({@link #streamStarted}) once {@code nanoTime} passes (it checks once a
+     * second, so the keep-alive goes out up to a second late).
+     *
+     * @param nanoTime a {@link System#nanoTime()} value; 0 for none
+     */
+    public void streamKeepAliveAt(long nanoTime) {
+        streamKeepAliveAt = nanoTime;
     }
 
     /** @return true when the server stops: end the streamed body now ({@link #endStream}), and the connection closes after it */
@@ -235,6 +261,7 @@ public final class Connection {
      */
     public void endStream() {
         streamWake = null;
+        streamKeepAliveAt = 0;
         if (chunked) ResponseWriter.lastChunk(out);
         if (streamStopped || server.isStopping()) close = true;
     }
@@ -242,6 +269,7 @@ public final class Connection {
     /** The streamed body failed midway: the connection closes without the last chunk, so the client sees a cut body. */
     public void abortStream() {
         streamWake = null;
+        streamKeepAliveAt = 0;
         close = true;
     }
 
@@ -415,6 +443,12 @@ public final class Connection {
      * @return true if the connection was expired
      */
     public boolean expireIfOverdue(long now) {
+        long keepAliveAt = streamKeepAliveAt;
+        if (keepAliveAt != 0 && now - keepAliveAt >= 0) {
+            streamKeepAliveAt = 0;
+            Runnable wake = streamWake;
+            if (wake != null) wake.run();
+        }
         int p = phase;
         if (p == NONE || now - deadline < 0 || expired == p) return false;
         expired = p;

@@ -51,36 +51,67 @@ public final class ServerSentEvents {
     }
 
     /**
+     * A stream of events with its own state in one object: for a subscriber kept by the thousand
+     * (a live feed's), where a {@link Source} lambda plus its captured state plus the reply's wrapper
+     * would be three. Subclass it and send with {@link #reply(Stream)}.
+     */
+    public abstract static class Stream implements BodyStream {
+        private final long keepAliveMs;
+        private boolean started;
+
+        /** @param keepAliveMs how long the stream may be silent before a {@code : keep-alive} comment, ms */
+        protected Stream(long keepAliveMs) {
+            if (keepAliveMs < 1) throw new IllegalArgumentException("keep-alive interval must be >= 1 ms, got " + keepAliveMs);
+            this.keepAliveMs = keepAliveMs;
+        }
+
+        /** A stream with a keep-alive comment after 15 s of silence. */
+        protected Stream() {
+            this(15_000);
+        }
+
+        /** As {@link Source#poll}: sends the events available now; returns what to wait for, or null to end. */
+        protected abstract CompletableFuture<?> next(Events events) throws Exception;
+
+        /** Opens with the {@code retry} field, in a part of its own (the client hears at once), then {@link #next}. */
+        @Override
+        public final CompletableFuture<?> poll(BodyOutput out) throws Exception {
+            Events events = new Events(out);
+            if (!started) {
+                started = true;
+                events.retry(RETRY_MS);
+                return CompletableFuture.completedFuture(null);
+            }
+            return next(events);
+        }
+
+        @Override
+        public final byte[] keepAlive() {
+            return KEEP_ALIVE;
+        }
+
+        @Override
+        public final long keepAliveMillis() {
+            return keepAliveMs;
+        }
+    }
+
+    /** @return a 200 {@code text/event-stream} reply that streams {@code stream}'s events */
+    public static Reply reply(Stream stream) {
+        return Reply.stream(200, CONTENT_TYPE, stream).header("Cache-Control", "no-store").header("X-Accel-Buffering", "no");
+    }
+
+    /**
      * @return a 200 {@code text/event-stream} reply that streams {@code source}'s events, with keep-alive
      *         comments every {@code keepAliveMs} of silence
      */
     public static Reply reply(Source source, long keepAliveMs) {
-        if (keepAliveMs < 1) throw new IllegalArgumentException("keep-alive interval must be >= 1 ms, got " + keepAliveMs);
-        BodyStream body = new BodyStream() {
-            private boolean started;
-
+        return reply(new Stream(keepAliveMs) {
             @Override
-            public CompletableFuture<?> poll(BodyOutput out) throws Exception {
-                Events events = new Events(out);
-                if (!started) {  // a part of its own: the client hears at once, even from a source with nothing yet
-                    started = true;
-                    events.retry(RETRY_MS);
-                    return CompletableFuture.completedFuture(null);
-                }
+            protected CompletableFuture<?> next(Events events) throws Exception {
                 return source.poll(events);
             }
-
-            @Override
-            public byte[] keepAlive() {
-                return KEEP_ALIVE;
-            }
-
-            @Override
-            public long keepAliveMillis() {
-                return keepAliveMs;
-            }
-        };
-        return Reply.stream(200, CONTENT_TYPE, body).header("Cache-Control", "no-store").header("X-Accel-Buffering", "no");
+        });
     }
 
     /** @return {@link #reply(Source, long)} with a keep-alive comment after 15 s of silence */

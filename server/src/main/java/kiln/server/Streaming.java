@@ -106,6 +106,8 @@ public final class Streaming {
             return sink.stopped() ? STOP : COMPLETE;
         } catch (IOException e) {
             return sink.writeFailed(e);
+        } finally {
+            waiter.thread = null;  // a future that completes later (a feed's shared one) must not keep this thread
         }
     }
 
@@ -129,13 +131,14 @@ public final class Streaming {
 
     /** Parks the stream's thread until its future completes, the server stops, or a keep-alive is due. */
     private static final class Waiter implements Runnable, BiConsumer<Object, Throwable> {
-        private final Thread thread = Thread.currentThread();
+        private volatile Thread thread = Thread.currentThread();
         private volatile boolean woken;
 
         @Override
         public void run() {
             woken = true;
-            LockSupport.unpark(thread);
+            Thread t = thread;
+            if (t != null) LockSupport.unpark(t);
         }
 
         @Override
