@@ -29,10 +29,8 @@ class ChangeFeedKillTest {
     void aCrashBetweenCommitAndAnnouncementLosesNothingAndAnnouncesNothingUncommitted() throws Exception {
         Path data = dir.resolve("data");
         Path stderr = dir.resolve("child-stderr.txt");
-        List<String> cmd = List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-Xmx128m",
-            "--add-opens", "java.base/java.nio=ALL-UNNAMED", "--add-exports", "java.base/sun.nio.ch=ALL-UNNAMED",
-            "-cp", System.getProperty("java.class.path"), KillFeedMain.class.getName(), data.toString(), String.valueOf(PAUSE_AT));
-        Process child = new ProcessBuilder(cmd).redirectError(stderr.toFile()).start();
+        Process child = new ProcessBuilder(ChildJvm.command(KillFeedMain.class, data.toString(), String.valueOf(PAUSE_AT)))
+            .redirectError(stderr.toFile()).start();
         List<String> lines = new ArrayList<>();
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
         try (BufferedReader r = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8))) {

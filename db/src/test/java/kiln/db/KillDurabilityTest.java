@@ -28,19 +28,7 @@ class KillDurabilityTest {
     void acknowledgedWritesSurviveKill9() throws Exception {
         Path data = dir.resolve("data");
         Path stderr = dir.resolve("child-stderr.txt");
-        List<String> cmd = new ArrayList<>();
-        cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-        cmd.add("-Xmx128m");
-        cmd.add("--add-opens");
-        cmd.add("java.base/java.nio=ALL-UNNAMED");
-        cmd.add("--add-exports");
-        cmd.add("java.base/sun.nio.ch=ALL-UNNAMED");
-        cmd.add("-cp");
-        cmd.add(System.getProperty("java.class.path"));
-        cmd.add(KillWriterMain.class.getName());
-        cmd.add(data.toString());
-        cmd.add("4");
-        Process child = new ProcessBuilder(cmd).redirectError(stderr.toFile()).start();
+        Process child = new ProcessBuilder(ChildJvm.command(KillWriterMain.class, data.toString(), "4")).redirectError(stderr.toFile()).start();
 
         // The kill is sent from the thread that reads the ACKs, the moment the last one arrives, so
         // it lands while the child's next commits are in flight.
