@@ -9,13 +9,13 @@ import java.util.concurrent.CompletableFuture;
  * {@code curl -N}.
  *
  * <pre>{@code
- * long seen = ServerSentEvents.lastEventId(request, feed.lastSeq());   // resume after a reconnect
+ * long[] seen = {ServerSentEvents.lastEventId(request, feed.lastSeq())};  // resume after a reconnect
  * return ServerSentEvents.reply(events -> {
  *     for (ChangeSet<Integer, Integer> set : feed.read(seen[0], 100)) {
- *         events.event(Long.toString(set.seq()), "update", Json.writeString(set.changes()));
+ *         events.event(Long.toString(set.seq()), "update", new String(Json.write(set.changes()), UTF_8));
  *         seen[0] = set.seq();
  *     }
- *     return feed.after(seen[0]);                                       // wake me at the next commit
+ *     return feed.after(seen[0]);                                          // wake me at the next commit
  * });
  * }</pre>
  *
