@@ -602,11 +602,15 @@ def fanout_notes(settings, rows, problems):
                        f"{fmt(r['commits_per_s'], 1)} commits/s instead of {r['rate']}.")
         if r["publish_failures"]:
             out.append(f"{where}: {r['sent'] - r['commits']} of {r['sent']} commits failed ({r['publish_failures']}).")
-        if r["expected"] and r["received"] < r["expected"]:
+        if r["expected"] and r["received"] == 0:
+            out.append(f"{where}: none of the {r['held']} subscribers held received any of the {r['commits']} "
+                       "events committed in the publish phase.")
+        elif r["expected"] and r["received"] < r["expected"]:
             out.append(f"{where}: {r['received']:,} of {r['expected']:,} deliveries arrived "
                        f"({r['delivered_pct']:.1f} %) by the end of the {r['drain_s']:.0f} s drain; inside the streams "
                        f"{r['gaps']:,} ids were skipped ({r['subscribers_with_gaps']} subscribers), "
-                       f"{r['missed_after_last']:,} came after the clients stopped or never.")
+                       f"{r['missed_after_last']:,} came after the clients stopped or never"
+                       + (f", {r['silent']} subscribers received none" if r["silent"] else "") + ".")
         if r["reloads"]:
             out.append(f"{where}: {r['reloads']} `event: reload` (a subscriber fell behind the server's window): "
                        "a failure.")

@@ -340,6 +340,16 @@ def test_problems_in_a_run_become_notes():
         assert expected in text, (expected, text)
 
 
+def test_subscribers_that_got_nothing_are_said_so():
+    run = records.FanoutRun(round=1, server="jetty-loom", requested=19500, subscribers=19500, cap_reason="",
+                            client_processes=2, rate=10, duration_s=30, held=8191, commits=300, sent=300,
+                            expected=300 * 8191, silent=8191, drain_s=5, wall_s=35)
+    text = "\n".join(report.fanout_notes(SimpleNamespace(nofile_soft="unlimited", vps=""),
+                                          [report.fanout_row(run, 100)], []))
+    assert "8191 of 19500 subscribers got their stream" in text
+    assert "none of the 8191 subscribers held received any of the 300 events" in text
+
+
 # ---------------------------------------------------------------------------------------------
 # The command line
 # ---------------------------------------------------------------------------------------------
