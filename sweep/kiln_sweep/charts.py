@@ -310,7 +310,7 @@ def fanout_html(settings, rows, note_lines, out_html):
         charts.append(pio.to_html(f, full_html=False, include_plotlyjs=(i == 0), div_id=f"chart-{key}",
                                   config={"displaylogo": False, "responsive": True}))
     header, cells = fanout_table(settings, rows)
-    shown = [(key, _text(getattr(settings, key))) for key in SETTINGS_SHOWN + ["fanout_rate", "fanout_processes"]
+    shown = [(key, _text(getattr(settings, key))) for key in SETTINGS_SHOWN + ["jars", "fanout_rate", "fanout_processes"]
              if key not in ("path", "client", "wrk_threads", "requests_per_connection_min", "idle_threshold_pct",
                             "after_window_s")]
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(Path(__file__).parent), autoescape=True)

@@ -54,6 +54,7 @@ class Settings:
     vps: str = ""                  # --vps: the cgroup's limits, e.g. "CPU 1 (cpuset), 1 GiB memory (cgroup v1)"
     pinned_threshold_ms: Optional[int] = None   # JFR jdk.VirtualThreadPinned threshold; None: not recorded
     memory_extra: str = ""         # --memory: what was changed for it (e.g. the front ends' idle timeout)
+    jars: str = ""                 # each front end's jar and when it was built (a rebuild mid-sweep shows)
     fanout_rate: Optional[int] = None           # --subscribers: commits per second in the publish phase
     fanout_processes: Optional[int] = None      # --subscribers: client processes the subscribers are spread over
 

@@ -537,10 +537,13 @@ def fanout_row(run, clk_tck):
     histograms' totals (live objects after a full GC) with all held, minus the one before they connected;
     RSS likewise from VmRSS. Rates and CPU over publish + drain (wall_s)."""
     r = run
+    # A subscriber process that ended without its result (the OOM killer): what its subscribers received is
+    # unknown, so are the step's deliveries, latency and losses.
+    known = not r.client_errors
     heap = r.heap_after_bytes - r.heap_before_bytes if None not in (r.heap_after_bytes, r.heap_before_bytes) else None
     cpu_s = r.server_cpu_ticks / clk_tck
-    lost = max(0, r.expected - r.received)
-    return {
+    lost = max(0, r.expected - r.received) if known else None
+    row = {
         "server": r.server, "round": r.round, "requested": r.requested, "subscribers": r.subscribers,
         "cap_reason": r.cap_reason, "label": step_label(r.requested, r.subscribers, r.cap_reason),
         "held": r.held, "client_processes": r.client_processes, "connect_s": r.connect_s,
@@ -573,7 +576,13 @@ def fanout_row(run, clk_tck):
         "cgroup_peak_mb": _per(r.cgroup_peak_bytes, 1048576), "cgroup_oom_kills": r.cgroup_oom_kills,
         "server_alive": r.server_alive, "log_problem_lines": r.log_problem_lines, "log_problems": r.log_problems,
         "client_errors": r.client_errors, "error": r.error, "latency_histogram": r.latency_histogram,
+        "deliveries_known": known,
     }
+    if not known:
+        for key in ("received", "delivered_pct", "deliveries_per_s", "events_per_chunk", "p50_ms", "p99_ms", "max_ms",
+                    "gaps", "gaps_per_sub", "missed_after_last", "silent", "cpu_us_per_delivery"):
+            row[key] = None
+    return row
 
 
 def fanout_notes(settings, rows, problems):
@@ -602,7 +611,11 @@ def fanout_notes(settings, rows, problems):
                        f"{fmt(r['commits_per_s'], 1)} commits/s instead of {r['rate']}.")
         if r["publish_failures"]:
             out.append(f"{where}: {r['sent'] - r['commits']} of {r['sent']} commits failed ({r['publish_failures']}).")
-        if r["expected"] and r["received"] == 0:
+        if not r["deliveries_known"]:
+            out.append(f"{where}: deliveries, latency and losses unknown: a subscriber process ended without its "
+                       "result" + (" (the OOM killer struck in the --vps cgroup: the client's memory, see "
+                                   "kiln_sweep.subscribers)" if r["cgroup_oom_kills"] else "") + ".")
+        elif r["expected"] and r["received"] == 0:
             out.append(f"{where}: none of the {r['held']} subscribers held received any of the {r['commits']} "
                        "events committed in the publish phase.")
         elif r["expected"] and r["received"] < r["expected"]:
@@ -680,6 +693,8 @@ def print_fanout_table(settings, rows, note_lines):
           f"process(es); {settings.pinning}; one row per server, count and round")
     if settings.vps:
         print(f"--vps: {settings.vps}")
+    if settings.jars:
+        print(f"Jars: {settings.jars}")
     print(line(header))
     print(line(["-" * w for w in widths]))
     for c in cells:

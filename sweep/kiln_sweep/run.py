@@ -137,6 +137,7 @@ class Sweep:
             vps=p.vps_text() if o.vps else "",
             pinned_threshold_ms=pinning.THRESHOLD_MS if any(p.records_pinning(s) for s in p.selected) else None,
             memory_extra=f"front ends run with --idle-timeout {MEMORY_IDLE_TIMEOUT_MS}" if o.memory else "",
+            jars="; ".join(f"{s.name}: {s.jar} built {_built(ROOT / s.jar)}" for s in p.selected if s.kind == "jar"),
             fanout_rate=p.rate if p.fanout else None, fanout_processes=p.client_processes if p.fanout else None)
 
     @staticmethod
@@ -144,6 +145,14 @@ class Sweep:
         """The subscribers' client library, as the venv has it."""
         python = charts_venv.VENV / "bin" / "python"
         return "aiohttp " + _version([str(python), "-c", "import aiohttp; print(aiohttp.__version__)"])
+
+
+def _built(path):
+    """When a file was last written, to the second, in local time; "missing" when it is not there."""
+    try:
+        return datetime.datetime.fromtimestamp(path.stat().st_mtime).astimezone().isoformat(timespec="seconds")
+    except OSError:
+        return "missing"
 
 
 def _version(cmd):

@@ -350,6 +350,20 @@ def test_subscribers_that_got_nothing_are_said_so():
     assert "none of the 8191 subscribers held received any of the 300 events" in text
 
 
+def test_a_client_killed_before_its_result_leaves_deliveries_unknown():
+    run = records.FanoutRun(round=1, server="kilim", requested=19500, subscribers=19500, cap_reason="",
+                            client_processes=1, rate=10, duration_s=30, held=19500, commits=300, sent=300,
+                            expected=300 * 19500, server_cpu_ticks=500, wall_s=60, cgroup_oom_kills=1,
+                            client_errors="client 1 exited -9 without a result")
+    row = report.fanout_row(run, 100)
+    assert row["received"] is None and row["lost_per_sub"] is None and row["cpu_us_per_delivery"] is None
+    text = "\n".join(report.fanout_notes(SimpleNamespace(nofile_soft="20000", vps="x"), [row], []))
+    assert "deliveries, latency and losses unknown" in text and "OOM killer" in text
+    assert "none of the" not in text
+    header, cells = report.fanout_table(SimpleNamespace(vps="x"), [row])
+    assert dict(zip(header, cells[0]))["deliveries/s"] == "-" and dict(zip(header, cells[0]))["OOM kills"] == "1"
+
+
 # ---------------------------------------------------------------------------------------------
 # The command line
 # ---------------------------------------------------------------------------------------------
