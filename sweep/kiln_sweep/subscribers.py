@@ -21,13 +21,16 @@ wall clock on the same machine), kept in a histogram of 0.1 ms buckets up to 60 
 What it costs: this is the benchmark's bottleneck (19,500 subscribers at 10 commits/s are 195,000 events
 per second), so each stream is one task that reads raw chunks (`resp.content.iter_any()`), reads the
 clock once per chunk, splits on blank lines and takes the id and committedAt with bytes operations: no
-JSON parsing, no per-event objects, a list increment per event. Measured against the tests' fake server
-on this machine's cores, that is roughly 10-20 us of CPU per chunk with aiohttp's C parser (one event
-per chunk when the client keeps up; several events share a chunk, and its cost, when it falls behind).
-A process saturates one core near 50-100k events/s, so the benchmark runs one per core and reports
-their CPU beside the server's: a saturated client means the latencies measure the client's queue.
-Under --vps the clients run in the server's cgroup: they share its one CPU with it, as a client on the
-same $5 VPS would, and every microsecond they spend is taken from the server.
+JSON parsing, no per-event objects, a list increment per event. Measured on this project's 2-core
+machine (Nov 2026, kilim and loom at 5,000 subscribers, one event per chunk): about 28 us of client CPU
+per event, so the two processes used 1.1-1.4 cores for 50,000 events/s; a raw asyncio.Protocol instead
+of aiohttp saved only ~20 % per chunk. When the clients fall behind, events share chunks (15-23 per chunk
+at 19,500 subscribers) and the cost per event falls to ~5 us: then the latencies include the clients' own
+queue. Memory: ~12 KB RSS per idle subscriber, ~25 KB under load (476 MB for 19,500 in two processes).
+Under --vps the clients run in the server's cgroup: they share its one CPU, as a client on the same $5
+VPS would, so every microsecond they spend is taken from the server, and their memory counts against
+its 1 GiB (at 19,500 subscribers the OOM killer took the client beside loom; beside kilim the group
+peaked at 797 MB).
 """
 
 import argparse
