@@ -50,6 +50,22 @@ class LoomServerTest {
         }
     }
 
+    /** @return an event stream's response up to its opening {@code retry} field (the stream itself never ends) */
+    private static String streamStart(int port, String target) throws IOException {
+        try (Socket s = new Socket("127.0.0.1", port)) {
+            s.setSoTimeout(20_000);
+            s.getOutputStream().write(("GET " + target + " HTTP/1.1\r\nHost: a\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
+            ByteArrayOutputStream got = new ByteArrayOutputStream();
+            InputStream in = s.getInputStream();
+            while (!got.toString(StandardCharsets.ISO_8859_1).contains("retry: 2000\n\n")) {
+                int b = in.read();
+                if (b < 0) break;
+                got.write(b);
+            }
+            return got.toString(StandardCharsets.ISO_8859_1);
+        }
+    }
+
     private static String readToEnd(InputStream in) throws IOException {
         ByteArrayOutputStream all = new ByteArrayOutputStream();
         in.transferTo(all);
@@ -138,7 +154,7 @@ class LoomServerTest {
                 for (int round = 0; round < 3; round++) {
                     for (Endpoint e : Endpoints.ALL) {
                         String target = e.path.equals("/hello") ? "/hello?delay=5" : e.example;
-                        String response = get(server.port(), target);
+                        String response = e.path.endsWith("/events") ? streamStart(server.port(), target) : get(server.port(), target);
                         assertTrue(response.startsWith("HTTP/1.1 200 "), target + ": " + response);
                     }
                 }
