@@ -107,6 +107,32 @@ class ServerSentEventsTest {
         }
     }
 
+    /**
+     * kill -9 of the server: the client that saw event N reconnects (to the restarted server, on the
+     * same data) with {@code Last-Event-ID: N} and gets every acknowledged update after it, from the
+     * change feed's durable log.
+     */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("streaming")
+    void afterAKill9AReconnectingClientResumesFromItsLastId(FrontEnd fe) throws Exception {
+        try (ServerProcess first = ServerProcess.start(fe, "ServerSentEventsTest-kill")) {  // closing it deletes the data
+            long seen;
+            List<JsonNode> acknowledged = new ArrayList<>();
+            try (RawConnection c = subscribe(first, "")) {
+                getJson(first, "/updates?queries=1");
+                seen = events(c, 1).get(0).id;
+                for (int i = 0; i < 3; i++) acknowledged.add(getJson(first, "/updates?queries=2"));
+            }
+            assertEquals(137, first.kill(), "SIGKILL");
+            try (ServerProcess again = ServerProcess.start(fe, first.dataDir, "ServerSentEventsTest-restarted");
+                 RawConnection c = subscribe(again, "Last-Event-ID: " + seen + "\r\n")) {
+                List<Event> resumed = events(c, 3);
+                assertEquals(List.of(seen + 1, seen + 2, seen + 3), resumed.stream().map(Event::id).toList());
+                for (int i = 0; i < 3; i++) assertEquals(acknowledged.get(i), resumed.get(i).data.get("worlds"));
+            }
+        }
+    }
+
     @ParameterizedTest(name = "{0}")
     @MethodSource("streaming")
     void aLastEventIdThatIsNotANumberIs400AndOneFromTheFutureIsToldToReload(FrontEnd fe) throws Exception {
