@@ -163,7 +163,7 @@ final class ConnectionFiber extends Task<Object> implements PauseReason {
             parked = reason == null;
         } finally {
             if (!parked) {
-                if (!reason.equals(Streaming.COMPLETE) && !reason.equals(Streaming.STOP)) connection.abortStream();
+                if (Streaming.cut(reason)) connection.abortStream();
                 stream.end();
                 server.streamEnded(reason);
             }

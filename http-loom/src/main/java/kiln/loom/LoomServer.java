@@ -268,7 +268,7 @@ public final class LoomServer implements Launcher.Server {
                 }
             }, request.routeName());
         } finally {
-            if (reason.equals(Streaming.ERROR) || reason.equals(Streaming.CLIENT) || reason.equals(Streaming.TIMEOUT)) c.abortStream();
+            if (Streaming.cut(reason)) c.abortStream();
             router.metrics().streamEnded(reason);
             connections.requestEnded();
         }

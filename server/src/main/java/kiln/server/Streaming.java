@@ -123,6 +123,15 @@ public final class Streaming {
             + " front end yet; the kilim, loom, jetty-blocking and jetty-loom front ends send them");
     }
 
+    /**
+     * @param reason why a stream ended, one of this class's reasons
+     * @return true when its body was not finished ({@link #CLIENT}, {@link #TIMEOUT}, {@link #ERROR}):
+     *         the connection must close without the last chunk ({@code Connection.abortStream})
+     */
+    public static boolean cut(String reason) {
+        return !reason.equals(COMPLETE) && !reason.equals(STOP);
+    }
+
     /** Logs a body that threw. @return {@link #ERROR} */
     public static String failed(String name, Throwable e) {
         LOG.log(Level.WARNING, "the streamed body of " + name + " failed; closing its connection", e);
