@@ -1,7 +1,7 @@
 package kiln.jetty;
 
 import java.io.IOException;
-import java.util.ArrayList;
+import java.util.AbstractList;
 import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 
@@ -68,15 +68,24 @@ final class Responses {
         return true;
     }
 
-    /** @return the request's header fields, names and values alternating, for handlers that read them ({@code Last-Event-ID}) */
+    /**
+     * @return the request's header fields, names and values alternating, for handlers that read them
+     *         ({@code Last-Event-ID}): a view of Jetty's list, not a copy, since few handlers look
+     */
     static List<String> headers(HttpServletRequest request) {
         HttpFields fields = ServletContextRequest.getServletContextRequest(request).getHeaders();
-        List<String> headers = new ArrayList<>(2 * fields.size());
-        for (HttpField f : fields) {
-            headers.add(f.getName());
-            headers.add(f.getValue());
-        }
-        return headers;
+        return new AbstractList<>() {
+            @Override
+            public String get(int i) {
+                HttpField f = fields.getField(i / 2);
+                return i % 2 == 0 ? f.getName() : f.getValue();
+            }
+
+            @Override
+            public int size() {
+                return 2 * fields.size();
+            }
+        };
     }
 
     /** @return {@code reply}, an error in the form the request's {@code Accept} prefers ({@link Reply#negotiated}) */
