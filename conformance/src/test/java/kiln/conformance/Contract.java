@@ -196,6 +196,17 @@ final class Contract {
         assertTrue(off.compareTo(DATE_SLACK) <= 0, () -> "Date " + value + " is " + off.toSeconds() + " s away from now");
     }
 
+    /** @return every sample of a {@code /metrics} body, {@code name{labels}} to value, as the Prometheus text format spells them */
+    static Map<String, Double> metricSamples(byte[] body) {
+        Map<String, Double> samples = new HashMap<>();
+        for (String line : new String(body, java.nio.charset.StandardCharsets.UTF_8).split("\n")) {
+            if (line.isEmpty() || line.startsWith("#")) continue;
+            int space = line.lastIndexOf(' ');
+            samples.put(line.substring(0, space), Double.parseDouble(line.substring(space + 1)));
+        }
+        return samples;
+    }
+
     /** GETs {@code target} with {@link #CLIENT}; 10 s timeout. */
     static HttpResponse<byte[]> get(ServerProcess server, String target) {
         return send(server, "GET", target);

@@ -5,8 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.nio.charset.StandardCharsets;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -34,13 +32,7 @@ class MetricsTest {
         RawResponse r = c.exchange(RawConnection.get("/metrics"));
         assertEquals(200, r.status, r::bodyText);
         assertEquals(Metrics.CONTENT_TYPE, r.header("Content-Type"));
-        Map<String, Double> samples = new HashMap<>();
-        for (String line : new String(r.body, StandardCharsets.UTF_8).split("\n")) {
-            if (line.isEmpty() || line.startsWith("#")) continue;
-            int space = line.lastIndexOf(' ');
-            samples.put(line.substring(0, space), Double.parseDouble(line.substring(space + 1)));
-        }
-        return samples;
+        return Contract.metricSamples(r.body);
     }
 
     private static double rise(Map<String, Double> before, Map<String, Double> after, String series) {

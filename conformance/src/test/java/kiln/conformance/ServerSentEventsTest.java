@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.regex.Matcher;
@@ -224,10 +223,6 @@ class ServerSentEventsTest {
 
     /** @return the value of one sample of {@code /metrics} (name with labels, as written), 0 when absent */
     private static double metric(ServerProcess server, String sample) {
-        String text = new String(get(server, "/metrics").body(), StandardCharsets.UTF_8);
-        for (String line : text.split("\n")) {
-            if (line.startsWith(sample + " ")) return Double.parseDouble(line.substring(sample.length() + 1));
-        }
-        return 0;
+        return Contract.metricSamples(get(server, "/metrics").body()).getOrDefault(sample, 0.0);
     }
 }
