@@ -438,13 +438,18 @@ def memory_row(d, run):
     return row
 
 
-def memory_notes(rows, problems):
+def _capped_and_problems(rows, ran_key, problems):
+    """The notes a --memory or --subscribers report opens with: each capped count, then each round's problem."""
     out = []
-    for requested, ran, reason in sorted({(r["requested"], r["connections"], r["cap_reason"]) for r in rows
-                                          if r["cap_reason"]}):
+    for requested, ran, reason in sorted({(r["requested"], r[ran_key], r["cap_reason"]) for r in rows if r["cap_reason"]}):
         out.append(f"{ran}* is capped: requested {requested}, ran {ran}: {reason}.")
     for p in problems:
         out.append(f"Round {p.round}: {p.message}")
+    return out
+
+
+def memory_notes(rows, problems):
+    out = _capped_and_problems(rows, "connections", problems)
     for r in rows:
         where = f"{r['server']} c={r['label']} round {r['round']}"
         if r["error"]:
@@ -593,11 +598,7 @@ def fanout_notes(settings, rows, problems):
         out.append(f"Subscriber counts stop at the open-files limit minus {FD_SPARE} ({limit} - {FD_SPARE} = "
                    f"{limit - FD_SPARE} here): every subscriber is a descriptor in the server (and one in a client "
                    "process). A VPS with ulimit -n 102400 can hold more.")
-    for requested, ran, reason in sorted({(r["requested"], r["subscribers"], r["cap_reason"]) for r in rows
-                                          if r["cap_reason"]}):
-        out.append(f"{ran}* is capped: requested {requested}, ran {ran}: {reason}.")
-    for p in problems:
-        out.append(f"Round {p.round}: {p.message}")
+    out.extend(_capped_and_problems(rows, "subscribers", problems))
     for r in rows:
         where = f"{r['server']} n={r['label']} round {r['round']}"
         if r["error"]:
