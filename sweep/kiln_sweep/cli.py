@@ -8,7 +8,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from kiln_sweep import ROOT, SweepError, charts_venv, note, pinning, plan, records, registry, run
+from kiln_sweep import ROOT, SweepError, charts_venv, nmt, note, perf, pinning, plan, records, registry, run
 
 DESCRIPTION = """\
 Starts each SERVER on a free loopback port, loads it with ApacheBench keep-alive connections at
@@ -128,6 +128,19 @@ def parser():
     o.add_argument("--no-jfr", dest="jfr", action="store_false", help=(
         f"do not record JFR {pinning.EVENT} events (carrier pinning >= {pinning.THRESHOLD_MS} ms) on the "
         "virtual-thread front ends (JDK range 21+: loom, jetty-loom); recorded by default"))
+    o.add_argument("--perf", action="store_true", help=(
+        "per timed step, Linux perf attached to the server's processes while the client runs: system calls by type "
+        "(perf stat on the raw_syscalls:sys_enter and syscalls:sys_enter_* tracepoints; syscalls/req in the "
+        f"table) and a flat CPU profile (perf record -F {perf.SAMPLE_HZ}, no call graphs; the top {perf.TOP} symbols "
+        "in raw/<run>-perf-top.txt, JIT-compiled Java methods named by jcmd Compiler.perfmap). perf costs the "
+        "server some CPU itself (the kernel counts and samples on its core), so the CPU figures of a --perf sweep "
+        "are slightly perturbed: compare servers only within one --perf sweep. Needs perf (apt-get install -y "
+        "linux-perf) and the right to use it (root, or kernel.perf_event_paranoid -1), else exit status 2"))
+    o.add_argument("--nmt", action="store_true", help=(
+        f"Java servers run with {nmt.JVM_FLAG}; after each timed step jcmd VM.native_memory summary is saved "
+        "to raw/<run>-nmt.txt and the JVM's committed native memory by category (Java Heap, Class, Thread, Code, "
+        "GC, ...) recorded; the table gets the total. NMT costs the JVM a little CPU and memory itself. nginx "
+        "is not measured"))
     o.add_argument("--client", metavar="ab|wrk", default="ab", type=_checked(r"ab|wrk", "--client must be ab or wrk"),
                    help="load generator: ab (default; HTTP/1.0 + keep-alive) or wrk (HTTP/1.1)")
     o.add_argument("--concurrency", metavar="LIST", type=_numbers("--concurrency"), help=(
@@ -183,6 +196,11 @@ def parse(argv):
             raise SweepError("--subscribers runs its own subscriber processes: --client does not apply", usage=True)
     elif opts.rate or opts.client_processes:
         raise SweepError(f"{'--rate' if opts.rate else '--client-processes'} goes with --subscribers", usage=True)
+    # --perf and --nmt measure the timed runs of the load: the sweep, --vps and --latency.
+    for flag, on in (("--perf", opts.perf), ("--nmt", opts.nmt)):
+        other = "--memory" if opts.memory else "--subscribers" if opts.subscribers else None
+        if on and other:
+            raise SweepError(f"{flag} measures the timed load runs: it does not go with {other}", usage=True)
     return opts
 
 

@@ -6,7 +6,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from kiln_sweep import clients, measure, note, pinning, records
+from kiln_sweep import clients, measure, nmt, note, perf, pinning, records
 from kiln_sweep.plan import timed_load, warmup_requests, wrk_duration
 from kiln_sweep.servers import BIND
 
@@ -46,9 +46,15 @@ class Load:
             limit = wrk_duration(n, warm and warm.rps, duration)
         idle_wait, idle = self.servers.wait_idle()
 
-        ticks0, cpu0, start = measure.cpu_ticks(r.pids), measure.children_cpu_ms(), time.monotonic()
-        rc = self._run_client(c, n, limit, f"{base}.txt", f"{base}.csv")
-        wall, cpu1, ticks1 = time.monotonic() - start, measure.children_cpu_ms(), measure.cpu_ticks(r.pids)
+        trace = self._perf_start(r, base, rel) if o.perf else None
+        try:
+            ticks0, cpu0, start = measure.cpu_ticks(r.pids), measure.children_cpu_ms(), time.monotonic()
+            rc = self._run_client(c, n, limit, f"{base}.txt", f"{base}.csv")
+            wall, cpu1, ticks1 = time.monotonic() - start, measure.children_cpu_ms(), measure.cpu_ticks(r.pids)
+        finally:
+            if trace is not None:
+                trace.stop()
+        result = clients.parse_output(f"{base}.txt", o.client)
         run = records.TimedRun(
             round=rnd, server=r.server.name, step=index, requested=step.requested, concurrency=c,
             cap_reason=step.cap_reason, raw=f"{rel}.txt", warmup_raw=f"{rel}-warmup.txt", client_rc=rc,
@@ -60,10 +66,16 @@ class Load:
             g = r.group.read()
             run.cgroup, run.cgroup_peak_bytes, run.cgroup_failcnt = r.group.name, g.peak_bytes, g.failcnt
             run.cgroup_oom_kills = None if g.oom_kills is None or kills0 is None else g.oom_kills - kills0
+        java = self.plan.javas.get(r.server.name)
+        if trace is not None:
+            for key, value in trace.results(java and java.path, result and result.complete).items():
+                setattr(run, key, value)
+        if o.nmt and java is not None:
+            self._native_memory(run, r, java, f"{rel}-nmt.txt")
         if r.recorder is not None:
             self._pinned_events(run, r, f"{rel}-pinned.jfr")
         records.append(self.out, records.RUNS, run)
-        self._progress(run, clients.parse_output(base.with_name(base.name + ".txt"), o.client), step.label)
+        self._progress(run, result, step.label)
         if not run.server_alive:
             message = f"{r.server.name} died during c={step.label} (log: {r.log})"
             note(message)
@@ -94,6 +106,26 @@ class Load:
             err.unlink()
         return rc
 
+    def _perf_start(self, r, base, rel):
+        """--perf: perf attached to the server's processes, counting and sampling (perf.Step); its error,
+        if it could not start, goes into the run's record."""
+        trace = perf.Step(self.plan.perf_events, r.pids, base, rel, self.plan.on_client_cpu)
+        for cmd in trace.commands:
+            records.log_command(self.out, cmd)
+        trace.start()
+        return trace
+
+    def _native_memory(self, run, r, java, rel_nmt):
+        """--nmt: the JVM's Native Memory Tracking summary after the timed run, into the run's record."""
+        if not measure.alive(r.proc.pid):
+            run.nmt_error = "the server was gone: no NMT summary"
+            return
+        summary, run.nmt_error = nmt.read(java.path, r.proc.pid, self.out / rel_nmt)
+        run.nmt_raw = rel_nmt
+        if summary:
+            run.nmt_reserved_kb, run.nmt_committed_kb = summary["reserved_kb"], summary["committed_kb"]
+            run.nmt_committed_kb_by_category = summary["categories"]
+
     def _pinned_events(self, run, r, rel_jfr):
         """The JFR pinning events new since the previous step, into the run's record."""
         if not measure.alive(r.proc.pid):
@@ -117,6 +149,8 @@ class Load:
               + (f"  OOM kills {run.cgroup_oom_kills}" if run.cgroup_oom_kills else "")
               + (f"  pinned {run.pinned_events}" if run.pinned_events is not None else "")
               + (f"  ({run.pinned_error})" if run.pinned_error else "")
+              + perf.text(run.syscalls_per_request) + (f"  (perf: {run.perf_error})" if run.perf_error else "")
+              + nmt.text(run.nmt_committed_kb) + (f"  (NMT: {run.nmt_error})" if run.nmt_error else "")
               + (f"  (client exit {run.client_rc})" if run.client_rc else "")
               + ("" if run.idle_reached else "  (server not idle before the step)"), flush=True)
 

@@ -5,7 +5,7 @@ import os
 import resource
 import shutil
 
-from kiln_sweep import ROOT, SweepError, cgroup, note, pinning, plan, registry, servers
+from kiln_sweep import ROOT, SweepError, cgroup, nmt, note, perf, pinning, plan, registry, servers
 
 # --vps tests may point the sweep at a fake cgroup tree.
 CGROUP_ROOT_ENV = "KILN_SWEEP_CGROUP_ROOT"
@@ -41,6 +41,8 @@ class Plan:
         self.timing = Timing(opts.quick)
         self.selected = self._select()
         self.cgroup_parents = self._vps_cgroups() if opts.vps else None
+        # --perf: the system call tracepoints this kernel has (exit status 2 when perf cannot run).
+        self.perf_events = perf.events() if opts.perf else []
         self._choose_cpus()
         self.missing, self.javas = self._check_tools()
         self.steps, self.notes = plan.plan(self._raise_file_limit(),
@@ -149,12 +151,15 @@ class Plan:
                     by_range[s.jdk] = by_path[path]
             if by_range[s.jdk]:
                 javas[s.name] = by_range[s.jdk]
-        if self.opts.memory or self.fanout:
-            mode = "--memory" if self.opts.memory else "--subscribers"
+        if self.opts.memory or self.fanout or self.opts.nmt or self.opts.perf:
+            mode = "--memory" if self.opts.memory else "--subscribers" if self.fanout else \
+                "--nmt" if self.opts.nmt else "--perf"
             for java in dict.fromkeys(javas.values()):
                 if not pinning.tool(java.path, "jcmd"):
                     names = " ".join(n for n, j in javas.items() if j is java)
-                    missing.append(f"jcmd not found beside {java.path} (for {names}): {mode} reads the heap with "
+                    what = "reads the heap" if self.opts.memory or self.fanout else \
+                        "reads the native memory" if self.opts.nmt else "names the JIT-compiled methods"
+                    missing.append(f"jcmd not found beside {java.path} (for {names}): {mode} {what} with "
                                    "the jcmd of the server's own JDK; install that JDK's full package (e.g. "
                                    "openjdk-17-jdk-headless), not a JRE")
         if "dummy" in javas and not javas["dummy"].javac():
@@ -188,6 +193,11 @@ class Plan:
         return (self.opts.jfr and not self.opts.memory and not self.fanout
                 and pinning.applies(server, self.javas.get(server.name)))
 
+    def jvm_extra(self, server):
+        """JVM options a Java server gets for what this sweep measures besides the load (JFR is added by
+        Servers.start, which names its file)."""
+        return [nmt.JVM_FLAG] if self.opts.nmt and server.runs_on_java else []
+
     def server_args(self, server):
         """What a server's own command line gets beyond its usual arguments."""
         if self.opts.memory and server.kind == "jar":
@@ -202,6 +212,15 @@ class Plan:
 
     def _on_cpu(self, cmd, cpu):
         return ["taskset", "-c", str(cpu), *cmd] if self.pin else cmd
+
+    def perf_text(self):
+        names = [perf.syscall_name(e) for e in self.perf_events if e != perf.TOTAL]
+        return (f"per timed run, on the server's processes: perf stat (every system call, and {', '.join(names)}) "
+                f"and perf record -F {perf.SAMPLE_HZ} (no call graphs); CPU figures slightly perturbed by perf")
+
+    def nmt_text(self):
+        names = ", ".join(s.name for s in self.selected if s.runs_on_java)
+        return f"{nmt.JVM_FLAG}, jcmd VM.native_memory summary after each timed run ({names or 'no JVM'})"
 
     def vps_text(self):
         where = ", ".join(f"{p}/{cgroup.PREFIX}{os.getpid()}-N" for p in self.cgroup_parents.values())
@@ -241,6 +260,10 @@ class Plan:
         if jfr:
             print(f"Pinning:     JFR {pinning.EVENT} >= {pinning.THRESHOLD_MS} ms for {', '.join(jfr)} "
                   "(--no-jfr: off)")
+        if o.perf:
+            print(f"Perf:        {self.perf_text()}")
+        if o.nmt:
+            print(f"NMT:         {self.nmt_text()}")
         for java in dict.fromkeys(self.javas.values()):
             names = ", ".join(n for n, j in self.javas.items() if j is java)
             print(f"Java:        {java.path} (Java {java.major}) for {names}")

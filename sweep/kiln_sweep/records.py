@@ -7,7 +7,7 @@ import json
 import shlex
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 SETTINGS = "settings.json"
 RUNS = "runs.jsonl"
@@ -57,6 +57,8 @@ class Settings:
     jars: str = ""                 # each front end's jar and when it was built (a rebuild mid-sweep shows)
     fanout_rate: Optional[int] = None           # --subscribers: commits per second in the publish phase
     fanout_processes: Optional[int] = None      # --subscribers: client processes the subscribers are spread over
+    perf: str = ""                 # --perf: what perf recorded (the events counted, the sampling rate)
+    nmt: str = ""                  # --nmt: the JVM flag
 
 
 @dataclass
@@ -97,6 +99,22 @@ class TimedRun:
     pinned_top: List[list] = field(default_factory=list)
     pinned_jfr: str = ""
     pinned_error: str = ""
+    # --perf: perf stat's system call counts during the timed run by name ("total": all of them; None: not
+    # counted), per completed request, the flat CPU profile's largest rows [[percent, dso, symbol], ...]
+    # (raw/<run>-perf-top.txt has 15) and what could not be recorded ("" when all was).
+    syscall_counts: Dict[str, Optional[int]] = field(default_factory=dict)
+    syscalls_per_request: Optional[float] = None
+    syscalls_per_request_by_name: Dict[str, float] = field(default_factory=dict)
+    perf_top: List[list] = field(default_factory=list)
+    perf_top_raw: str = ""
+    perf_error: str = ""
+    # --nmt (JVMs): Native Memory Tracking's summary after the timed run: totals and committed KB per
+    # category; its jcmd output, and why it could not be read.
+    nmt_reserved_kb: Optional[int] = None
+    nmt_committed_kb: Optional[int] = None
+    nmt_committed_kb_by_category: Dict[str, int] = field(default_factory=dict)
+    nmt_raw: str = ""
+    nmt_error: str = ""
 
 
 @dataclass

@@ -87,6 +87,13 @@ def figures(d, r, settings):
         "pinned_max_ms": r.pinned_max_ms,
         "pinned_top": r.pinned_top,
         "pinned_error": r.pinned_error,
+        "syscalls_per_req": r.syscalls_per_request,
+        "syscalls_per_req_by_name": r.syscalls_per_request_by_name,
+        "perf_top": r.perf_top,
+        "perf_error": r.perf_error,
+        "nmt_committed_mb": r.nmt_committed_kb / 1024 if r.nmt_committed_kb is not None else None,
+        "nmt_committed_mb_by_category": {k: v / 1024 for k, v in r.nmt_committed_kb_by_category.items()},
+        "nmt_error": r.nmt_error,
     }
 
 
@@ -177,6 +184,8 @@ def summarize(settings, runs):
                 "cgroup_peak_mb_max": _max(r["cgroup_peak_mb"] for r in group),
                 "oom_killed": _oom_killed(group),
                 "pinned_events_max": _max(r["pinned_events"] for r in group),
+                "syscalls_per_req_median": _median(r["syscalls_per_req"] for r in ok),
+                "nmt_committed_mb_max": _max(r["nmt_committed_mb"] for r in group),
             }
             for anchor in ANCHORS:
                 row[f"rps_vs_{anchor}"] = _per_round_ratio(runs, server, step, anchor, "rps")
@@ -221,6 +230,18 @@ def summarize_pinning(settings, runs):
             "top": [[n, reason, where] for (reason, where), n in sorted(places.items(), key=lambda kv: -kv[1])[:3]],
             "errors": sorted({r["pinned_error"] for r in group if r["pinned_error"]}),
         })
+    return rows
+
+
+def summarize_profiles(settings, runs):
+    """--perf: per server, the flat CPU profile of its highest step (the last round that has one):
+    {server, label, round, top: [[percent, dso, symbol], ...]}."""
+    rows = []
+    for server in server_order(settings, runs):
+        group = [r for r in runs if r["server"] == server and r["perf_top"]]
+        if group:
+            r = max(group, key=lambda r: (r["step"], r["round"]))
+            rows.append({"server": server, "label": r["label"], "round": r["round"], "top": r["perf_top"]})
     return rows
 
 
@@ -275,6 +296,14 @@ def notes(settings, runs, problems=()):
         if not r["idle_reached"]:
             out.append(f"{where}: the server was still busy (CPU >= {settings.idle_threshold_pct}%) "
                        f"after {r['idle_wait_s']:.0f} s of waiting before the timed run.")
+        if r["perf_error"]:
+            out.append(f"{where}: --perf: {r['perf_error']}.")
+        if r["nmt_error"]:
+            out.append(f"{where}: --nmt: {r['nmt_error']}.")
+    if settings.perf:
+        out.append("--perf: perf was attached to each server during its timed runs; the kernel's counting and "
+                   "sampling cost the server some CPU, so compare CPU figures only within this sweep. syscalls/req: "
+                   "every system call the server's processes entered (raw_syscalls:sys_enter) per completed request.")
     sat = sorted({(r["server"], r["concurrency"], r["cap_reason"]) for r in runs if r["client_saturated"] and r["ok"]},
                  key=lambda t: (server_order(settings, runs).index(t[0]), t[1]))
     if sat:
@@ -293,7 +322,7 @@ RUN_FIELDS = ["round", "server", "step", "requested", "concurrency", "cap_reason
               "requests_per_connection", "wall_s", "server_cpu_s", "server_cpu_us_per_request", "server_cpu_pct",
               "rss_peak_mb", "rss_mb", "client_cpu_pct", "client_saturated", "idle_wait_s", "idle_reached",
               "server_alive", "cgroup_peak_mb", "cgroup_failcnt", "cgroup_oom_kills", "oom_victim", "pinned_events",
-              "pinned_max_ms", "raw"]
+              "pinned_max_ms", "syscalls_per_req", "nmt_committed_mb", "raw"]
 
 
 def _csv_value(v):
@@ -324,6 +353,10 @@ def summary_fields(settings):
         fields += ["cgroup_peak_mb_max", "oom_killed"]
     if settings.pinned_threshold_ms is not None:
         fields += ["pinned_events_max"]
+    if settings.perf:
+        fields += ["syscalls_per_req_median"]
+    if settings.nmt:
+        fields += ["nmt_committed_mb_max"]
     return fields
 
 
@@ -337,7 +370,18 @@ def fmt(v, digits=0, suffix=""):
 
 
 def table_rows(settings, summary):
-    """The summary table as (header, rows of strings), the same in the terminal and the HTML."""
+    """The summary table as (header, rows of strings), the same in the terminal and the HTML; --perf and
+    --nmt add their columns at the end."""
+    header, rows = _table_rows(settings, summary)
+    extra = [(h, key, digits) for on, h, key, digits in (
+        (settings.perf, "syscalls/req", "syscalls_per_req_median", 2),
+        (settings.nmt, "JVM committed (NMT) MB", "nmt_committed_mb_max", 0)) if on]
+    header = header + [h for h, _, _ in extra]
+    rows = [row + [fmt(s[key], digits) for _, key, digits in extra] for row, s in zip(rows, summary)]
+    return header, rows
+
+
+def _table_rows(settings, summary):
     latency = settings.mode == "latency"
     if settings.vps:
         # --vps: what a $5 VPS owner asks: does it keep up, does it fail, how slow at the tail, how much
@@ -373,7 +417,7 @@ def table_rows(settings, summary):
     return header, rows
 
 
-def print_table(settings, summary, after_rows, note_lines, pinning_rows=()):
+def print_table(settings, summary, after_rows, note_lines, pinning_rows=(), profile_rows=()):
     header, rows = table_rows(settings, summary)
     widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
     line = lambda cells: "  ".join(str(c).rjust(w) if i > 1 else str(c).ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))
@@ -404,6 +448,14 @@ def print_table(settings, summary, after_rows, note_lines, pinning_rows=()):
               "warm-up and timed run; most in any round):")
         for p in pinning_rows:
             print(f"  {p['server']:<18} {pinning_text(p, settings.pinned_threshold_ms)}")
+    if profile_rows:
+        print()
+        print("CPU profile (perf record, share of the server's samples in its highest step; raw/*-perf-top.txt "
+              "has 15 rows per run):")
+        for p in profile_rows:
+            print(f"  {p['server']} c={p['label']} round {p['round']}:")
+            for pct, dso, sym in p["top"]:
+                print(f"    {pct:5.1f}%  {dso}  {sym}")
     for n in note_lines:
         print("Note: " + n)
 
@@ -765,16 +817,18 @@ def write(d, draw_sweep=None, draw_memory=None, draw_fanout=None):
     after_rows = summarize_after(settings, runs, after)
     note_lines = notes(settings, runs, problems)
     pinning_rows = summarize_pinning(settings, runs)
+    profile_rows = summarize_profiles(settings, runs)
     write_csv(d / "runs.csv", runs, RUN_FIELDS)
     write_csv(d / "summary.csv", summary, summary_fields(settings))
     doc = {"settings": asdict(settings), "notes": note_lines, "summary": summary,
            "round_trips": round_trips(summary) if settings.mode == "latency" else [],
-           "after_sweep": after_rows, "after_sweep_per_round": after, "pinning": pinning_rows, "runs": runs}
+           "after_sweep": after_rows, "after_sweep_per_round": after, "pinning": pinning_rows,
+           "profiles": profile_rows, "runs": runs}
     (d / "summary.json").write_text(json.dumps(doc, indent=2) + "\n")
     files = ["runs.csv", "summary.csv", "summary.json"]
     if draw_sweep:
         files += draw_sweep(d, settings, summary, runs, after_rows, note_lines, pinning_rows)
-    print_table(settings, summary, after_rows, note_lines, pinning_rows)
+    print_table(settings, summary, after_rows, note_lines, pinning_rows, profile_rows)
     print()
     print(f"Report: {d}/  ({', '.join(files)}; raw outputs in raw/, server logs in logs/)")
     return 0

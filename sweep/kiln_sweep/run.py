@@ -138,7 +138,8 @@ class Sweep:
             pinned_threshold_ms=pinning.THRESHOLD_MS if any(p.records_pinning(s) for s in p.selected) else None,
             memory_extra=f"front ends run with --idle-timeout {MEMORY_IDLE_TIMEOUT_MS}" if o.memory else "",
             jars="; ".join(f"{s.name}: {s.jar} built {_built(ROOT / s.jar)}" for s in p.selected if s.kind == "jar"),
-            fanout_rate=p.rate if p.fanout else None, fanout_processes=p.client_processes if p.fanout else None)
+            fanout_rate=p.rate if p.fanout else None, fanout_processes=p.client_processes if p.fanout else None,
+            perf=p.perf_text() if o.perf else "", nmt=p.nmt_text() if o.nmt else "")
 
     @staticmethod
     def _aiohttp():

@@ -211,7 +211,7 @@ class Servers:
             (data / "nginx.conf").write_text(nginx_conf(
                 SWEEP_DIR / "nginx.conf.template", data, port, plan.nofile, max(s.concurrency for s in plan.steps)))
         java = plan.javas.get(server.name)
-        jvm_extra, jfr = [], None
+        jvm_extra, jfr = plan.jvm_extra(server), None
         if plan.records_pinning(server):
             jfr = self.out / "raw" / f"r{rnd}-{server.name}-pinned.jfr"
             jvm_extra.append(pinning.jvm_flag(jfr))
