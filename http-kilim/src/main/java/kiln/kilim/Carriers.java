@@ -17,27 +17,28 @@ import kilim.timerservice.Timer;
 
 /**
  * kiln's Kilim scheduler: the carrier threads that run the server's fibers, each with its own run
- * queue. Carrier 0 is the selector thread ({@link Poller}): it runs the fibers queued to it between
- * two selects, so with one carrier (a one-core VPS) a request is read, handled and answered on one
- * thread, with no hand-off to another thread and no wake-up, as nginx's worker does. Further carriers
- * ({@code kiln-carrier-N}) park when their queue is empty.
+ * queue. In the server every carrier is also a selector thread ({@link Poller}): it runs the fibers
+ * queued to it between two selects, so a request is read, handled and answered on one thread, with
+ * no hand-off to another thread and no wake-up, as each of nginx's workers does. A carrier given no
+ * selector loop ({@link #selectorLoop}) parks when its queue is empty.
  *
  * <p>It replaces Kilim's {@code AffineScheduler}, which ran every fiber step through a
  * {@code ThreadPoolExecutor} (a {@code FutureTask} and a locked queue node per step) and, after
  * each step, its timer service (a lock and a 100-slot array per step).
  *
- * <p>Where a fiber runs: a fiber started or resumed on a carrier other than the selector thread
- * stays on that carrier; one started or resumed elsewhere (the selector, the database's writer
- * thread, a plain thread) goes to the carriers in turn. Timers ({@code Task.sleep}, a
+ * <p>Where a fiber runs: a {@link Homed} fiber (a connection's) always runs on its home carrier,
+ * the one whose selector polls its socket. Another fiber started or resumed on a carrier other
+ * than carrier 0 stays on that carrier; one started or resumed elsewhere (carrier 0, which fires
+ * the timers, the database's writer thread, a plain thread) goes to the carriers in turn. Timers ({@code Task.sleep}, a
  * {@code Mailbox.get} with a timeout) are kept and fired by carrier 0. Fibers cannot be pinned to a
  * carrier ({@link #isPinnable}): Kilim moves a fiber that holds a {@code kilim.ReentrantLock} to its
  * default pinnable scheduler.
  *
  * <h2>Hand-off</h2>
- * A carrier is a run queue (and for carrier 0 the selector's duties) owned by one thread at a time.
- * A fiber that holds its thread (a blocking call, a long loop: the handler's bug, not the server's)
- * would stall every other fiber of that carrier, and on carrier 0 the accepting and reading of
- * every connection. So the {@link CarrierWatch} hands such a carrier to a new thread
+ * A carrier is a run queue and its selector's duties owned by one thread at a time. A fiber that
+ * holds its thread (a blocking call, a long loop: the handler's bug, not the server's) would stall
+ * every other fiber of that carrier and the reading of its connections, and on carrier 0 the
+ * accepting of every connection. So the {@link CarrierWatch} hands such a carrier to a new thread
  * ({@link #handOff}), as Go's runtime hands a processor to another thread when one blocks in a
  * system call: the queued fibers, the selector and the timers go on there at once. The old thread
  * finishes its fiber's step whenever the call returns, sees that the carrier is no longer its own,
@@ -57,7 +58,7 @@ final class Carriers extends Scheduler {
 
     private final Carrier[] carriers;
     private final AtomicInteger turn = new AtomicInteger();
-    /** Timers set from threads other than carrier 0, for carrier 0 to take into {@link #heap}. */
+    /** Timers set from any thread, for carrier 0 to take into {@link #heap}. */
     private final ConcurrentLinkedQueue<Deadline> incomingTimers = new ConcurrentLinkedQueue<>();
     /** Carrier 0's timers, earliest first; only carrier 0 touches it. */
     private final PriorityQueue<Deadline> heap = new PriorityQueue<>();
@@ -76,6 +77,15 @@ final class Carriers extends Scheduler {
         }
     }
 
+    /**
+     * A fiber that must run on one carrier: a connection's, whose socket that carrier's selector
+     * polls, so that its reads, writes and waits stay on one thread and in one CPU's caches.
+     */
+    interface Homed {
+        /** @return the index of the carrier the fiber runs on */
+        int home();
+    }
+
     /** One carrier: its run queue, the thread that owns it now, and how to wake that thread. */
     private static final class Carrier {
         final int index;
@@ -89,10 +99,12 @@ final class Carriers extends Scheduler {
         long runs;
         /** The fiber of the run in progress, for the watch's report; published by {@link #run}'s release. */
         Task<?> running;
-        /** Wakes the owner from its block: unpark, or the selector's wakeup for carrier 0. */
+        /** Wakes the owner from its block: unpark, or the selector's wakeup for a selector carrier. */
         Runnable wakeup;
-        /** What the owner runs: {@link #loop} for carriers 1..n-1, the poller's loop for carrier 0. */
+        /** What the owner runs: a poller's loop ({@link #selectorLoop}), else {@link #loop}. */
         Runnable body;
+        /** True when the body is a poller's loop ({@link #selectorLoop}), which stops with its poller. */
+        boolean selector;
         /** The thread that owns the carrier now; a hand-off gives it a new one. */
         volatile Thread thread;
 
@@ -107,7 +119,7 @@ final class Carriers extends Scheduler {
     }
 
     /**
-     * @param threads carrier threads, >= 1; carrier 0 is the selector thread, whose loop is given by
+     * @param threads carrier threads, >= 1; a selector carrier's loop is given by
      *                {@link #selectorLoop} before {@link #start}
      */
     Carriers(int threads) {
@@ -122,24 +134,25 @@ final class Carriers extends Scheduler {
     }
 
     /**
-     * Makes carrier 0 the selector: its thread, named {@code name}, runs {@code loop}, which calls
-     * {@link #runQueued}, {@link #fireTimers} and {@link #prepareToSleep}, and must return at once
-     * when {@link #runQueued} says the carrier was handed off; {@code wakeup} must make its blocking
-     * select return. Call before {@link #start}.
+     * Makes carrier {@code index} a selector: its thread, named {@code name}, runs {@code loop}, which
+     * calls {@link #runQueued}, (carrier 0) {@link #fireTimers}, {@link #prepareToSleep} and
+     * {@link #awake}, and must return at once when {@link #runQueued} says the carrier was handed off;
+     * {@code wakeup} must make its blocking select return. Call before {@link #start}.
      */
-    void selectorLoop(String name, Runnable loop, Runnable wakeup) {
-        Carrier zero = new Carrier(0, name);
-        zero.body = loop;
-        zero.wakeup = wakeup;
-        carriers[0] = zero;
+    void selectorLoop(int index, String name, Runnable loop, Runnable wakeup) {
+        Carrier c = new Carrier(index, name);
+        c.body = loop;
+        c.wakeup = wakeup;
+        c.selector = true;
+        carriers[index] = c;
     }
 
-    /** Starts every carrier's thread: {@code kiln-carrier-N}, and carrier 0's (the selector). */
+    /** Starts every carrier's thread. */
     void start() {
         for (Carrier c : carriers) startThread(c);
     }
 
-    /** Gives {@code c} a new thread and starts it; the selector's is not a daemon (it keeps a server's JVM alive). */
+    /** Gives {@code c} a new thread and starts it; carrier 0's is not a daemon (it keeps a server's JVM alive). */
     private void startThread(Carrier c) {
         Thread t = new Thread(() -> {
             CURRENT.set(c);
@@ -150,7 +163,7 @@ final class Carriers extends Scheduler {
         t.start();
     }
 
-    /** The loop of carriers 1..n-1: run what is queued, park when nothing is; ends when stopping or handed off. */
+    /** The loop of a carrier without a selector: run what is queued, park when nothing is; ends when stopping or handed off. */
     private void loop(Carrier c) {
         while (!stopping) {
             int ran = runQueued(c);
@@ -218,7 +231,7 @@ final class Carriers extends Scheduler {
 
     /**
      * Gives carrier {@code index} to a new thread if its fiber run {@code run} is still in progress:
-     * its queued fibers, and for carrier 0 the selector and the timers, go on there at once; the old
+     * its queued fibers, its selector and (carrier 0) the timers go on there at once; the old
      * thread ends once its fiber pauses or finishes. From the watch thread.
      *
      * @return the old thread, still held by the fiber; null when the run ended meanwhile (nothing done)
@@ -234,34 +247,35 @@ final class Carriers extends Scheduler {
     }
 
     /**
-     * Carrier 0 is about to block in select: marks it sleeping, so that work queued from now on
-     * wakes it. Call {@link #awake} after the select.
+     * Selector carrier {@code index} is about to block in select: marks it sleeping, so that work
+     * queued from now on wakes it. Call {@link #awake} after the select.
      *
      * @return how long it may block, ms: 0 = do not block (work is queued), -1 = until woken,
-     *         else until the next timer
+     *         else (carrier 0) until the next timer
      */
-    long prepareToSleep() {
-        Carrier c = carriers[0];
+    long prepareToSleep(int index) {
+        Carrier c = carriers[index];
         c.sleeping.set(true);
-        if (!c.queue.isEmpty() || !incomingTimers.isEmpty() || stopping) return 0;
-        Deadline next = heap.peek();
+        if (!c.queue.isEmpty() || stopping || (index == 0 && !incomingTimers.isEmpty())) return 0;
+        Deadline next = index == 0 ? heap.peek() : null;
         if (next == null) return -1;
         return Math.max(1, next.at - System.currentTimeMillis());
     }
 
-    /** Carrier 0 returned from its select. */
-    void awake() {
-        carriers[0].sleeping.set(false);
+    /** Selector carrier {@code index} returned from its select. */
+    void awake(int index) {
+        carriers[index].sleeping.set(false);
     }
 
     /**
-     * For wakeups of the selector by its own causes (interest changes, closed channels): claims the
-     * wakeup if carrier 0 is blocked or about to block and none is on its way yet.
+     * For wakeups of a selector by its own causes (interest changes, closed channels, connections
+     * dealt to it): claims the wakeup if carrier {@code index} is blocked or about to block and none
+     * is on its way yet.
      *
      * @return true when the caller must call {@code selector.wakeup()}
      */
-    boolean claimSelectorWakeup() {
-        return claimWakeup(carriers[0]);
+    boolean claimSelectorWakeup(int index) {
+        return claimWakeup(carriers[index]);
     }
 
     /** @return true when {@code c} sleeps or is about to, and this caller is the one to wake it */
@@ -285,14 +299,17 @@ final class Carriers extends Scheduler {
     }
 
     /**
-     * Queues {@code t} on carrier {@code index}, or (index < 0) on the calling carrier if it is not
-     * the selector, else on the carriers in turn; wakes the carrier if it sleeps. From any thread.
+     * Queues {@code t} on carrier {@code index}, or (index < 0) on its home carrier if it is
+     * {@link Homed}, else on the calling carrier if it is not carrier 0, else on the carriers in
+     * turn; wakes the carrier if it sleeps. From any thread.
      */
     @Override
     public void schedule(int index, Task t) {
         Carrier c;
         if (index >= 0) {
             c = carriers[index % carriers.length];
+        } else if (t instanceof Homed h) {
+            c = carriers[h.home()];
         } else {
             c = CURRENT.get();
             if (c == null || (c.index == 0 && carriers.length > 1) || !c.ownedByCaller()) {
@@ -318,13 +335,14 @@ final class Carriers extends Scheduler {
     }
 
     /**
-     * @return whether other fibers wait in the calling carrier's run queue: a fiber that yields then
+     * @return whether other fibers wait in carrier {@code index}'s run queue and the caller is its
+     *         thread: a fiber that yields then
      *         waits one turn of the queue, a busy carrier's cheap way to let a client's next request
      *         arrive; on an idle carrier a yield would only spin
      */
-    static boolean othersQueued() {
-        Carrier c = CURRENT.get();
-        return c != null && !c.queue.isEmpty() && c.ownedByCaller();
+    boolean othersQueued(int index) {
+        Carrier c = carriers[index];
+        return !c.queue.isEmpty() && c.ownedByCaller();
     }
 
     /** @return true on a carrier thread of a running server: fiber code, which must never block */
@@ -361,15 +379,15 @@ final class Carriers extends Scheduler {
         shutdown();
     }
 
-    /** Stops carriers 1..n-1 (carrier 0 stops with its selector); queued fibers are dropped. */
+    /** Stops the carriers without a selector (a selector carrier stops with its poller); queued fibers are dropped. */
     @Override
     public void shutdown() {
         super.shutdown();
         stopping = true;
         List<Thread> threads = new ArrayList<>();
-        for (int i = 1; i < carriers.length; i++) {
-            Thread t = carriers[i].thread;
-            if (t == null) continue;
+        for (Carrier c : carriers) {
+            Thread t = c.thread;
+            if (t == null || c.selector) continue;
             LockSupport.unpark(t);
             threads.add(t);
         }

@@ -16,9 +16,9 @@ import kiln.server.Connections;
 import kiln.server.Launcher;
 
 /**
- * The Kilim fiber HTTP/1.1 server: carrier threads running a fiber per busy connection
- * ({@link ConnectionFiber}), the first of which is also the NIO selector thread, and a
- * {@link Router} of handlers.
+ * The Kilim fiber HTTP/1.1 server: carrier threads, each an NIO selector over its share of the
+ * connections and the runner of a fiber per busy connection among them ({@link ConnectionFiber}),
+ * and a {@link Router} of handlers.
  *
  * <pre>{@code
  * KilimServer server = new KilimServer("127.0.0.1", 8080, 2, router);
@@ -29,11 +29,14 @@ import kiln.server.Launcher;
  *
  * <h2>Threads</h2>
  * <ul>
- *   <li>{@code kiln-selector}, carrier 0: accepts connections; starts a connection's fiber when its
- *       socket becomes readable, and resumes fibers paused on a socket ({@link Poller}); between two
- *       selects it runs the fibers queued to it and fires due timers ({@link Carriers}).</li>
- *   <li>{@code kiln-carrier-1} .. {@code threads - 1} (default: one carrier per core in all): run
- *       connection fibers too. Handlers run on the carriers and must never block (see {@link Handler}).</li>
+ *   <li>{@code kiln-selector} (carrier 0) and {@code kiln-carrier-1} .. {@code threads - 1}
+ *       (default: one carrier per core in all): each polls its own connections with its own
+ *       selector ({@link Poller}), starts a connection's fiber on itself when its socket becomes
+ *       readable, resumes fibers paused on a socket, and between two selects runs the fibers queued
+ *       to it ({@link Carriers}): a connection's requests are read, handled and answered on one
+ *       thread, as in an nginx worker. Carrier 0 also accepts every connection, deals them to the
+ *       carriers in turn, and fires due timers. Handlers run on the carriers and must never block
+ *       (see {@link Handler}).</li>
  *   <li>{@code kiln-reaper}: once a second, half-closes connections past their idle, header or
  *       write deadline (kiln's shared {@link kiln.server.Connections}; see {@link kiln.http.Connection}).</li>
  *   <li>{@code kiln-carrier-watch}: hands a carrier whose thread a fiber holds (a blocking call, a
@@ -66,7 +69,8 @@ public final class KilimServer implements Launcher.Server {
     private long unhealthyMs = 5_000;
     private CarrierWatch carrierWatch;
     private ServerSocketChannel channel;
-    private Poller poller;
+    /** One per carrier; the first owns the listening socket. */
+    private Poller[] pollers;
     private Carriers carriers;
 
     /**
@@ -163,10 +167,6 @@ public final class KilimServer implements Launcher.Server {
         return connections;
     }
 
-    Poller poller() {
-        return poller;
-    }
-
     Carriers carriers() {
         return carriers;
     }
@@ -192,12 +192,14 @@ public final class KilimServer implements Launcher.Server {
         }
         channel = ssc;
         carriers = new Carriers(threads);
+        pollers = new Poller[threads];
         try {
-            poller = new Poller(this, connections, carriers, ssc);
+            for (int i = 0; i < threads; i++) pollers[i] = new Poller(this, connections, carriers, i, i == 0 ? ssc : null);
         } catch (IOException e) {
             ssc.close();
             throw e;
         }
+        pollers[0].dealTo(pollers);
         carrierWatch = new CarrierWatch(carriers, blockedCarrierMs, handOffMs, unhealthyMs);
         connections.start();
         carriers.start();
@@ -227,10 +229,12 @@ public final class KilimServer implements Launcher.Server {
         } catch (IOException e) {
             LOG.log(Level.WARNING, "closing the listening socket", e);
         }
-        if (poller != null) poller.wakeup();  // deregisters the listening socket, which closes it
+        if (pollers != null) pollers[0].wakeup();  // deregisters the listening socket, which closes it
         connections.finishStop(graceMillis);
         if (carrierWatch != null) carrierWatch.stop();
-        if (poller != null) poller.stop();
+        if (pollers != null) {
+            for (Poller p : pollers) p.stop();
+        }
         if (carriers != null) carriers.shutdown();
     }
 

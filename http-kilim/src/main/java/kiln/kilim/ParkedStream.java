@@ -33,6 +33,7 @@ final class ParkedStream implements BiConsumer<Object, Throwable>, Runnable {
     }
 
     private KilimServer server;
+    private Poller poller;
     private SelectionKey key;
     Connection connection;
     BodyStream body;
@@ -45,8 +46,9 @@ final class ParkedStream implements BiConsumer<Object, Throwable>, Runnable {
     /** True while no fiber runs the stream; the waker that sets it false starts one. */
     @SuppressWarnings("unused") private volatile boolean parked;
 
-    ParkedStream(KilimServer server, SelectionKey key, Connection connection, BodyStream body, String name) {
+    ParkedStream(KilimServer server, Poller poller, SelectionKey key, Connection connection, BodyStream body, String name) {
         this.server = server;
+        this.poller = poller;
         this.key = key;
         this.connection = connection;
         this.body = body;
@@ -84,7 +86,7 @@ final class ParkedStream implements BiConsumer<Object, Throwable>, Runnable {
     @Override
     public void run() {
         if (!PARKED.compareAndSet(this, true, false)) return;
-        ConnectionFiber fiber = new ConnectionFiber(server, key, connection, this);
+        ConnectionFiber fiber = new ConnectionFiber(server, poller, key, connection, this);
         fiber.setScheduler(server.carriers());
         fiber.start();
     }
@@ -92,6 +94,7 @@ final class ParkedStream implements BiConsumer<Object, Throwable>, Runnable {
     /** The stream ended: drops everything but this shell, which a future's registration may still hold. */
     void end() {
         server = null;
+        poller = null;
         key = null;
         connection = null;
         body = null;

@@ -10,8 +10,8 @@ import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
-import java.util.Arrays;
 import java.util.Iterator;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.logging.Level;
 import java.util.logging.Logger;
@@ -20,14 +20,22 @@ import kiln.http.Connection;
 import kiln.server.Connections;
 
 /**
- * The Kilim server's one selector thread ({@code kiln-selector}), which is also carrier 0 of
- * {@link Carriers}: it accepts connections, and when an idle connection's socket becomes readable
- * it reads what arrived and starts a fiber ({@link ConnectionFiber}) to serve it; a client that
- * closed is closed here, with no fiber. Between two selects it runs the fibers queued to it and
- * fires the timers that are due, so with one carrier a request never leaves this thread. A fiber
- * that finds nothing more to read hands its connection back here and ends, so an idle keep-alive
- * connection is only its socket, its selection key and a {@link Connection} without buffers (nginx
- * keeps idle connections the same way): no fiber, no paused frames, no buffers.
+ * One selector of the Kilim server, and the carrier of {@link Carriers} whose thread runs it: one
+ * per carrier ({@code kiln-selector} for carrier 0, {@code kiln-carrier-N} for the others), each
+ * polling its own share of the connections, as each of nginx's workers polls its own. When an idle
+ * connection's socket becomes readable it reads what arrived and starts a fiber
+ * ({@link ConnectionFiber}) to serve it, on this carrier; a client that closed is closed here,
+ * with no fiber. Between two selects it runs the fibers queued to it (and carrier 0 fires the
+ * timers that are due), so a request never leaves this thread. A fiber that finds nothing more to
+ * read hands its connection back here and ends, so an idle keep-alive connection is only its
+ * socket, its selection key and a {@link Connection} without buffers (nginx keeps idle connections
+ * the same way): no fiber, no paused frames, no buffers.
+ *
+ * <p>Carrier 0's poller owns the one listening socket: it accepts, and deals the new connections to
+ * the pollers in turn (itself included), each of which registers its own with its selector. One
+ * listener rather than one {@code SO_REUSEPORT} listener per poller: the kernel would spread
+ * connections by a hash (unevenly at a few connections), and a second server started on the same
+ * port by mistake would silently share it instead of failing with "Address already in use".
  *
  * <p>New connections are accepted after the ready connections of the same select are handled, so
  * that connections their clients closed are counted out before the cap is checked.
@@ -45,31 +53,64 @@ final class Poller implements Runnable {
     private static final int ACCEPT_BATCH = 256;
     /** After a failed accept (typically EMFILE under a connection flood), accepting pauses this long. */
     private static final long ACCEPT_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
+    /** Size of a poller's direct I/O buffer: a request head or a response; larger writes go through the JDK's own. */
+    private static final int IO_BUFFER_BYTES = 16 * 1024;
+    /** Most bytes the poller reads for a connection without a fiber; the fiber it starts reads the rest. */
+    static final int ARRIVED_MAX_BYTES = 2048;
 
     private final KilimServer server;
     private final Connections connections;
     private final Carriers carriers;
+    /** This poller's carrier. */
+    private final int index;
     private final Selector selector;
+    /** Carrier 0's: the listening socket; null on the others. */
     private final ServerSocketChannel listener;
     private final SelectionKey acceptKey;
-    /** The selector thread's own read buffer: a connection waiting in a fiber's run queue holds only the bytes that arrived. */
-    private final ByteBuffer scratch = ByteBuffer.allocate(2048);
+    /** Carrier 0's: every poller, to deal accepted connections to. */
+    private Poller[] pollers = {this};
+    /** Accepted connections dealt so far, whose count picks the next one's poller. */
+    private int dealt;
+    /** Connections carrier 0's poller accepted for this one, to register with its selector. */
+    private final ConcurrentLinkedQueue<Connection> adopted = new ConcurrentLinkedQueue<>();
+    /**
+     * This thread's socket I/O buffer: the poller reads into it (a connection waiting in a fiber's
+     * run queue holds only the bytes that arrived), and the fibers of this carrier read and write
+     * through it ({@link #read}, {@link #write}). Direct, because the kernel copies only from and to
+     * native memory: given a heap buffer, the JDK copies through a temporary direct buffer that it
+     * looks up in a thread-local cache on every call.
+     */
+    private final ByteBuffer scratch = ByteBuffer.allocateDirect(IO_BUFFER_BYTES);
     private volatile boolean running = true;
     /** System.nanoTime() when accepting resumes after a failed accept; 0 while accepting. */
     private long acceptPausedUntil;
 
     /**
-     * @param listener a bound, non-blocking listening socket; closed when the poller stops
+     * @param index    the carrier this poller runs on
+     * @param listener for carrier 0: a bound, non-blocking listening socket, closed when the poller
+     *                 stops; null for the others
      * @throws IOException when the selector cannot be opened
      */
-    Poller(KilimServer server, Connections connections, Carriers carriers, ServerSocketChannel listener) throws IOException {
+    Poller(KilimServer server, Connections connections, Carriers carriers, int index, ServerSocketChannel listener) throws IOException {
         this.server = server;
         this.connections = connections;
         this.carriers = carriers;
+        this.index = index;
         this.listener = listener;
         this.selector = Selector.open();
-        this.acceptKey = listener.register(selector, SelectionKey.OP_ACCEPT);
-        carriers.selectorLoop("kiln-selector", this, selector::wakeup);  // started with the carriers
+        this.acceptKey = listener == null ? null : listener.register(selector, SelectionKey.OP_ACCEPT);
+        String name = index == 0 ? "kiln-selector" : "kiln-carrier-" + index;
+        carriers.selectorLoop(index, name, this, selector::wakeup);  // started with the carriers
+    }
+
+    /** For carrier 0's poller, before the carriers start: deal accepted connections to {@code all} in turn. */
+    void dealTo(Poller[] all) {
+        pollers = all;
+    }
+
+    /** @return the carrier this poller runs on: its connections' fibers run there too */
+    int index() {
+        return index;
     }
 
     /**
@@ -97,7 +138,44 @@ final class Poller implements Runnable {
      * deregisters it. At most one wakeup is in flight.
      */
     void wakeup() {
-        if (carriers.claimSelectorWakeup()) selector.wakeup();
+        if (carriers.claimSelectorWakeup(index)) selector.wakeup();
+    }
+
+    /**
+     * {@code ch.read(dst)} from a fiber of this carrier: through this poller's direct buffer when
+     * the caller is the carrier's thread (a fiber still running on a thread that was handed off is
+     * not, and reads as usual).
+     *
+     * @return the bytes read, 0 when none are ready, -1 at end of stream
+     * @throws IOException as {@link SocketChannel#read(ByteBuffer)}
+     */
+    int read(SocketChannel ch, ByteBuffer dst) throws IOException {
+        if (!onOwnThread()) return ch.read(dst);
+        ByteBuffer d = scratch.clear();
+        if (dst.remaining() < d.capacity()) d.limit(dst.remaining());
+        int n = ch.read(d);
+        if (n > 0) dst.put(d.flip());
+        return n;
+    }
+
+    /**
+     * {@code ch.write(src)} from a fiber of this carrier: through this poller's direct buffer when
+     * the caller is the carrier's thread and {@code src} fits in it.
+     *
+     * @return the bytes written (0 when the socket's send buffer is full)
+     * @throws IOException as {@link SocketChannel#write(ByteBuffer)}
+     */
+    int write(SocketChannel ch, ByteBuffer src) throws IOException {
+        if (src.remaining() > scratch.capacity() || !onOwnThread()) return ch.write(src);
+        int start = src.position();
+        ByteBuffer d = scratch.clear().put(src).flip();
+        int n = ch.write(d);
+        src.position(start + n);
+        return n;
+    }
+
+    private boolean onOwnThread() {
+        return carriers.thread(index) == Thread.currentThread();
     }
 
     /** Stops the thread, then closes the listening socket and the idle connections; waits up to 1 s. */
@@ -105,14 +183,14 @@ final class Poller implements Runnable {
         running = false;
         selector.wakeup();
         try {
-            carriers.thread(0).join(1000);
+            carriers.thread(index).join(1000);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
     }
 
     /**
-     * The selector's loop, on the thread that owns carrier 0. When a fiber held this thread so long
+     * The selector's loop, on the thread that owns this poller's carrier. When a fiber held this thread so long
      * that the carrier was handed to a new thread ({@link Carriers#handOff}), the new thread runs
      * this loop from its start and the old one leaves it, touching nothing.
      */
@@ -121,12 +199,13 @@ final class Poller implements Runnable {
         boolean handedOff = false;
         try {
             while (running) {
-                if (carriers.runQueued(0) < 0) {
+                if (carriers.runQueued(index) < 0) {
                     handedOff = true;
                     return;
                 }
-                carriers.fireTimers();
-                long sleepMs = carriers.prepareToSleep();
+                if (index == 0) carriers.fireTimers();
+                long sleepMs = carriers.prepareToSleep(index);
+                if (!adopted.isEmpty()) sleepMs = 0;  // dealt before the sleep was announced: no wakeup is on its way
                 if (acceptPausedUntil != 0 && sleepMs != 0) {
                     long acceptMs = Math.max(1, (acceptPausedUntil - System.nanoTime()) / 1_000_000);
                     sleepMs = sleepMs < 0 ? acceptMs : Math.min(sleepMs, acceptMs);
@@ -136,7 +215,8 @@ final class Poller implements Runnable {
                 } else {
                     selector.select(sleepMs < 0 ? 0 : sleepMs);  // select(0) blocks until woken
                 }
-                carriers.awake();
+                carriers.awake(index);
+                for (Connection c; (c = adopted.poll()) != null;) register(c);
                 boolean acceptable = false;
                 Iterator<SelectionKey> it = selector.selectedKeys().iterator();
                 while (it.hasNext()) {
@@ -183,7 +263,7 @@ final class Poller implements Runnable {
      */
     private void readable(SelectionKey key, Connection c) {
         int n;
-        scratch.clear();
+        scratch.clear().limit(ARRIVED_MAX_BYTES);
         try {
             n = c.channel().read(scratch);
         } catch (IOException e) {
@@ -194,8 +274,12 @@ final class Poller implements Runnable {
         } else if (n < 0 && !c.endOfStream()) {
             close(c);
         } else {
-            byte[] arrived = n > 0 ? Arrays.copyOf(scratch.array(), n) : null;
-            ConnectionFiber fiber = new ConnectionFiber(server, key, c, arrived);
+            byte[] arrived = null;
+            if (n > 0) {
+                arrived = new byte[n];
+                scratch.flip().get(arrived);
+            }
+            ConnectionFiber fiber = new ConnectionFiber(server, this, key, c, arrived);
             fiber.setScheduler(carriers);
             fiber.start();
         }
@@ -233,21 +317,38 @@ final class Poller implements Runnable {
             if (!connections.admit(ch)) continue;  // over the cap: answered 503 and closed
             Connection c = new Connection(connections, ch);
             connections.opened(c);
-            try {
-                ch.register(selector, SelectionKey.OP_READ, c);
-            } catch (ClosedChannelException e) {
-                connections.closed(c);
+            Poller to = pollers[Math.floorMod(dealt++, pollers.length)];
+            if (to == this) {
+                register(c);
+            } else {
+                to.adopt(c);
             }
+        }
+    }
+
+    /** From carrier 0's poller: a connection for this poller to register and serve. */
+    private void adopt(Connection c) {
+        adopted.add(c);
+        wakeup();
+    }
+
+    /** Starts polling a new connection for its first request; on this poller's thread. */
+    private void register(Connection c) {
+        try {
+            c.channel().register(selector, SelectionKey.OP_READ, c);
+        } catch (ClosedChannelException e) {
+            close(c);
         }
     }
 
     /** At the end: closes the listening socket, and every connection waiting here with no fiber. */
     private void closeAll() {
         try {
-            listener.close();
+            if (listener != null) listener.close();
         } catch (IOException e) {
             LOG.log(Level.WARNING, "closing the listening socket", e);
         }
+        for (Connection c; (c = adopted.poll()) != null;) close(c);
         try {
             for (SelectionKey key : selector.keys()) {
                 // idle here; a connection whose fiber runs is closed by that fiber, when its next wait finds the key cancelled

@@ -28,17 +28,17 @@ class CarriersTest {
 
     private void start(int threads) {
         carriers = new Carriers(threads);
-        carriers.selectorLoop("test-carrier-0", () -> {
+        carriers.selectorLoop(0, "test-carrier-0", () -> {
             while (!stop) {
                 if (carriers.runQueued(0) < 0) return;
                 carriers.fireTimers();
-                long ms = carriers.prepareToSleep();
+                long ms = carriers.prepareToSleep(0);
                 if (ms < 0) {
                     LockSupport.park();
                 } else if (ms > 0) {
                     LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(ms));
                 }
-                carriers.awake();
+                carriers.awake(0);
             }
         }, () -> LockSupport.unpark(carriers.thread(0)));
         carriers.start();
