@@ -11,8 +11,14 @@ measures warm JVMs, so small differences between jars are not lost in JIT and st
     scripts/cpu-ab.py before=/tmp/old/kiln-kilim.jar after=http-kilim/target/kiln-kilim.jar \\
         --rounds 4 --paths /hello,/db --concurrency 1000,19500
 
-Prints each run, then per path and concurrency each jar's CPU per request as a ratio to nginx's in
-the same round (per round, and the median), and writes every run to OUT/results.json. Loopback only;
+A jar may take server arguments after commas (`two=kiln-kilim.jar,--threads,2`). With --shared
+nothing is pinned: the servers and ab share every core, as on a small VPS where the client runs
+beside the server, and nginx runs --nginx-workers workers (default 2 then); the figure to compare is
+req/s, and each run also reports how the server's CPU split over its threads (e.g. kiln-selector).
+
+Prints each run, then per path and concurrency each jar's CPU per request (and with --shared its
+req/s) as a ratio to nginx's in the same round (per round, and the median), and writes every run to
+OUT/results.json. The JVMs start with deploy/jvm.options, the flags of `make demo`. Loopback only;
 needs ab (apache2-utils), nginx, taskset, java; about 3 minutes per round for two jars.
 """
 import argparse
@@ -31,7 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "sweep"))
 from kiln_sweep.servers import nginx_conf  # noqa: E402  the sweep's nginx anchor, the same configuration
 TICK = os.sysconf("SC_CLK_TCK")
-LMDB_FLAGS = ["--add-opens", "java.base/java.nio=ALL-UNNAMED", "--add-exports", "java.base/sun.nio.ch=ALL-UNNAMED"]
+JVM_OPTIONS = ROOT / "deploy" / "jvm.options"
 FIRST_PORT = 18100
 
 
@@ -46,9 +52,22 @@ def cpu_seconds(pids):
     return total / TICK
 
 
+def thread_cpu_seconds(pid):
+    """{thread name: CPU seconds} of one process's threads (threads of one name are summed)."""
+    by_name = {}
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            name = (task / "comm").read_text().strip()
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        by_name[name] = by_name.get(name, 0) + (int(fields[11]) + int(fields[12])) / TICK
+    return by_name
+
+
 class Server:
-    def __init__(self, name, proc, port):
-        self.name, self.proc, self.port = name, proc, port
+    def __init__(self, name, proc, port, pin):
+        self.name, self.proc, self.port, self.pin = name, proc, port, pin
 
     def pids(self):
         children = subprocess.run(["pgrep", "-P", str(self.proc.pid)], capture_output=True, text=True).stdout.split()
@@ -62,11 +81,14 @@ class Server:
                 return
 
     def load(self, path, concurrency, requests):
-        """One ab run: (server CPU µs per request, req/s, failed requests, completed requests)."""
-        before = cpu_seconds(self.pids())
-        out = subprocess.run(["taskset", "-c", "1", "ab", "-k", "-q", "-c", str(concurrency), "-n", str(requests), "-s", "60",
-                              f"http://127.0.0.1:{self.port}{path}"], capture_output=True, text=True).stdout
+        """One ab run: (server CPU µs per request, req/s, failed requests, completed requests,
+        {thread name: share of the server's CPU})."""
+        before, threads_before = cpu_seconds(self.pids()), thread_cpu_seconds(self.proc.pid)
+        out = subprocess.run([*(["taskset", "-c", "1"] if self.pin else []), "ab", "-k", "-q", "-c", str(concurrency), "-n", str(requests),
+                              "-s", "60", f"http://127.0.0.1:{self.port}{path}"], capture_output=True, text=True).stdout
         used = cpu_seconds(self.pids()) - before
+        threads = {name: cpu - threads_before.get(name, 0) for name, cpu in thread_cpu_seconds(self.proc.pid).items()}
+        shares = {name: round(cpu / used, 3) for name, cpu in threads.items() if used > 0 and cpu / used >= 0.01}
         done = re.search(r"Complete requests:\s+(\d+)", out)
         done = int(done.group(1)) if done else 0
         # /db answers vary in length, which ab counts as failures: count the real ones only
@@ -74,24 +96,28 @@ class Server:
         non2xx = re.search(r"Non-2xx responses:\s+(\d+)", out)
         failed = (sum(map(int, broken.groups())) if broken else 0) + (int(non2xx.group(1)) if non2xx else 0)
         rps = re.search(r"Requests per second:\s+([\d.]+)", out)
-        return used * 1e6 / max(done, 1), float(rps.group(1)) if rps else 0.0, failed, done
+        return used * 1e6 / max(done, 1), float(rps.group(1)) if rps else 0.0, failed, done, shares
 
 
-def start_servers(jars, work, nofile, steps):
+def start_servers(jars, work, nofile, steps, pin, nginx_workers):
     servers = []
+    server_cpu = ["taskset", "-c", "0"] if pin else []
     nginx_dir = work / "nginx"
     nginx_dir.mkdir()
     conf = nginx_conf(ROOT / "sweep" / "nginx.conf.template", nginx_dir, FIRST_PORT, str(nofile), max(steps))
+    conf, n = re.subn(r"^worker_processes\s+\S+;", f"worker_processes {nginx_workers};", conf, flags=re.MULTILINE)
+    if n != 1:
+        raise SystemExit("cpu-ab: sweep/nginx.conf.template has no worker_processes line to set")
     (nginx_dir / "nginx.conf").write_text(conf)
-    servers.append(Server("nginx", subprocess.Popen(["taskset", "-c", "0", "nginx", "-p", str(nginx_dir), "-c", str(nginx_dir / "nginx.conf"),
-                                                     "-e", str(nginx_dir / "error.log"), "-g", "daemon off;"]), FIRST_PORT))
-    for i, (name, jar) in enumerate(jars.items(), 1):
+    servers.append(Server("nginx", subprocess.Popen([*server_cpu, "nginx", "-p", str(nginx_dir), "-c", str(nginx_dir / "nginx.conf"),
+                                                     "-e", str(nginx_dir / "error.log"), "-g", "daemon off;"]), FIRST_PORT, pin))
+    for i, (name, (jar, args)) in enumerate(jars.items(), 1):
         port = FIRST_PORT + i
         log = open(work / f"{name}.log", "w")
-        proc = subprocess.Popen(["taskset", "-c", "0", "java", "-Xms256m", "-Xmx256m", "-XX:+ExitOnOutOfMemoryError", *LMDB_FLAGS,
-                                 "-jar", jar, "--port", str(port), "--bind", "127.0.0.1", "--data", str(work / f"data-{name}")],
+        proc = subprocess.Popen([*server_cpu, "java", f"@{JVM_OPTIONS}", "-jar", jar, "--port", str(port), "--bind", "127.0.0.1",
+                                 "--data", str(work / f"data-{name}"), *args],
                                 stdout=log, stderr=subprocess.STDOUT)
-        servers.append(Server(name, proc, port))
+        servers.append(Server(name, proc, port, pin))
     deadline = time.time() + 60
     for s in servers[1:]:
         while f"listening on http://127.0.0.1:{s.port}/" not in (work / f"{s.name}.log").read_text():
@@ -102,37 +128,42 @@ def start_servers(jars, work, nofile, steps):
     return servers
 
 
-def summary(results, names, paths, steps):
-    print("\nCPU per request ÷ nginx's in the same round: per round (median)")
-    for path in paths:
-        for c in steps:
-            rows = [r for r in results if r["path"] == path and r["concurrency"] == c]
-            cells = []
-            for name in names:
-                ratios = []
-                for rnd in sorted({r["round"] for r in rows}):
-                    nginx = [r["us"] for r in rows if r["round"] == rnd and r["server"] == "nginx"]
-                    mine = [r["us"] for r in rows if r["round"] == rnd and r["server"] == name]
-                    ratios.append(mine[0] / nginx[0])
-                cells.append(f"{name} {', '.join(f'{x:.2f}' for x in ratios)} ({statistics.median(ratios):.2f})")
-            print(f"  {path} c={c}: " + "; ".join(cells))
+def summary(results, names, paths, steps, figures):
+    for key, title in figures:
+        print(f"\n{title} ÷ nginx's in the same round: per round (median)")
+        for path in paths:
+            for c in steps:
+                rows = [r for r in results if r["path"] == path and r["concurrency"] == c]
+                cells = []
+                for name in names:
+                    ratios = []
+                    for rnd in sorted({r["round"] for r in rows}):
+                        nginx = [r[key] for r in rows if r["round"] == rnd and r["server"] == "nginx"]
+                        mine = [r[key] for r in rows if r["round"] == rnd and r["server"] == name]
+                        ratios.append(mine[0] / nginx[0])
+                    cells.append(f"{name} {', '.join(f'{x:.2f}' for x in ratios)} ({statistics.median(ratios):.2f})")
+                print(f"  {path} c={c}: " + "; ".join(cells))
 
 
 def main(argv):
     p = argparse.ArgumentParser(prog="scripts/cpu-ab.py", description=__doc__.split("\n\n")[0],
                                 epilog="See the module docstring for the method.")
-    p.add_argument("jars", nargs="+", metavar="NAME=JAR", help="a runnable Kilim jar (kiln-kilim.jar) and the name it is reported under")
+    p.add_argument("jars", nargs="+", metavar="NAME=JAR[,ARG...]",
+                   help="a runnable Kilim jar (kiln-kilim.jar), the name it is reported under, and server arguments")
     p.add_argument("--rounds", type=int, default=4, help="rounds over every server (default 4)")
     p.add_argument("--paths", default="/hello,/db", help="comma-separated paths (default /hello,/db)")
     p.add_argument("--concurrency", default="1000,19500", help="comma-separated ab -c values (default 1000,19500)")
     p.add_argument("--out", help="where results.json and the server logs go (default: a new temporary directory)")
+    p.add_argument("--shared", action="store_true", help="pin nothing: servers and ab share every core (compare req/s)")
+    p.add_argument("--nginx-workers", type=int, help="nginx worker processes (default 1, or 2 with --shared)")
     args = p.parse_args(argv)
     jars = {}
     for spec in args.jars:
-        name, eq, jar = spec.partition("=")
+        name, eq, rest = spec.partition("=")
+        jar, *server_args = rest.split(",")
         if not eq or not Path(jar).is_file() or name == "nginx":
-            p.error(f"expected NAME=JAR with an existing jar (and a name other than nginx), got '{spec}'")
-        jars[name] = jar
+            p.error(f"expected NAME=JAR[,ARG...] with an existing jar (and a name other than nginx), got '{spec}'")
+        jars[name] = (jar, server_args)
     paths = args.paths.split(",")
     steps = [int(c) for c in args.concurrency.split(",")]
     nofile = int(subprocess.run(["sh", "-c", "ulimit -n"], capture_output=True, text=True).stdout)
@@ -143,7 +174,7 @@ def main(argv):
             p.error(f"{tool} not found (apt-get install apache2-utils nginx-light util-linux procps, and a JDK)")
     work = Path(args.out or tempfile.mkdtemp(prefix="cpu-ab-"))
     work.mkdir(parents=True, exist_ok=True)
-    servers = start_servers(jars, work, nofile, steps)
+    servers = start_servers(jars, work, nofile, steps, not args.shared, args.nginx_workers or (2 if args.shared else 1))
     results = []
     try:
         print(f"cpu-ab: servers in {work}; warming up", flush=True)
@@ -156,9 +187,13 @@ def main(argv):
             for path in paths:
                 for c in steps:
                     for s in order:
-                        us, rps, failed, done = s.load(path, c, 300_000 if c <= 1000 else 600_000)
-                        results.append(dict(round=rnd, server=s.name, path=path, concurrency=c, us=us, rps=rps, failed=failed, done=done))
-                        print(f"round {rnd} {path} c={c} {s.name:10s} {us:6.1f} µs/request {rps:9.0f} req/s  failed {failed}", flush=True)
+                        us, rps, failed, done, shares = s.load(path, c, 300_000 if c <= 1000 else 600_000)
+                        results.append(dict(round=rnd, server=s.name, path=path, concurrency=c, us=us, rps=rps, failed=failed, done=done,
+                                            threads=shares))
+                        split = "" if s.name == "nginx" else "  CPU by thread: " + ", ".join(
+                            f"{t} {x:.0%}" for t, x in sorted(shares.items(), key=lambda kv: -kv[1]))
+                        print(f"round {rnd} {path} c={c} {s.name:10s} {us:6.1f} µs/request {rps:9.0f} req/s  failed {failed}{split}",
+                              flush=True)
                         s.wait_idle()
     finally:
         for s in servers:
@@ -169,7 +204,8 @@ def main(argv):
             except subprocess.TimeoutExpired:
                 s.proc.kill()
     (work / "results.json").write_text(json.dumps(results, indent=1))
-    summary(results, list(jars), paths, steps)
+    figures = [("us", "CPU per request")] + ([("rps", "req/s")] if args.shared else [])
+    summary(results, list(jars), paths, steps, figures)
     print(f"\nruns: {work / 'results.json'}")
     return 0
 
