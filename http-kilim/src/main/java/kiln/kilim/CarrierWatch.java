@@ -69,6 +69,8 @@ final class CarrierWatch {
     private final long[] seenSince;
     /** Watch thread only. */
     private final List<Held> handedOff = new ArrayList<>();
+    /** When the watch last looked (ms, its own clock), -1 before its first look; watch thread only. */
+    private long lastLookMs = -1;
     private boolean capReported;
     private volatile String problem;
     private final ScheduledExecutorService timer;
@@ -108,13 +110,24 @@ final class CarrierWatch {
         return problem;
     }
 
-    /** One look at every carrier and every handed-off thread, on the watch thread. */
     private void look() {
-        long now = System.nanoTime() / 1_000_000;
+        look(System.nanoTime() / 1_000_000);
+    }
+
+    /**
+     * One look at every carrier and every handed-off thread, on the watch thread, at {@code now} ms.
+     * A look that comes more than two ticks after the last one means that the watch itself was
+     * stopped (a garbage collection's pause stops every thread; an overloaded CPU may not run it):
+     * then the carriers' fibers were stopped as well, so their clocks restart rather than count the
+     * stop toward a hand-off.
+     */
+    void look(long now) {
+        boolean stopped = lastLookMs >= 0 && now - lastLookMs > 2 * tickMs;
+        lastLookMs = now;
         Held longest = null;
         for (int i = 0; i < seenRun.length; i++) {
             long run = carriers.run(i);
-            if (run == 0 || run != seenRun[i]) {
+            if (run == 0 || run != seenRun[i] || stopped) {
                 seenRun[i] = run;
                 seenSince[i] = now;
                 continue;
