@@ -11,8 +11,9 @@ DATA   ?= data
 # A main class to run instead of the demo's, from SERVER's jar: the in-tree examples
 # (e.g. kiln.kilim.example.HitCounter). Your own app lives in its own project: make new-app.
 APP    ?=
-# Heap for a 1 GB VPS: leaves room for LMDB's page cache, thread stacks and the OS.
-HEAP   ?= 256m
+# The heap's ceiling (-Xmx); empty: deploy/jvm.options' own (256m, for a 1 GB VPS: it starts at 16 MB and
+# grows only as the server needs, leaving the rest to LMDB's page cache and the OS).
+HEAP   ?=
 # More server options for make demo, with or without APP, e.g. ARGS="--threads 2 --blocked-carrier-ms 50"
 # (docs/operations.md lists them; the jar's --help too).
 ARGS   ?=
@@ -21,8 +22,11 @@ MVN    ?= mvn -B -q
 # lmdbjava needs these on JDK 17+ (see README, "JVM flags").
 LMDB_FLAGS := --add-opens java.base/java.nio=ALL-UNNAMED --add-exports java.base/sun.nio.ch=ALL-UNNAMED
 JAVA       ?= java
-# Exit at the first OutOfMemoryError, so that a supervisor restarts the server (README, "Memory").
-JAVA_FLAGS := -Xms$(HEAP) -Xmx$(HEAP) -XX:+ExitOnOutOfMemoryError $(LMDB_FLAGS)
+# Every front end starts with deploy/jvm.options (a Java argument file: the collector, the JIT, the
+# heap, lmdbjava's flags; docs/operations.md, "JVM flags"), as ./ab-sweep.sh and the systemd unit do.
+JVM_OPTIONS ?= deploy/jvm.options
+JAVA_FLAGS := @$(JVM_OPTIONS) $(if $(HEAP),-Xmx$(HEAP))
+HEAP_MAX    = $(or $(HEAP),$(shell sed -n 's/^-Xmx//p' $(JVM_OPTIONS)))
 
 # Front ends come from frontends.conf (one line each: name, module, jar, jdk, ..., args).
 FRONTENDS := frontends.conf
@@ -78,7 +82,7 @@ $(JAR): $(MAIN_SOURCES)
 	$(MVN) -DskipTests -pl $(MODULE) -am package
 
 demo: check-server $(JAR)
-	@echo "Starting $(or $(APP),kiln ($(SERVER))) on http://$(BIND):$(PORT)/ with data in $(DATA), heap $(HEAP). Ctrl-C stops it cleanly."
+	@echo "Starting $(or $(APP),kiln ($(SERVER))) on http://$(BIND):$(PORT)/ with data in $(DATA), heap up to $(HEAP_MAX). Ctrl-C stops it cleanly."
 	@$(if $(APP),true,echo "  try: curl http://127.0.0.1:$(PORT)/db    curl 'http://127.0.0.1:$(PORT)/updates?queries=5'")
 	exec $(SERVER_JAVA) $(JAVA_FLAGS) $(NEW_JDK_FLAGS) $(if $(APP),-cp $(JAR) $(APP),-jar $(JAR)) --port $(PORT) --bind $(BIND) --data $(DATA) $(if $(APP),,$(FRONTEND_ARGS)) $(ARGS)
 
@@ -112,7 +116,7 @@ bench-parser:
 # About a minute per server; 19500 connections fit an open-files limit of 20000.
 CONNECTIONS ?= 19500
 bench-memory:
-	./ab-sweep.sh --memory --concurrency $(CONNECTIONS) --heap $(HEAP) all
+	./ab-sweep.sh --memory --concurrency $(CONNECTIONS) $(if $(HEAP),--heap $(HEAP)) all
 
 # Other connections' round trips (p50/p99/max) while a handler blocks its carrier (Thread.sleep, a blocking
 # HttpClient.send to the same server) or spins on it, one carrier, with and without the hand-off; about 80 s.

@@ -11,7 +11,8 @@ measures warm JVMs, so small differences between jars are not lost in JIT and st
     scripts/cpu-ab.py before=/tmp/old/kiln-kilim.jar after=http-kilim/target/kiln-kilim.jar \\
         --rounds 4 --paths /hello,/db --concurrency 1000,19500
 
-A jar may take server arguments after commas (`two=kiln-kilim.jar,--threads,2`). With --shared
+A jar may take server arguments after commas (`two=kiln-kilim.jar,--threads,2`), and JVM flags
+after -J (`c1=kiln-kilim.jar,-J-XX:TieredStopAtLevel=1`, after deploy/jvm.options). With --shared
 nothing is pinned: the servers and ab share every core, as on a small VPS where the client runs
 beside the server, and nginx runs --nginx-workers workers (default 2 then); the figure to compare is
 req/s, and each run also reports how the server's CPU split over its threads (e.g. kiln-selector).
@@ -114,7 +115,9 @@ def start_servers(jars, work, nofile, steps, pin, nginx_workers):
     for i, (name, (jar, args)) in enumerate(jars.items(), 1):
         port = FIRST_PORT + i
         log = open(work / f"{name}.log", "w")
-        proc = subprocess.Popen([*server_cpu, "java", f"@{JVM_OPTIONS}", "-jar", jar, "--port", str(port), "--bind", "127.0.0.1",
+        jvm = [a[2:] for a in args if a.startswith("-J")]
+        args = [a for a in args if not a.startswith("-J")]
+        proc = subprocess.Popen([*server_cpu, "java", f"@{JVM_OPTIONS}", *jvm, "-jar", jar, "--port", str(port), "--bind", "127.0.0.1",
                                  "--data", str(work / f"data-{name}"), *args],
                                 stdout=log, stderr=subprocess.STDOUT)
         servers.append(Server(name, proc, port, pin))

@@ -152,9 +152,10 @@ def parser():
     o.add_argument("--rounds", metavar="N", type=_bounded("--rounds", 1, 20),
                    help="sweeps over every server (default 3; 1 with --memory or --subscribers); medians are taken "
                         "over them")
-    o.add_argument("--heap", metavar="SIZE", default="256m",
+    o.add_argument("--heap", metavar="SIZE",
                    type=_checked(r"[0-9]+[kKmMgG]?", "--heap takes a JVM size such as 256m or 1g"),
-                   help="JVM -Xms/-Xmx for every Java server (default %(default)s: a 1 GB VPS)")
+                   help="a fixed heap, -Xms and -Xmx SIZE, for every Java server (default: make demo's, from "
+                        "deploy/jvm.options: 16 MB growing up to 256 MB, for a 1 GB VPS)")
     o.add_argument("--no-pin", dest="pin", action="store_false",
                    help="do not pin the server to one core and the client to another")
     o.add_argument("--no-anchors", dest="anchors", action="store_false",

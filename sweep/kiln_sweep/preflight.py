@@ -255,7 +255,8 @@ class Plan:
                   f"{plan.REQUESTS_PER_CONNECTION} requests per connection, at most {3 * d} s)")
         if o.vps:
             print(f"VPS:         {self.vps_text()}")
-        print(f"JVM heap:    -Xms{o.heap} -Xmx{o.heap}")
+        print(f"JVM flags:   @{servers.JVM_OPTIONS.relative_to(ROOT)}" + (f" -Xms{o.heap} -Xmx{o.heap}" if o.heap else
+                                                                         f" (heap up to {servers.default_heap()})"))
         jfr = [s.name for s in self.selected if self.records_pinning(s)]
         if jfr:
             print(f"Pinning:     JFR {pinning.EVENT} >= {pinning.THRESHOLD_MS} ms for {', '.join(jfr)} "

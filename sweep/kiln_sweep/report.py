@@ -531,7 +531,7 @@ def print_memory_table(settings, rows, note_lines):
     line = lambda cs: "  ".join(str(c).rjust(w) if i > 1 else str(c).ljust(w) for i, (c, w) in enumerate(zip(cs, widths)))
     print()
     print(f"Idle keep-alive connections: bytes per connection (one GET {settings.path} each, then idle; "
-          f"heap -Xms/-Xmx {settings.heap}; {settings.rounds} round(s), one row each)")
+          f"heap up to {settings.heap}; {settings.rounds} round(s), one row each)")
     print(line(header))
     print(line(["-" * w for w in widths]))
     for c in cells:
@@ -742,7 +742,7 @@ def print_fanout_table(settings, rows, note_lines):
     line = lambda cs: "  ".join(str(c).rjust(w) if i > 0 else str(c).ljust(w) for i, (c, w) in enumerate(zip(cs, widths)))
     print()
     print(f"Fan-out: GET /updates/events subscribers, {settings.fanout_rate} commits/s (GET /updates?queries=1) for "
-          f"{settings.duration_s} s; heap -Xms/-Xmx {settings.heap}; {settings.fanout_processes or '?'} client "
+          f"{settings.duration_s} s; heap up to {settings.heap}; {settings.fanout_processes or '?'} client "
           f"process(es); {settings.pinning}; one row per server, count and round")
     if settings.vps:
         print(f"--vps: {settings.vps}")

@@ -126,7 +126,7 @@ class Sweep:
             path=fanout.SSE_PATH if p.fanout else o.path, client="subscribers" if p.fanout else o.client,
             wrk_threads=p.wrk_threads if o.client == "wrk" else None, rounds=p.rounds,
             duration_s=p.duration, requests_per_connection_min=REQUESTS_PER_CONNECTION,
-            steps_requested=p.requested, heap=o.heap, pinning=p.pin_text,
+            steps_requested=p.requested, heap=o.heap or servers.default_heap(), pinning=p.pin_text,
             nofile_soft_start=p.nofile_start, nofile_soft=p.nofile, nofile_hard=p.nofile_hard,
             plan_notes=p.notes, nofile_advice=NOFILE_ADVICE if p.capped else "",
             clk_tck=measure.CLK_TCK, idle_threshold_pct=servers.IDLE_PCT, after_window_s=p.timing.after_s,

@@ -23,8 +23,16 @@ BIND = "127.0.0.1"
 IDLE_PCT = 5
 # A JVM front end populates its database before it prints its ready line.
 READY_S = 120
-# lmdbjava reaches into java.nio internals (README, "JVM flags").
-LMDB_FLAGS = ["--add-opens", "java.base/java.nio=ALL-UNNAMED", "--add-exports", "java.base/sun.nio.ch=ALL-UNNAMED"]
+# make demo's JVM flags, as a Java argument file: every Java server starts with them (docs/operations.md, "JVM flags").
+JVM_OPTIONS = ROOT / "deploy" / "jvm.options"
+
+
+def default_heap():
+    """The heap's ceiling in JVM_OPTIONS (its -Xmx, e.g. '256m'): the sweep's heap unless --heap sets one."""
+    m = re.search(r"^-Xmx(\S+)", JVM_OPTIONS.read_text(), re.MULTILINE)
+    if not m:
+        raise SweepError(f"{JVM_OPTIONS} has no -Xmx line")
+    return m.group(1)
 
 
 class Java:
@@ -40,7 +48,9 @@ class Java:
         self.major = 8 if m.group(1) == "1" else int(m.group(1))  # "1.8.0_..."
 
     def flags(self, heap):
-        flags = [f"-Xms{heap}", f"-Xmx{heap}", "-XX:+ExitOnOutOfMemoryError", *LMDB_FLAGS]
+        """make demo's flags (JVM_OPTIONS), then -Xms and -Xmx `heap` when given (a fixed heap), then what
+        this JDK needs for lmdbjava."""
+        flags = [f"@{JVM_OPTIONS}", *([f"-Xms{heap}", f"-Xmx{heap}"] if heap else [])]
         if self.major >= 22:
             flags.append("--enable-native-access=ALL-UNNAMED")
         if self.major >= 23:  # lmdbjava uses sun.misc.Unsafe, which JDK 23+ warns about on stderr

@@ -41,6 +41,9 @@ class SystemdUnitTest {
     private static final Path NGINX_SITE = Dirs.repo().resolve("deploy/nginx/kiln.conf");
     private static final Path PROBE_UNIT = Dirs.repo().resolve("deploy/systemd/kiln-healthcheck.service");
     private static final Path PROBE_TIMER = Dirs.repo().resolve("deploy/systemd/kiln-healthcheck.timer");
+    /** make demo's JVM flags (a Java argument file), and where the unit expects them installed. */
+    private static final Path JVM_OPTIONS = Dirs.repo().resolve("deploy/jvm.options");
+    private static final String INSTALLED_JVM_OPTIONS = "/opt/kiln/jvm.options";
 
     /** @return the unit's ExecStart, continuation lines joined, split into words */
     private static List<String> execStart() throws IOException {
@@ -99,8 +102,9 @@ class SystemdUnitTest {
         }
         assertFalse(unit.lines().anyMatch(l -> l.startsWith("MemoryDenyWriteExecute=yes")), "the JIT needs writable+executable memory");
         List<String> cmd = execStart();
-        assertTrue(cmd.contains("-XX:+ExitOnOutOfMemoryError"), cmd::toString);
-        assertTrue(cmd.contains("-Xmx256m"), cmd::toString);
+        assertTrue(cmd.contains("@" + INSTALLED_JVM_OPTIONS), () -> "the unit starts the JVM with make demo's flags: " + cmd);
+        List<String> flags = Arrays.asList(Files.readString(JVM_OPTIONS).replaceAll("(?m)#.*$", "").trim().split("\\s+"));
+        assertTrue(flags.contains("-XX:+ExitOnOutOfMemoryError") && flags.contains("-Xmx256m"), flags::toString);
         assertEquals("/var/lib/kiln", option(cmd, "--data"), "the data directory is the StateDirectory");
         assertEquals("127.0.0.1", option(cmd, "--bind"), "kiln listens on loopback only; nginx is the public side");
     }
@@ -131,6 +135,7 @@ class SystemdUnitTest {
         for (String w : execStart()) {
             if (w.equals("/usr/bin/java")) w = kilim.javaBinary();
             else if (w.equals("/opt/kiln/kiln-kilim.jar")) w = kilim.jarPath().toString();
+            else if (w.equals("@" + INSTALLED_JVM_OPTIONS)) w = "@" + JVM_OPTIONS;
             else if (w.equals("/var/lib/kiln")) w = data.toString();
             cmd.add(w);
         }
