@@ -27,6 +27,10 @@ READY_S = 120
 JVM_OPTIONS = ROOT / "deploy" / "jvm.options"
 
 
+# The dummy anchor's fixed heap (-Xms and -Xmx) unless --heap gives one.
+DUMMY_HEAP = "256m"
+
+
 def default_heap():
     """The heap's ceiling in JVM_OPTIONS (its -Xmx, e.g. '256m'): the sweep's heap unless --heap sets one."""
     m = re.search(r"^-Xmx(\S+)", JVM_OPTIONS.read_text(), re.MULTILINE)
@@ -145,7 +149,9 @@ def command(server, java, heap, port, data_dir, dummy_classes, jvm_extra=(), arg
         return [java.path, *java.flags(heap), *jvm_extra, "-jar", server.jar, "--port", str(port), "--bind", BIND,
                 "--data", str(data_dir), *server.args, *args_extra]
     if server.kind == "dummy":
-        return [java.path, *java.flags(heap), *jvm_extra, "-cp", str(dummy_classes), "DummyServer", "--port",
+        # The anchor keeps the fixed heap it was measured with before deploy/jvm.options (it holds a buffer
+        # per connection: at c=19,500 a heap that grows from 16 MB up to 256 MB ran out).
+        return [java.path, *java.flags(heap or DUMMY_HEAP), *jvm_extra, "-cp", str(dummy_classes), "DummyServer", "--port",
                 str(port), "--bind", BIND]
     return ["nginx", "-p", str(data_dir), "-c", f"{data_dir}/nginx.conf", "-e", f"{data_dir}/error.log",
             "-g", "daemon off;"]
