@@ -162,7 +162,10 @@ def test_real_memory_quick_dummy_and_nginx(tmp_path):
     dummy = json.loads((out / "memory.json").read_text())["memory"][0]
     assert dummy["server"] == "dummy" and dummy["top"][0]["class"] == "byte[]"
     assert 12288 <= dummy["top"][0]["bytes_per_conn"] < 12288 + 64, dummy["top"][0]
-    assert dummy["top"][0]["instances_per_conn"] == pytest.approx(2.0, abs=0.05)
+    # Two per connection, plus a few byte arrays that are not a connection's (with deploy/jvm.options'
+    # Serial collector about 14 more live after the connections than before them): up to 0.1 per
+    # connection at 200 connections.
+    assert dummy["top"][0]["instances_per_conn"] == pytest.approx(2.0, abs=0.1)
     assert 12288 < float(rows["dummy"]["heap_bytes_per_conn"]) < 14000
     assert rows["nginx"]["heap_bytes_per_conn"] == "" and float(rows["nginx"]["rss_bytes_per_conn"]) >= 0
     assert re.search(r"dummy\s+200\s+1[23],\d{3}\s+", done.stdout), done.stdout
