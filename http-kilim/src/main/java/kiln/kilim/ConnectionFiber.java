@@ -51,6 +51,13 @@ final class ConnectionFiber extends Task<Object> implements PauseReason, Carrier
     private volatile boolean ready;
     /** The bytes the poller read before starting this fiber, or null. */
     private byte[] arrived;
+    /**
+     * True when the last read left the socket empty, as a read that returned less than it had room
+     * for did: a read right away would almost always find nothing, so there is none (one system call
+     * less per request; nginx's recv does the same). On a busy carrier the fiber then waits a turn of
+     * the run queue and reads; on an idle one the selector takes over.
+     */
+    private boolean drained;
     /** The streamed body this fiber goes on with before anything else, or null. */
     private ParkedStream resumed;
 
@@ -100,11 +107,6 @@ final class ConnectionFiber extends Task<Object> implements PauseReason, Carrier
     private boolean serve() throws Pausable, IOException {
         Connection c = connection;
         SocketChannel channel = c.channel();
-        // True when the last read left the socket empty, as a read that returned less than it had
-        // room for did: a read right away would almost always find nothing, so there is none (one
-        // system call less per request; nginx's recv does the same). On a busy carrier the fiber
-        // then waits a turn of the run queue and reads; on an idle one the selector takes over.
-        boolean drained = false;
         if (arrived != null) {
             drained = arrived.length < Poller.ARRIVED_MAX_BYTES;
             c.received(arrived);
@@ -131,20 +133,12 @@ final class ConnectionFiber extends Task<Object> implements PauseReason, Carrier
                 }
                 return false;
             }
-            ByteBuffer in = c.readBuffer();
-            int n = 0;
-            if (!drained) {
-                int room = in.remaining();
-                n = poller.read(channel, in);
-                drained = n < room;
-            }
+            ByteBuffer in = c.readBuffer();  // also arms the idle or header deadline
+            int n = drained ? 0 : readMore(channel, in);
             for (int yields = 0; n == 0 && yields < YIELDS_BEFORE_SELECT && server.carriers().othersQueued(poller.index()); yields++) {
                 c.releaseIfIdle();  // no buffer held while waiting in the carrier's run queue
                 Task.yield();
-                in = c.readBuffer();
-                int room = in.remaining();
-                n = poller.read(channel, in);
-                drained = n < room;
+                n = readMore(channel, c.readBuffer());
             }
             if (n < 0) {  // end of stream: the client closed, or the reaper half-closed an overdue connection
                 if (c.endOfStream()) flush();
@@ -155,6 +149,14 @@ final class ConnectionFiber extends Task<Object> implements PauseReason, Carrier
                 return poller.await(key, SelectionKey.OP_READ, c);
             }
         }
+    }
+
+    /** Reads what is there into {@code in} and notes whether that emptied the socket ({@link #drained}). */
+    private int readMore(SocketChannel channel, ByteBuffer in) throws IOException {
+        int room = in.remaining();
+        int n = poller.read(channel, in);
+        drained = n < room;
+        return n;
     }
 
     /**
