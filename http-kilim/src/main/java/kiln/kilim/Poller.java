@@ -74,13 +74,15 @@ final class Poller implements Runnable {
     /** Connections carrier 0's poller accepted for this one, to register with its selector. */
     private final ConcurrentLinkedQueue<Connection> adopted = new ConcurrentLinkedQueue<>();
     /**
-     * This thread's socket I/O buffer: the poller reads into it (a connection waiting in a fiber's
-     * run queue holds only the bytes that arrived), and the fibers of this carrier read and write
-     * through it ({@link #read}, {@link #write}). Direct, because the kernel copies only from and to
-     * native memory: given a heap buffer, the JDK copies through a temporary direct buffer that it
-     * looks up in a thread-local cache on every call.
+     * The socket I/O buffer of the thread that owns this carrier: the poller reads into it (a
+     * connection waiting in a fiber's run queue holds only the bytes that arrived), and the fibers
+     * of this carrier read and write through it ({@link #read}, {@link #write}). Direct, because the
+     * kernel copies only from and to native memory: given a heap buffer, the JDK copies through a
+     * temporary direct buffer that it looks up in a thread-local cache on every call. Each thread
+     * that takes the carrier over ({@link #run}) makes its own, so that a fiber still finishing on
+     * a handed-off thread never shares one.
      */
-    private final ByteBuffer scratch = ByteBuffer.allocateDirect(IO_BUFFER_BYTES);
+    private volatile ByteBuffer scratch;
     private volatile boolean running = true;
     /** System.nanoTime() when accepting resumes after a failed accept; 0 while accepting. */
     private long acceptPausedUntil;
@@ -150,8 +152,9 @@ final class Poller implements Runnable {
      * @throws IOException as {@link SocketChannel#read(ByteBuffer)}
      */
     int read(SocketChannel ch, ByteBuffer dst) throws IOException {
+        ByteBuffer d = scratch;  // read before the owner: a new owner replaces it after it took the carrier
         if (!onOwnThread()) return ch.read(dst);
-        ByteBuffer d = scratch.clear();
+        d.clear();
         if (dst.remaining() < d.capacity()) d.limit(dst.remaining());
         int n = ch.read(d);
         if (n > 0) dst.put(d.flip());
@@ -166,9 +169,10 @@ final class Poller implements Runnable {
      * @throws IOException as {@link SocketChannel#write(ByteBuffer)}
      */
     int write(SocketChannel ch, ByteBuffer src) throws IOException {
-        if (src.remaining() > scratch.capacity() || !onOwnThread()) return ch.write(src);
+        ByteBuffer d = scratch;  // as in read
+        if (src.remaining() > d.capacity() || !onOwnThread()) return ch.write(src);
         int start = src.position();
-        ByteBuffer d = scratch.clear().put(src).flip();
+        d.clear().put(src).flip();
         int n = ch.write(d);
         src.position(start + n);
         return n;
@@ -197,6 +201,7 @@ final class Poller implements Runnable {
     @Override
     public void run() {
         boolean handedOff = false;
+        scratch = ByteBuffer.allocateDirect(IO_BUFFER_BYTES);  // this thread's: see the field
         try {
             while (running) {
                 if (carriers.runQueued(index) < 0) {
@@ -263,9 +268,10 @@ final class Poller implements Runnable {
      */
     private void readable(SelectionKey key, Connection c) {
         int n;
-        scratch.clear().limit(ARRIVED_MAX_BYTES);
+        ByteBuffer b = scratch;
+        b.clear().limit(ARRIVED_MAX_BYTES);
         try {
-            n = c.channel().read(scratch);
+            n = c.channel().read(b);
         } catch (IOException e) {
             n = -1;  // reset by the client
         }
@@ -277,7 +283,7 @@ final class Poller implements Runnable {
             byte[] arrived = null;
             if (n > 0) {
                 arrived = new byte[n];
-                scratch.flip().get(arrived);
+                b.flip().get(arrived);
             }
             ConnectionFiber fiber = new ConnectionFiber(server, this, key, c, arrived);
             fiber.setScheduler(carriers);
