@@ -24,7 +24,6 @@ needs ab (apache2-utils), nginx, taskset, java; about 3 minutes per round for tw
 """
 import argparse
 import json
-import os
 import re
 import shutil
 import statistics
@@ -36,33 +35,25 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "sweep"))
-from kiln_sweep.servers import nginx_conf  # noqa: E402  the sweep's nginx anchor, the same configuration
-TICK = os.sysconf("SC_CLK_TCK")
-JVM_OPTIONS = ROOT / "deploy" / "jvm.options"
+from kiln_sweep import measure  # noqa: E402  the sweep's /proc readings
+from kiln_sweep.servers import JVM_OPTIONS, nginx_conf  # noqa: E402  make demo's JVM flags; the sweep's nginx anchor
 FIRST_PORT = 18100
 
 
 def cpu_seconds(pids):
-    total = 0
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except FileNotFoundError:
-            continue
-        total += int(fields[11]) + int(fields[12])
-    return total / TICK
+    return measure.cpu_ticks(pids) / measure.CLK_TCK
 
 
 def thread_cpu_seconds(pid):
-    """{thread name: CPU seconds} of one process's threads (threads of one name are summed)."""
+    """{thread name: CPU seconds} of one process's threads (threads of one name are summed), from
+    /proc/PID/task/TID/stat (/proc/TID/stat would give the whole process's)."""
     by_name = {}
     for task in Path(f"/proc/{pid}/task").glob("*"):
         try:
             name = (task / "comm").read_text().strip()
-            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
-        except (FileNotFoundError, ProcessLookupError):
+        except OSError:
             continue
-        by_name[name] = by_name.get(name, 0) + (int(fields[11]) + int(fields[12])) / TICK
+        by_name[name] = by_name.get(name, 0) + cpu_seconds([f"{pid}/task/{task.name}"])
     return by_name
 
 
