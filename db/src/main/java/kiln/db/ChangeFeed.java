@@ -46,7 +46,8 @@ import java.util.concurrent.CompletableFuture;
  * the database's writer thread: keep their callbacks short (a fiber's resume, a thread's unpark).
  *
  * @param <K> the table's key type; {@link #watch} compares keys with {@code equals}
- * @param <V> the table's value type; a value put is delivered as put: do not change it afterwards
+ * @param <V> the table's value type; the feed delivers each value decoded from the bytes the table got at
+ *            {@code put}, so a caller that changes its object afterwards changes nothing recorded
  */
 public final class ChangeFeed<K, V> {
     /** The most change sets kept in memory; older ones within the window are read from the log. */
@@ -56,7 +57,7 @@ public final class ChangeFeed<K, V> {
 
     private final Db db;
     private final Table<K, V> table;
-    private final Table<Long, ChangeSet<K, V>> log;
+    private final Table<Long, Logged<K, V>> log;
     private final int window;
     /** The newest sets, set {@code s} at {@code s % ring.length}; read without a lock (see {@link #read}). */
     private final ChangeSet<K, V>[] ring;
@@ -76,7 +77,7 @@ public final class ChangeFeed<K, V> {
     private final List<ChangeSet<K, V>> unannounced = new ArrayList<>();
 
     @SuppressWarnings("unchecked")
-    ChangeFeed(Db db, Table<K, V> table, Table<Long, ChangeSet<K, V>> log, int window) {
+    ChangeFeed(Db db, Table<K, V> table, Table<Long, Logged<K, V>> log, int window) {
         this.db = db;
         this.table = table;
         this.log = log;
@@ -160,9 +161,9 @@ public final class ChangeFeed<K, V> {
 
     private void readLog(long from, long to, List<ChangeSet<K, V>> into) {
         int before = into.size();
-        db.read(txn -> log.scan(txn, from, (s, set) -> {
+        db.read(txn -> log.scan(txn, from, (s, logged) -> {
             if (s > to) return false;
-            into.add(new ChangeSet<>(s, set.committedAt(), set.changes()));  // the codec does not know the key
+            into.add(logged.changeSet(s));
             return true;
         })).join();
         if (into.size() == before || into.get(before).seq() != from) throw new DbException.Expired(behind(from - 1));
@@ -240,13 +241,14 @@ public final class ChangeFeed<K, V> {
      * @param batch the writer's batch number: numbering restarts from {@link #lastSeq} in a new batch
      *              (a batch that failed or is re-run published nothing)
      */
-    ChangeSet<K, V> stage(long batch, Txn parent, List<ChangeSet.Change<K, V>> changes, long committedAt) {
+    ChangeSet<K, V> stage(long batch, Txn parent, List<Recorded<K, V>> changes, long committedAt) {
         if (stagedBatch != batch) {
             stagedBatch = batch;
             staged = lastSeq;
         }
-        ChangeSet<K, V> set = new ChangeSet<>(++staged, committedAt, List.copyOf(changes));
-        log.put(parent, set.seq(), set);
+        Logged<K, V> logged = new Logged<>(committedAt, List.copyOf(changes));
+        ChangeSet<K, V> set = logged.changeSet(++staged);
+        log.put(parent, set.seq(), logged);
         if (set.seq() - window >= 1) log.delete(parent, set.seq() - window);
         return set;
     }
@@ -363,11 +365,24 @@ public final class ChangeFeed<K, V> {
     }
 
     /**
-     * The log's encoding of a {@link ChangeSet}: committedAt (8 bytes), the number of changes (4), then
-     * per change the key's length (4) and bytes, the value's length (4; -1 for a delete) and bytes,
-     * in the table's own codecs.
+     * A change set as the log stores it, under its sequence number: when its commit began and its
+     * changes, with the bytes the table got.
      */
-    static final class LogCodec<K, V> implements Codec<ChangeSet<K, V>> {
+    record Logged<K, V>(long committedAt, List<Recorded<K, V>> changes) {
+        ChangeSet<K, V> changeSet(long seq) {
+            List<ChangeSet.Change<K, V>> decoded = new ArrayList<>(changes.size());
+            for (Recorded<K, V> r : changes) decoded.add(r.change());
+            return new ChangeSet<>(seq, committedAt, decoded);
+        }
+    }
+
+    /**
+     * The log's encoding of a {@link Logged} set: committedAt (8 bytes), the number of changes (4), then
+     * per change the key's length (4) and bytes, the value's length (4; -1 for a delete) and bytes:
+     * the bytes the table got, so writing a set calls no codec and cannot fail on a value the caller
+     * changed after {@code put}. Reading decodes them with the table's codecs.
+     */
+    static final class LogCodec<K, V> implements Codec<Logged<K, V>> {
         private final Codec<K> keys;
         private final Codec<V> values;
 
@@ -377,47 +392,50 @@ public final class ChangeFeed<K, V> {
         }
 
         @Override
-        public int size(ChangeSet<K, V> set) {
+        public int size(Logged<K, V> set) {
             int size = Long.BYTES + Integer.BYTES;
-            for (ChangeSet.Change<K, V> c : set.changes()) {
-                size += 2 * Integer.BYTES + keys.size(c.key()) + (c.deleted() ? 0 : values.size(c.value()));
+            for (Recorded<K, V> c : set.changes()) {
+                size += 2 * Integer.BYTES + c.key().length + (c.value() == null ? 0 : c.value().length);
             }
             return size;
         }
 
         @Override
-        public void write(ChangeSet<K, V> set, ByteBuffer out) {
+        public void write(Logged<K, V> set, ByteBuffer out) {
             out.putLong(set.committedAt()).putInt(set.changes().size());
-            for (ChangeSet.Change<K, V> c : set.changes()) {
-                out.putInt(keys.size(c.key()));
-                keys.write(c.key(), out);
-                if (c.deleted()) {
+            for (Recorded<K, V> c : set.changes()) {
+                out.putInt(c.key().length).put(c.key());
+                if (c.value() == null) {
                     out.putInt(-1);
                 } else {
-                    out.putInt(values.size(c.value()));
-                    values.write(c.value(), out);
+                    out.putInt(c.value().length).put(c.value());
                 }
             }
         }
 
-        /** Reads a set with sequence number 0: the number is the log's key, which the reader adds. */
         @Override
-        public ChangeSet<K, V> read(ByteBuffer in) {
+        public Logged<K, V> read(ByteBuffer in) {
             long committedAt = in.getLong();
             int n = in.getInt();
-            List<ChangeSet.Change<K, V>> changes = new ArrayList<>(n);
+            List<Recorded<K, V>> changes = new ArrayList<>(n);
             for (int i = 0; i < n; i++) {
-                K key = keys.read(slice(in, in.getInt()));
+                byte[] key = bytes(in, in.getInt());
                 int valueSize = in.getInt();
-                changes.add(new ChangeSet.Change<>(key, valueSize < 0 ? null : values.read(slice(in, valueSize))));
+                byte[] value = valueSize < 0 ? null : bytes(in, valueSize);
+                changes.add(new Recorded<>(key, value, new ChangeSet.Change<>(keys.read(wrap(key, in)),
+                    value == null ? null : values.read(wrap(value, in)))));
             }
-            return new ChangeSet<>(0, committedAt, changes);
+            return new Logged<>(committedAt, changes);
         }
 
-        private static ByteBuffer slice(ByteBuffer in, int length) {
-            ByteBuffer part = in.slice(in.position(), length).order(in.order());
-            in.position(in.position() + length);
-            return part;
+        private static byte[] bytes(ByteBuffer in, int length) {
+            byte[] b = new byte[length];
+            in.get(b);
+            return b;
+        }
+
+        private static ByteBuffer wrap(byte[] bytes, ByteBuffer like) {
+            return ByteBuffer.wrap(bytes).order(like.order());
         }
     }
 }

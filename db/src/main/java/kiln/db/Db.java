@@ -162,7 +162,7 @@ public final class Db implements AutoCloseable {
                 }
                 return table.feed();
             }
-            Table<Long, ChangeSet<K, V>> log = table(ChangeFeed.LOG_PREFIX + table.name(), Codec.LONG,
+            Table<Long, ChangeFeed.Logged<K, V>> log = table(ChangeFeed.LOG_PREFIX + table.name(), Codec.LONG,
                 new ChangeFeed.LogCodec<>(table.keys(), table.values()));
             feed = new ChangeFeed<>(this, table, log, window);
             feeds.add(feed);

@@ -70,8 +70,9 @@ public final class Table<K, V> {
      */
     public void put(Txn txn, K key, V value) {
         txn.checkWritable("put");
+        ByteBuffer k = encodeKey(key, KEY_BUFFER.get());
         int size = values.size(value);
-        ByteBuffer slot = dbi.reserve(txn.lmdb, encodeKey(key, KEY_BUFFER.get()), size);
+        ByteBuffer slot = dbi.reserve(txn.lmdb, k, size);
         slot.order(ByteOrder.BIG_ENDIAN);
         int start = slot.position();
         values.write(value, slot);
@@ -79,7 +80,11 @@ public final class Table<K, V> {
             throw new IllegalStateException("codec for table '" + name + "' wrote " + (slot.position() - start)
                 + " bytes but its size() promised " + size);
         }
-        if (feed != null) txn.changed(this, key, value);
+        if (feed != null) {
+            byte[] stored = new byte[size];
+            slot.get(start, stored);
+            txn.changed(this, recorded(k, stored));
+        }
     }
 
     /**
@@ -90,9 +95,28 @@ public final class Table<K, V> {
      */
     public boolean delete(Txn txn, K key) {
         txn.checkWritable("delete");
-        boolean deleted = dbi.delete(txn.lmdb, encodeKey(key, KEY_BUFFER.get()));
-        if (deleted && feed != null) txn.changed(this, key, null);
+        ByteBuffer k = encodeKey(key, KEY_BUFFER.get());
+        boolean deleted = dbi.delete(txn.lmdb, k);
+        if (deleted && feed != null) txn.changed(this, recorded(k, null));
         return deleted;
+    }
+
+    /**
+     * A put or delete for the change feed, from the bytes the table got: the feed and its log say
+     * what the table holds even when the caller changes its key or value object afterwards, and a
+     * codec that cannot read its own bytes fails this query, not the batch's commit.
+     *
+     * @param key   the encoded key (the shared key buffer: copied here)
+     * @param value the stored value's bytes, or null for a delete
+     */
+    private Recorded<K, V> recorded(ByteBuffer key, byte[] value) {
+        byte[] k = new byte[key.remaining()];
+        key.get(key.position(), k);
+        return new Recorded<>(k, value, new ChangeSet.Change<>(keys.read(wrap(k)), value == null ? null : values.read(wrap(value))));
+    }
+
+    private static ByteBuffer wrap(byte[] bytes) {
+        return ByteBuffer.wrap(bytes).order(ByteOrder.BIG_ENDIAN);
     }
 
     /** @return the table's change feed, or null when {@link Db#changeFeed} was not called for it */

@@ -13,7 +13,7 @@ import java.util.ArrayList;
 public final class Txn {
     final org.lmdbjava.Txn<ByteBuffer> lmdb;
     private final boolean readOnly;
-    /** A write query's puts and deletes on tables with a {@link ChangeFeed}: table, key, value (null: deleted), ...; null while none. */
+    /** A write query's puts and deletes on tables with a {@link ChangeFeed}: table, {@link Recorded}, ...; null while none. */
     private ArrayList<Object> changes;
 
     Txn(org.lmdbjava.Txn<ByteBuffer> lmdb, boolean readOnly) {
@@ -26,15 +26,14 @@ public final class Txn {
         return readOnly;
     }
 
-    /** Records a put (or a delete: {@code value} null) on a table with a change feed. */
-    void changed(Table<?, ?> table, Object key, Object value) {
+    /** Records a put or a delete on a table with a change feed. */
+    <K, V> void changed(Table<K, V> table, Recorded<K, V> change) {
         if (changes == null) changes = new ArrayList<>();
         changes.add(table);
-        changes.add(key);
-        changes.add(value);
+        changes.add(change);
     }
 
-    /** @return what {@link #changed} recorded, as table, key, value triples; null when nothing was */
+    /** @return what {@link #changed} recorded, as table, {@link Recorded} pairs; null when nothing was */
     ArrayList<Object> changes() {
         return changes;
     }

@@ -303,7 +303,7 @@ final class Writer implements Runnable {
             List<Object> c = p.changes;
             // usually one table per query; grouped by table in the order each was first changed
             List<Table<?, ?>> tables = new ArrayList<>(1);
-            for (int i = 0; i < c.size(); i += 3) {
+            for (int i = 0; i < c.size(); i += 2) {
                 if (!tables.contains(c.get(i))) tables.add((Table<?, ?>) c.get(i));
             }
             for (Table<?, ?> t : tables) staged.add(stage(t, c, run, parent, committedAt));
@@ -313,9 +313,9 @@ final class Writer implements Runnable {
 
     @SuppressWarnings("unchecked")
     private static <K, V> Staged<K, V> stage(Table<K, V> table, List<Object> changes, long run, Txn parent, long committedAt) {
-        List<ChangeSet.Change<K, V>> mine = new ArrayList<>();
-        for (int i = 0; i < changes.size(); i += 3) {
-            if (changes.get(i) == table) mine.add(new ChangeSet.Change<>((K) changes.get(i + 1), (V) changes.get(i + 2)));
+        List<Recorded<K, V>> mine = new ArrayList<>();
+        for (int i = 0; i < changes.size(); i += 2) {
+            if (changes.get(i) == table) mine.add((Recorded<K, V>) changes.get(i + 1));
         }
         ChangeFeed<K, V> feed = table.feed();
         return new Staged<>(feed, feed.stage(run, parent, mine, committedAt));
