@@ -30,7 +30,21 @@ public final class QueryFuture<R> extends CompletableFuture<R> {
     /** Says why the calling thread must not block, or null when it may; see {@link #refuseBlockingWhere}. */
     private static volatile Supplier<String> blockingGuard = () -> null;
 
+    /** Calls off a queued write before the writer takes it; null for reads and feed futures. */
+    private final Withdrawal withdrawal;
+
+    /** A queued write's way to be called off, while the writer has not taken it yet. */
+    interface Withdrawal {
+        /** @return true when the write was called off: it will never run; false when it runs (or ran) */
+        boolean withdraw();
+    }
+
     QueryFuture() {
+        this(null);
+    }
+
+    QueryFuture(Withdrawal withdrawal) {
+        this.withdrawal = withdrawal;
     }
 
     /**
@@ -62,7 +76,11 @@ public final class QueryFuture<R> extends CompletableFuture<R> {
      *
      * @throws IllegalStateException when the installed guard ({@link #refuseBlockingWhere}) refuses
      *                               the calling thread before the result is in: a fiber's carrier,
-     *                               where blocking would stall every fiber of that carrier
+     *                               where blocking would stall every fiber of that carrier. A write
+     *                               still waiting in the writer's queue is then withdrawn (it never
+     *                               runs, and its future fails with the same exception); one the
+     *                               writer has already taken into a batch commits, and the message
+     *                               says which
      * @throws CompletionException   the query's failure, as {@link CompletableFuture#join()}
      */
     @Override
@@ -85,10 +103,23 @@ public final class QueryFuture<R> extends CompletableFuture<R> {
         return super.get(timeout, unit);
     }
 
+    /**
+     * Refuses to block where the guard says so. A refused write that the writer has not taken yet is
+     * withdrawn (its future fails with the refusal), so that a client which retries after the error
+     * does not write twice; one already taken commits as usual.
+     */
     private void refuseBlockingACarrier(String method) {
         if (isDone()) return;
         String why = blockingGuard.get();
-        if (why != null) throw new IllegalStateException(method + "() on a database future " + why);
+        if (why == null) return;
+        String refusal = method + "() on a database future " + why;
+        if (withdrawal == null) throw new IllegalStateException(refusal);
+        if (withdrawal.withdraw()) {
+            IllegalStateException withdrawn = new IllegalStateException(refusal + " The write was withdrawn before it ran: nothing was written.");
+            fail(withdrawn);
+            throw withdrawn;
+        }
+        throw new IllegalStateException(refusal + " The write had already begun and commits anyway.");
     }
 
     static <R> QueryFuture<R> failed(Throwable t) {

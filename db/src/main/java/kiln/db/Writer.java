@@ -1,5 +1,7 @@
 package kiln.db;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
@@ -20,9 +22,23 @@ final class Writer implements Runnable {
     private static final Logger LOG = Logger.getLogger(Writer.class.getName());
 
     /** One queued write and, once run, its outcome. */
-    private static final class Pending<R> {
+    private static final class Pending<R> implements QueryFuture.Withdrawal {
+        private static final VarHandle STATE;
+        static {
+            try {
+                STATE = MethodHandles.lookup().findVarHandle(Pending.class, "state", int.class);
+            } catch (ReflectiveOperationException e) {
+                throw new ExceptionInInitializerError(e);
+            }
+        }
+        private static final int QUEUED = 0;
+        private static final int TAKEN = 1;
+        private static final int WITHDRAWN = 2;
+
         final Query<R> query;
-        final QueryFuture<R> future = new QueryFuture<>();
+        final QueryFuture<R> future = new QueryFuture<>(this);
+        /** {@link #QUEUED} until the writer takes it into a batch or its waiter withdraws it. */
+        @SuppressWarnings("unused") private volatile int state;
         R result;
         Throwable error;
         /** The query's puts and deletes on tables with a change feed ({@link Txn#changes}), or null. */
@@ -30,6 +46,16 @@ final class Writer implements Runnable {
 
         Pending(Query<R> query) {
             this.query = query;
+        }
+
+        @Override
+        public boolean withdraw() {
+            return STATE.compareAndSet(this, QUEUED, WITHDRAWN);
+        }
+
+        /** @return true when the writer may run it: it was not withdrawn, and now cannot be */
+        boolean take() {
+            return STATE.compareAndSet(this, QUEUED, TAKEN);
         }
 
         void run(Txn txn) throws Exception {
@@ -172,6 +198,8 @@ final class Writer implements Runnable {
                 }
                 batch.add(first);
                 queue.drainTo(batch, maxBatch - 1);
+                batch.removeIf(p -> !p.take());  // withdrawn by a refused join(): their futures failed then
+                if (batch.isEmpty()) continue;
                 batchStarted = System.nanoTime() | 1;  // never 0, which means idle
                 commit(batch);
             } catch (InterruptedException e) {
