@@ -29,6 +29,9 @@ import org.lmdbjava.LmdbException;
 final class Backup {
     /** The file LMDB writes into the target directory. */
     static final String DATA_FILE = "data.mdb";
+    /** The table of backup marks: {@link #MARK_KEY} → the last backup's mark, 1, 2, 3... */
+    static final String MARKS = "kiln.backups";
+    static final String MARK_KEY = "mark";
 
     private Backup() {
     }
@@ -73,13 +76,15 @@ final class Backup {
 
     /**
      * Flushes the copy to disk (file and directory entry) and reads it back: every table, every
-     * entry, and each table's entry count against the count its header records. A copy that LMDB
-     * cannot walk, or whose counts disagree, is not a backup.
+     * entry, each table's entry count against the count its header records, and the backup mark
+     * written before the copy. A copy that LMDB cannot walk, whose counts disagree or that lacks the
+     * mark (a snapshot older than the backup's start) is not a backup.
      *
+     * @param mark the mark committed before the copy began; the copy must hold it or a newer one
      * @return the size of the copy in bytes
      * @throws DbException.BackupFailed naming what did not check out
      */
-    static long finish(Path target) {
+    static long finish(Path target, long mark) {
         Path file = target.resolve(DATA_FILE);
         try {
             try (FileChannel ch = FileChannel.open(file, StandardOpenOption.WRITE)) {
@@ -91,7 +96,11 @@ final class Backup {
         } catch (IOException e) {
             throw new DbException.BackupFailed("cannot flush the backup " + file + " to disk: " + e, e);
         }
-        verify(target);
+        long held = verify(target);
+        if (held < mark) {
+            throw new DbException.BackupFailed("backup " + target + " holds an older snapshot than the backup's start (backup mark "
+                + held + ", written before the copy: " + mark + "); run the backup again", null);
+        }
         try {
             return Files.size(file);
         } catch (IOException e) {
@@ -99,8 +108,13 @@ final class Backup {
         }
     }
 
-    /** Opens the copy read-only without a lock file and walks every entry of every table. */
-    static void verify(Path target) {
+    /**
+     * Opens the copy read-only without a lock file and walks every entry of every table.
+     *
+     * @return the backup mark the copy holds, 0 for none
+     */
+    static long verify(Path target) {
+        long mark = 0;
         // MDB_NOLOCK + MDB_RDONLY_ENV: nothing is written into the backup directory, not even lock.mdb
         try (Env<ByteBuffer> copy = Env.create().setMaxDbs(1024).setMapSize(Files.size(target.resolve(DATA_FILE)) + (1 << 20))
                 .open(target.toFile(), EnvFlags.MDB_NOLOCK, EnvFlags.MDB_RDONLY_ENV, EnvFlags.MDB_NOTLS)) {
@@ -114,6 +128,7 @@ final class Backup {
                         if (kv.key() == null || kv.val() == null) throw new IllegalStateException("an entry without key or value");
                         seen++;
                     }
+                    if (MARKS.equals(new String(name, java.nio.charset.StandardCharsets.UTF_8))) mark = markIn(dbi, txn);
                     long recorded = dbi.stat(txn).entries;
                     if (seen != recorded) {
                         throw new DbException.BackupFailed("backup " + target + " is inconsistent: table '"
@@ -127,6 +142,14 @@ final class Backup {
         } catch (IOException | LmdbException | IllegalStateException e) {
             throw new DbException.BackupFailed("backup " + target + " does not read back as an LMDB database: " + e.getMessage(), e);
         }
+        return mark;
+    }
+
+    private static long markIn(Dbi<ByteBuffer> marks, org.lmdbjava.Txn<ByteBuffer> txn) {
+        ByteBuffer key = ByteBuffer.allocateDirect(MARK_KEY.length());
+        Codec.STRING.write(MARK_KEY, key);
+        ByteBuffer found = marks.get(txn, key.flip());
+        return found == null ? 0 : Codec.LONG.read(found.order(java.nio.ByteOrder.BIG_ENDIAN));
     }
 
     /** Removes what a failed backup left: the partial copy, and the directory if the backup created it. */

@@ -3,16 +3,19 @@ package kiln.db;
 import java.io.IOException;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 
+import org.lmdbjava.Dbi;
 import org.lmdbjava.DbiFlags;
 import org.lmdbjava.Env;
 import org.lmdbjava.EnvFlags;
@@ -110,13 +113,15 @@ public final class Db implements AutoCloseable {
      * @param keys   key codec
      * @param values value codec
      * @return the table; the same object as an earlier call's with the same name and codecs
-     * @throws IllegalStateException on the writer thread (inside a write query), or when the table
-     *                               has a change feed and was opened with other codecs before
+     * @throws IllegalStateException on the writer thread (inside a write query or a write future's
+     *                               callback), or when the table has a change feed and was opened
+     *                               with other codecs before
      */
     public synchronized <K, V> Table<K, V> table(String name, Codec<K> keys, Codec<V> values) {
         checkOpen();
-        if (writer.isRunningQuery()) {
-            throw new IllegalStateException("db.table() cannot be called inside a write query; open tables at start-up");
+        if (writer.isWriterThread()) {
+            throw new IllegalStateException("db.table() cannot be called inside a write query or a write future's callback"
+                + " (it waits for the writer thread); open tables at start-up");
         }
         Table<?, ?> known = tables.get(name);
         if (known != null && known.keys() == keys && known.values() == values) {
@@ -127,9 +132,23 @@ public final class Db implements AutoCloseable {
             throw new IllegalStateException("table '" + name + "' has a change feed, which records the writes of the Table object"
                 + " it was opened with: open the table once (with the same codec objects) and share that object");
         }
-        Table<K, V> table = new Table<>(name, env.openDbi(name, DbiFlags.MDB_CREATE), keys, values);
+        Table<K, V> table = new Table<>(name, openDbi(name), keys, values);
         tables.putIfAbsent(name, table);
         return table;
+    }
+
+    /**
+     * Opens (creating if missing) the LMDB database {@code name} on the writer thread: creating one
+     * commits a write transaction ({@code mdb_dbi_open} with {@code MDB_CREATE}), and every commit goes
+     * through the writer, so that reads never go back in time ({@link #acquireReadTxn}).
+     */
+    private Dbi<ByteBuffer> openDbi(String name) {
+        byte[] bytes = name.getBytes(StandardCharsets.UTF_8);
+        try {
+            return writer.submitAlone(txn -> env.openDbi(txn.lmdb, bytes, null, false, DbiFlags.MDB_CREATE)).join();
+        } catch (CompletionException e) {
+            throw e.getCause() instanceof RuntimeException r ? r : e;
+        }
     }
 
     /**
@@ -373,23 +392,28 @@ public final class Db implements AutoCloseable {
 
     /**
      * Writes a compacted copy of the database into {@code target} (created if missing; it must be
-     * empty) as {@code target/data.mdb}, while reads and writes go on: LMDB copies the snapshot of
-     * one read transaction ({@code mdb_env_copy2} with {@code MDB_CP_COMPACT}), so the copy holds
-     * every write whose future completed before the call, and no write half-applied. The copy is
-     * then flushed to disk and read back (every entry of every table) before this returns.
+     * empty) as {@code target/data.mdb}, while reads and writes go on: it first commits a backup mark
+     * (one durable write to the table {@value Backup#MARKS}), then LMDB copies the snapshot of one
+     * read transaction ({@code mdb_env_copy2} with {@code MDB_CP_COMPACT}), so the copy holds every
+     * write whose future completed before the call, and no write half-applied. The copy is then
+     * flushed to disk and read back before this returns: every entry of every table, each table's
+     * count against the count it records, and the mark (LMDB begins the copy's read transaction
+     * outside kiln's snapshot guard, so the copy proves it is at least as new as the call).
      *
      * <p>Writes go on during the copy, but the map cannot grow until it ends: a write that needs a
      * larger map (and reads that arrive after it) waits for the copy. To restore, stop the server
      * and put the copy's {@code data.mdb} in place of the data directory's.
      *
      * @return the copy, {@code target/data.mdb}
-     * @throws DbException.BackupFailed when {@code target} is not an empty directory, the copy fails
-     *         (disk full...) or does not read back; a partial copy is removed
+     * @throws DbException.BackupFailed when {@code target} is not an empty directory, the mark cannot
+     *         be written (disk full: then copy {@code data.mdb} with the server stopped), the copy
+     *         fails or does not read back; a partial copy is removed
      * @throws DbException.Closed after {@link #close}
      */
     public Path backup(Path target) {
         boolean created = Backup.prepareTarget(target, dir);
         try {
+            long mark = markBackup();
             ReentrantReadWriteLock.ReadLock lock = mapLock.readLock();
             lock.lock();  // the copy's read transaction must not see the map move (growMap)
             try {
@@ -398,7 +422,7 @@ public final class Db implements AutoCloseable {
             } finally {
                 lock.unlock();
             }
-            Backup.finish(target);
+            Backup.finish(target, mark);
             return target.resolve(Backup.DATA_FILE);
         } catch (LmdbException e) {
             Backup.discard(target, created);
@@ -410,6 +434,27 @@ public final class Db implements AutoCloseable {
         }
     }
 
+    /**
+     * Commits the next backup mark ({@link Backup#MARKS}) through the writer, after every write
+     * acknowledged before the call. LMDB's copy begins its own read transaction, outside the guard
+     * of {@link #acquireReadTxn}; a copy that holds this mark holds a snapshot at least that new.
+     *
+     * @return the mark the copy must hold
+     */
+    private long markBackup() {
+        Table<String, Long> marks = table(Backup.MARKS, Codec.STRING, Codec.LONG);
+        try {
+            return write(txn -> {
+                long mark = marks.get(txn, Backup.MARK_KEY, 0L) + 1;
+                marks.put(txn, Backup.MARK_KEY, mark);
+                return mark;
+            }).join();
+        } catch (CompletionException e) {
+            throw new DbException.BackupFailed("backup of " + dir.toAbsolutePath() + " could not write its mark (a backup begins with"
+                + " one small durable write; with the disk full, stop the server and copy data.mdb instead): " + e.getCause().getMessage(), e.getCause());
+        }
+    }
+
     /** @return true once {@link #close} has begun */
     public boolean isClosed() {
         return closed;
@@ -417,6 +462,11 @@ public final class Db implements AutoCloseable {
 
     private void checkOpen() {
         if (closed) throw new DbException.Closed("database " + dir + " is closed");
+    }
+
+    /** @return the writer's count of commit attempts (see {@link Writer#metaEpoch}); for tests */
+    long metaEpoch() {
+        return writer.metaEpoch();
     }
 
     /** Called by the writer with no write txn open: doubles the map while no read is active. */

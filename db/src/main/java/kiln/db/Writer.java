@@ -36,6 +36,8 @@ final class Writer implements Runnable {
         private static final int WITHDRAWN = 2;
 
         final Query<R> query;
+        /** Runs in a write transaction of its own, not nested in a batch (see {@link #submitAlone}). */
+        final boolean alone;
         final QueryFuture<R> future = new QueryFuture<>(this);
         /** {@link #QUEUED} until the writer takes it into a batch or its waiter withdraws it. */
         @SuppressWarnings("unused") private volatile int state;
@@ -44,8 +46,9 @@ final class Writer implements Runnable {
         /** The query's puts and deletes on tables with a change feed ({@link Txn#changes}), or null. */
         List<Object> changes;
 
-        Pending(Query<R> query) {
+        Pending(Query<R> query, boolean alone) {
             this.query = query;
+            this.alone = alone;
         }
 
         @Override
@@ -157,7 +160,20 @@ final class Writer implements Runnable {
     }
 
     <R> QueryFuture<R> submit(Query<R> query) {
-        Pending<R> p = new Pending<>(query);
+        return enqueue(new Pending<>(query, false));
+    }
+
+    /**
+     * Queues {@code query} to run in a top-level write transaction of its own between two batches,
+     * for what cannot run nested in a batch (opening a table: {@code mdb_dbi_open} with
+     * {@code MDB_CREATE}). It commits on this thread like every other write, so {@link #metaEpoch}
+     * moves after it before the next commit can begin.
+     */
+    <R> QueryFuture<R> submitAlone(Query<R> query) {
+        return enqueue(new Pending<>(query, true));
+    }
+
+    private <R> QueryFuture<R> enqueue(Pending<R> p) {
         if (!queue.offer(p)) {
             p.future.fail(new DbException.Overloaded(
                 "write queue full (" + queue.size() + " writes waiting for the disk); retry later"));
@@ -201,7 +217,14 @@ final class Writer implements Runnable {
                 batch.removeIf(p -> !p.take());  // withdrawn by a refused join(): their futures failed then
                 if (batch.isEmpty()) continue;
                 batchStarted = System.nanoTime() | 1;  // never 0, which means idle
-                commit(batch);
+                int from = 0;
+                for (int i = 0; i < batch.size(); i++) {
+                    if (!batch.get(i).alone) continue;
+                    if (i > from) commit(batch.subList(from, i));
+                    commitAlone(batch.get(i));
+                    from = i + 1;
+                }
+                if (from < batch.size()) commit(batch.subList(from, batch.size()));
             } catch (InterruptedException e) {
                 if (stopping) return;
             } catch (Throwable t) {
@@ -246,6 +269,21 @@ final class Writer implements Runnable {
                 return;
             }
         }
+    }
+
+    /** Runs one {@link #submitAlone} query in its own write transaction and commits it. */
+    private void commitAlone(Pending<?> p) {
+        try (org.lmdbjava.Txn<ByteBuffer> txn = env.txnWrite()) {
+            try {
+                p.run(new Txn(txn, false));
+                txn.commit();  // not counted in commits: those are the write queries' (DbStats)
+            } catch (Exception e) {
+                p.error = e;
+            } finally {
+                metaEpoch++;
+            }
+        }
+        p.complete();
     }
 
     /** @return the bytes of the map up to the last page in use (LMDB's last page number; freed pages below it are reused) */

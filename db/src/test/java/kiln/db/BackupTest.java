@@ -211,4 +211,21 @@ class BackupTest {
         for (int x : a) s += x;
         return s;
     }
+
+    /**
+     * LMDB's copy begins its own read transaction, outside the snapshot guard; a backup proves it is
+     * at least as new as its start by holding the mark it committed first.
+     */
+    @Test
+    void aCopyOlderThanTheBackupsStartIsNotABackup() throws Exception {
+        db = Db.open(tmp.resolve("data"));
+        Table<Integer, Integer> t = db.table("t", Codec.INT, Codec.INT);
+        db.write(txn -> { t.put(txn, 1, 1); return null; }).join();
+        Path first = db.backup(tmp.resolve("first")).getParent();
+        Path second = db.backup(tmp.resolve("second")).getParent();
+        assertEquals(1, Backup.verify(first), "the first backup's mark");
+        assertEquals(2, Backup.verify(second), "each backup commits a newer mark");
+        DbException.BackupFailed stale = assertThrows(DbException.BackupFailed.class, () -> Backup.finish(first, 2));
+        assertTrue(stale.getMessage().contains("older snapshot than the backup's start"), stale.getMessage());
+    }
 }

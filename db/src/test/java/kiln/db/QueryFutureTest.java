@@ -55,9 +55,9 @@ class QueryFutureTest {
     @Test
     void aRefusedJoinWithdrawsAWriteNotYetTakenAndSaysWhenItWasTaken() throws Exception {
         Thread refused = Thread.currentThread();
-        QueryFuture.refuseBlockingWhere(() -> Thread.currentThread() == refused ? "on the test's refused thread" : null);
         try (Db db = Db.open(dir)) {
             Table<Integer, Integer> t = db.table("t", Codec.INT, Codec.INT);
+            QueryFuture.refuseBlockingWhere(() -> Thread.currentThread() == refused ? "on the test's refused thread" : null);
             QueryFuture<Object> taken;
             QueryFuture<Object> queued;
             java.util.concurrent.CountDownLatch inside = new java.util.concurrent.CountDownLatch(1);

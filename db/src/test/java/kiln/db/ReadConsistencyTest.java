@@ -70,4 +70,24 @@ class ReadConsistencyTest {
             assertTrue(reads > written, "readers barely ran: " + reads + " reads against " + written + " commits");
         }
     }
+
+    /**
+     * The guard counts commit ends; a commit that does not move the count leaves readers unguarded.
+     * Opening a table commits a write transaction of its own (mdb_dbi_open with MDB_CREATE), and so
+     * do a sequence's and a change feed's set-up: each must go through the writer like a write.
+     */
+    @Test
+    void everyCommitMovesTheReadEpochTableCreationAndSetUpIncluded() {
+        try (Db db = Db.open(dir)) {
+            long before = db.metaEpoch();
+            db.table("created", Codec.INT, Codec.INT);
+            long afterTable = db.metaEpoch();
+            assertTrue(afterTable > before, "creating a table committed without moving the epoch");
+            db.sequence("ids");
+            long afterSequence = db.metaEpoch();
+            assertTrue(afterSequence > afterTable, "a sequence's table committed without moving the epoch");
+            db.changeFeed(db.table("fed", Codec.INT, Codec.INT), 10);
+            assertTrue(db.metaEpoch() > afterSequence + 1, "a change feed's log table and its start");
+        }
+    }
 }

@@ -274,4 +274,25 @@ class WriteTest {
         assertSame(IllegalStateException.class, closeInCallback.get(30, TimeUnit.SECONDS).getClass());
         assertFalse(db.isClosed());
     }
+
+    @Test
+    void tableFromTheWriterThreadIsIllegalStateNotADeadlock() throws Exception {
+        Table<Integer, Integer> t = open(Db.builder(dir));
+        CompletableFuture<Throwable> tableInCallback = new CompletableFuture<>();
+        WriterGate gate = new WriterGate(db);
+        try {
+            put(db, t, 1, 1).thenAccept(ignored -> {
+                try {
+                    db.table("late", Codec.INT, Codec.INT);
+                    tableInCallback.complete(null);
+                } catch (RuntimeException e) {
+                    tableInCallback.complete(e);
+                }
+            });
+        } finally {
+            gate.open();
+        }
+        assertSame(IllegalStateException.class, tableInCallback.get(30, TimeUnit.SECONDS).getClass());
+        put(db, t, 2, 2).join();  // the writer goes on
+    }
 }
