@@ -10,7 +10,6 @@ import java.nio.file.StandardOpenOption;
 import java.util.List;
 
 import org.lmdbjava.CopyFlags;
-import org.lmdbjava.CursorIterable;
 import org.lmdbjava.Dbi;
 import org.lmdbjava.Env;
 import org.lmdbjava.EnvFlags;
@@ -121,25 +120,17 @@ final class Backup {
             List<byte[]> names = copy.getDbiNames();
             for (byte[] name : names) {
                 Dbi<ByteBuffer> dbi = copy.openDbi(name);
-                try (org.lmdbjava.Txn<ByteBuffer> txn = copy.txnRead();
-                     CursorIterable<ByteBuffer> all = dbi.iterate(txn)) {
-                    long seen = 0;
-                    for (CursorIterable.KeyVal<ByteBuffer> kv : all) {
-                        if (kv.key() == null || kv.val() == null) throw new IllegalStateException("an entry without key or value");
-                        seen++;
-                    }
-                    if (MARKS.equals(new String(name, java.nio.charset.StandardCharsets.UTF_8))) mark = markIn(dbi, txn);
-                    long recorded = dbi.stat(txn).entries;
-                    if (seen != recorded) {
-                        throw new DbException.BackupFailed("backup " + target + " is inconsistent: table '"
-                            + new String(name, java.nio.charset.StandardCharsets.UTF_8) + "' records " + recorded
-                            + " entries but holds " + seen, null);
-                    }
+                try (org.lmdbjava.Txn<ByteBuffer> txn = copy.txnRead()) {
+                    String table = new String(name, java.nio.charset.StandardCharsets.UTF_8);
+                    Walk.table(table, dbi, txn);
+                    if (MARKS.equals(table)) mark = markIn(dbi, txn);
                 }
             }
         } catch (DbException e) {
             throw e;
-        } catch (IOException | LmdbException | IllegalStateException e) {
+        } catch (IllegalStateException e) {
+            throw new DbException.BackupFailed("backup " + target + " is inconsistent: " + e.getMessage(), e);
+        } catch (IOException | LmdbException e) {
             throw new DbException.BackupFailed("backup " + target + " does not read back as an LMDB database: " + e.getMessage(), e);
         }
         return mark;

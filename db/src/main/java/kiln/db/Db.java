@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.FileStore;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -12,6 +13,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 
@@ -49,9 +52,14 @@ import org.lmdbjava.LmdbNativeException;
  *
  * <h2>Errors</h2>
  * A write query that throws is rolled back alone (its nested transaction is aborted) and its future
- * fails with the exception; its batch-mates still commit. When the memory map is full the writer
- * grows it (doubling) and runs the batch again, so write queries must be safe to re-run (see
- * {@link Query}). Problems of the database itself are {@link DbException}s.
+ * fails with the exception; its batch-mates still commit. A batch too large for one transaction is
+ * run again one write at a time, so write queries must be safe to re-run (see {@link Query}).
+ * Problems of the database itself are {@link DbException}s; after one that leaves LMDB unusable
+ * ({@link DbException.Fatal}: a panic, a corrupted page, an I/O error) every query fails with it.
+ *
+ * <h2>Size</h2>
+ * The memory map is mapped at its ceiling ({@link Builder#maxMapSize}) when the database opens and
+ * never grows, so no read ever waits for a remap; the file grows as pages are written.
  *
  * <p>Source for the LMDB rules relied on here: the LMDB API docs (mdb_txn_begin, MDB_NOTLS,
  * mdb_env_set_mapsize), http://www.lmdb.tech/doc/group__mdb.html
@@ -60,17 +68,24 @@ public final class Db implements AutoCloseable {
     private final Path dir;
     private final Env<ByteBuffer> env;
     private final Writer writer;
-    /** Reads hold it shared; growing the map and closing hold it exclusively (no active txns allowed then). */
-    private final ReentrantReadWriteLock mapLock = new ReentrantReadWriteLock();
+    /** Reads and backups hold it shared; closing holds it exclusively (LMDB must not close under a txn). */
+    private final ReentrantReadWriteLock closeLock = new ReentrantReadWriteLock();
     private final ConcurrentLinkedQueue<org.lmdbjava.Txn<ByteBuffer>> idleReadTxns = new ConcurrentLinkedQueue<>();
     private final AtomicInteger idleReadCount = new AtomicInteger();
     private final int maxIdleReadTxns;
+    /**
+     * A permit per LMDB reader slot this process may hold: a read transaction object, in use or
+     * pooled, holds one from its open to its close ({@link #acquireReadTxn}).
+     */
+    private final Semaphore readSlots;
+    private final int readSlotCount;
+    private final long readerWaitNanos;
     private final long writerStallNanos;
     private volatile boolean closed;
     /** The table of every {@link Sequence}, opened on first use. */
     private Table<String, Long> sequences;
-    /** Map size in bytes, kept here so that {@link #stats} never calls into a closing environment. */
-    private volatile long mapSize;
+    /** Map size in bytes (the ceiling, mapped at open), kept here so that {@link #stats} never calls into a closing environment. */
+    private final long mapSize;
     /** Every table opened, by name: a table with a change feed must be one object (it records its writes). */
     private final Map<String, Table<?, ?>> tables = new HashMap<>();
     private final List<ChangeFeed<?, ?>> feeds = new ArrayList<>();
@@ -78,16 +93,25 @@ public final class Db implements AutoCloseable {
     private volatile List<ChangeFeed<?, ?>> feedList = List.of();
     /** How long a change feed's readers wait on one future at most; see {@link ChangeFeed#renewIfOlder}. */
     private static final long FEED_RENEW_NANOS = 60_000_000_000L;
+    /** Reader slots left to other processes on the same data: a backup, an inspection. */
+    static final int RESERVED_READERS = 8;
     private final int maxWatches;
     private final AtomicInteger watches = new AtomicInteger();
+    /** Set once when the environment became unusable; see {@link #fatalIf}. */
+    private volatile DbException.Fatal fatal;
+    private final java.util.function.Consumer<DbException.Fatal> onFatal;
 
     private Db(Builder b) {
         this.dir = b.dir;
         this.env = openEnv(b);
         this.mapSize = env.info().mapSize;
-        this.maxIdleReadTxns = Math.max(1, b.maxReaders / 2);
+        this.readSlotCount = b.maxReaders - RESERVED_READERS;
+        this.readSlots = new Semaphore(readSlotCount);
+        this.readerWaitNanos = b.readerWaitNanos;
+        this.maxIdleReadTxns = Math.max(1, readSlotCount / 2);
         this.writerStallNanos = b.writerStallNanos;
         this.maxWatches = b.maxWatches;
+        this.onFatal = b.onFatal;
         this.writer = new Writer(this, env, b.maxBatch, b.queueCapacity, b.betweenCommitAndPublish);
     }
 
@@ -248,7 +272,7 @@ public final class Db implements AutoCloseable {
         if (writer.isRunningQuery()) {
             throw new IllegalStateException("db.read() inside a write query: use the write transaction you were given");
         }
-        ReentrantReadWriteLock.ReadLock lock = mapLock.readLock();
+        ReentrantReadWriteLock.ReadLock lock = closeLock.readLock();
         lock.lock();
         try {
             checkOpen();
@@ -258,6 +282,9 @@ public final class Db implements AutoCloseable {
             } finally {
                 releaseReadTxn(t);
             }
+        } catch (RuntimeException e) {
+            DbException.Fatal f = fatalIf(e);
+            throw f != null ? f : e;
         } finally {
             lock.unlock();
         }
@@ -275,7 +302,11 @@ public final class Db implements AutoCloseable {
      */
     private org.lmdbjava.Txn<ByteBuffer> acquireReadTxn() {
         org.lmdbjava.Txn<ByteBuffer> t = idleReadTxns.poll();
-        if (t != null) idleReadCount.decrementAndGet();
+        if (t != null) {
+            idleReadCount.decrementAndGet();
+        } else if (!readSlots.tryAcquire()) {
+            t = awaitReadSlot();
+        }
         while (true) {
             long epoch = writer.metaEpoch();
             try {
@@ -285,24 +316,74 @@ public final class Db implements AutoCloseable {
                     t.renew();
                 }
             } catch (Env.ReadersFullException e) {
-                throw new DbException.ReadersFull("LMDB reader table is full: more threads read at once than maxReaders allows"
-                    + " (raise Db.builder(dir).maxReaders(n))", e);
+                readSlots.release();
+                throw new DbException.ReadersFull("LMDB's reader table is full: other processes on " + dir + " hold slots this"
+                    + " process counted on (it keeps " + RESERVED_READERS + " of maxReaders for them)", e);
             } catch (RuntimeException e) {
                 if (t != null) t.close();
+                readSlots.release();
                 throw e;
             }
             VarHandle.acquireFence(); // the begin's loads of the meta page stay before the epoch load below
             if (writer.metaEpoch() == epoch) return t;
-            t.reset();
+            t.reset();  // and renew() again; never close() a reset transaction (see closeResetReadTxn)
         }
     }
 
+    /**
+     * Every reader slot is held (reads in flight, and pooled transactions): waits, up to
+     * {@link Builder#readerWait}, for a pooled transaction or a slot. A virtual thread parks here; a
+     * platform thread blocks, which on a Kilim carrier would take more concurrent reads than a
+     * server has carriers.
+     *
+     * @return a pooled transaction, or null once a slot is this caller's to open one with
+     * @throws DbException.ReadersFull when none came free in time
+     */
+    private org.lmdbjava.Txn<ByteBuffer> awaitReadSlot() {
+        long deadline = System.nanoTime() + readerWaitNanos;
+        try {
+            while (true) {
+                org.lmdbjava.Txn<ByteBuffer> t = idleReadTxns.poll();
+                if (t != null) {
+                    idleReadCount.decrementAndGet();
+                    return t;
+                }
+                long left = deadline - System.nanoTime();
+                if (left <= 0) break;
+                if (readSlots.tryAcquire(Math.min(left, 10_000_000L), TimeUnit.NANOSECONDS)) return null;
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        throw new DbException.ReadersFull("all " + readSlotCount + " read slots stayed in use for " + readerWaitNanos / 1_000_000
+            + " ms: more reads at once than Db.builder(dir).maxReaders(n) allows (--db-max-readers N raises it; "
+            + RESERVED_READERS + " more are left to other processes)", null);
+    }
+
     private void releaseReadTxn(org.lmdbjava.Txn<ByteBuffer> t) {
-        t.reset();
-        if (idleReadCount.incrementAndGet() <= maxIdleReadTxns) {
-            idleReadTxns.offer(t);
-        } else {
+        // a waiting reader gets the slot at once; from the pool it would take it only at its next poll
+        if (!readSlots.hasQueuedThreads()) {
+            if (idleReadCount.incrementAndGet() <= maxIdleReadTxns) {
+                t.reset();
+                idleReadTxns.offer(t);
+                return;
+            }
             idleReadCount.decrementAndGet();
+        }
+        t.close();
+        readSlots.release();
+    }
+
+    /**
+     * Closes a pooled (reset) read transaction so that it gives its reader slot back. lmdbjava 0.9's
+     * {@code Txn.close()} aborts only a transaction that is not reset: closing a reset one leaks the
+     * native transaction and, under MDB_NOTLS, its slot in LMDB's reader table. So it is renewed
+     * first (a few hundred ns), then closed.
+     */
+    private static void closeResetReadTxn(org.lmdbjava.Txn<ByteBuffer> t) {
+        try {
+            t.renew();
+        } finally {
             t.close();
         }
     }
@@ -328,12 +409,16 @@ public final class Db implements AutoCloseable {
         if (closed) {
             return QueryFuture.failed(new DbException.Closed("database " + dir + " is closed"));
         }
+        DbException.Fatal f = fatal;
+        if (f != null) return QueryFuture.failed(f);
         return writer.submit(query);
     }
 
-    /** @return counters since open: commits, writes, batch sizes, map size (also after {@link #close}) */
+    /** @return counters since open: commits, writes, batch sizes, map size, read transactions (also after {@link #close}) */
     public DbStats stats() {
-        return writer.stats(mapSize);
+        int pooled = Math.max(0, idleReadCount.get());
+        int inUse = Math.max(0, readSlotCount - readSlots.availablePermits() - pooled);
+        return writer.stats(mapSize, inUse, pooled, readSlotCount);
     }
 
     /**
@@ -356,13 +441,17 @@ public final class Db implements AutoCloseable {
         synchronized (this) {
             for (ChangeFeed<?, ?> feed : feeds) feed.close();
         }
-        mapLock.writeLock().lock();
+        closeLock.writeLock().lock();
         try {
             org.lmdbjava.Txn<ByteBuffer> t;
-            while ((t = idleReadTxns.poll()) != null) t.close();
+            while ((t = idleReadTxns.poll()) != null) {
+                idleReadCount.decrementAndGet();
+                closeResetReadTxn(t);
+                readSlots.release();
+            }
             env.close();
         } finally {
-            mapLock.writeLock().unlock();
+            closeLock.writeLock().unlock();
         }
     }
 
@@ -376,6 +465,8 @@ public final class Db implements AutoCloseable {
      */
     public DbHealth health() {
         if (closed) return DbHealth.problem("the database is closed");
+        DbException.Fatal f = fatal;
+        if (f != null) return DbHealth.problem(f.getMessage());
         if (!writer.isAlive()) return DbHealth.problem("the database's writer thread is not running");
         long busy = writer.busyNanos(System.nanoTime());
         if (busy > writerStallNanos) {
@@ -414,8 +505,8 @@ public final class Db implements AutoCloseable {
         boolean created = Backup.prepareTarget(target, dir);
         try {
             long mark = markBackup();
-            ReentrantReadWriteLock.ReadLock lock = mapLock.readLock();
-            lock.lock();  // the copy's read transaction must not see the map move (growMap)
+            ReentrantReadWriteLock.ReadLock lock = closeLock.readLock();
+            lock.lock();
             try {
                 checkOpen();
                 Backup.copy(env, target);
@@ -455,6 +546,53 @@ public final class Db implements AutoCloseable {
         }
     }
 
+    /**
+     * Reads the whole database in one snapshot and checks it: every table LMDB holds (opened by this
+     * process or not), every entry in key order, each table's entry count against the count its
+     * record holds. What an operator runs after a crash, and what the power-cut test runs after
+     * every cut. Takes as long as reading every page (about a second per GB when cached).
+     *
+     * @return each table's name and entry count, in LMDB's order of names
+     * @throws DbException.Corrupt naming the first inconsistency found
+     * @throws DbException.Closed  after {@link #close}
+     */
+    public Map<String, Long> verify() {
+        checkOpen();
+        try {
+            Dbi<ByteBuffer> main = writer.submitAlone(txn -> env.openDbi(txn.lmdb, null, null, false)).join();
+            List<byte[]> names = read(txn -> {
+                List<byte[]> all = new ArrayList<>();
+                try (org.lmdbjava.Cursor<ByteBuffer> c = main.openCursor(txn.lmdb)) {
+                    for (boolean more = c.first(); more; more = c.next()) {
+                        byte[] name = new byte[c.key().remaining()];
+                        c.key().get(name);
+                        all.add(name);
+                    }
+                }
+                return all;
+            }).join();
+            Map<String, Dbi<ByteBuffer>> dbis = new java.util.LinkedHashMap<>();
+            for (byte[] name : names) {
+                String table = new String(name, StandardCharsets.UTF_8);
+                Table<?, ?> known;
+                synchronized (this) {
+                    known = tables.get(table);
+                }
+                dbis.put(table, known != null ? known.dbi
+                    : writer.submitAlone(txn -> env.openDbi(txn.lmdb, name, null, false)).join());
+            }
+            return read(txn -> {
+                Map<String, Long> counts = new java.util.LinkedHashMap<>();
+                for (Map.Entry<String, Dbi<ByteBuffer>> e : dbis.entrySet()) counts.put(e.getKey(), Walk.table(e.getKey(), e.getValue(), txn.lmdb));
+                return counts;
+            }).join();
+        } catch (CompletionException e) {
+            Throwable cause = e.getCause();
+            if (cause instanceof DbException d) throw d;
+            throw new DbException.Corrupt("database " + dir.toAbsolutePath() + " does not verify: " + cause.getMessage(), cause);
+        }
+    }
+
     /** @return true once {@link #close} has begun */
     public boolean isClosed() {
         return closed;
@@ -462,24 +600,79 @@ public final class Db implements AutoCloseable {
 
     private void checkOpen() {
         if (closed) throw new DbException.Closed("database " + dir + " is closed");
+        DbException.Fatal f = fatal;
+        if (f != null) throw f;
+    }
+
+    /** @return the error that made the environment unusable, or null while it is usable */
+    DbException.Fatal fatal() {
+        return fatal;
+    }
+
+    /**
+     * @return why LMDB refuses, or may serve wrong data to, every later transaction after {@code e};
+     *         null when {@code e} is not such an error. Source: mdb.c (LMDB 0.9), which sets
+     *         MDB_FATAL_ERROR when a meta-page write fails and then answers MDB_PANIC.
+     */
+    static String fatalCause(RuntimeException e) {
+        if (e instanceof LmdbNativeException.PanicException) {
+            return "LMDB panicked (MDB_PANIC): an earlier meta-page write failed, so it refuses every transaction";
+        }
+        if (e instanceof LmdbNativeException.PageCorruptedException || e instanceof LmdbNativeException.PageNotFoundException
+                || e instanceof CorruptedPage) {
+            return "the data file is corrupted (" + e.getMessage() + ")";
+        }
+        if (e instanceof LmdbNativeException n && n.getResultCode() == EIO) {
+            return "writing or syncing the data file failed with an I/O error (EIO): the disk may have lost writes"
+                + " the kernel had reported written, so this process must not go on trusting it";
+        }
+        return null;
+    }
+
+    /** A transaction's first LMDB failure was MDB_BAD_TXN: a page LMDB could not read (see {@link Txn#failure}). */
+    static final class CorruptedPage extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        CorruptedPage(LmdbException e) {
+            super("a transaction's first call was refused (MDB_BAD_TXN): LMDB could not read a table's record from the main database", e);
+        }
+    }
+
+    /** errno EIO (Linux, and every POSIX system kiln runs on). */
+    private static final int EIO = 5;
+
+    /**
+     * Makes the database fatal when {@code e} is an error after which LMDB must not be used again
+     * ({@link #fatalCause}); the first such error wins, is logged, and {@link Builder#onFatal} hears of
+     * it once, on a thread of its own.
+     *
+     * @return the fatal error to fail with, or null when {@code e} is not fatal
+     */
+    DbException.Fatal fatalIf(RuntimeException e) {
+        if (e instanceof DbException.Fatal f) return f;
+        String cause = fatalCause(e);
+        if (cause == null) return null;
+        DbException.Fatal first;
+        synchronized (this) {
+            if (fatal == null) {
+                fatal = new DbException.Fatal("database " + dir.toAbsolutePath() + " is unusable: " + cause
+                    + "; restart the process (LMDB reopens from the last commit that reached the disk)", e);
+                java.util.logging.Logger.getLogger(Db.class.getName()).log(java.util.logging.Level.SEVERE, fatal.getMessage(), e);
+                if (onFatal != null) {
+                    DbException.Fatal told = fatal;
+                    Thread t = new Thread(() -> onFatal.accept(told), "kiln-db-fatal");
+                    t.setDaemon(true);
+                    t.start();
+                }
+            }
+            first = fatal;
+        }
+        return first;
     }
 
     /** @return the writer's count of commit attempts (see {@link Writer#metaEpoch}); for tests */
     long metaEpoch() {
         return writer.metaEpoch();
-    }
-
-    /** Called by the writer with no write txn open: doubles the map while no read is active. */
-    long growMap() {
-        mapLock.writeLock().lock();
-        try {
-            long size = env.info().mapSize * 2;
-            env.setMapSize(size);
-            mapSize = size;
-            return size;
-        } finally {
-            mapLock.writeLock().unlock();
-        }
     }
 
     private static Env<ByteBuffer> openEnv(Builder b) {
@@ -497,12 +690,13 @@ public final class Db implements AutoCloseable {
         }
         try {
             // MDB_NOTLS: read transactions are not tied to a thread, so the pool can hand them to
-            // any thread. Sync mode is LMDB's default: every commit is fsync'ed (durable).
+            // any thread. Sync mode is LMDB's default: every commit is fsync'ed (durable). The map is
+            // the ceiling from the start: it never grows, so no read ever waits for a remap.
             return Env.create()
-                .setMapSize(b.mapSize)
+                .setMapSize(b.maxMapSize > 0 ? b.maxMapSize : defaultMaxMapSize(dir))
                 .setMaxDbs(b.maxTables)
                 .setMaxReaders(b.maxReaders)
-                .open(dir.toFile(), EnvFlags.MDB_NOTLS);
+                .open(dir.toFile(), envFlags(b));
         } catch (Env.VersionMismatchException | Env.FileInvalidException | LmdbNativeException.PageCorruptedException
                  | LmdbNativeException.PanicException e) {
             throw new DbException.Corrupt("data directory " + dir.toAbsolutePath() + " does not hold a valid LMDB database"
@@ -512,26 +706,62 @@ public final class Db implements AutoCloseable {
         }
     }
 
+    /**
+     * The default of {@link Builder#maxMapSize}: the data file's size plus the file system's usable
+     * space less a reserve of 5 % of the file system (at least 64 MiB), at least 1 MiB and at most
+     * 1 TiB, in whole MiB.
+     */
+    static long defaultMaxMapSize(Path dir) {
+        try {
+            FileStore store = Files.getFileStore(dir);
+            Path file = dir.resolve(Backup.DATA_FILE);
+            long used = Files.exists(file) ? Files.size(file) : 0;
+            long reserve = Math.max(64L << 20, store.getTotalSpace() / 20);
+            long ceiling = Math.min(used + Math.max(0, store.getUsableSpace() - reserve), 1L << 40);
+            long mib = 1L << 20;
+            return Math.max(ceiling, used + mib) / mib * mib;
+        } catch (IOException e) {
+            throw new DbException.DataDirectory("cannot read the free space of " + dir.toAbsolutePath() + ": " + e, e);
+        }
+    }
+
+    private static EnvFlags[] envFlags(Builder b) {
+        EnvFlags[] flags = java.util.Arrays.copyOf(b.extraEnvFlags, b.extraEnvFlags.length + 1);
+        flags[b.extraEnvFlags.length] = EnvFlags.MDB_NOTLS;
+        return flags;
+    }
+
     /** Settings for {@link Db}; every one has a default that suits a 1 GB VPS. */
     public static final class Builder {
         private final Path dir;
-        private long mapSize = 64L << 20;
+        private long maxMapSize;
         private int maxTables = 32;
         private int maxReaders = 1024;
         private int maxBatch = 1024;
         private int queueCapacity = 16384;
         private long writerStallNanos = 10_000_000_000L;
         private int maxWatches = 10_000;
+        private long readerWaitNanos = 5_000_000_000L;
         private Runnable betweenCommitAndPublish;
+        private java.util.function.Consumer<DbException.Fatal> onFatal;
+        private EnvFlags[] extraEnvFlags = {};
 
         private Builder(Path dir) {
             this.dir = dir;
         }
 
-        /** Initial memory-map size in bytes (default 64 MiB); it doubles on demand. */
-        public Builder mapSize(long bytes) {
-            if (bytes < (1 << 16)) throw new IllegalArgumentException("mapSize must be at least 64 KiB, got " + bytes);
-            this.mapSize = bytes;
+        /**
+         * The most the database may hold, bytes: LMDB maps this much address space at open, and only
+         * the pages written become file and memory, so the map never has to grow (growing would
+         * have to wait for every read in flight). Past it writes fail with
+         * {@link DbException.DatabaseFull} and reads go on. Default: what the disk can hold, leaving
+         * a reserve: the data file's size plus the file system's usable space at open, less 5 % of
+         * the file system (at least 64 MiB), at most 1 TiB. A disk that fills up anyway fails
+         * commits with {@link DbException.CommitFailed} until space returns.
+         */
+        public Builder maxMapSize(long bytes) {
+            if (bytes < (1 << 20)) throw new IllegalArgumentException("maxMapSize must be at least 1 MiB, got " + bytes);
+            this.maxMapSize = bytes;
             return this;
         }
 
@@ -542,10 +772,25 @@ public final class Db implements AutoCloseable {
             return this;
         }
 
-        /** Maximum concurrent read transactions, LMDB's reader table size (default 1024). */
+        /**
+         * LMDB's reader table size (default 1024): {@value Db#RESERVED_READERS} slots are left to other
+         * processes (a backup), the rest bound this process's read transactions, in use and pooled.
+         * A read that finds every slot held waits up to {@link #readerWait} for one.
+         */
         public Builder maxReaders(int n) {
-            if (n < 2) throw new IllegalArgumentException("maxReaders must be >= 2, got " + n);
+            if (n < RESERVED_READERS + 2) throw new IllegalArgumentException("maxReaders must be >= " + (RESERVED_READERS + 2) + ", got " + n);
             this.maxReaders = n;
+            return this;
+        }
+
+        /**
+         * How long a read waits for a reader slot when every slot is held (default 5 s) before it
+         * fails with {@link DbException.ReadersFull}. Only many threads reading at once wait: virtual
+         * threads (each read holds a slot while its query runs), never a Kilim server's few carriers.
+         */
+        public Builder readerWait(java.time.Duration wait) {
+            if (wait.isNegative()) throw new IllegalArgumentException("readerWait must be >= 0, got " + wait);
+            this.readerWaitNanos = wait.toNanos();
             return this;
         }
 
@@ -583,6 +828,26 @@ public final class Db implements AutoCloseable {
         public Builder maxWatches(int n) {
             if (n < 0) throw new IllegalArgumentException("maxWatches must be >= 0, got " + n);
             this.maxWatches = n;
+            return this;
+        }
+
+        /**
+         * Called once, on a thread of its own, when the database becomes unusable
+         * ({@link DbException.Fatal}); a server exits there so that its supervisor restarts it
+         * ({@code kiln.server.Launcher} does, with status 74). Default: nothing (every query fails
+         * with the error, and {@link Db#health} reports it).
+         */
+        public Builder onFatal(java.util.function.Consumer<DbException.Fatal> listener) {
+            this.onFatal = listener;
+            return this;
+        }
+
+        /**
+         * For tests (this package): more LMDB flags, e.g. {@code MDB_NOSYNC}, with which the power-cut
+         * test shows that it catches a database that acknowledges writes before they are durable.
+         */
+        Builder envFlags(EnvFlags... flags) {
+            this.extraEnvFlags = flags.clone();
             return this;
         }
 

@@ -55,12 +55,40 @@ public class DbException extends RuntimeException {
     }
 
     /**
-     * A commit failed (for example the disk is full: ENOSPC). Every write in the batch was rolled
-     * back; the database stays consistent and later writes are tried again.
+     * A commit failed (for example the disk is full: ENOSPC, EDQUOT or EFBIG). Every write in the
+     * batch was rolled back; the database stays consistent and later writes are tried again. Retrying
+     * is safe even when the failure came from {@code fdatasync} (unlike PostgreSQL's retried fsync in
+     * 2018's "fsyncgate"): the failed commit's meta page was never written, so none of the pages it
+     * wrote is referenced, and the next commit writes every page it needs afresh from its own memory.
+     * An I/O error (EIO) is not retried: it is {@link Fatal}.
      */
     public static final class CommitFailed extends DbException {
         private static final long serialVersionUID = 1L;
         public CommitFailed(String message, Throwable cause) { super(message, cause); }
+    }
+
+    /**
+     * The database may hold no more: a write did not fit in the map's ceiling
+     * ({@link Db.Builder#maxMapSize}). That write failed alone; reads, and writes that fit in the
+     * pages freed by deletes, go on.
+     */
+    public static final class DatabaseFull extends DbException {
+        private static final long serialVersionUID = 1L;
+        public DatabaseFull(String message) { super(message); }
+    }
+
+    /**
+     * The environment failed in a way after which this process must not use it again: LMDB panicked
+     * (MDB_PANIC, after a failed meta-page write), a page is corrupted (MDB_CORRUPTED,
+     * MDB_PAGE_NOTFOUND), or writing or syncing the data file failed with an I/O error (EIO). Every
+     * waiting and later read and write fails with this one exception, {@link Db#health} reports
+     * it, and {@link Db.Builder#onFatal} is told once, so that the process can exit and its
+     * supervisor restart it: LMDB reopens from the last commit that reached the disk, which
+     * holds every acknowledged write.
+     */
+    public static final class Fatal extends DbException {
+        private static final long serialVersionUID = 1L;
+        public Fatal(String message, Throwable cause) { super(message, cause); }
     }
 
     /** A backup could not be made: the target is unusable, the copy failed, or it did not read back. */

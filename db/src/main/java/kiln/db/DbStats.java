@@ -13,9 +13,7 @@ public final class DbStats {
     public final long failedWrites;
     /** Largest number of writes committed in one transaction. */
     public final long largestBatch;
-    /** Times the memory map was grown (each re-ran one batch). */
-    public final long mapGrowths;
-    /** Current memory-map size in bytes. */
+    /** The memory map's size in bytes: the most the database may hold ({@link Db.Builder#maxMapSize}). */
     public final long mapSize;
     /** Writes waiting for the writer thread right now. */
     public final int queued;
@@ -26,22 +24,30 @@ public final class DbStats {
      * number, {@code mdb_env_info}); pages freed below it are reused, so it never shrinks.
      */
     public final long usedBytes;
+    /** Read transactions running a query now. */
+    public final int readTxnsInUse;
+    /** Read transactions kept open (reset) for the next reads; each holds a reader slot as one in use does. */
+    public final int readTxnsPooled;
+    /** Reader slots this process may hold, in use and pooled together ({@link Db.Builder#maxReaders} less those left to other processes). */
+    public final int readSlots;
     /** Buckets of {@link #commitsByBatchSize}: batch sizes 1, 2, 3..4, 5..8, ..., up to 2^31. */
     static final int BATCH_SIZE_BUCKETS = 32;
     private final long[] commitsByBatchSize;
 
-    DbStats(long commits, long writes, long failedWrites, long largestBatch, long mapGrowths, long mapSize, int queued,
-            long[] commitsByBatchSize, long batchedWrites, long usedBytes) {
+    DbStats(long commits, long writes, long failedWrites, long largestBatch, long mapSize, int queued,
+            long[] commitsByBatchSize, long batchedWrites, long usedBytes, int readTxnsInUse, int readTxnsPooled, int readSlots) {
         this.commits = commits;
         this.writes = writes;
         this.failedWrites = failedWrites;
         this.largestBatch = largestBatch;
-        this.mapGrowths = mapGrowths;
         this.mapSize = mapSize;
         this.queued = queued;
         this.commitsByBatchSize = commitsByBatchSize;
         this.batchedWrites = batchedWrites;
         this.usedBytes = usedBytes;
+        this.readTxnsInUse = readTxnsInUse;
+        this.readTxnsPooled = readTxnsPooled;
+        this.readSlots = readSlots;
     }
 
     /**
@@ -68,7 +74,8 @@ public final class DbStats {
     @Override
     public String toString() {
         return "DbStats{commits=" + commits + ", writes=" + writes + ", failedWrites=" + failedWrites
-            + ", largestBatch=" + largestBatch + ", mapGrowths=" + mapGrowths + ", mapSize=" + mapSize
-            + ", queued=" + queued + ", batchedWrites=" + batchedWrites + ", usedBytes=" + usedBytes + '}';
+            + ", largestBatch=" + largestBatch + ", mapSize=" + mapSize + ", queued=" + queued + ", batchedWrites=" + batchedWrites
+            + ", usedBytes=" + usedBytes + ", readTxnsInUse=" + readTxnsInUse + ", readTxnsPooled=" + readTxnsPooled
+            + ", readSlots=" + readSlots + '}';
     }
 }

@@ -7,6 +7,7 @@ import java.util.function.BiPredicate;
 import org.lmdbjava.Cursor;
 import org.lmdbjava.Dbi;
 import org.lmdbjava.GetOp;
+import org.lmdbjava.LmdbException;
 import org.lmdbjava.SeekOp;
 
 /**
@@ -53,7 +54,12 @@ public final class Table<K, V> {
 
     /** @return the value stored under {@code key}, or null if there is none */
     public V get(Txn txn, K key) {
-        ByteBuffer found = dbi.get(txn.lmdb, encodeKey(key, KEY_BUFFER.get()));
+        ByteBuffer found;
+        try {
+            found = dbi.get(txn.lmdb, encodeKey(key, KEY_BUFFER.get()));
+        } catch (LmdbException e) {
+            throw txn.failure(e);
+        }
         return found == null ? null : values.read(found.order(ByteOrder.BIG_ENDIAN));
     }
 
@@ -72,7 +78,12 @@ public final class Table<K, V> {
         txn.checkWritable("put");
         ByteBuffer k = encodeKey(key, KEY_BUFFER.get());
         int size = values.size(value);
-        ByteBuffer slot = dbi.reserve(txn.lmdb, k, size);
+        ByteBuffer slot;
+        try {
+            slot = dbi.reserve(txn.lmdb, k, size);
+        } catch (LmdbException e) {
+            throw txn.failure(e);
+        }
         slot.order(ByteOrder.BIG_ENDIAN);
         int start = slot.position();
         values.write(value, slot);
@@ -96,7 +107,12 @@ public final class Table<K, V> {
     public boolean delete(Txn txn, K key) {
         txn.checkWritable("delete");
         ByteBuffer k = encodeKey(key, KEY_BUFFER.get());
-        boolean deleted = dbi.delete(txn.lmdb, k);
+        boolean deleted;
+        try {
+            deleted = dbi.delete(txn.lmdb, k);
+        } catch (LmdbException e) {
+            throw txn.failure(e);
+        }
         if (deleted && feed != null) txn.changed(this, recorded(k, null));
         return deleted;
     }
@@ -139,7 +155,11 @@ public final class Table<K, V> {
 
     /** @return the number of entries (O(1): LMDB keeps the count) */
     public long count(Txn txn) {
-        return dbi.stat(txn.lmdb).entries;
+        try {
+            return dbi.stat(txn.lmdb).entries;
+        } catch (LmdbException e) {
+            throw txn.failure(e);
+        }
     }
 
     /**
@@ -158,6 +178,8 @@ public final class Table<K, V> {
                 if (!visitor.test(decodeKey(c), decodeValue(c))) break;
                 more = c.next();
             }
+        } catch (LmdbException e) {
+            throw txn.failure(e);
         }
         return n;
     }
@@ -191,6 +213,8 @@ public final class Table<K, V> {
                 if (!visitor.test(decodeKey(c), decodeValue(c))) break;
                 more = c.prev();
             }
+        } catch (LmdbException e) {
+            throw txn.failure(e);
         }
         return n;
     }
@@ -215,6 +239,8 @@ public final class Table<K, V> {
                 if (!visitor.test(decodeKey(c), decodeValue(c))) break;
                 more = c.next();
             }
+        } catch (LmdbException e) {
+            throw txn.failure(e);
         }
         return n;
     }
@@ -223,6 +249,8 @@ public final class Table<K, V> {
     public K firstKey(Txn txn) {
         try (Cursor<ByteBuffer> c = dbi.openCursor(txn.lmdb)) {
             return c.first() ? decodeKey(c) : null;
+        } catch (LmdbException e) {
+            throw txn.failure(e);
         }
     }
 
@@ -230,6 +258,8 @@ public final class Table<K, V> {
     public K lastKey(Txn txn) {
         try (Cursor<ByteBuffer> c = dbi.openCursor(txn.lmdb)) {
             return c.last() ? decodeKey(c) : null;
+        } catch (LmdbException e) {
+            throw txn.failure(e);
         }
     }
 

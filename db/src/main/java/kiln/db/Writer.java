@@ -72,11 +72,14 @@ final class Writer implements Runnable {
         }
     }
 
-    /** Thrown inside a batch to abandon it and run it again after fixing the cause. */
-    private static final class Retry extends Exception {
+    /**
+     * Thrown inside a batch to abandon it: it outgrew one transaction (MDB_TXN_FULL) or what is left
+     * of the map (MDB_MAP_FULL). The writer then commits its writes one by one.
+     */
+    private static final class TooLarge extends Exception {
         private static final long serialVersionUID = 1L;
         final boolean mapFull;
-        Retry(boolean mapFull) {
+        TooLarge(boolean mapFull) {
             super(null, null, false, false);
             this.mapFull = mapFull;
         }
@@ -95,7 +98,6 @@ final class Writer implements Runnable {
     private volatile long writes;
     private volatile long failedWrites;
     private volatile long largestBatch;
-    private volatile long mapGrowths;
     /** Commits by batch size: [0] one write, [i] 2^(i-1)+1..2^i writes; see {@link DbStats#commitsByBatchSize}. */
     private final AtomicLongArray commitsByBatchSize = new AtomicLongArray(DbStats.BATCH_SIZE_BUCKETS);
     /** Writes in committed batches, rolled-back ones included: the sum of the batch sizes. */
@@ -184,11 +186,11 @@ final class Writer implements Runnable {
         return p.future;
     }
 
-    DbStats stats(long mapSize) {
+    DbStats stats(long mapSize, int readTxnsInUse, int readTxnsPooled, int readSlots) {
         long[] byBatchSize = new long[commitsByBatchSize.length()];
         for (int i = 0; i < byBatchSize.length; i++) byBatchSize[i] = commitsByBatchSize.get(i);
-        return new DbStats(commits, writes, failedWrites, largestBatch, mapGrowths, mapSize, queue.size(),
-            byBatchSize, batchedWrites, usedBytes);
+        return new DbStats(commits, writes, failedWrites, largestBatch, mapSize, queue.size(),
+            byBatchSize, batchedWrites, usedBytes, readTxnsInUse, readTxnsPooled, readSlots);
     }
 
     /** Refuses new writes, commits everything queued, and waits for the thread to end. */
@@ -217,6 +219,11 @@ final class Writer implements Runnable {
                 batch.removeIf(p -> !p.take());  // withdrawn by a refused join(): their futures failed then
                 if (batch.isEmpty()) continue;
                 batchStarted = System.nanoTime() | 1;  // never 0, which means idle
+                DbException.Fatal fatal = db.fatal();
+                if (fatal != null) {
+                    for (Pending<?> p : batch) p.future.fail(fatal);  // LMDB would refuse them: answer at once
+                    continue;
+                }
                 int from = 0;
                 for (int i = 0; i < batch.size(); i++) {
                     if (!batch.get(i).alone) continue;
@@ -239,35 +246,31 @@ final class Writer implements Runnable {
         }
     }
 
-    /** Commits one batch, re-running it after growing the map or splitting it when LMDB says so. */
+    /** Commits one batch, splitting it when it is too large for LMDB. */
     private void commit(List<Pending<?>> batch) {
-        while (true) {
-            try {
-                runBatch(batch);
-                return;
-            } catch (Retry r) {
-                if (r.mapFull) {
-                    long size = db.growMap();
-                    mapGrowths++;
-                    LOG.info("LMDB map full: grew the map to " + (size >> 10) + " KiB and re-ran " + batch.size() + " writes");
-                } else if (batch.size() > 1) {
-                    // MDB_TXN_FULL: too many dirty pages for one transaction; commit one by one
-                    for (Pending<?> p : batch) commit(List.of(p));
-                    return;
-                } else {
-                    Pending<?> p = batch.get(0);
-                    p.error = new DbException("write too large for one LMDB transaction (MDB_TXN_FULL)");
-                    failedWrites++;
-                    writes++;
-                    p.complete();
-                    return;
-                }
-            } catch (RuntimeException e) {
-                DbException failure = new DbException.CommitFailed("commit of " + batch.size() + " writes failed: " + e.getMessage(), e);
-                LOG.log(Level.SEVERE, failure.getMessage(), e);
-                for (Pending<?> p : batch) p.future.fail(failure);
+        try {
+            runBatch(batch);
+        } catch (TooLarge r) {
+            if (batch.size() > 1) {
+                for (Pending<?> p : batch) commit(List.of(p));
                 return;
             }
+            Pending<?> p = batch.get(0);
+            p.error = r.mapFull
+                ? new DbException.DatabaseFull("database full: this write does not fit in the " + (db.stats().mapSize >> 20)
+                    + " MiB the database may hold (Db.builder(dir).maxMapSize; by default what the disk held at start, less a reserve);"
+                    + " delete data, or free disk space and restart")
+                : new DbException("write too large for one LMDB transaction (MDB_TXN_FULL)");
+            failedWrites++;
+            writes++;
+            p.complete();
+        } catch (RuntimeException e) {
+            DbException failure = db.fatalIf(e);
+            if (failure == null) {
+                failure = new DbException.CommitFailed("commit of " + batch.size() + " writes failed: " + e.getMessage(), e);
+                LOG.log(Level.SEVERE, failure.getMessage(), e);
+            }
+            for (Pending<?> p : batch) p.future.fail(failure);
         }
     }
 
@@ -278,7 +281,8 @@ final class Writer implements Runnable {
                 p.run(new Txn(txn, false));
                 txn.commit();  // not counted in commits: those are the write queries' (DbStats)
             } catch (Exception e) {
-                p.error = e;
+                DbException fatal = e instanceof RuntimeException r ? db.fatalIf(r) : null;
+                p.error = fatal != null ? fatal : e;
             } finally {
                 metaEpoch++;
             }
@@ -291,7 +295,7 @@ final class Writer implements Runnable {
         return (env.info().lastPageNumber + 1) * pageSize;
     }
 
-    private void runBatch(List<Pending<?>> batch) throws Retry {
+    private void runBatch(List<Pending<?>> batch) throws TooLarge {
         int failed = 0;
         List<Staged<?, ?>> staged = null;
         long run = ++batchRuns;
@@ -310,10 +314,11 @@ final class Writer implements Runnable {
                         }
                         child.commit();
                     } catch (Env.MapFullException e) {
-                        throw new Retry(true);
+                        throw new TooLarge(true);
                     } catch (org.lmdbjava.Txn.TxFullException e) {
-                        throw new Retry(false);
+                        throw new TooLarge(false);
                     } catch (Exception | StackOverflowError e) {
+                        if (e instanceof RuntimeException r && Db.fatalCause(r) != null) throw r;  // the environment's fault, not the query's
                         p.error = e;
                         p.changes = null;  // rolled back with its nested transaction
                         failed++;
@@ -324,9 +329,9 @@ final class Writer implements Runnable {
                 staged = stageChanges(batch, run, new Txn(parent, false));
                 parent.commit();
             } catch (Env.MapFullException e) {
-                throw new Retry(true);
+                throw new TooLarge(true);
             } catch (org.lmdbjava.Txn.TxFullException e) {
-                throw new Retry(false);
+                throw new TooLarge(false);
             } finally {
                 metaEpoch++; // single writer thread: the non-atomic increment is safe; volatile publishes it
             }

@@ -2,22 +2,21 @@ package kiln.db;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** What survives close and reopen, and the memory map growing under the writes. */
+/** What survives close and reopen, and the memory map's ceiling. */
 class DurabilityTest {
     @TempDir Path dir;
 
@@ -78,87 +77,120 @@ class DurabilityTest {
     @Test
     void statsStayReadableAfterClose() {
         Db db = Db.open(dir);
+        long mapSizeAtOpen = db.stats().mapSize;
         Table<Integer, Integer> t = db.table("t", Codec.INT, Codec.INT);
         db.write(txn -> { t.put(txn, 1, 1); return null; }).join();
         db.close();
         DbStats s = db.stats();
         assertEquals(1, s.writes);
         assertEquals(1, s.commits);
-        assertEquals(64L << 20, s.mapSize);
+        assertEquals(mapSizeAtOpen, s.mapSize);
     }
 
+    /**
+     * The map is the ceiling from the start, so a write never waits for every read to end before the
+     * map grows. With growth on demand this test hung: the read held the map's lock that growing
+     * needed, while it waited for the write that needed the growth.
+     */
     @Test
-    void readsRunningWhileTheMapGrowsSeeCommittedData() throws Exception {
-        String value = "v".repeat(8_000);
-        try (Db db = Db.builder(dir).mapSize(64 << 10).open()) {
+    void aReadThatWaitsForAWriteOfMegabytesDoesNotDeadlock() {
+        Db db = Db.open(dir);
+        try {
             Table<Integer, String> t = db.table("blobs", Codec.INT, Codec.STRING);
-            db.write(txn -> { t.put(txn, -1, "anchor"); return null; }).join();
-            AtomicBoolean writing = new AtomicBoolean(true);
-            CountDownLatch reading = new CountDownLatch(2);
-            ExecutorService readers = Executors.newFixedThreadPool(2);
-            List<Future<?>> checks = new ArrayList<>();
-            try {
-                for (int r = 0; r < 2; r++) {
-                    checks.add(readers.submit(() -> {
-                        long last = 0;
-                        reading.countDown();
-                        while (writing.get()) {
-                            long n = db.read(t::count).join();
-                            assertTrue(n >= last, "count went back from " + last + " to " + n);
-                            assertEquals("anchor", db.read(txn -> t.get(txn, -1)).join());
-                            last = n;
-                        }
-                        return null;
-                    }));
-                }
-                assertTrue(reading.await(30, TimeUnit.SECONDS), "reader threads did not start");
-                for (int i = 0; i < 300; i++) {
-                    int k = i;
-                    db.write(txn -> { t.put(txn, k, value); return null; }).join();
-                }
-            } finally {
-                writing.set(false);
-                readers.shutdown();
-            }
-            for (Future<?> c : checks) c.get(30, TimeUnit.SECONDS);
-            assertTrue(db.stats().mapGrowths > 0, db.stats().toString());
+            String value = "v".repeat(4 << 20);
+            int written = assertTimeoutPreemptively(Duration.ofSeconds(30), () -> db.read(txn ->
+                db.write(w -> { t.put(w, 1, value); return 1; }).join()).join());
+            assertEquals(1, written);
+            assertEquals(value.length(), db.read(txn -> t.get(txn, 1)).join().length());
+        } finally {
+            db.close();
         }
     }
 
     @Test
-    void tinyMapGrowsUnderMegabytesOfWrites() {
-        int values = 400;
-        int valueBytes = 10_000; // 4 MB in all, against a 64 KiB map
-        String value = "v".repeat(valueBytes - 4);
-        long growths;
-        try (Db db = Db.builder(dir).mapSize(64 << 10).open()) {
+    void theMapIsItsCeilingFromTheStartAndNeverMoves() {
+        long mapSize;
+        try (Db db = Db.builder(dir).maxMapSize(64L << 20).open()) {
             Table<Integer, String> t = db.table("blobs", Codec.INT, Codec.STRING);
-            // a read before growth leaves a pooled read transaction that must survive the remap
-            assertEquals(0L, db.read(t::count).join());
+            mapSize = db.stats().mapSize;
+            assertEquals(64L << 20, mapSize);
+            long usedAtOpen = db.stats().usedBytes;
+            String value = "v".repeat(10_000);
             List<QueryFuture<Object>> writes = new ArrayList<>();
-            for (int i = 0; i < values; i++) {
+            for (int i = 0; i < 400; i++) {
                 int k = i;
-                String v = String.format("%04d", k) + value;
-                writes.add(db.write(txn -> { t.put(txn, k, v); return null; }));
+                writes.add(db.write(txn -> { t.put(txn, k, value); return null; }));
             }
             for (QueryFuture<Object> w : writes) w.join();
             DbStats s = db.stats();
-            growths = s.mapGrowths;
-            assertTrue(s.mapGrowths > 0, s.toString());
-            assertTrue(s.mapSize >= (long) values * valueBytes, s.toString());
-            assertEquals((long) values, db.read(t::count).join());
-            assertEquals(String.format("%04d", 7) + value, db.read(txn -> t.get(txn, 7)).join());
+            assertEquals(mapSize, s.mapSize, "4 MB later: " + s);
+            assertTrue(s.usedBytes > usedAtOpen + (4L << 20), "the file grew with the pages written: " + s);
         }
-        try (Db db = Db.builder(dir).mapSize(64 << 10).open()) {
+        try (Db db = Db.builder(dir).maxMapSize(64L << 20).open()) {
             Table<Integer, String> t = db.table("blobs", Codec.INT, Codec.STRING);
-            assertEquals((long) values, db.read(t::count).join(), "after reopen (map had grown " + growths + " times)");
-            for (int i = 0; i < values; i++) {
-                int k = i;
-                assertEquals(String.format("%04d", k) + value, db.read(txn -> t.get(txn, k)).join());
+            assertEquals(400L, db.read(t::count).join());
+        }
+    }
+
+    @Test
+    void pastTheCeilingAWriteFailsDatabaseFullAloneAndReadsGoOn() throws Exception {
+        try (Db db = Db.builder(dir).maxMapSize(2L << 20).open()) {
+            Table<Integer, String> t = db.table("blobs", Codec.INT, Codec.STRING);
+            db.write(txn -> { t.put(txn, 0, "kept"); return null; }).join();
+            String value = "v".repeat(100_000);
+            List<QueryFuture<Object>> writes = new ArrayList<>();
+            WriterGate gate = new WriterGate(db);
+            try {
+                for (int i = 1; i <= 40; i++) {  // 4 MB into a 2 MiB map, in one batch
+                    int k = i;
+                    writes.add(db.write(txn -> { t.put(txn, k, value); return null; }));
+                }
+            } finally {
+                gate.open();
             }
-            // and it keeps working: a further write into the reopened database
-            db.write(txn -> { t.put(txn, values, value); return null; }).join();
-            assertEquals((long) values + 1, db.read(t::count).join());
+            int committed = 0;
+            int full = 0;
+            for (QueryFuture<Object> w : writes) {
+                try {
+                    w.join();
+                    committed++;
+                } catch (CompletionException e) {
+                    DbException.DatabaseFull f = assertInstanceOf(DbException.DatabaseFull.class, e.getCause());
+                    assertTrue(f.getMessage().startsWith("database full") && f.getMessage().contains("maxMapSize"), f.getMessage());
+                    full++;
+                }
+            }
+            assertTrue(committed > 0 && full > 0, committed + " committed, " + full + " database full");
+            assertEquals("kept", db.read(txn -> t.get(txn, 0)).join(), "reads go on");
+            assertEquals(committed + 1L, db.read(t::count).join(), "every write that fitted committed, alone if need be");
+            db.write(txn -> { t.delete(txn, 1); t.put(txn, 1000, "small"); return null; }).join();  // room again
+            assertTrue(db.health().isOk(), db.health().toString());
+        }
+    }
+
+    @Test
+    void theDefaultCeilingIsWhatTheDiskHoldsLessAReserve() throws Exception {
+        java.nio.file.FileStore store = java.nio.file.Files.getFileStore(dir);
+        long ceiling = Db.defaultMaxMapSize(dir);
+        long reserve = Math.max(64L << 20, store.getTotalSpace() / 20);
+        assertTrue(ceiling % (1 << 20) == 0 && ceiling >= 1 << 20, "whole MiB: " + ceiling);
+        assertTrue(ceiling <= Math.max(1L << 20, store.getUsableSpace() - reserve + (1 << 20)),
+            ceiling + " against " + store.getUsableSpace() + " usable, reserve " + reserve);
+        try (Db db = Db.open(dir)) {
+            assertTrue(Math.abs(db.stats().mapSize - ceiling) <= 64L << 20, "the default: " + db.stats().mapSize + " vs " + ceiling);
+        }
+    }
+
+    @Test
+    void verifyReadsEveryTableItHoldsOpenedOrNot() {
+        try (Db db = Db.open(dir)) {
+            Table<Integer, String> t = db.table("names", Codec.INT, Codec.STRING);
+            db.table("empty", Codec.INT, Codec.INT);
+            db.write(txn -> { for (int i = 0; i < 500; i++) t.put(txn, i, "n" + i); return null; }).join();
+        }
+        try (Db db = Db.open(dir)) {
+            db.table("names", Codec.INT, Codec.STRING);  // "empty" is not opened by this process
+            assertEquals(java.util.Map.of("names", 500L, "empty", 0L), db.verify());
         }
     }
 }

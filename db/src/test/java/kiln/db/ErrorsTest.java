@@ -118,4 +118,40 @@ class ErrorsTest {
             assertEquals(2L, db.read(t::count).join());
         }
     }
+
+    /** Reads beyond the reader slots wait for one, up to readerWait, then fail naming the limit and its flag. */
+    @Test
+    void readsBeyondTheReaderSlotsWaitThenFailNamingTheLimit() throws Exception {
+        try (Db db = Db.builder(dir).maxReaders(Db.RESERVED_READERS + 4).readerWait(java.time.Duration.ofMillis(300)).open()) {
+            Table<Integer, Integer> t = db.table("t", Codec.INT, Codec.INT);
+            assertEquals(4, db.stats().readSlots);
+            java.util.concurrent.CountDownLatch holding = new java.util.concurrent.CountDownLatch(4);
+            java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+            java.util.concurrent.ExecutorService readers = java.util.concurrent.Executors.newFixedThreadPool(5);
+            try {
+                for (int i = 0; i < 4; i++) {
+                    readers.submit(() -> db.read(txn -> {
+                        holding.countDown();
+                        return release.await(30, java.util.concurrent.TimeUnit.SECONDS);
+                    }).join());
+                }
+                assertTrue(holding.await(30, java.util.concurrent.TimeUnit.SECONDS));
+                DbStats busy = db.stats();
+                assertEquals(4, busy.readTxnsInUse, busy.toString());
+                DbException.ReadersFull full = assertInstanceOf(DbException.ReadersFull.class, failure(db.read(txn -> t.get(txn, 1))));
+                assertTrue(full.getMessage().contains("all 4 read slots") && full.getMessage().contains("--db-max-readers"), full.getMessage());
+                // one that waits gets a slot as soon as a read ends
+                java.util.concurrent.Future<Integer> waiting = readers.submit(() -> db.read(txn -> t.get(txn, 1, 7)).join());
+                Thread.sleep(50);
+                release.countDown();
+                assertEquals(7, waiting.get(30, java.util.concurrent.TimeUnit.SECONDS));
+            } finally {
+                release.countDown();
+                readers.shutdown();
+            }
+            DbStats idle = db.stats();
+            assertEquals(0, idle.readTxnsInUse, idle.toString());
+            assertTrue(idle.readTxnsPooled <= idle.readSlots, idle.toString());
+        }
+    }
 }

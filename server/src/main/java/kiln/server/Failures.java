@@ -16,7 +16,13 @@ import kiln.http.Reply;
  * <ul>
  *   <li>{@link HttpException}: its status and message (a client error, or a handler's choice);</li>
  *   <li>{@link DbException.Overloaded}: 503 with {@code Retry-After: 1} (the write queue is full), and
- *       likewise {@link RejectedExecutionException} (a full pool, such as {@link BlockingPool}'s);</li>
+ *       likewise {@link DbException.ReadersFull} (every reader slot stayed held: the message names
+ *       the limit and its flag) and {@link RejectedExecutionException} (a full pool, such as
+ *       {@link BlockingPool}'s);</li>
+ *   <li>{@link DbException.Fatal}: 503 naming the error (the process is about to exit for its
+ *       supervisor to restart it), logged once by the database;</li>
+ *   <li>{@link DbException.DatabaseFull}: 507 Insufficient Storage (RFC 4918 section 11.5) with
+ *       its message;</li>
  *   <li>{@link TimeoutException}: 504 (a wait with a timeout, e.g. {@code Fibers.await(future,
  *       timeout)} on an outbound call, ran out: RFC 9110 section 15.6.5);</li>
  *   <li>anything else: 500 with a short body, and the stack trace in the server log.</li>
@@ -41,6 +47,8 @@ public final class Failures {
         }
         if (cause instanceof HttpException) return Reply.error(((HttpException) cause).status(), cause.getMessage());
         if (cause instanceof DbException.Overloaded) return Reply.unavailable("the database is overloaded; retry shortly");
+        if (cause instanceof DbException.ReadersFull || cause instanceof DbException.Fatal) return Reply.unavailable(cause.getMessage());
+        if (cause instanceof DbException.DatabaseFull) return Reply.error(507, cause.getMessage());
         if (cause instanceof RejectedExecutionException) return Reply.unavailable("the server is overloaded; retry shortly");
         if (cause instanceof TimeoutException) return Reply.error(504, "gateway timeout: " + cause.getMessage());
         LOG.log(Level.SEVERE, "request failed" + (request == null ? "" : ": " + request), cause);

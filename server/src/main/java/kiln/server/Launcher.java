@@ -9,13 +9,20 @@ import kiln.db.DbException;
 /**
  * The life of every front end's process, written once: open the database, start the server, print the ready line the tests and {@code ab-sweep.sh} wait
  * for, and on SIGTERM or Ctrl-C stop accepting, finish requests in flight, commit queued writes,
- * close LMDB and exit 0 ({@link Shutdown}). A start-up failure prints one line and exits 1. With
+ * close LMDB and exit 0 ({@link Shutdown}). A start-up failure prints one line and exits 1; a
+ * database that becomes unusable while serving stops the server the same way and exits
+ * {@value #EXIT_DATABASE_FATAL}, for the supervisor to restart it. With
  * {@code --backup DIR} it serves nothing: it backs the database up and exits ({@link BackupCommand}).
  */
 public final class Launcher {
     private static final Logger LOG = Logger.getLogger(Launcher.class.getName());
     /** How long a stop waits for requests in flight, ms. */
     public static final long GRACE_MS = 5_000;
+    /**
+     * The exit status when the database became unusable ({@link DbException.Fatal}: an I/O error,
+     * LMDB's panic, a corrupted page): sysexits' EX_IOERR. The systemd unit restarts on it.
+     */
+    public static final int EXIT_DATABASE_FATAL = 74;
 
     /** A running front end, as the launcher needs it. */
     public interface Server {
@@ -52,7 +59,12 @@ public final class Launcher {
         exitOnOutOfMemory(name);
         Db db = null;
         try {
-            db = Db.builder(options.data).queueCapacity(options.dbQueue).open();
+            db = Db.builder(options.data).queueCapacity(options.dbQueue).maxReaders(options.dbMaxReaders)
+                .onFatal(e -> {
+                    System.err.println(name + ": " + e.getMessage() + "; stopping (exit status " + EXIT_DATABASE_FATAL + ")");
+                    Shutdown.exit(EXIT_DATABASE_FATAL);
+                })
+                .open();
             Server server = starter.start(db);
             Db openDb = db;
             Shutdown.onSignal(() -> {

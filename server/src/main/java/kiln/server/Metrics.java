@@ -287,8 +287,11 @@ public final class Metrics {
                     .dataPoint(HistogramSnapshot.HistogramDataPointSnapshot.builder()
                         .classicHistogramBuckets(ClassicHistogramBuckets.of(bounds, counts)).sum(s.batchedWrites).build()).build(),
                 gauge("kiln_db_write_queue_depth", null, "Writes waiting for the database's writer thread", s.queued),
-                gauge("kiln_db_map_size_bytes", Unit.BYTES, "Size of LMDB's memory map (it doubles when full)", s.mapSize),
-                gauge("kiln_db_map_used_bytes", Unit.BYTES, "Bytes of the memory map up to the last page in use", s.usedBytes));
+                gauge("kiln_db_map_size_bytes", Unit.BYTES, "Size of LMDB's memory map: the most the database may hold", s.mapSize),
+                gauge("kiln_db_map_used_bytes", Unit.BYTES, "Bytes of the memory map up to the last page in use", s.usedBytes),
+                gauge("kiln_db_read_txns_in_use", null, "Read transactions running a query now", s.readTxnsInUse),
+                gauge("kiln_db_read_txns_pooled", null, "Read transactions kept open for the next reads (each holds a reader slot)", s.readTxnsPooled),
+                gauge("kiln_db_read_slots", null, "Reader slots this process may hold, in use and pooled (--db-max-readers less 8)", s.readSlots));
         }
 
         private static GaugeSnapshot gauge(String name, Unit unit, String help, double value) {

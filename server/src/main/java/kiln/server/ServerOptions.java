@@ -45,6 +45,11 @@ public final class ServerOptions {
         description = "Writes that may wait for the database's writer; beyond it a write is answered 503 with Retry-After: 1 (default: ${DEFAULT-VALUE}).")
     public int dbQueue;
 
+    @Option(names = "--db-max-readers", paramLabel = "N", defaultValue = "1024",
+        description = "LMDB's reader table: read transactions at once, in use and pooled, plus 8 left to other processes (a backup);"
+            + " a read that finds every slot held waits up to 5 s, then is answered 503 (default: ${DEFAULT-VALUE}).")
+    public int dbMaxReaders;
+
     @Option(names = "--backup", paramLabel = "DIR",
         description = "Do not serve: write a compacted copy of the --data database to DIR/data.mdb (DIR new or empty), print its size"
             + " and exit. Safe while a server runs on the same --data; run it as the server's user. Restore: stop the server,"
@@ -118,6 +123,7 @@ public final class ServerOptions {
         requireRange(cmd, "--idle-timeout", idleTimeoutMs, 1, Integer.MAX_VALUE, " ms");
         requireRange(cmd, "--header-timeout", headerTimeoutMs, 1, Integer.MAX_VALUE, " ms");
         requireRange(cmd, "--db-queue", dbQueue, 1, Long.MAX_VALUE, "");
+        requireRange(cmd, "--db-max-readers", dbMaxReaders, 16, 1 << 20, "");
         if (maxConnections != null) requireRange(cmd, "--max-connections", maxConnections, 1, Long.MAX_VALUE, "");
     }
 

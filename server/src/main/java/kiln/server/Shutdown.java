@@ -16,27 +16,42 @@ import java.util.logging.Logger;
 public final class Shutdown {
     private static final Logger LOG = Logger.getLogger(Shutdown.class.getName());
 
+    /** The status the hook exits with once the stop is complete: 0 for a signal, or {@link #exit}'s. */
+    private static volatile int status;
+
     private Shutdown() {
     }
 
     /**
-     * Registers {@code stop} to run when the JVM is asked to stop, followed by exit status 0, or 1
-     * when {@code stop} throws.
+     * Stops the process as a signal would (the hook of {@link #onSignal} runs: stop accepting,
+     * finish requests in flight, close the database), but exits with {@code status}, for a
+     * supervisor to see why and restart it. Returns only if the JVM is already stopping.
+     *
+     * @param status the exit status, e.g. {@link Launcher#EXIT_DATABASE_FATAL}
+     */
+    public static void exit(int status) {
+        Shutdown.status = status;
+        System.exit(status);
+    }
+
+    /**
+     * Registers {@code stop} to run when the JVM is asked to stop, followed by exit status 0 (or
+     * {@link #exit}'s status), or 1 when {@code stop} throws.
      *
      * @param stop stops the server and closes the database; runs on a thread named kiln-shutdown
      */
     public static void onSignal(Runnable stop) {
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            int status = 0;
+            int exitStatus = status;
             try {
                 stop.run();
             } catch (RuntimeException | Error e) {
                 LOG.log(Level.SEVERE, "the stop failed", e);
-                status = 1;
+                if (exitStatus == 0) exitStatus = 1;
             }
             System.out.flush();
             System.err.flush();
-            Runtime.getRuntime().halt(status);
+            Runtime.getRuntime().halt(exitStatus);
         }, "kiln-shutdown"));
     }
 }

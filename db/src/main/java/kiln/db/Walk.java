@@ -1,0 +1,47 @@
+package kiln.db;
+
+import java.nio.ByteBuffer;
+
+import org.lmdbjava.CursorIterable;
+import org.lmdbjava.Dbi;
+
+/**
+ * Reads one LMDB table entirely: every entry, in key order, against the entry count the table's
+ * record holds. For {@link Db#verify} and for a backup's read-back ({@link Backup}).
+ */
+final class Walk {
+    private Walk() {
+    }
+
+    /**
+     * @return the number of entries
+     * @throws IllegalStateException naming the first inconsistency: an entry without key or value,
+     *         keys out of order, or a count that differs from the table's record
+     */
+    static long table(String name, Dbi<ByteBuffer> dbi, org.lmdbjava.Txn<ByteBuffer> txn) {
+        long seen = 0;
+        ByteBuffer previous = null;
+        try (CursorIterable<ByteBuffer> all = dbi.iterate(txn)) {
+            for (CursorIterable.KeyVal<ByteBuffer> kv : all) {
+                ByteBuffer key = kv.key();
+                if (key == null || kv.val() == null) throw new IllegalStateException("table '" + name + "' has an entry without key or value");
+                if (previous != null && compareUnsigned(previous, key) >= 0) {
+                    throw new IllegalStateException("table '" + name + "' has keys out of order after entry " + seen);
+                }
+                previous = ByteBuffer.allocate(key.remaining()).put(key.duplicate()).flip();
+                seen++;
+            }
+        }
+        long recorded = dbi.stat(txn).entries;
+        if (seen != recorded) throw new IllegalStateException("table '" + name + "' records " + recorded + " entries but holds " + seen);
+        return seen;
+    }
+
+    /** LMDB's default key order: unsigned bytes, then length (ByteBuffer.compareTo compares signed bytes). */
+    static int compareUnsigned(ByteBuffer a, ByteBuffer b) {
+        int i = a.mismatch(b);
+        if (i < 0) return 0;
+        if (i >= a.remaining() || i >= b.remaining()) return a.remaining() - b.remaining();
+        return Byte.toUnsignedInt(a.get(a.position() + i)) - Byte.toUnsignedInt(b.get(b.position() + i));
+    }
+}
