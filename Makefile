@@ -46,7 +46,7 @@ NEW_JDK_FLAGS = $(shell v=$$($(SERVER_JAVA) -version 2>&1 | sed -n 's/.*version 
 # A jar is rebuilt when any main source or pom changed since it was made.
 MAIN_SOURCES := $(shell find . \( -path ./conformance -o -path ./starter \) -prune -o \( -path '*/src/main/*' -o -name pom.xml \) -type f -print 2>/dev/null)
 
-.PHONY: help build install new-app demo backup test bench-db bench-parser bench-memory bench-traps clean check-server
+.PHONY: help build install new-app demo backup test powercut bench-db bench-parser bench-memory bench-traps clean check-server
 
 help:
 	@echo "make demo [SERVER=$(SERVER_NAMES)] [PORT=8080] [DATA=data] [HEAP=256m] [ARGS=\"--threads 2\"]   build if needed and start a server"
@@ -55,6 +55,7 @@ help:
 	@echo "make new-app DIR=../myapp [KIND=loom]      a new app of your own in DIR, on Kilim fibers (or virtual threads); then: cd DIR && make run"
 	@echo "make backup TO=DIR [DATA=data]             compacted copy of the database into DIR/data.mdb (also while a server runs)"
 	@echo "make test                                  run every test (unit, database, HTTP conformance, nginx, sweep)"
+	@echo "make powercut [CUTS=20] [NOSYNC=1]          power cuts under a load of durable writes, each followed by checks of the reopened database (needs FUSE)"
 	@echo "make build                                 build every runnable jar (skips tests)"
 	@echo "make bench-db                              database micro-benchmarks (prints a table)"
 	@echo "make bench-parser                          kiln's parser: a request trickled one byte per read, resumed vs re-parsed"
@@ -96,8 +97,19 @@ backup: check-server $(JAR)
 # install, not verify: conformance's StarterTest builds a new app against the installed artifacts.
 test:
 	mvn -B --no-transfer-progress install
+	cd powercut/fs && python3 -m unittest test_powercutfs
 	./ab-sweep.sh --setup
 	cd sweep && .venv/bin/python -m pytest
+
+# Power cuts under load through the FUSE layer powercut/fs/powercutfs.py (docs/durability.md); the last
+# line is the summary, "cuts: N, acknowledged writes lost: 0, ...". NOSYNC=1 opens LMDB with MDB_NOSYNC:
+# the same checks must then find lost writes. Needs /dev/fuse, root, apt-get install fuse3 python3-pyfuse3.
+CUTS ?= 20
+NOSYNC ?=
+powercut:
+	$(MVN) -DskipTests -pl powercut -am package
+	$(JAVA) -Xmx256m $(LMDB_FLAGS) -cp "powercut/target/classes:$$(cat powercut/target/classpath.txt)" \
+	  kiln.powercut.PowerCut --cuts $(CUTS) $(if $(NOSYNC),--no-sync) $(if $(SEED),--seed $(SEED))
 
 # Point reads (JMH) and durable writes/s with and without group commit; ~2 minutes. The data dir
 # is under bench/target on the real disk: write figures are fsync figures (tmpfs would lie).
