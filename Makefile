@@ -57,7 +57,7 @@ help:
 	@echo "make test                                  run every test (unit, database, HTTP conformance, nginx, sweep)"
 	@echo "make powercut [CUTS=20] [NOSYNC=1]          power cuts under a load of durable writes, each followed by checks of the reopened database (needs FUSE)"
 	@echo "make build                                 build every runnable jar (skips tests)"
-	@echo "make bench-db                              database micro-benchmarks (prints a table)"
+	@echo "make bench-db [BASELINE=REV ROUNDS=5]      database micro-benchmarks (prints a table); BASELINE: against REV's kiln-db side by side"
 	@echo "make bench-parser                          kiln's parser: a request trickled one byte per read, resumed vs re-parsed"
 	@echo "make bench-memory [CONNECTIONS=19500]      heap and RSS bytes per idle keep-alive connection, every front end beside dummy and nginx (prints a table)"
 	@echo "make bench-traps                           other requests' round trips while a Kilim handler blocks or spins, with and without the carrier hand-off"
@@ -113,10 +113,24 @@ powercut:
 
 # Point reads (JMH) and durable writes/s with and without group commit; ~2 minutes. The data dir
 # is under bench/target on the real disk: write figures are fsync figures (tmpfs would lie).
+# BASELINE=REV (a commit, tag or branch) runs the same benchmarks against that revision's kiln-db too,
+# side by side in one run (ROUNDS rounds, the order alternating): before/after figures of a change.
+BASELINE ?=
+ROUNDS ?= 5
 bench-db:
 	$(MVN) -DskipTests -pl bench -am package
+ifeq ($(BASELINE),)
 	$(JAVA) -Xms256m -Xmx256m $(LMDB_FLAGS) -Dkiln.bench.dir=bench/target/bench-data \
 	  -cp "bench/target/classes:$$(cat bench/target/classpath.txt)" kiln.bench.BenchDb
+else
+	rm -rf bench/target/baseline-src && git worktree add --detach bench/target/baseline-src $(BASELINE)
+	cd bench/target/baseline-src && $(MVN) -DskipTests -pl db -am package
+	cp bench/target/baseline-src/db/target/kiln-db-*.jar bench/target/baseline-kiln-db.jar
+	git worktree remove --force bench/target/baseline-src
+	$(JAVA) -Xms256m -Xmx256m $(LMDB_FLAGS) -Dkiln.bench.dir=bench/target/bench-data \
+	  -cp "bench/target/classes:$$(cat bench/target/classpath.txt)" kiln.bench.CompareDb \
+	  "$(BASELINE)" bench/target/baseline-kiln-db.jar $(wildcard db/target/kiln-db-*.jar) $(ROUNDS)
+endif
 
 # A request trickled one byte per read through kiln's own parser (http); about 20 s.
 bench-parser:

@@ -31,10 +31,10 @@ import org.openjdk.jmh.runner.options.VerboseMode;
  */
 public final class BenchDb {
     private static final int ROUNDS = 5;
-    private static final int[] WRITERS = {1, 16, 256};
+    static final int[] WRITERS = {1, 16, 256};
     private static final long WARMUP_MS = 300;
     private static final long MEASURE_MS = 1500;
-    private static final String[] READS = {"dbRead", "rawRenewGetReset", "rawGetInOneTxn"};
+    static final String[] READS = {"dbRead", "rawRenewGetReset", "rawGetInOneTxn"};
     private static final String[] READ_LABELS = {
         "db.read(txn -> table.get(txn, k)).join()",
         "raw lmdbjava: renew(), get, reset() per read",
@@ -45,6 +45,10 @@ public final class BenchDb {
     }
 
     public static void main(String[] args) throws RunnerException, IOException, InterruptedException {
+        if (args.length == 1 && args[0].equals("--one-round")) {
+            oneRound();
+            return;
+        }
         Path root = BenchDirs.root();
         Files.createDirectories(root);
         FileStore store = Files.getFileStore(root);
@@ -74,6 +78,22 @@ public final class BenchDb {
         printReads(reads);
         System.out.println();
         printWrites(writes, batches);
+    }
+
+    /**
+     * One round of every point, printed for {@link CompareDb} (which runs it against two builds of
+     * kiln-db): {@code READ name ops/s} per read benchmark, {@code WRITE writers group/s single/s batch}
+     * per write point.
+     */
+    private static void oneRound() throws RunnerException, InterruptedException, IOException {
+        Files.createDirectories(BenchDirs.root());
+        double[] reads = readBenchmarks();
+        for (int b = 0; b < READS.length; b++) System.out.println("READ " + READS[b] + " " + reads[b]);
+        for (int w : WRITERS) {
+            WriteBench.Point group = WriteBench.run(w, true, WARMUP_MS, MEASURE_MS);
+            WriteBench.Point single = WriteBench.run(w, false, WARMUP_MS, MEASURE_MS);
+            System.out.println("WRITE " + w + " " + group.writesPerSecond + " " + single.writesPerSecond + " " + group.averageBatch);
+        }
     }
 
     /** @return ops/s of each of {@link #READS}, in that order */
@@ -142,17 +162,17 @@ public final class BenchDb {
         return out;
     }
 
-    private static double median(double[] v) {
+    static double median(double[] v) {
         double[] s = v.clone();
         Arrays.sort(s);
         return s.length % 2 == 1 ? s[s.length / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
     }
 
-    private static double min(double[] v) {
+    static double min(double[] v) {
         return Arrays.stream(v).min().orElse(Double.NaN);
     }
 
-    private static double max(double[] v) {
+    static double max(double[] v) {
         return Arrays.stream(v).max().orElse(Double.NaN);
     }
 
@@ -164,15 +184,15 @@ public final class BenchDb {
         return Arrays.stream(ratios).mapToObj(r -> String.format("%.1fx", r)).collect(Collectors.joining(" "));
     }
 
-    private static String ops(double v) {
+    static String ops(double v) {
         return String.format("%,.0f", v);
     }
 
-    private static String percent(double ratio) {
+    static String percent(double ratio) {
         return String.format("%.0f%%", ratio * 100);
     }
 
-    private static String cpuModel() throws IOException {
+    static String cpuModel() throws IOException {
         Path cpuinfo = Path.of("/proc/cpuinfo");
         if (!Files.isReadable(cpuinfo)) return System.getProperty("os.arch");
         try (Stream<String> lines = Files.lines(cpuinfo)) {
@@ -181,7 +201,7 @@ public final class BenchDb {
         }
     }
 
-    private static String loadAverage() throws IOException {
+    static String loadAverage() throws IOException {
         Path loadavg = Path.of("/proc/loadavg");
         if (!Files.isReadable(loadavg)) return "unknown";
         String[] f = Files.readString(loadavg).split(" ");
