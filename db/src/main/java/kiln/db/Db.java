@@ -393,7 +393,8 @@ public final class Db implements AutoCloseable {
      * next batch; the future completes after the batch's commit is durable (fsync), with the
      * query's result, or with its exception if it threw (then it alone was rolled back).
      *
-     * <p>The query may be run more than once (map growth); see {@link Query}.
+     * <p>The query may be run more than once (a batch too large for one transaction is run again one
+     * write at a time); see {@link Query}.
      *
      * @return the pending result; it fails with {@link IllegalStateException} when called inside a
      *         write query, {@link DbException.Closed} after {@link #close},

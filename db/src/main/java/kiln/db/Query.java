@@ -11,10 +11,11 @@ package kiln.db;
  * to completion while its transaction is open. Read queries run on the calling thread; write
  * queries run on the database's writer thread (see {@link Db#write}).
  *
- * <p><b>Write queries may be run more than once.</b> When the memory map has to grow, or a batch
- * outgrows one transaction, the database rolls the whole batch back and runs it again. A write
- * query must therefore touch nothing but its transaction: compute random numbers, timestamps and
- * other inputs <em>before</em> building the lambda, and do side effects after its future completes.
+ * <p><b>Write queries may be run more than once.</b> When a batch outgrows one transaction or what
+ * is left of the map, the database rolls the whole batch back and runs its writes again one at a
+ * time. A write query must therefore touch nothing but its transaction: compute random numbers,
+ * timestamps and other inputs <em>before</em> building the lambda, and do side effects after its
+ * future completes.
  *
  * @param <R> the result type; {@code null} is allowed
  */

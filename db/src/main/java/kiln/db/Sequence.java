@@ -13,7 +13,7 @@ package kiln.db;
  * }).join();                        // in fiber code: Fibers.await(db.write(...))
  * }</pre>
  *
- * A write query that is run again (map growth) or rolled back takes the same id again: the counter
+ * A write query that is run again (a batch too large for one transaction) or rolled back takes the same id again: the counter
  * lives in the transaction like any row. Ids of deleted rows are not reused. The counters are kept
  * in the table {@value #TABLE}.
  */

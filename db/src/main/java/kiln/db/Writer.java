@@ -219,11 +219,6 @@ final class Writer implements Runnable {
                 batch.removeIf(p -> !p.take());  // withdrawn by a refused join(): their futures failed then
                 if (batch.isEmpty()) continue;
                 batchStarted = System.nanoTime() | 1;  // never 0, which means idle
-                DbException.Fatal fatal = db.fatal();
-                if (fatal != null) {
-                    for (Pending<?> p : batch) p.future.fail(fatal);  // LMDB would refuse them: answer at once
-                    continue;
-                }
                 int from = 0;
                 for (int i = 0; i < batch.size(); i++) {
                     if (!batch.get(i).alone) continue;
@@ -246,8 +241,20 @@ final class Writer implements Runnable {
         }
     }
 
+    /**
+     * @return true when the database is fatal: then {@code batch} failed with its error at once, since
+     *         LMDB would refuse it (or, after an I/O error, could report lost data as durable)
+     */
+    private boolean failedFatal(List<Pending<?>> batch) {
+        DbException.Fatal fatal = db.fatal();
+        if (fatal == null) return false;
+        for (Pending<?> p : batch) p.future.fail(fatal);
+        return true;
+    }
+
     /** Commits one batch, splitting it when it is too large for LMDB. */
     private void commit(List<Pending<?>> batch) {
+        if (failedFatal(batch)) return;
         try {
             runBatch(batch);
         } catch (TooLarge r) {
@@ -276,6 +283,7 @@ final class Writer implements Runnable {
 
     /** Runs one {@link #submitAlone} query in its own write transaction and commits it. */
     private void commitAlone(Pending<?> p) {
+        if (failedFatal(List.of(p))) return;
         try (org.lmdbjava.Txn<ByteBuffer> txn = env.txnWrite()) {
             try {
                 p.run(new Txn(txn, false));

@@ -48,6 +48,29 @@ class HealthTest {
         assertEquals("503 Service Unavailable: the database is closed\n", text(down));
     }
 
+    /** A database that turned fatal (here: its pages overwritten under it): /healthz 503 naming the error, /db 503 too. */
+    @Test
+    void unavailableNamingTheErrorOnceTheDatabaseIsFatal() throws Exception {
+        Db db = Db.open(dir);
+        try {
+            Served endpoints = new Served(DemoDb.open(db));
+            assertEquals(200, healthz(endpoints).status);
+            try (java.nio.channels.FileChannel data = java.nio.channels.FileChannel.open(dir.resolve("data.mdb"),
+                    java.nio.file.StandardOpenOption.WRITE)) {
+                data.write(java.nio.ByteBuffer.allocate((int) data.size() - 8192), 8192);
+            }
+            Reply read = endpoints.start("GET", "/db", null).reply();
+            assertEquals(503, read.status, () -> text(read));
+            Reply down = healthz(endpoints);
+            assertEquals(503, down.status);
+            assertEquals("1", down.header("Retry-After"));
+            assertTrue(text(down).startsWith("503 Service Unavailable: database ") && text(down).contains("is unusable: the data file is corrupted"),
+                text(down));
+        } finally {
+            db.close();
+        }
+    }
+
     /** A writer held inside one write query past the stall limit: reads still work, health says 503. */
     @Test
     void unavailableWhileTheWriterIsStuckAndOkOnceItMovesAgain() throws Exception {

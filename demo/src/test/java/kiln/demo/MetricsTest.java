@@ -115,6 +115,7 @@ class MetricsTest {
         Map<String, Double> before = scrape();
         assertEquals(200, request("GET", "/updates", "queries=5").status);
         assertEquals(200, request("GET", "/updates", "queries=5").status);
+        assertEquals(200, request("GET", "/db", null).status);
         Map<String, Double> after = scrape();
         DbStats stats = db.stats();
 
@@ -130,6 +131,10 @@ class MetricsTest {
         assertTrue(used > 0 && used <= stats.mapSize, "used " + used + " of " + stats.mapSize);
         assertEquals(0.0, value(after, "kiln_db_write_queue_depth"));
         assertTrue(after.containsKey("kiln_db_write_queue_depth"));
+        assertEquals(stats.readSlots, value(after, "kiln_db_read_slots"));
+        assertEquals(0.0, value(after, "kiln_db_read_txns_in_use"), "no read runs between two requests");
+        double pooled = value(after, "kiln_db_read_txns_pooled");
+        assertTrue(pooled >= 1 && pooled <= stats.readSlots, "the reads of /db left a transaction in the pool: " + pooled);
     }
 
     @Test
