@@ -218,32 +218,20 @@ def make_ops_class():
                     pass
 
         def _attr(self, node):
-            st = os.fstat(node.fd)
-            a = pyfuse3.EntryAttributes()
-            a.st_ino = node.ino
-            a.generation = 0
-            a.entry_timeout = 1.0
-            a.attr_timeout = 1.0
-            a.st_mode = st.st_mode
-            a.st_nlink = st.st_nlink
-            a.st_uid = st.st_uid
-            a.st_gid = st.st_gid
-            a.st_rdev = 0
-            a.st_size = node.size
-            a.st_blksize = PAGE
-            a.st_blocks = (node.size + 511) // 512
-            a.st_atime_ns = st.st_atime_ns
             # mtime is NOT bumped by volatile writes: the kernel (FUSE with
             # auto_inval_data) throws away a file's page cache whenever the
             # mtime it sees changes, which would defeat LMDB's mmap.
-            a.st_mtime_ns = node.mtime_ns
-            a.st_ctime_ns = st.st_ctime_ns
-            return a
+            return self._entry(node.ino, os.fstat(node.fd), node.size,
+                               (node.size + 511) // 512, node.mtime_ns)
 
         def _root_attr(self):
             st = os.fstat(self.dir_fd)
+            return self._entry(ROOT, st, st.st_size, st.st_blocks, st.st_mtime_ns)
+
+        @staticmethod
+        def _entry(ino, st, size, blocks, mtime_ns):
             a = pyfuse3.EntryAttributes()
-            a.st_ino = ROOT
+            a.st_ino = ino
             a.generation = 0
             a.entry_timeout = 1.0
             a.attr_timeout = 1.0
@@ -252,11 +240,11 @@ def make_ops_class():
             a.st_uid = st.st_uid
             a.st_gid = st.st_gid
             a.st_rdev = 0
-            a.st_size = st.st_size
+            a.st_size = size
             a.st_blksize = PAGE
-            a.st_blocks = st.st_blocks
+            a.st_blocks = blocks
             a.st_atime_ns = st.st_atime_ns
-            a.st_mtime_ns = st.st_mtime_ns
+            a.st_mtime_ns = mtime_ns
             a.st_ctime_ns = st.st_ctime_ns
             return a
 
