@@ -93,7 +93,22 @@ class TrapsTest {
                 }
             })
             .get("/read", req -> Reply.text("read " + db.read(txn -> t.get(txn, "k", 0L)).join())));
-        String advice = get(base + "/join").body();
+        // The writer is busy with an earlier write, so the handler's write is still queued at the
+        // join (an idle writer may take a write before the handler gets to its join: then it commits,
+        // and the message says so; QueryFutureTest covers that case).
+        java.util.concurrent.CountDownLatch inside = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+        db.write(txn -> {
+            inside.countDown();
+            return release.await(30, java.util.concurrent.TimeUnit.SECONDS);
+        });
+        String advice;
+        try {
+            assertTrue(inside.await(30, java.util.concurrent.TimeUnit.SECONDS));
+            advice = get(base + "/join").body();
+        } finally {
+            release.countDown();
+        }
         assertTrue(advice.startsWith("join() on a database future in fiber code") && advice.contains("use Fibers.await(future)"), advice);
         assertTrue(advice.contains("The write was withdrawn before it ran: nothing was written."), advice);
         // Withdrawn, not only unwaited: a later write commits (the writer runs writes in order) and
