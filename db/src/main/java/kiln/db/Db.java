@@ -551,7 +551,7 @@ public final class Db implements AutoCloseable {
      * Reads the whole database in one snapshot and checks it: every table LMDB holds (opened by this
      * process or not), every entry in key order, each table's entry count against the count its
      * record holds. What an operator runs after a crash, and what the power-cut test runs after
-     * every cut. Takes as long as reading every page (about a second per GB when cached).
+     * every cut. It reads every page of the database.
      *
      * @return each table's name and entry count, in LMDB's order of names
      * @throws DbException.Corrupt naming the first inconsistency found
