@@ -11,7 +11,7 @@ import java.util.logging.Logger;
  * (143 for SIGTERM), even when every hook finished cleanly. So the hook ends the process itself
  * with {@link Runtime#halt(int) halt(0)} once the stop is complete. That is only right because no
  * front end calls {@link System#exit} after {@link #onSignal} (fatal start-up errors exit before
- * it); were that to change, such an exit would report 0 too.
+ * it) except through {@link #exit}, which records its status for the hook first.
  */
 public final class Shutdown {
     private static final Logger LOG = Logger.getLogger(Shutdown.class.getName());
@@ -25,7 +25,7 @@ public final class Shutdown {
     /**
      * Stops the process as a signal would (the hook of {@link #onSignal} runs: stop accepting,
      * finish requests in flight, close the database), but exits with {@code status}, for a
-     * supervisor to see why and restart it. Returns only if the JVM is already stopping.
+     * supervisor to see why and restart it. Does not return.
      *
      * @param status the exit status, e.g. {@link Launcher#EXIT_DATABASE_FATAL}
      */
