@@ -8,7 +8,8 @@ import java.nio.charset.StandardCharsets;
  *
  * <p>Keys are compared by LMDB as unsigned byte strings, so a key codec should encode values in the
  * order you want {@link Table#scan} to visit them. The built-in {@link #INT} and {@link #LONG}
- * codecs do (big-endian, sign bit flipped); {@link #STRING} orders by UTF-8 bytes. Keys are at
+ * codecs do (big-endian, sign bit flipped); {@link #STRING} orders by UTF-8 bytes; {@link #TUPLE}
+ * makes composite keys of typed elements that sort element by element. Keys are at
  * most 511 bytes (LMDB's default {@code MDB_MAXKEYSIZE}).
  *
  * <p>For a value class, {@link #json} stores it as JSON through Jackson:
@@ -44,6 +45,20 @@ public interface Codec<T> {
      */
     T read(ByteBuffer in);
 
+    /**
+     * For {@link Table#scanPrefix}: whether {@code key}, whose first {@code prefixLength} bytes are
+     * the prefix's encoding, belongs to the prefix. Every such key does for a byte prefix (this
+     * default). A {@link #TUPLE} key does only when the prefix is a whole number of its elements:
+     * FoundationDB's range of a tuple, [prefix, prefix + 0xFF), leaves out a key whose last string
+     * or byte string goes on with an escaped zero byte ({@code 0x00 0xFF}). Such keys sort after
+     * every key that belongs, so the scan stops at the first.
+     *
+     * @param key a key, at its position; not changed
+     */
+    default boolean extendsPrefix(ByteBuffer key, int prefixLength) {
+        return true;
+    }
+
     /** 4-byte int, big-endian with the sign bit flipped so that negative keys sort first. */
     Codec<Integer> INT = new Codec<>() {
         @Override public int size(Integer value) { return Integer.BYTES; }
@@ -66,6 +81,21 @@ public interface Codec<T> {
             byte[] bytes = new byte[in.remaining()];
             in.get(bytes);
             return new String(bytes, StandardCharsets.UTF_8);
+        }
+    };
+
+    /**
+     * {@link Tuple}s in FoundationDB's order-preserving tuple encoding: composite keys that sort as
+     * their elements do, whose prefixes cover the tuples that extend them
+     * ({@code table.scanPrefix(txn, Tuple.of(room), ...)} visits every {@code Tuple.of(room, id)}).
+     * Reading bytes that are not a tuple's encoding throws {@link IllegalArgumentException}.
+     */
+    Codec<Tuple> TUPLE = new Codec<>() {
+        @Override public int size(Tuple value) { return value.packedSize(); }
+        @Override public void write(Tuple value, ByteBuffer out) { out.put(value.pack()); }
+        @Override public Tuple read(ByteBuffer in) { return Tuple.read(in); }
+        @Override public boolean extendsPrefix(ByteBuffer key, int prefixLength) {
+            return key.remaining() == prefixLength || (key.get(key.position() + prefixLength) & 0xFF) != 0xFF;
         }
     };
 

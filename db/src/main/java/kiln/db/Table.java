@@ -222,7 +222,9 @@ public final class Table<K, V> {
     /**
      * Visits, in key order, the entries whose encoded key starts with the encoding of {@code prefix}:
      * with {@link Codec#STRING} keys, {@code scanPrefix(txn, "user:", ...)} visits every key that
-     * begins with "user:". (With the fixed-size number codecs a prefix is a whole key.)
+     * begins with "user:"; with {@link Codec#TUPLE} keys, {@code scanPrefix(txn, Tuple.of(room), ...)}
+     * visits {@code Tuple.of(room)} and every tuple that extends it, and no other room's (see
+     * {@link Codec#extendsPrefix}). (With the fixed-size number codecs a prefix is a whole key.)
      *
      * @return the number of entries visited
      */
@@ -234,7 +236,7 @@ public final class Table<K, V> {
             boolean more = c.get(p, GetOp.MDB_SET_RANGE);
             while (more) {
                 ByteBuffer key = c.key();
-                if (key.remaining() < length || !key.slice(key.position(), length).equals(p)) break;
+                if (key.remaining() < length || !key.slice(key.position(), length).equals(p) || !keys.extendsPrefix(key, length)) break;
                 n++;
                 if (!visitor.test(decodeKey(c), decodeValue(c))) break;
                 more = c.next();
