@@ -73,6 +73,17 @@ public interface Codec<T> {
         @Override public Long read(ByteBuffer in) { return in.getLong() ^ Long.MIN_VALUE; }
     };
 
+    /** Raw bytes, as they are (a copy is read out of LMDB's map). Orders as unsigned bytes as a key. */
+    Codec<byte[]> BYTES = new Codec<>() {
+        @Override public int size(byte[] value) { return value.length; }
+        @Override public void write(byte[] value, ByteBuffer out) { out.put(value); }
+        @Override public byte[] read(ByteBuffer in) {
+            byte[] bytes = new byte[in.remaining()];
+            in.get(bytes);
+            return bytes;
+        }
+    };
+
     /** UTF-8 text, no length prefix (the value's length is the LMDB record's length). */
     Codec<String> STRING = new Codec<>() {
         @Override public int size(String value) { return utf8Length(value); }

@@ -100,6 +100,7 @@ public final class Db implements AutoCloseable {
     /** Set once when the environment became unusable; see {@link #fatalIf}. */
     private volatile DbException.Fatal fatal;
     private final java.util.function.Consumer<DbException.Fatal> onFatal;
+    private final Continuations continuations;
 
     private Db(Builder b) {
         this.dir = b.dir;
@@ -113,6 +114,34 @@ public final class Db implements AutoCloseable {
         this.maxWatches = b.maxWatches;
         this.onFatal = b.onFatal;
         this.writer = new Writer(this, env, b.maxBatch, b.queueCapacity, b.betweenCommitAndPublish);
+        this.continuations = new Continuations(secret());
+    }
+
+    /** The table of the database's own settings: name → bytes. */
+    static final String META = "kiln.meta";
+    private static final String SECRET = "continuation-secret";
+
+    /**
+     * @return the database's secret for signing continuations: 32 random bytes made once, the first
+     *         time the database is opened, and kept in {@value #META}
+     */
+    private byte[] secret() {
+        Table<String, byte[]> meta = new Table<>(META, openDbi(META), Codec.STRING, Codec.BYTES, null);
+        byte[] secret = read(txn -> meta.get(txn, SECRET)).join();
+        if (secret != null) return secret;
+        try {
+            return writer.submitAlone(txn -> {
+                byte[] made = meta.get(txn, SECRET);  // another process may have made it meanwhile
+                if (made == null) {
+                    made = new byte[32];
+                    new java.security.SecureRandom().nextBytes(made);
+                    meta.put(txn, SECRET, made);
+                }
+                return made;
+            }).join();
+        } catch (CompletionException e) {
+            throw e.getCause() instanceof RuntimeException r ? r : e;
+        }
     }
 
     /** Opens (creating if needed) the database in {@code dir} with default settings. */
@@ -156,7 +185,7 @@ public final class Db implements AutoCloseable {
             throw new IllegalStateException("table '" + name + "' has a change feed, which records the writes of the Table object"
                 + " it was opened with: open the table once (with the same codec objects) and share that object");
         }
-        Table<K, V> table = new Table<>(name, openDbi(name), keys, values);
+        Table<K, V> table = new Table<>(name, openDbi(name), keys, values, continuations);
         tables.putIfAbsent(name, table);
         return table;
     }

@@ -91,6 +91,16 @@ public class DbException extends RuntimeException {
         public Fatal(String message, Throwable cause) { super(message, cause); }
     }
 
+    /**
+     * A {@link Range#after continuation} this database did not make for that range: not a token,
+     * altered or forged (its signature fails), from another database, or for another range or table.
+     * An HTTP layer answers 400 with the message.
+     */
+    public static final class BadContinuation extends DbException {
+        private static final long serialVersionUID = 1L;
+        public BadContinuation(String message) { super(message); }
+    }
+
     /** A backup could not be made: the target is unusable, the copy failed, or it did not read back. */
     public static final class BackupFailed extends DbException {
         private static final long serialVersionUID = 1L;

@@ -2,6 +2,10 @@ package kiln.db;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.List;
 import java.util.function.BiPredicate;
 
 import org.lmdbjava.Cursor;
@@ -37,11 +41,14 @@ public final class Table<K, V> {
     final Dbi<ByteBuffer> dbi;
     private final Codec<K> keys;
     private final Codec<V> values;
+    /** Signs and checks {@link #range}'s continuations with the database's secret. */
+    private final Continuations continuations;
     /** Set once, on the writer thread, by {@link Db#changeFeed}: from then on every put and delete is recorded. */
     private volatile ChangeFeed<K, V> feed;
 
-    Table(String name, Dbi<ByteBuffer> dbi, Codec<K> keys, Codec<V> values) {
+    Table(String name, Dbi<ByteBuffer> dbi, Codec<K> keys, Codec<V> values, Continuations continuations) {
         this.name = name;
+        this.continuations = continuations;
         this.dbi = dbi;
         this.keys = keys;
         this.values = values;
@@ -245,6 +252,132 @@ public final class Table<K, V> {
             throw txn.failure(e);
         }
         return n;
+    }
+
+    /**
+     * Reads one page of {@code range}: up to its limit of rows in key order (or reversed), starting
+     * after the continuation it carries, if any. Pages of one range follow each other without a gap
+     * or a repeat as long as the rows between them are not changed; each page reads the table as it
+     * is then (no transaction spans two pages).
+     *
+     * <pre>{@code
+     * Page<Tuple, Message> page = db.read(txn -> messages.range(txn,
+     *     Range.prefix(Tuple.of(room)).reverse().limit(20).after(req.param("after")))).join();
+     * }</pre>
+     *
+     * @return the page; its {@link Page#continuation()} is null when the range has no more rows
+     * @throws DbException.BadContinuation when the range's continuation was not made by this
+     *         database for this table and range (an HTTP layer answers 400)
+     */
+    public Page<K, V> range(Txn txn, Range<K> range) {
+        byte[] prefix = range.prefix == null ? null : bytes(range.prefix);
+        byte[] begin = range.begin == null ? null : bytes(range.begin);
+        byte[] end = range.end == null ? null : bytes(range.end);
+        byte[] fingerprint = Continuations.fingerprint(name, prefix, begin, range.beginInclusive, end, range.endInclusive, range.reverse);
+        byte[] after = range.after == null ? null : continuations.lastKey(range.after, fingerprint);
+        List<Page.Row<K, V>> rows = new ArrayList<>(Math.min(range.limit, 64));
+        boolean more = false;
+        try (Cursor<ByteBuffer> c = dbi.openCursor(txn.lmdb)) {
+            boolean at = range.reverse ? seekLast(c, prefix, end, range.endInclusive, after) : seekFirst(c, prefix, begin, after);
+            while (at) {
+                ByteBuffer key = c.key();
+                int place = place(key, range, prefix, begin, end, after);
+                if (place == STOP) break;
+                if (place == IN) {
+                    if (rows.size() == range.limit) {
+                        more = true;
+                        break;
+                    }
+                    rows.add(new Page.Row<>(decodeKey(c), decodeValue(c)));
+                }
+                at = range.reverse ? c.prev() : c.next();
+            }
+            // the token carries the last row's key, encoded again (the cursor's buffer has moved on)
+            String next = more ? continuations.token(fingerprint, bytes(rows.get(rows.size() - 1).key())) : null;
+            return new Page<>(Collections.unmodifiableList(rows), next);
+        } catch (LmdbException e) {
+            throw txn.failure(e);
+        }
+    }
+
+    private static final int IN = 0;
+    private static final int SKIP = 1;
+    private static final int STOP = 2;
+
+    /** @return where {@code key}, met in the range's direction, stands: in it, to be skipped, or past it */
+    private int place(ByteBuffer key, Range<K> range, byte[] prefix, byte[] begin, byte[] end, byte[] after) {
+        if (prefix != null) {
+            if (key.remaining() < prefix.length || !key.slice(key.position(), prefix.length).equals(ByteBuffer.wrap(prefix))) return STOP;
+            // keys that go on a prefix's last element sort at the top of its keys
+            if (!keys.extendsPrefix(key, prefix.length)) return range.reverse ? SKIP : STOP;
+        }
+        if (begin != null) {
+            int c = Walk.compareUnsigned(key, ByteBuffer.wrap(begin));
+            if (c < 0 || c == 0 && !range.beginInclusive) return range.reverse ? STOP : SKIP;
+        }
+        if (end != null) {
+            int c = Walk.compareUnsigned(key, ByteBuffer.wrap(end));
+            if (c > 0 || c == 0 && !range.endInclusive) return range.reverse ? SKIP : STOP;
+        }
+        if (after != null) {
+            int c = Walk.compareUnsigned(key, ByteBuffer.wrap(after));
+            if (range.reverse ? c >= 0 : c <= 0) return SKIP;
+        }
+        return IN;
+    }
+
+    /** Positions at the first key not below every lower bound (prefix, begin, continuation). */
+    private static boolean seekFirst(Cursor<ByteBuffer> c, byte[] prefix, byte[] begin, byte[] after) {
+        byte[] target = max(max(prefix, begin), after);
+        return target == null ? c.first() : c.get(direct(target), GetOp.MDB_SET_RANGE);
+    }
+
+    /** Positions at the last key not above every upper bound (the prefix's end, end, continuation). */
+    private static boolean seekLast(Cursor<ByteBuffer> c, byte[] prefix, byte[] end, boolean endInclusive, byte[] after) {
+        byte[] prefixEnd = prefix == null ? null : strinc(prefix);  // exclusive
+        byte[] target = null;
+        boolean inclusive = false;
+        for (byte[] bound : new byte[][] {prefixEnd, end, after}) {
+            if (bound == null) continue;
+            if (target == null || Arrays.compareUnsigned(bound, target) < 0) {
+                target = bound;
+                inclusive = bound == end && endInclusive;
+            }
+        }
+        if (target == null) return c.last();
+        ByteBuffer t = direct(target);
+        if (!c.get(t, GetOp.MDB_SET_RANGE)) return c.last();
+        return inclusive && c.key().equals(t) || c.prev();
+    }
+
+    private static byte[] max(byte[] a, byte[] b) {
+        if (a == null) return b;
+        if (b == null) return a;
+        return Arrays.compareUnsigned(a, b) >= 0 ? a : b;
+    }
+
+    /** @return the first byte string after every string that starts with {@code p} (FoundationDB's strinc), or null for none */
+    private static byte[] strinc(byte[] p) {
+        int n = p.length;
+        while (n > 0 && p[n - 1] == (byte) 0xFF) n--;
+        if (n == 0) return null;
+        byte[] next = Arrays.copyOf(p, n);
+        next[n - 1]++;
+        return next;
+    }
+
+    private byte[] bytes(K key) {
+        return toArray(encodeKey(key, KEY_BUFFER.get()));
+    }
+
+    private static byte[] toArray(ByteBuffer b) {
+        byte[] out = new byte[b.remaining()];
+        b.get(b.position(), out);
+        return out;
+    }
+
+    private static ByteBuffer direct(byte[] bytes) {
+        return ByteBuffer.allocateDirect(bytes.length).put(bytes).flip();
     }
 
     /** @return the smallest key, or null when the table is empty */

@@ -276,6 +276,14 @@ class EndpointsTest {
         Reply broken = Failures.toReply(new IllegalStateException("disk on fire"), "GET /x");
         assertEquals(500, broken.status);
         assertFalse(text(broken).contains("disk on fire"), "details stay in the log");
+        Reply forged = Failures.toReply(new DbException.BadContinuation("bad continuation: its signature does not match"), "GET /x");
+        assertEquals(400, forged.status);
+        assertTrue(text(forged).contains("bad continuation: its signature does not match"), text(forged));
+        assertEquals(507, Failures.toReply(new DbException.DatabaseFull("database full: ..."), null).status);
+        Reply readers = Failures.toReply(new DbException.ReadersFull("all 1016 read slots ... --db-max-readers", null), null);
+        assertEquals(503, readers.status);
+        assertTrue(text(readers).contains("--db-max-readers"), text(readers));
+        assertEquals(503, Failures.toReply(new DbException.Fatal("database d is unusable: ...", null), null).status);
     }
 
     @Test

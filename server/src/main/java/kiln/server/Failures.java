@@ -23,6 +23,8 @@ import kiln.http.Reply;
  *       supervisor to restart it), logged once by the database;</li>
  *   <li>{@link DbException.DatabaseFull}: 507 Insufficient Storage (RFC 4918 section 11.5) with
  *       its message;</li>
+ *   <li>{@link DbException.BadContinuation}: 400 with its message (a page token the client altered,
+ *       or brought from another range);</li>
  *   <li>{@link TimeoutException}: 504 (a wait with a timeout, e.g. {@code Fibers.await(future,
  *       timeout)} on an outbound call, ran out: RFC 9110 section 15.6.5);</li>
  *   <li>anything else: 500 with a short body, and the stack trace in the server log.</li>
@@ -49,6 +51,7 @@ public final class Failures {
         if (cause instanceof DbException.Overloaded) return Reply.unavailable("the database is overloaded; retry shortly");
         if (cause instanceof DbException.ReadersFull || cause instanceof DbException.Fatal) return Reply.unavailable(cause.getMessage());
         if (cause instanceof DbException.DatabaseFull) return Reply.error(507, cause.getMessage());
+        if (cause instanceof DbException.BadContinuation) return Reply.error(400, cause.getMessage());
         if (cause instanceof RejectedExecutionException) return Reply.unavailable("the server is overloaded; retry shortly");
         if (cause instanceof TimeoutException) return Reply.error(504, "gateway timeout: " + cause.getMessage());
         LOG.log(Level.SEVERE, "request failed" + (request == null ? "" : ": " + request), cause);

@@ -1,0 +1,91 @@
+package kiln.db;
+
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.security.GeneralSecurityException;
+import java.security.MessageDigest;
+import java.util.Arrays;
+import java.util.Base64;
+
+import javax.crypto.Mac;
+import javax.crypto.spec.SecretKeySpec;
+
+/**
+ * The tokens of {@link Page#continuation()}: version (1 byte), the range's fingerprint (8), the last
+ * key's bytes, and an HMAC-SHA256 of those under the database's secret (16 bytes), in base64url
+ * without padding. A token can be neither forged nor moved to another range or table: the first fails
+ * the MAC, the second the fingerprint.
+ */
+final class Continuations {
+    private static final byte VERSION = 1;
+    private static final int FINGERPRINT = 8;
+    private static final int MAC = 16;
+
+    private final SecretKeySpec secret;
+
+    /** @param secret 32 random bytes kept in the database ({@code kiln.meta}) */
+    Continuations(byte[] secret) {
+        this.secret = new SecretKeySpec(secret, "HmacSHA256");
+    }
+
+    /** @return the fingerprint of a range over a table: its name and the encoded bounds and direction */
+    static byte[] fingerprint(String table, byte[] prefix, byte[] begin, boolean beginInclusive, byte[] end, boolean endInclusive, boolean reverse) {
+        try {
+            MessageDigest d = MessageDigest.getInstance("SHA-256");
+            d.update(table.getBytes(StandardCharsets.UTF_8));
+            for (byte[] part : new byte[][] {prefix, begin, end}) {
+                d.update((byte) (part == null ? 0 : 1));
+                if (part != null) {
+                    d.update(ByteBuffer.allocate(4).putInt(part.length).array());
+                    d.update(part);
+                }
+            }
+            d.update(new byte[] {(byte) (beginInclusive ? 1 : 0), (byte) (endInclusive ? 1 : 0), (byte) (reverse ? 1 : 0)});
+            return Arrays.copyOf(d.digest(), FINGERPRINT);
+        } catch (GeneralSecurityException e) {
+            throw new IllegalStateException("SHA-256 is missing from this JVM", e);
+        }
+    }
+
+    String token(byte[] fingerprint, byte[] lastKey) {
+        ByteBuffer body = ByteBuffer.allocate(1 + FINGERPRINT + lastKey.length + MAC);
+        body.put(VERSION).put(fingerprint).put(lastKey);
+        body.put(mac(body.array(), body.position()));
+        return Base64.getUrlEncoder().withoutPadding().encodeToString(body.array());
+    }
+
+    /**
+     * @return the last key the token's page ended with
+     * @throws DbException.BadContinuation naming why the token is refused
+     */
+    byte[] lastKey(String token, byte[] fingerprint) {
+        byte[] body;
+        try {
+            body = Base64.getUrlDecoder().decode(token);
+        } catch (IllegalArgumentException e) {
+            throw new DbException.BadContinuation("bad continuation: not a token of this database (not URL-safe base64)");
+        }
+        if (body.length < 1 + FINGERPRINT + 1 + MAC || body[0] != VERSION) {
+            throw new DbException.BadContinuation("bad continuation: not a token of this database (wrong length or version)");
+        }
+        int signed = body.length - MAC;
+        if (!MessageDigest.isEqual(mac(body, signed), Arrays.copyOfRange(body, signed, body.length))) {
+            throw new DbException.BadContinuation("bad continuation: its signature does not match (altered, or made by another database)");
+        }
+        if (!Arrays.equals(body, 1, 1 + FINGERPRINT, fingerprint, 0, FINGERPRINT)) {
+            throw new DbException.BadContinuation("bad continuation: it was made for another range or table; pass it back with the range that gave it");
+        }
+        return Arrays.copyOfRange(body, 1 + FINGERPRINT, signed);
+    }
+
+    private byte[] mac(byte[] bytes, int length) {
+        try {
+            Mac m = Mac.getInstance("HmacSHA256");
+            m.init(secret);
+            m.update(bytes, 0, length);
+            return Arrays.copyOf(m.doFinal(), MAC);
+        } catch (GeneralSecurityException e) {
+            throw new IllegalStateException("HmacSHA256 is missing from this JVM", e);
+        }
+    }
+}

@@ -1,0 +1,25 @@
+package kiln.db;
+
+import java.util.List;
+
+/**
+ * One page of a {@link Table#range}: its rows in the range's order, and the token that gives the next
+ * page. The token is opaque and URL-safe (base64url): hand it to the client, take it back
+ * ({@code ?after=TOKEN}) and pass it to {@link Range#after}. No read transaction spans two pages;
+ * the next page starts strictly after this page's last key, as the table is then.
+ *
+ * @param rows         up to the range's limit
+ * @param continuation the next page's token, or null when this page ends the range
+ * @param <K>          the key type
+ * @param <V>          the value type
+ */
+public record Page<K, V>(List<Row<K, V>> rows, String continuation) {
+    /** One row of a page. */
+    public record Row<K, V>(K key, V value) {
+    }
+
+    /** @return true when there is a next page */
+    public boolean hasMore() {
+        return continuation != null;
+    }
+}

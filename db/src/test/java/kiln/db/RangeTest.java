@@ -1,0 +1,166 @@
+package kiln.db;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.TreeSet;
+import java.util.function.Predicate;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Ranges with pages: bounds, prefixes, both directions, limits, and continuations that cannot be forged. */
+class RangeTest {
+    @TempDir Path dir;
+    Db db;
+
+    @AfterEach
+    void close() {
+        if (db != null) db.close();
+    }
+
+    /** @return every key of {@code range}, page by page, each page a fresh read */
+    private static <K> List<K> allPages(Db db, Table<K, ?> t, Range<K> range, List<Integer> pageSizes) {
+        List<K> keys = new ArrayList<>();
+        String after = null;
+        do {
+            Range<K> r = range.after(after);
+            Page<K, ?> page = db.read(txn -> t.range(txn, r)).join();
+            pageSizes.add(page.rows().size());
+            for (Page.Row<K, ?> row : page.rows()) keys.add(row.key());
+            after = page.continuation();
+        } while (after != null);
+        return keys;
+    }
+
+    /** Random bounds, directions and limits against a sorted reference: every page chain gives exactly the rows in range. */
+    @Test
+    void pagesOfEveryKindOfRangeGiveExactlyItsRowsInOrder() {
+        db = Db.open(dir);
+        Table<Integer, Integer> t = db.table("t", Codec.INT, Codec.INT);
+        TreeSet<Integer> present = new TreeSet<>();
+        db.write(txn -> {
+            for (int k = -100; k < 100; k += 2) t.put(txn, k, k * 10);
+            return null;
+        }).join();
+        for (int k = -100; k < 100; k += 2) present.add(k);
+        Random random = new Random(20261126);
+        for (int i = 0; i < 400; i++) {
+            int a = random.nextInt(240) - 120;
+            int b = a + random.nextInt(80);
+            Range<Integer> range;
+            Predicate<Integer> in;
+            switch (random.nextInt(7)) {
+                case 0 -> { range = Range.all(); in = k -> true; }
+                case 1 -> { range = Range.closed(a, b); in = k -> k >= a && k <= b; }
+                case 2 -> { range = Range.closedOpen(a, b); in = k -> k >= a && k < b; }
+                case 3 -> { range = Range.atLeast(a); in = k -> k >= a; }
+                case 4 -> { range = Range.greaterThan(a); in = k -> k > a; }
+                case 5 -> { range = Range.atMost(b); in = k -> k <= b; }
+                default -> { range = Range.lessThan(b); in = k -> k < b; }
+            }
+            boolean reverse = random.nextBoolean();
+            if (reverse) range = range.reverse();
+            int limit = 1 + random.nextInt(30);
+            range = range.limit(limit);
+            List<Integer> expected = new ArrayList<>(reverse ? present.descendingSet() : present);
+            expected.removeIf(in.negate());
+            List<Integer> sizes = new ArrayList<>();
+            assertEquals(expected, allPages(db, t, range, sizes), range.toString());
+            for (int p = 0; p < sizes.size() - 1; p++) assertEquals(limit, sizes.get(p), "a page before the last is full: " + range);
+        }
+    }
+
+    /** One room's messages, newest first, 20 a page: no other room's, even one whose name extends it. */
+    @Test
+    void aTuplePrefixPagesThroughOneRoomInBothDirections() {
+        db = Db.open(dir);
+        Table<Tuple, String> messages = db.table("messages", Codec.TUPLE, Codec.STRING);
+        db.write(txn -> {
+            for (String room : List.of("lobby", "lobby\0x", "lobbyist", "lob")) {
+                for (long at = 1; at <= 45; at++) messages.put(txn, Tuple.of(room, at), room + "/" + at);
+            }
+            return null;
+        }).join();
+        List<Integer> sizes = new ArrayList<>();
+        List<Tuple> newest = allPages(db, messages, Range.prefix(Tuple.of("lobby")).reverse().limit(20), sizes);
+        assertEquals(List.of(20, 20, 5), sizes);
+        assertEquals(45, newest.size());
+        assertEquals(Tuple.of("lobby", 45L), newest.get(0));
+        assertEquals(Tuple.of("lobby", 1L), newest.get(44));
+        assertTrue(newest.stream().allMatch(k -> k.getString(0).equals("lobby")), newest.toString());
+        List<Tuple> oldest = allPages(db, messages, Range.prefix(Tuple.of("lobby")).limit(7), new ArrayList<>());
+        List<Tuple> reversed = new ArrayList<>(newest);
+        java.util.Collections.reverse(reversed);
+        assertEquals(reversed, oldest);
+    }
+
+    @Test
+    void rowsDeletedBetweenPagesDoNotBreakTheContinuation() {
+        db = Db.open(dir);
+        Table<Integer, Integer> t = db.table("t", Codec.INT, Codec.INT);
+        db.write(txn -> {
+            for (int k = 0; k < 10; k++) t.put(txn, k, k);
+            return null;
+        }).join();
+        Page<Integer, Integer> first = db.read(txn -> t.range(txn, Range.<Integer>all().limit(3))).join();
+        assertEquals(List.of(0, 1, 2), first.rows().stream().map(Page.Row::key).toList());
+        db.write(txn -> { t.delete(txn, 2); t.delete(txn, 3); return null; }).join();  // the last row shown, and the next
+        Page<Integer, Integer> second = db.read(txn -> t.range(txn, Range.<Integer>all().limit(3).after(first.continuation()))).join();
+        assertEquals(List.of(4, 5, 6), second.rows().stream().map(Page.Row::key).toList());
+        assertTrue(second.hasMore());
+        Page<Integer, Integer> empty = db.read(txn -> t.range(txn, Range.closed(100, 200))).join();
+        assertEquals(List.of(), empty.rows());
+        assertNull(empty.continuation());
+    }
+
+    @Test
+    void aForgedStaleOrMisplacedContinuationIsRefusedNamingWhy() {
+        db = Db.open(dir);
+        Table<Integer, Integer> t = db.table("t", Codec.INT, Codec.INT);
+        Table<Integer, Integer> other = db.table("other", Codec.INT, Codec.INT);
+        db.write(txn -> {
+            for (int k = 0; k < 10; k++) { t.put(txn, k, k); other.put(txn, k, k); }
+            return null;
+        }).join();
+        Range<Integer> range = Range.<Integer>all().limit(2);
+        String token = db.read(txn -> t.range(txn, range)).join().continuation();
+        assertTrue(token.matches("[A-Za-z0-9_-]+"), "URL-safe: " + token);
+
+        char flipped = token.charAt(5) == 'A' ? 'B' : 'A';
+        String altered = token.substring(0, 5) + flipped + token.substring(6);
+        assertTrue(refusal(t, range.after(altered)).contains("signature does not match"));
+        assertTrue(refusal(t, range.after("not a token!")).contains("not URL-safe base64"));
+        assertTrue(refusal(t, range.after("AAAA")).contains("wrong length or version"));
+        assertTrue(refusal(other, range.after(token)).contains("made for another range or table"));
+        assertTrue(refusal(t, range.reverse().after(token)).contains("made for another range or table"));
+        assertTrue(refusal(t, Range.atLeast(1).limit(2).after(token)).contains("made for another range or table"));
+
+        // the secret outlives a restart: the token still works after a reopen; another database refuses it
+        db.close();
+        db = Db.open(dir);
+        Table<Integer, Integer> reopened = db.table("t", Codec.INT, Codec.INT);
+        assertEquals(List.of(2, 3), db.read(txn -> reopened.range(txn, range.after(token))).join().rows().stream().map(Page.Row::key).toList());
+        try (Db elsewhere = Db.open(dir.resolve("elsewhere"))) {
+            Table<Integer, Integer> same = elsewhere.table("t", Codec.INT, Codec.INT);
+            Throwable e = assertThrows(java.util.concurrent.CompletionException.class,
+                () -> elsewhere.read(txn -> same.range(txn, range.after(token))).join()).getCause();
+            assertTrue(e instanceof DbException.BadContinuation && e.getMessage().contains("made by another database"), e.toString());
+        }
+    }
+
+    private String refusal(Table<Integer, Integer> table, Range<Integer> range) {
+        Throwable e = assertThrows(java.util.concurrent.CompletionException.class, () -> db.read(txn -> table.range(txn, range)).join()).getCause();
+        assertTrue(e instanceof DbException.BadContinuation, e.toString());
+        assertFalse(e.getMessage().contains("Exception"), e.getMessage());
+        return e.getMessage();
+    }
+}
