@@ -412,9 +412,11 @@ public final class Db implements AutoCloseable {
     private static void closeResetReadTxn(org.lmdbjava.Txn<ByteBuffer> t) {
         try {
             t.renew();
-        } finally {
-            t.close();
+        } catch (RuntimeException e) {
+            // a fatal environment refuses it (MDB_PANIC): the close of the environment that follows
+            // frees this process's reader slots with the rest
         }
+        t.close();
     }
 
     /**
