@@ -6,7 +6,9 @@ import java.util.List;
  * One page of a {@link Table#range}: its rows in the range's order, and the token that gives the next
  * page. The token is opaque and URL-safe (base64url): hand it to the client, take it back
  * ({@code ?after=TOKEN}) and pass it to {@link Range#after}. No read transaction spans two pages;
- * the next page starts strictly after this page's last key, as the table is then.
+ * the next page starts strictly after this page's last key, as the table is then. The token carries
+ * that key's bytes signed, not encrypted: a client that decodes it can read the key (mind this when
+ * keys hold what a client should not see, such as another user's e-mail address in an index).
  *
  * @param rows         up to the range's limit
  * @param continuation the next page's token, or null when this page ends the range
