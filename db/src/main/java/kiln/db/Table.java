@@ -270,31 +270,63 @@ public final class Table<K, V> {
      *         database for this table and range (an HTTP layer answers 400)
      */
     public Page<K, V> range(Txn txn, Range<K> range) {
+        Bounds b = bounds(range);
+        List<Page.Row<K, V>> rows = new ArrayList<>(Math.min(range.limit, 64));
+        boolean more = walk(txn, range, b, c -> {
+            if (rows.size() == range.limit) return false;
+            rows.add(new Page.Row<>(decodeKey(c), decodeValue(c)));
+            return true;
+        });
+        // the token carries the last row's key, encoded again (the cursor's buffer has moved on)
+        String next = more ? continuations.token(b.fingerprint, bytes(rows.get(rows.size() - 1).key())) : null;
+        return new Page<>(Collections.unmodifiableList(rows), next);
+    }
+
+    /**
+     * Counts the rows of {@code range} (after its continuation, if it has one; its limit does not
+     * apply), decoding neither keys nor values: the size of a room, of an index entry's rows.
+     *
+     * @return the number of rows; it takes time in proportion to it
+     * @throws DbException.BadContinuation as {@link #range}
+     */
+    public long count(Txn txn, Range<K> range) {
+        long[] n = {0};
+        walk(txn, range, bounds(range), c -> {
+            n[0]++;
+            return true;
+        });
+        return n[0];
+    }
+
+    /** A range's bounds encoded, its fingerprint, and the key its continuation ended with. */
+    private record Bounds(byte[] prefix, byte[] begin, byte[] end, byte[] fingerprint, byte[] after) {
+    }
+
+    private Bounds bounds(Range<K> range) {
         byte[] prefix = range.prefix == null ? null : bytes(range.prefix);
         byte[] begin = range.begin == null ? null : bytes(range.begin);
         byte[] end = range.end == null ? null : bytes(range.end);
         byte[] fingerprint = Continuations.fingerprint(name, prefix, begin, range.beginInclusive, end, range.endInclusive, range.reverse);
         byte[] after = range.after == null ? null : continuations.lastKey(range.after, fingerprint);
-        List<Page.Row<K, V>> rows = new ArrayList<>(Math.min(range.limit, 64));
-        boolean more = false;
+        return new Bounds(prefix, begin, end, fingerprint, after);
+    }
+
+    /** What {@link #walk} does at each row of the range, the cursor on it: false to stop there. */
+    private interface RowVisitor {
+        boolean visit(Cursor<ByteBuffer> c);
+    }
+
+    /** @return true when {@code visitor} stopped the walk at a row of the range (there is more) */
+    private boolean walk(Txn txn, Range<K> range, Bounds b, RowVisitor visitor) {
         try (Cursor<ByteBuffer> c = dbi.openCursor(txn.lmdb)) {
-            boolean at = range.reverse ? seekLast(c, prefix, end, range.endInclusive, after) : seekFirst(c, prefix, begin, after);
+            boolean at = range.reverse ? seekLast(c, b.prefix, b.end, range.endInclusive, b.after) : seekFirst(c, b.prefix, b.begin, b.after);
             while (at) {
-                ByteBuffer key = c.key();
-                int place = place(key, range, prefix, begin, end, after);
-                if (place == STOP) break;
-                if (place == IN) {
-                    if (rows.size() == range.limit) {
-                        more = true;
-                        break;
-                    }
-                    rows.add(new Page.Row<>(decodeKey(c), decodeValue(c)));
-                }
+                int place = place(c.key(), range, b.prefix, b.begin, b.end, b.after);
+                if (place == STOP) return false;
+                if (place == IN && !visitor.visit(c)) return true;
                 at = range.reverse ? c.prev() : c.next();
             }
-            // the token carries the last row's key, encoded again (the cursor's buffer has moved on)
-            String next = more ? continuations.token(fingerprint, bytes(rows.get(rows.size() - 1).key())) : null;
-            return new Page<>(Collections.unmodifiableList(rows), next);
+            return false;
         } catch (LmdbException e) {
             throw txn.failure(e);
         }

@@ -76,6 +76,8 @@ class RangeTest {
             List<Integer> sizes = new ArrayList<>();
             assertEquals(expected, allPages(db, t, range, sizes), range.toString());
             for (int p = 0; p < sizes.size() - 1; p++) assertEquals(limit, sizes.get(p), "a page before the last is full: " + range);
+            Range<Integer> counted = range;
+            assertEquals(expected.size(), db.read(txn -> t.count(txn, counted)).join(), "count " + range);
         }
     }
 
