@@ -149,6 +149,7 @@ class ErrorsTest {
                 release.countDown();
                 readers.shutdown();
             }
+            assertTrue(readers.awaitTermination(30, java.util.concurrent.TimeUnit.SECONDS), "the readers did not end");
             DbStats idle = db.stats();
             assertEquals(0, idle.readTxnsInUse, idle.toString());
             assertTrue(idle.readTxnsPooled <= idle.readSlots, idle.toString());
