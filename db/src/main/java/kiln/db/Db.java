@@ -129,16 +129,26 @@ public final class Db implements AutoCloseable {
         Table<String, byte[]> meta = new Table<>(META, openDbi(META), Codec.STRING, Codec.BYTES, null);
         byte[] secret = read(txn -> meta.get(txn, SECRET)).join();
         if (secret != null) return secret;
+        return alone(txn -> {
+            byte[] made = meta.get(txn, SECRET);  // another process may have made it meanwhile
+            if (made == null) {
+                made = new byte[32];
+                new java.security.SecureRandom().nextBytes(made);
+                meta.put(txn, SECRET, made);
+            }
+            return made;
+        });
+    }
+
+    /**
+     * Runs {@code query} on the writer thread in a write transaction of its own ({@link Writer#submitAlone})
+     * and waits for its commit.
+     *
+     * @throws RuntimeException the query's failure, unwrapped
+     */
+    private <R> R alone(Query<R> query) {
         try {
-            return writer.submitAlone(txn -> {
-                byte[] made = meta.get(txn, SECRET);  // another process may have made it meanwhile
-                if (made == null) {
-                    made = new byte[32];
-                    new java.security.SecureRandom().nextBytes(made);
-                    meta.put(txn, SECRET, made);
-                }
-                return made;
-            }).join();
+            return writer.submitAlone(query).join();
         } catch (CompletionException e) {
             throw e.getCause() instanceof RuntimeException r ? r : e;
         }
@@ -197,11 +207,7 @@ public final class Db implements AutoCloseable {
      */
     private Dbi<ByteBuffer> openDbi(String name) {
         byte[] bytes = name.getBytes(StandardCharsets.UTF_8);
-        try {
-            return writer.submitAlone(txn -> env.openDbi(txn.lmdb, bytes, null, false, DbiFlags.MDB_CREATE)).join();
-        } catch (CompletionException e) {
-            throw e.getCause() instanceof RuntimeException r ? r : e;
-        }
+        return alone(txn -> env.openDbi(txn.lmdb, bytes, null, false, DbiFlags.MDB_CREATE));
     }
 
     /**

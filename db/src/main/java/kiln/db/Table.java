@@ -243,7 +243,7 @@ public final class Table<K, V> {
             boolean more = c.get(p, GetOp.MDB_SET_RANGE);
             while (more) {
                 ByteBuffer key = c.key();
-                if (key.remaining() < length || !key.slice(key.position(), length).equals(p) || !keys.extendsPrefix(key, length)) break;
+                if (!startsWith(key, p) || !keys.extendsPrefix(key, length)) break;
                 n++;
                 if (!visitor.test(decodeKey(c), decodeValue(c))) break;
                 more = c.next();
@@ -298,8 +298,35 @@ public final class Table<K, V> {
         return n[0];
     }
 
-    /** A range's bounds encoded, its fingerprint, and the key its continuation ended with. */
-    private record Bounds(byte[] prefix, byte[] begin, byte[] end, byte[] fingerprint, byte[] after) {
+    /**
+     * A range's bounds encoded, its fingerprint, and the key its continuation ended with; with a
+     * buffer over each bound, made once for the comparisons of every row.
+     */
+    private static final class Bounds {
+        final byte[] prefix, begin, end, fingerprint, after;
+        final ByteBuffer prefixBuf, beginBuf, endBuf, afterBuf;
+
+        Bounds(byte[] prefix, byte[] begin, byte[] end, byte[] fingerprint, byte[] after) {
+            this.prefix = prefix;
+            this.begin = begin;
+            this.end = end;
+            this.fingerprint = fingerprint;
+            this.after = after;
+            this.prefixBuf = view(prefix);
+            this.beginBuf = view(begin);
+            this.endBuf = view(end);
+            this.afterBuf = view(after);
+        }
+
+        private static ByteBuffer view(byte[] bytes) {
+            return bytes == null ? null : ByteBuffer.wrap(bytes);
+        }
+    }
+
+    /** @return whether {@code key} begins with {@code prefix}'s bytes; neither buffer's position moves */
+    private static boolean startsWith(ByteBuffer key, ByteBuffer prefix) {
+        int m = key.mismatch(prefix);
+        return m == -1 || m == prefix.remaining();
     }
 
     private Bounds bounds(Range<K> range) {
@@ -321,7 +348,7 @@ public final class Table<K, V> {
         try (Cursor<ByteBuffer> c = dbi.openCursor(txn.lmdb)) {
             boolean at = range.reverse ? seekLast(c, b.prefix, b.end, range.endInclusive, b.after) : seekFirst(c, b.prefix, b.begin, b.after);
             while (at) {
-                int place = place(c.key(), range, b.prefix, b.begin, b.end, b.after);
+                int place = place(c.key(), range, b);
                 if (place == STOP) return false;
                 if (place == IN && !visitor.visit(c)) return true;
                 at = range.reverse ? c.prev() : c.next();
@@ -337,22 +364,22 @@ public final class Table<K, V> {
     private static final int STOP = 2;
 
     /** @return where {@code key}, met in the range's direction, stands: in it, to be skipped, or past it */
-    private int place(ByteBuffer key, Range<K> range, byte[] prefix, byte[] begin, byte[] end, byte[] after) {
-        if (prefix != null) {
-            if (key.remaining() < prefix.length || !key.slice(key.position(), prefix.length).equals(ByteBuffer.wrap(prefix))) return STOP;
+    private int place(ByteBuffer key, Range<K> range, Bounds b) {
+        if (b.prefixBuf != null) {
+            if (!startsWith(key, b.prefixBuf)) return STOP;
             // keys that go on a prefix's last element sort at the top of its keys
-            if (!keys.extendsPrefix(key, prefix.length)) return range.reverse ? SKIP : STOP;
+            if (!keys.extendsPrefix(key, b.prefix.length)) return range.reverse ? SKIP : STOP;
         }
-        if (begin != null) {
-            int c = Walk.compareUnsigned(key, ByteBuffer.wrap(begin));
+        if (b.beginBuf != null) {
+            int c = Walk.compareUnsigned(key, b.beginBuf);
             if (c < 0 || c == 0 && !range.beginInclusive) return range.reverse ? STOP : SKIP;
         }
-        if (end != null) {
-            int c = Walk.compareUnsigned(key, ByteBuffer.wrap(end));
+        if (b.endBuf != null) {
+            int c = Walk.compareUnsigned(key, b.endBuf);
             if (c > 0 || c == 0 && !range.endInclusive) return range.reverse ? SKIP : STOP;
         }
-        if (after != null) {
-            int c = Walk.compareUnsigned(key, ByteBuffer.wrap(after));
+        if (b.afterBuf != null) {
+            int c = Walk.compareUnsigned(key, b.afterBuf);
             if (range.reverse ? c >= 0 : c <= 0) return SKIP;
         }
         return IN;
