@@ -1,33 +1,20 @@
 package kiln.db;
 
-import java.io.IOException;
-import java.lang.invoke.VarHandle;
-import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.FileStore;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletionException;
-import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.Semaphore;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 
-import org.lmdbjava.Dbi;
-import org.lmdbjava.DbiFlags;
-import org.lmdbjava.Env;
 import org.lmdbjava.EnvFlags;
-import org.lmdbjava.LmdbException;
-import org.lmdbjava.LmdbNativeException;
 
 /**
- * An embedded database on LMDB whose query language is Java: a query is a lambda over a
- * transaction.
+ * An embedded database whose query language is Java: a query is a lambda over a transaction. Its
+ * tables are layers over an ordered key-value engine ({@link KvEngine}): LMDB
+ * ({@link LmdbEngine}) unless {@link Builder#engine} gives another.
  *
  * <pre>{@code
  * try (Db db = Db.open(Path.of("data"))) {
@@ -39,8 +26,8 @@ import org.lmdbjava.LmdbNativeException;
  *
  * <h2>Threading</h2>
  * <ul>
- *   <li><b>Reads</b> run inline on the calling thread in a pooled read-only transaction
- *       (renewed, not reopened: a few hundred ns), so {@link #read} returns an already completed
+ *   <li><b>Reads</b> run inline on the calling thread in a read-only transaction (on LMDB a
+ *       pooled one, renewed, not reopened: a few hundred ns), so {@link #read} returns an already completed
  *       future and {@code await()} on it never pauses. A read query must be short: it occupies
  *       the caller's (carrier) thread.</li>
  *   <li><b>Writes</b> go to one writer thread, because an LMDB write transaction is bound to the OS
@@ -54,38 +41,23 @@ import org.lmdbjava.LmdbNativeException;
  * A write query that throws is rolled back alone (its nested transaction is aborted) and its future
  * fails with the exception; its batch-mates still commit. A batch too large for one transaction is
  * run again one write at a time, so write queries must be safe to re-run (see {@link Query}).
- * Problems of the database itself are {@link DbException}s; after one that leaves LMDB unusable
+ * Problems of the database itself are {@link DbException}s; after one that leaves the engine unusable
  * ({@link DbException.Fatal}: a panic, a corrupted page, an I/O error) every query fails with it.
  *
  * <h2>Size</h2>
- * The memory map is mapped at its ceiling ({@link Builder#maxMapSize}) when the database opens and
- * never grows, so no read ever waits for a remap; the file grows as pages are written.
- *
- * <p>Source for the LMDB rules relied on here: the LMDB API docs (mdb_txn_begin, MDB_NOTLS,
- * mdb_env_set_mapsize), http://www.lmdb.tech/doc/group__mdb.html
+ * On LMDB the memory map is mapped at its ceiling ({@link Builder#maxMapSize}) when the database
+ * opens and never grows, so no read ever waits for a remap; the file grows as pages are written.
  */
 public final class Db implements AutoCloseable {
     private final Path dir;
-    private final Env<ByteBuffer> env;
+    private final KvEngine engine;
     private final Writer writer;
-    /** Reads and backups hold it shared; closing holds it exclusively (LMDB must not close under a txn). */
+    /** Reads and backups hold it shared; closing holds it exclusively (an engine must not close under a transaction). */
     private final ReentrantReadWriteLock closeLock = new ReentrantReadWriteLock();
-    private final ConcurrentLinkedQueue<org.lmdbjava.Txn<ByteBuffer>> idleReadTxns = new ConcurrentLinkedQueue<>();
-    private final AtomicInteger idleReadCount = new AtomicInteger();
-    private final int maxIdleReadTxns;
-    /**
-     * A permit per LMDB reader slot this process may hold: a read transaction object, in use or
-     * pooled, holds one from its open to its close ({@link #acquireReadTxn}).
-     */
-    private final Semaphore readSlots;
-    private final int readSlotCount;
-    private final long readerWaitNanos;
     private final long writerStallNanos;
     private volatile boolean closed;
     /** The table of every {@link Sequence}, opened on first use. */
     private Table<String, Long> sequences;
-    /** Map size in bytes (the ceiling, mapped at open), kept here so that {@link #stats} never calls into a closing environment. */
-    private final long mapSize;
     /** Every table opened, by name: a table with a change feed must be one object (it records its writes). */
     private final Map<String, Table<?, ?>> tables = new HashMap<>();
     private final List<ChangeFeed<?, ?>> feeds = new ArrayList<>();
@@ -104,16 +76,12 @@ public final class Db implements AutoCloseable {
 
     private Db(Builder b) {
         this.dir = b.dir;
-        this.env = openEnv(b);
-        this.mapSize = env.info().mapSize;
-        this.readSlotCount = b.maxReaders - RESERVED_READERS;
-        this.readSlots = new Semaphore(readSlotCount);
-        this.readerWaitNanos = b.readerWaitNanos;
-        this.maxIdleReadTxns = Math.max(1, readSlotCount / 2);
+        this.engine = b.engine != null ? b.engine
+            : new LmdbEngine(b.dir, b.maxMapSize, b.maxTables, b.maxReaders, b.readerWaitNanos, b.extraEnvFlags);
         this.writerStallNanos = b.writerStallNanos;
         this.maxWatches = b.maxWatches;
         this.onFatal = b.onFatal;
-        this.writer = new Writer(this, env, b.maxBatch, b.queueCapacity, b.betweenCommitAndPublish);
+        this.writer = new Writer(this, engine, b.maxBatch, b.queueCapacity, b.betweenCommitAndPublish);
         this.continuations = new Continuations(secret());
     }
 
@@ -126,7 +94,7 @@ public final class Db implements AutoCloseable {
      *         time the database is opened, and kept in {@value #META}
      */
     private byte[] secret() {
-        Table<String, byte[]> meta = new Table<>(META, openDbi(META), Codec.STRING, Codec.BYTES, null);
+        Table<String, byte[]> meta = new Table<>(META, openSpace(META), Codec.STRING, Codec.BYTES, null);
         byte[] secret = read(txn -> meta.get(txn, SECRET)).join();
         if (secret != null) return secret;
         return alone(txn -> {
@@ -172,7 +140,7 @@ public final class Db implements AutoCloseable {
     /**
      * Opens (creating if missing) a table. Call it at start-up, not inside a query.
      *
-     * @param name   the LMDB database name, 1..511 bytes
+     * @param name   the table's name (its key space's in the engine), 1..511 bytes of UTF-8
      * @param keys   key codec
      * @param values value codec
      * @return the table; the same object as an earlier call's with the same name and codecs
@@ -195,19 +163,18 @@ public final class Db implements AutoCloseable {
             throw new IllegalStateException("table '" + name + "' has a change feed, which records the writes of the Table object"
                 + " it was opened with: open the table once (with the same codec objects) and share that object");
         }
-        Table<K, V> table = new Table<>(name, openDbi(name), keys, values, continuations);
+        Table<K, V> table = new Table<>(name, openSpace(name), keys, values, continuations);
         tables.putIfAbsent(name, table);
         return table;
     }
 
     /**
-     * Opens (creating if missing) the LMDB database {@code name} on the writer thread: creating one
-     * commits a write transaction ({@code mdb_dbi_open} with {@code MDB_CREATE}), and every commit goes
-     * through the writer, so that reads never go back in time ({@link #acquireReadTxn}).
+     * Opens (creating if missing) the key space {@code name} on the writer thread, alone: creating
+     * one commits a write transaction (on LMDB, {@code mdb_dbi_open} with {@code MDB_CREATE}), and
+     * every commit goes through the writer, so that reads never go back in time.
      */
-    private Dbi<ByteBuffer> openDbi(String name) {
-        byte[] bytes = name.getBytes(StandardCharsets.UTF_8);
-        return alone(txn -> env.openDbi(txn.lmdb, bytes, null, false, DbiFlags.MDB_CREATE));
+    private KvSpace openSpace(String name) {
+        return alone(txn -> engine.space(txn.kv, name, true));
     }
 
     /**
@@ -311,11 +278,8 @@ public final class Db implements AutoCloseable {
         lock.lock();
         try {
             checkOpen();
-            org.lmdbjava.Txn<ByteBuffer> t = acquireReadTxn();
-            try {
-                return query.run(new Txn(t, true));
-            } finally {
-                releaseReadTxn(t);
+            try (KvTxn t = engine.beginRead()) {
+                return query.run(new Txn(t));
             }
         } catch (RuntimeException e) {
             DbException.Fatal f = fatalIf(e);
@@ -323,106 +287,6 @@ public final class Db implements AutoCloseable {
         } finally {
             lock.unlock();
         }
-    }
-
-    /**
-     * Takes a read transaction from the pool (renewed) or opens one, on the newest committed snapshot.
-     *
-     * <p>Invariant: reads never go back in time. A transaction begun after another on the same thread
-     * sees a snapshot at least as new. LMDB's begin (mdb_txn_begin/renew) reads the last committed
-     * txn id, then copies the meta page of that id's parity, which the writer's next-but-one commit
-     * rewrites; so a begin that overlapped the end of a commit ({@link Writer#metaEpoch} moved while
-     * it ran) begins again. A begin that overlapped no commit end cannot have met that rewrite.
-     * {@code ReadConsistencyTest} guards it.
-     */
-    private org.lmdbjava.Txn<ByteBuffer> acquireReadTxn() {
-        org.lmdbjava.Txn<ByteBuffer> t = idleReadTxns.poll();
-        if (t != null) {
-            idleReadCount.decrementAndGet();
-        } else if (!readSlots.tryAcquire()) {
-            t = awaitReadSlot();
-        }
-        while (true) {
-            long epoch = writer.metaEpoch();
-            try {
-                if (t == null) {
-                    t = env.txnRead();
-                } else {
-                    t.renew();
-                }
-            } catch (Env.ReadersFullException e) {
-                readSlots.release();
-                throw new DbException.ReadersFull("LMDB's reader table is full: other processes on " + dir + " hold slots this"
-                    + " process counted on (it keeps " + RESERVED_READERS + " of maxReaders for them)", e);
-            } catch (RuntimeException e) {
-                if (t != null) t.close();
-                readSlots.release();
-                throw e;
-            }
-            VarHandle.acquireFence(); // the begin's loads of the meta page stay before the epoch load below
-            if (writer.metaEpoch() == epoch) return t;
-            t.reset();  // and renew() again; never close() a reset transaction (see closeResetReadTxn)
-        }
-    }
-
-    /**
-     * Every reader slot is held (reads in flight, and pooled transactions): waits, up to
-     * {@link Builder#readerWait}, for a pooled transaction or a slot. A virtual thread parks here; a
-     * platform thread blocks, which on a Kilim carrier would take more concurrent reads than a
-     * server has carriers.
-     *
-     * @return a pooled transaction, or null once a slot is this caller's to open one with
-     * @throws DbException.ReadersFull when none came free in time
-     */
-    private org.lmdbjava.Txn<ByteBuffer> awaitReadSlot() {
-        long deadline = System.nanoTime() + readerWaitNanos;
-        try {
-            while (true) {
-                org.lmdbjava.Txn<ByteBuffer> t = idleReadTxns.poll();
-                if (t != null) {
-                    idleReadCount.decrementAndGet();
-                    return t;
-                }
-                long left = deadline - System.nanoTime();
-                if (left <= 0) break;
-                if (readSlots.tryAcquire(Math.min(left, 10_000_000L), TimeUnit.NANOSECONDS)) return null;
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-        throw new DbException.ReadersFull("all " + readSlotCount + " read slots stayed in use for " + readerWaitNanos / 1_000_000
-            + " ms: more reads at once than Db.builder(dir).maxReaders(n) allows (--db-max-readers N raises it; "
-            + RESERVED_READERS + " more are left to other processes)", null);
-    }
-
-    private void releaseReadTxn(org.lmdbjava.Txn<ByteBuffer> t) {
-        // a waiting reader gets the slot at once; from the pool it would take it only at its next poll
-        if (!readSlots.hasQueuedThreads()) {
-            if (idleReadCount.incrementAndGet() <= maxIdleReadTxns) {
-                t.reset();
-                idleReadTxns.offer(t);
-                return;
-            }
-            idleReadCount.decrementAndGet();
-        }
-        t.close();
-        readSlots.release();
-    }
-
-    /**
-     * Closes a pooled (reset) read transaction so that it gives its reader slot back. lmdbjava 0.9's
-     * {@code Txn.close()} aborts only a transaction that is not reset: closing a reset one leaks the
-     * native transaction and, under MDB_NOTLS, its slot in LMDB's reader table. So it is renewed
-     * first (a few hundred ns), then closed.
-     */
-    private static void closeResetReadTxn(org.lmdbjava.Txn<ByteBuffer> t) {
-        try {
-            t.renew();
-        } catch (RuntimeException e) {
-            // a fatal environment refuses it (MDB_PANIC): the close of the environment that follows
-            // frees this process's reader slots with the rest
-        }
-        t.close();
     }
 
     /**
@@ -454,14 +318,12 @@ public final class Db implements AutoCloseable {
 
     /** @return counters since open: commits, writes, batch sizes, map size, read transactions (also after {@link #close}) */
     public DbStats stats() {
-        int pooled = Math.max(0, idleReadCount.get());
-        int inUse = Math.max(0, readSlotCount - readSlots.availablePermits() - pooled);
-        return writer.stats(mapSize, inUse, pooled, readSlotCount);
+        return writer.stats(engine.stats());
     }
 
     /**
      * Stops accepting writes, commits every write already queued, waits for reads in flight, and
-     * closes LMDB. Idempotent.
+     * closes the engine. Idempotent.
      *
      * @throws IllegalStateException on the writer thread (in a write future's callback)
      */
@@ -481,13 +343,7 @@ public final class Db implements AutoCloseable {
         }
         closeLock.writeLock().lock();
         try {
-            org.lmdbjava.Txn<ByteBuffer> t;
-            while ((t = idleReadTxns.poll()) != null) {
-                idleReadCount.decrementAndGet();
-                closeResetReadTxn(t);
-                readSlots.release();
-            }
-            env.close();
+            engine.close();
         } finally {
             closeLock.writeLock().unlock();
         }
@@ -521,7 +377,8 @@ public final class Db implements AutoCloseable {
 
     /**
      * Writes a compacted copy of the database into {@code target} (created if missing; it must be
-     * empty) as {@code target/data.mdb}, while reads and writes go on: it first commits a backup mark
+     * empty) as {@code target/data.mdb}, while reads and writes go on (on LMDB; an engine without
+     * files to copy refuses): it first commits a backup mark
      * (one durable write to the table {@value Backup#MARKS}), then LMDB copies the snapshot of one
      * read transaction ({@code mdb_env_copy2} with {@code MDB_CP_COMPACT}), so the copy holds every
      * write whose future completed before the call, and no write half-applied. The copy is then
@@ -547,16 +404,10 @@ public final class Db implements AutoCloseable {
             lock.lock();
             try {
                 checkOpen();
-                Backup.copy(env, target);
+                return engine.backup(target, mark);
             } finally {
                 lock.unlock();
             }
-            Backup.finish(target, mark);
-            return target.resolve(Backup.DATA_FILE);
-        } catch (LmdbException e) {
-            Backup.discard(target, created);
-            throw new DbException.BackupFailed("backup of " + dir.toAbsolutePath() + " into " + target.toAbsolutePath()
-                + " failed: " + e.getMessage(), e);
         } catch (RuntimeException e) {
             Backup.discard(target, created);
             throw e;
@@ -565,8 +416,8 @@ public final class Db implements AutoCloseable {
 
     /**
      * Commits the next backup mark ({@link Backup#MARKS}) through the writer, after every write
-     * acknowledged before the call. LMDB's copy begins its own read transaction, outside the guard
-     * of {@link #acquireReadTxn}; a copy that holds this mark holds a snapshot at least that new.
+     * acknowledged before the call. LMDB's copy begins its own read transaction, outside the
+     * engine's snapshot guard; a copy that holds this mark holds a snapshot at least that new.
      *
      * @return the mark the copy must hold
      */
@@ -597,35 +448,26 @@ public final class Db implements AutoCloseable {
     public Map<String, Long> verify() {
         checkOpen();
         try {
-            Dbi<ByteBuffer> main = writer.submitAlone(txn -> env.openDbi(txn.lmdb, null, null, false)).join();
-            List<byte[]> names = read(txn -> {
-                List<byte[]> all = new ArrayList<>();
-                try (org.lmdbjava.Cursor<ByteBuffer> c = main.openCursor(txn.lmdb)) {
-                    for (boolean more = c.first(); more; more = c.next()) {
-                        byte[] name = new byte[c.key().remaining()];
-                        c.key().get(name);
-                        all.add(name);
+            Map<String, KvSpace> spaces = alone(txn -> {
+                Map<String, KvSpace> all = new java.util.LinkedHashMap<>();
+                for (String name : engine.spaceNames(txn.kv)) {
+                    Table<?, ?> known;
+                    synchronized (this) {
+                        known = tables.get(name);
                     }
+                    all.put(name, known != null ? known.space : engine.space(txn.kv, name, false));
                 }
                 return all;
-            }).join();
-            Map<String, Dbi<ByteBuffer>> dbis = new java.util.LinkedHashMap<>();
-            for (byte[] name : names) {
-                String table = new String(name, StandardCharsets.UTF_8);
-                Table<?, ?> known;
-                synchronized (this) {
-                    known = tables.get(table);
-                }
-                dbis.put(table, known != null ? known.dbi
-                    : writer.submitAlone(txn -> env.openDbi(txn.lmdb, name, null, false)).join());
-            }
+            });
             return read(txn -> {
                 Map<String, Long> counts = new java.util.LinkedHashMap<>();
-                for (Map.Entry<String, Dbi<ByteBuffer>> e : dbis.entrySet()) counts.put(e.getKey(), Walk.table(e.getKey(), e.getValue(), txn.lmdb));
+                for (Map.Entry<String, KvSpace> e : spaces.entrySet()) counts.put(e.getKey(), engine.verify(txn.kv, e.getValue()));
                 return counts;
             }).join();
-        } catch (CompletionException e) {
-            Throwable cause = e.getCause();
+        } catch (DbException e) {
+            throw e;
+        } catch (RuntimeException e) {
+            Throwable cause = e instanceof CompletionException ? e.getCause() : e;
             if (cause instanceof DbException d) throw d;
             throw new DbException.Corrupt("database " + dir.toAbsolutePath() + " does not verify: " + cause.getMessage(), cause);
         }
@@ -647,48 +489,21 @@ public final class Db implements AutoCloseable {
         return fatal;
     }
 
-    /**
-     * @return why LMDB refuses, or may serve wrong data to, every later transaction after {@code e};
-     *         null when {@code e} is not such an error. Source: mdb.c (LMDB 0.9), which sets
-     *         MDB_FATAL_ERROR when a meta-page write fails and then answers MDB_PANIC.
-     */
-    static String fatalCause(RuntimeException e) {
-        if (e instanceof LmdbNativeException.PanicException) {
-            return "LMDB panicked (MDB_PANIC): an earlier meta-page write failed, so it refuses every transaction";
-        }
-        if (e instanceof LmdbNativeException.PageCorruptedException || e instanceof LmdbNativeException.PageNotFoundException
-                || e instanceof CorruptedPage) {
-            return "the data file is corrupted (" + e.getMessage() + ")";
-        }
-        if (e instanceof LmdbNativeException n && n.getResultCode() == EIO) {
-            return "writing or syncing the data file failed with an I/O error (EIO): the disk may have lost writes"
-                + " the kernel had reported written, so this process must not go on trusting it";
-        }
-        return null;
+    /** @return whether {@code e} means the engine must not be used again ({@link KvEngine#fatalCause}) */
+    boolean isFatal(RuntimeException e) {
+        return e instanceof DbException.Fatal || engine.fatalCause(e) != null;
     }
-
-    /** A transaction's first LMDB failure was MDB_BAD_TXN: a page LMDB could not read (see {@link Txn#failure}). */
-    static final class CorruptedPage extends RuntimeException {
-        private static final long serialVersionUID = 1L;
-
-        CorruptedPage(LmdbException e) {
-            super("a transaction's first call was refused (MDB_BAD_TXN): LMDB could not read a table's record from the main database", e);
-        }
-    }
-
-    /** errno EIO (Linux, and every POSIX system kiln runs on). */
-    private static final int EIO = 5;
 
     /**
      * Makes the database fatal when {@code e} is an error after which LMDB must not be used again
-     * ({@link #fatalCause}); the first such error wins, is logged, and {@link Builder#onFatal} hears of
+     * ({@link KvEngine#fatalCause}); the first such error wins, is logged, and {@link Builder#onFatal} hears of
      * it once, on a thread of its own.
      *
      * @return the fatal error to fail with, or null when {@code e} is not fatal
      */
     DbException.Fatal fatalIf(RuntimeException e) {
         if (e instanceof DbException.Fatal f) return f;
-        String cause = fatalCause(e);
+        String cause = engine.fatalCause(e);
         if (cause == null) return null;
         DbException.Fatal first;
         synchronized (this) {
@@ -708,65 +523,9 @@ public final class Db implements AutoCloseable {
         return first;
     }
 
-    /** @return the writer's count of commit attempts (see {@link Writer#metaEpoch}); for tests */
+    /** @return LMDB's count of commit attempts (see {@link LmdbEngine}); for tests */
     long metaEpoch() {
-        return writer.metaEpoch();
-    }
-
-    private static Env<ByteBuffer> openEnv(Builder b) {
-        Path dir = b.dir;
-        try {
-            Files.createDirectories(dir);
-        } catch (IOException | SecurityException e) {
-            throw new DbException.DataDirectory("cannot create data directory " + dir.toAbsolutePath() + ": " + e, e);
-        }
-        if (!Files.isDirectory(dir)) {
-            throw new DbException.DataDirectory("data directory " + dir.toAbsolutePath() + " is not a directory", null);
-        }
-        if (!Files.isWritable(dir) || !Files.isReadable(dir)) {
-            throw new DbException.DataDirectory("data directory " + dir.toAbsolutePath() + " is not readable and writable by this user", null);
-        }
-        try {
-            // MDB_NOTLS: read transactions are not tied to a thread, so the pool can hand them to
-            // any thread. Sync mode is LMDB's default: every commit is fsync'ed (durable). The map is
-            // the ceiling from the start: it never grows, so no read ever waits for a remap.
-            return Env.create()
-                .setMapSize(b.maxMapSize > 0 ? b.maxMapSize : defaultMaxMapSize(dir))
-                .setMaxDbs(b.maxTables)
-                .setMaxReaders(b.maxReaders)
-                .open(dir.toFile(), envFlags(b));
-        } catch (Env.VersionMismatchException | Env.FileInvalidException | LmdbNativeException.PageCorruptedException
-                 | LmdbNativeException.PanicException e) {
-            throw new DbException.Corrupt("data directory " + dir.toAbsolutePath() + " does not hold a valid LMDB database"
-                + " of a compatible version (" + e.getMessage() + "); move it aside or point --data elsewhere", e);
-        } catch (LmdbException e) {
-            throw new DbException.DataDirectory("cannot open LMDB environment in " + dir.toAbsolutePath() + ": " + e.getMessage(), e);
-        }
-    }
-
-    /**
-     * The default of {@link Builder#maxMapSize}: the data file's size plus the file system's usable
-     * space less a reserve of 5 % of the file system (at least 64 MiB), at least 1 MiB and at most
-     * 1 TiB, in whole MiB.
-     */
-    static long defaultMaxMapSize(Path dir) {
-        try {
-            FileStore store = Files.getFileStore(dir);
-            Path file = dir.resolve(Backup.DATA_FILE);
-            long used = Files.exists(file) ? Files.size(file) : 0;
-            long reserve = Math.max(64L << 20, store.getTotalSpace() / 20);
-            long ceiling = Math.min(used + Math.max(0, store.getUsableSpace() - reserve), 1L << 40);
-            long mib = 1L << 20;
-            return Math.max(ceiling, used + mib) / mib * mib;
-        } catch (IOException e) {
-            throw new DbException.DataDirectory("cannot read the free space of " + dir.toAbsolutePath() + ": " + e, e);
-        }
-    }
-
-    private static EnvFlags[] envFlags(Builder b) {
-        EnvFlags[] flags = java.util.Arrays.copyOf(b.extraEnvFlags, b.extraEnvFlags.length + 1);
-        flags[b.extraEnvFlags.length] = EnvFlags.MDB_NOTLS;
-        return flags;
+        return ((LmdbEngine) engine).metaEpoch();
     }
 
     /** Settings for {@link Db}; every one has a default that suits a 1 GB VPS. */
@@ -783,6 +542,7 @@ public final class Db implements AutoCloseable {
         private Runnable betweenCommitAndPublish;
         private java.util.function.Consumer<DbException.Fatal> onFatal;
         private EnvFlags[] extraEnvFlags = {};
+        private KvEngine engine;
 
         private Builder(Path dir) {
             this.dir = dir;
@@ -892,6 +652,16 @@ public final class Db implements AutoCloseable {
         /** For tests (this package): {@code hook} runs on the writer thread between a durable commit and the publishing of its change sets. */
         Builder betweenCommitAndPublish(Runnable hook) {
             this.betweenCommitAndPublish = hook;
+            return this;
+        }
+
+        /**
+         * Another {@link KvEngine} under the tables instead of LMDB: one the caller opened, which
+         * the database closes with itself. LMDB's settings here (map size, tables, readers) then
+         * do not apply; the directory only names the database in messages.
+         */
+        public Builder engine(KvEngine engine) {
+            this.engine = java.util.Objects.requireNonNull(engine, "engine");
             return this;
         }
 

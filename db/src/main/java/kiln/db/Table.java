@@ -8,14 +8,9 @@ import java.util.Collections;
 import java.util.List;
 import java.util.function.BiPredicate;
 
-import org.lmdbjava.Cursor;
-import org.lmdbjava.Dbi;
-import org.lmdbjava.GetOp;
-import org.lmdbjava.LmdbException;
-import org.lmdbjava.SeekOp;
-
 /**
- * A typed LMDB database ("DBI") inside the environment: a sorted map from {@code K} to {@code V}.
+ * A typed table: a sorted map from {@code K} to {@code V}, stored as one key space of the database's
+ * {@link KvEngine} (an LMDB database, "DBI", by default), keys in the byte order of their encoding.
  * Obtain one from {@link Db#table}; use it inside queries:
  *
  * <pre>{@code
@@ -30,7 +25,7 @@ import org.lmdbjava.SeekOp;
  * @param <V> value type
  */
 public final class Table<K, V> {
-    /** LMDB's default MDB_MAXKEYSIZE. */
+    /** The most bytes an encoded key may have: LMDB's default MDB_MAXKEYSIZE, kept on every engine. */
     static final int MAX_KEY_BYTES = 511;
 
     /** Keys are encoded into a per-thread direct buffer: no allocation per call. */
@@ -38,7 +33,8 @@ public final class Table<K, V> {
         ThreadLocal.withInitial(() -> ByteBuffer.allocateDirect(MAX_KEY_BYTES).order(ByteOrder.BIG_ENDIAN));
 
     private final String name;
-    final Dbi<ByteBuffer> dbi;
+    /** Where the engine keeps the table. */
+    final KvSpace space;
     private final Codec<K> keys;
     private final Codec<V> values;
     /** Signs and checks {@link #range}'s continuations with the database's secret. */
@@ -46,27 +42,22 @@ public final class Table<K, V> {
     /** Set once, on the writer thread, by {@link Db#changeFeed}: from then on every put and delete is recorded. */
     private volatile ChangeFeed<K, V> feed;
 
-    Table(String name, Dbi<ByteBuffer> dbi, Codec<K> keys, Codec<V> values, Continuations continuations) {
+    Table(String name, KvSpace space, Codec<K> keys, Codec<V> values, Continuations continuations) {
         this.name = name;
         this.continuations = continuations;
-        this.dbi = dbi;
+        this.space = space;
         this.keys = keys;
         this.values = values;
     }
 
-    /** @return the table's name in the LMDB environment */
+    /** @return the table's name: its key space's in the engine */
     public String name() {
         return name;
     }
 
     /** @return the value stored under {@code key}, or null if there is none */
     public V get(Txn txn, K key) {
-        ByteBuffer found;
-        try {
-            found = dbi.get(txn.lmdb, encodeKey(key, KEY_BUFFER.get()));
-        } catch (LmdbException e) {
-            throw txn.failure(e);
-        }
+        ByteBuffer found = txn.kv.get(space, encodeKey(key, KEY_BUFFER.get()));
         return found == null ? null : values.read(found.order(ByteOrder.BIG_ENDIAN));
     }
 
@@ -85,12 +76,7 @@ public final class Table<K, V> {
         txn.checkWritable("put");
         ByteBuffer k = encodeKey(key, KEY_BUFFER.get());
         int size = values.size(value);
-        ByteBuffer slot;
-        try {
-            slot = dbi.reserve(txn.lmdb, k, size);
-        } catch (LmdbException e) {
-            throw txn.failure(e);
-        }
+        ByteBuffer slot = txn.kv.reserve(space, k, size);
         slot.order(ByteOrder.BIG_ENDIAN);
         int start = slot.position();
         values.write(value, slot);
@@ -114,12 +100,7 @@ public final class Table<K, V> {
     public boolean delete(Txn txn, K key) {
         txn.checkWritable("delete");
         ByteBuffer k = encodeKey(key, KEY_BUFFER.get());
-        boolean deleted;
-        try {
-            deleted = dbi.delete(txn.lmdb, k);
-        } catch (LmdbException e) {
-            throw txn.failure(e);
-        }
+        boolean deleted = txn.kv.delete(space, k);
         if (deleted && feed != null) txn.changed(this, recorded(k, null));
         return deleted;
     }
@@ -160,13 +141,9 @@ public final class Table<K, V> {
         return values;
     }
 
-    /** @return the number of entries (O(1): LMDB keeps the count) */
+    /** @return the number of entries (O(1) on LMDB, which keeps the count) */
     public long count(Txn txn) {
-        try {
-            return dbi.stat(txn.lmdb).entries;
-        } catch (LmdbException e) {
-            throw txn.failure(e);
-        }
+        return txn.kv.count(space);
     }
 
     /**
@@ -177,18 +154,7 @@ public final class Table<K, V> {
      * @return the number of entries visited
      */
     public long scan(Txn txn, K from, BiPredicate<? super K, ? super V> visitor) {
-        long n = 0;
-        try (Cursor<ByteBuffer> c = dbi.openCursor(txn.lmdb)) {
-            boolean more = from == null ? c.seek(SeekOp.MDB_FIRST) : c.get(encodeKey(from, KEY_BUFFER.get()), GetOp.MDB_SET_RANGE);
-            while (more) {
-                n++;
-                if (!visitor.test(decodeKey(c), decodeValue(c))) break;
-                more = c.next();
-            }
-        } catch (LmdbException e) {
-            throw txn.failure(e);
-        }
-        return n;
+        return visit(txn, from == null ? null : bytes(from), null, false, visitor);
     }
 
     /** Visits every entry in key order; see {@link #scan}. */
@@ -204,24 +170,17 @@ public final class Table<K, V> {
      * @return the number of entries visited
      */
     public long scanBackward(Txn txn, K from, BiPredicate<? super K, ? super V> visitor) {
+        return visit(txn, null, from == null ? null : next(bytes(from)), true, visitor);
+    }
+
+    /** Visits the rows of {@code [begin, end)} until the visitor returns false; see {@link KvTxn#range}. */
+    private long visit(Txn txn, byte[] begin, byte[] end, boolean reverse, BiPredicate<? super K, ? super V> visitor) {
         long n = 0;
-        try (Cursor<ByteBuffer> c = dbi.openCursor(txn.lmdb)) {
-            boolean more;
-            if (from == null) {
-                more = c.last();
-            } else {
-                ByteBuffer start = copyOf(encodeKey(from, KEY_BUFFER.get()));
-                more = c.get(start, GetOp.MDB_SET_RANGE);
-                if (!more) more = c.last();
-                else if (!c.key().equals(start)) more = c.prev();
-            }
-            while (more) {
+        try (KvRange r = txn.kv.range(space, begin, end, reverse, 0)) {
+            while (r.next()) {
                 n++;
-                if (!visitor.test(decodeKey(c), decodeValue(c))) break;
-                more = c.prev();
+                if (!visitor.test(decodeKey(r), decodeValue(r))) break;
             }
-        } catch (LmdbException e) {
-            throw txn.failure(e);
         }
         return n;
     }
@@ -236,20 +195,13 @@ public final class Table<K, V> {
      * @return the number of entries visited
      */
     public long scanPrefix(Txn txn, K prefix, BiPredicate<? super K, ? super V> visitor) {
+        byte[] p = bytes(prefix);
         long n = 0;
-        ByteBuffer p = copyOf(encodeKey(prefix, KEY_BUFFER.get()));
-        int length = p.remaining();
-        try (Cursor<ByteBuffer> c = dbi.openCursor(txn.lmdb)) {
-            boolean more = c.get(p, GetOp.MDB_SET_RANGE);
-            while (more) {
-                ByteBuffer key = c.key();
-                if (!startsWith(key, p) || !keys.extendsPrefix(key, length)) break;
+        try (KvRange r = txn.kv.range(space, p, strinc(p), false, 0)) {
+            while (r.next() && keys.extendsPrefix(r.key(), p.length)) {
                 n++;
-                if (!visitor.test(decodeKey(c), decodeValue(c))) break;
-                more = c.next();
+                if (!visitor.test(decodeKey(r), decodeValue(r))) break;
             }
-        } catch (LmdbException e) {
-            throw txn.failure(e);
         }
         return n;
     }
@@ -272,12 +224,12 @@ public final class Table<K, V> {
     public Page<K, V> range(Txn txn, Range<K> range) {
         Bounds b = bounds(range);
         List<Page.Row<K, V>> rows = new ArrayList<>(Math.min(range.limit, 64));
-        boolean more = walk(txn, range, b, c -> {
+        boolean more = walk(txn, range, b, r -> {
             if (rows.size() == range.limit) return false;
-            rows.add(new Page.Row<>(decodeKey(c), decodeValue(c)));
+            rows.add(new Page.Row<>(decodeKey(r), decodeValue(r)));
             return true;
         });
-        // the token carries the last row's key, encoded again (the cursor's buffer has moved on)
+        // the token carries the last row's key, encoded again (the engine's buffer has moved on)
         String next = more ? continuations.token(b.fingerprint, bytes(rows.get(rows.size() - 1).key())) : null;
         return new Page<>(Collections.unmodifiableList(rows), next);
     }
@@ -291,7 +243,7 @@ public final class Table<K, V> {
      */
     public long count(Txn txn, Range<K> range) {
         long[] n = {0};
-        walk(txn, range, bounds(range), c -> {
+        walk(txn, range, bounds(range), r -> {
             n[0]++;
             return true;
         });
@@ -299,120 +251,70 @@ public final class Table<K, V> {
     }
 
     /**
-     * A range's bounds encoded, its fingerprint, and the key its continuation ended with; with a
-     * buffer over each bound, made once for the comparisons of every row.
+     * A range as the engine's {@code [begin, end)}, with its encoded prefix (whose tuple rule the
+     * engine cannot apply) and its fingerprint, for its continuations.
      */
-    private static final class Bounds {
-        final byte[] prefix, begin, end, fingerprint, after;
-        final ByteBuffer prefixBuf, beginBuf, endBuf, afterBuf;
-
-        Bounds(byte[] prefix, byte[] begin, byte[] end, byte[] fingerprint, byte[] after) {
-            this.prefix = prefix;
-            this.begin = begin;
-            this.end = end;
-            this.fingerprint = fingerprint;
-            this.after = after;
-            this.prefixBuf = view(prefix);
-            this.beginBuf = view(begin);
-            this.endBuf = view(end);
-            this.afterBuf = view(after);
-        }
-
-        private static ByteBuffer view(byte[] bytes) {
-            return bytes == null ? null : ByteBuffer.wrap(bytes);
-        }
+    private record Bounds(byte[] begin, byte[] end, byte[] prefix, byte[] fingerprint) {
     }
 
-    /** @return whether {@code key} begins with {@code prefix}'s bytes; neither buffer's position moves */
-    private static boolean startsWith(ByteBuffer key, ByteBuffer prefix) {
-        int m = key.mismatch(prefix);
-        return m == -1 || m == prefix.remaining();
-    }
-
+    /**
+     * Narrows {@code range} to the engine's one kind of range: an inclusive bound becomes
+     * {@code [key, ...)} or {@code [..., key + 0x00)}, an exclusive one the other way round (no key
+     * lies between a key and itself followed by a zero byte); a prefix {@code p} is {@code [p, strinc(p))};
+     * a continuation's last key moves the bound on its side past it.
+     */
     private Bounds bounds(Range<K> range) {
         byte[] prefix = range.prefix == null ? null : bytes(range.prefix);
         byte[] begin = range.begin == null ? null : bytes(range.begin);
         byte[] end = range.end == null ? null : bytes(range.end);
         byte[] fingerprint = Continuations.fingerprint(name, prefix, begin, range.beginInclusive, end, range.endInclusive, range.reverse);
         byte[] after = range.after == null ? null : continuations.lastKey(range.after, fingerprint);
-        return new Bounds(prefix, begin, end, fingerprint, after);
+        byte[] lo = max(prefix, begin == null || range.beginInclusive ? begin : next(begin));
+        byte[] hi = min(prefix == null ? null : strinc(prefix), end == null || !range.endInclusive ? end : next(end));
+        if (after != null) {
+            if (range.reverse) hi = min(hi, after);
+            else lo = max(lo, next(after));
+        }
+        return new Bounds(lo, hi, prefix, fingerprint);
     }
 
-    /** What {@link #walk} does at each row of the range, the cursor on it: false to stop there. */
+    /** What {@link #walk} does at each row of the range: false to stop there. */
     private interface RowVisitor {
-        boolean visit(Cursor<ByteBuffer> c);
+        boolean visit(KvRange row);
     }
 
     /** @return true when {@code visitor} stopped the walk at a row of the range (there is more) */
     private boolean walk(Txn txn, Range<K> range, Bounds b, RowVisitor visitor) {
-        try (Cursor<ByteBuffer> c = dbi.openCursor(txn.lmdb)) {
-            boolean at = range.reverse ? seekLast(c, b.prefix, b.end, range.endInclusive, b.after) : seekFirst(c, b.prefix, b.begin, b.after);
-            while (at) {
-                int place = place(c.key(), range, b);
-                if (place == STOP) return false;
-                if (place == IN && !visitor.visit(c)) return true;
-                at = range.reverse ? c.prev() : c.next();
+        try (KvRange r = txn.kv.range(space, b.begin, b.end, range.reverse, range.limit + 1)) {
+            while (r.next()) {
+                // keys that go on a tuple prefix's last element (Codec#extendsPrefix) sort at the top of its keys
+                if (b.prefix != null && !keys.extendsPrefix(r.key(), b.prefix.length)) {
+                    if (range.reverse) continue;
+                    return false;
+                }
+                if (!visitor.visit(r)) return true;
             }
             return false;
-        } catch (LmdbException e) {
-            throw txn.failure(e);
         }
     }
 
-    private static final int IN = 0;
-    private static final int SKIP = 1;
-    private static final int STOP = 2;
-
-    /** @return where {@code key}, met in the range's direction, stands: in it, to be skipped, or past it */
-    private int place(ByteBuffer key, Range<K> range, Bounds b) {
-        if (b.prefixBuf != null) {
-            if (!startsWith(key, b.prefixBuf)) return STOP;
-            // keys that go on a prefix's last element sort at the top of its keys
-            if (!keys.extendsPrefix(key, b.prefix.length)) return range.reverse ? SKIP : STOP;
-        }
-        if (b.beginBuf != null) {
-            int c = Walk.compareUnsigned(key, b.beginBuf);
-            if (c < 0 || c == 0 && !range.beginInclusive) return range.reverse ? STOP : SKIP;
-        }
-        if (b.endBuf != null) {
-            int c = Walk.compareUnsigned(key, b.endBuf);
-            if (c > 0 || c == 0 && !range.endInclusive) return range.reverse ? SKIP : STOP;
-        }
-        if (b.afterBuf != null) {
-            int c = Walk.compareUnsigned(key, b.afterBuf);
-            if (range.reverse ? c >= 0 : c <= 0) return SKIP;
-        }
-        return IN;
+    /** @return the key right after {@code key} in byte order: {@code key} followed by a zero byte */
+    private static byte[] next(byte[] key) {
+        return Arrays.copyOf(key, key.length + 1);
     }
 
-    /** Positions at the first key not below every lower bound (prefix, begin, continuation). */
-    private static boolean seekFirst(Cursor<ByteBuffer> c, byte[] prefix, byte[] begin, byte[] after) {
-        byte[] target = max(max(prefix, begin), after);
-        return target == null ? c.first() : c.get(direct(target), GetOp.MDB_SET_RANGE);
-    }
-
-    /** Positions at the last key not above every upper bound (the prefix's end, end, continuation). */
-    private static boolean seekLast(Cursor<ByteBuffer> c, byte[] prefix, byte[] end, boolean endInclusive, byte[] after) {
-        byte[] prefixEnd = prefix == null ? null : strinc(prefix);  // exclusive
-        byte[] target = null;
-        boolean inclusive = false;
-        for (byte[] bound : new byte[][] {prefixEnd, end, after}) {
-            if (bound == null) continue;
-            if (target == null || Arrays.compareUnsigned(bound, target) < 0) {
-                target = bound;
-                inclusive = bound == end && endInclusive;
-            }
-        }
-        if (target == null) return c.last();
-        ByteBuffer t = direct(target);
-        if (!c.get(t, GetOp.MDB_SET_RANGE)) return c.last();
-        return inclusive && c.key().equals(t) || c.prev();
-    }
-
+    /** @return the higher of two lower bounds, null standing for none */
     private static byte[] max(byte[] a, byte[] b) {
         if (a == null) return b;
         if (b == null) return a;
         return Arrays.compareUnsigned(a, b) >= 0 ? a : b;
+    }
+
+    /** @return the lower of two upper bounds, null standing for none */
+    private static byte[] min(byte[] a, byte[] b) {
+        if (a == null) return b;
+        if (b == null) return a;
+        return Arrays.compareUnsigned(a, b) <= 0 ? a : b;
     }
 
     /** @return the first byte string after every string that starts with {@code p} (FoundationDB's strinc), or null for none */
@@ -435,41 +337,28 @@ public final class Table<K, V> {
         return out;
     }
 
-    private static ByteBuffer direct(byte[] bytes) {
-        return ByteBuffer.allocateDirect(bytes.length).put(bytes).flip();
-    }
-
     /** @return the smallest key, or null when the table is empty */
     public K firstKey(Txn txn) {
-        try (Cursor<ByteBuffer> c = dbi.openCursor(txn.lmdb)) {
-            return c.first() ? decodeKey(c) : null;
-        } catch (LmdbException e) {
-            throw txn.failure(e);
-        }
+        return endKey(txn, false);
     }
 
     /** @return the largest key (the newest id of a {@link Sequence}), or null when the table is empty */
     public K lastKey(Txn txn) {
-        try (Cursor<ByteBuffer> c = dbi.openCursor(txn.lmdb)) {
-            return c.last() ? decodeKey(c) : null;
-        } catch (LmdbException e) {
-            throw txn.failure(e);
+        return endKey(txn, true);
+    }
+
+    private K endKey(Txn txn, boolean last) {
+        try (KvRange r = txn.kv.range(space, null, null, last, 1)) {
+            return r.next() ? decodeKey(r) : null;
         }
     }
 
-    private K decodeKey(Cursor<ByteBuffer> c) {
-        return keys.read(c.key().order(ByteOrder.BIG_ENDIAN));
+    private K decodeKey(KvRange r) {
+        return keys.read(r.key().order(ByteOrder.BIG_ENDIAN));
     }
 
-    private V decodeValue(Cursor<ByteBuffer> c) {
-        return values.read(c.val().order(ByteOrder.BIG_ENDIAN));
-    }
-
-    /** A copy in a direct buffer of its own: the shared key buffer may be reused while it is needed. */
-    private static ByteBuffer copyOf(ByteBuffer key) {
-        ByteBuffer copy = ByteBuffer.allocateDirect(key.remaining());
-        copy.put(key.duplicate()).flip();
-        return copy;
+    private V decodeValue(KvRange r) {
+        return values.read(r.value().order(ByteOrder.BIG_ENDIAN));
     }
 
     private ByteBuffer encodeKey(K key, ByteBuffer buf) {
@@ -477,7 +366,7 @@ public final class Table<K, V> {
         int size = keys.size(key);
         if (size > MAX_KEY_BYTES || size == 0) {
             throw new IllegalArgumentException("key for table '" + name + "' is " + size
-                + " bytes; LMDB keys are 1.." + MAX_KEY_BYTES + " bytes");
+                + " bytes; keys are 1.." + MAX_KEY_BYTES + " bytes");
         }
         buf.clear();
         keys.write(key, buf);

@@ -2,7 +2,6 @@ package kiln.db;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
-import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ArrayBlockingQueue;
@@ -10,8 +9,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.logging.Level;
 import java.util.logging.Logger;
-
-import org.lmdbjava.Env;
 
 /**
  * The single writer thread: takes every queued write, runs each in a nested transaction of one
@@ -72,29 +69,14 @@ final class Writer implements Runnable {
         }
     }
 
-    /**
-     * Thrown inside a batch to abandon it: it outgrew one transaction (MDB_TXN_FULL) or what is left
-     * of the map (MDB_MAP_FULL). The writer then commits its writes one by one.
-     */
-    private static final class TooLarge extends Exception {
-        private static final long serialVersionUID = 1L;
-        final boolean mapFull;
-        TooLarge(boolean mapFull) {
-            super(null, null, false, false);
-            this.mapFull = mapFull;
-        }
-    }
-
     private final Db db;
-    private final Env<ByteBuffer> env;
+    private final KvEngine engine;
     private final int maxBatch;
     private final ArrayBlockingQueue<Pending<?>> queue;
     private final Thread thread;
     private volatile boolean stopping;
 
     private volatile long commits;
-    /** Bumped after every attempt to commit a batch, i.e. after LMDB may have written a meta page; see {@link Db}. */
-    private volatile long metaEpoch;
     private volatile long writes;
     private volatile long failedWrites;
     private volatile long largestBatch;
@@ -102,9 +84,6 @@ final class Writer implements Runnable {
     private final AtomicLongArray commitsByBatchSize = new AtomicLongArray(DbStats.BATCH_SIZE_BUCKETS);
     /** Writes in committed batches, rolled-back ones included: the sum of the batch sizes. */
     private volatile long batchedWrites;
-    /** Bytes of the map up to the last page the last commit used; see {@link DbStats#usedBytes}. */
-    private volatile long usedBytes;
-    private final long pageSize;
     /** System.nanoTime() when the batch being run began, or 0 while the writer waits for work; see {@link #busyNanos}. */
     private volatile long batchStarted;
     /** Numbers each run of a batch, so change feeds number their sets afresh in a re-run. */
@@ -113,25 +92,15 @@ final class Writer implements Runnable {
     /** For tests only ({@link Db.Builder}): runs on this thread after a commit with change sets, before they are published. */
     private final Runnable betweenCommitAndPublish;
 
-    Writer(Db db, Env<ByteBuffer> env, int maxBatch, int queueCapacity, Runnable betweenCommitAndPublish) {
+    Writer(Db db, KvEngine engine, int maxBatch, int queueCapacity, Runnable betweenCommitAndPublish) {
         this.db = db;
         this.betweenCommitAndPublish = betweenCommitAndPublish;
-        this.env = env;
+        this.engine = engine;
         this.maxBatch = maxBatch;
         this.queue = new ArrayBlockingQueue<>(queueCapacity);
-        this.pageSize = env.stat().pageSize;
-        this.usedBytes = usedBytes();
         this.thread = new Thread(this, "kiln-db-writer");
         this.thread.setDaemon(true);
         this.thread.start();
-    }
-
-    /**
-     * @return a count that changes after every commit attempt; a read transaction begun while it
-     *         did not change cannot have seen a meta page being rewritten (see {@link Db})
-     */
-    long metaEpoch() {
-        return metaEpoch;
     }
 
     /** True only on the writer thread, and only while it runs a write query. */
@@ -167,9 +136,9 @@ final class Writer implements Runnable {
 
     /**
      * Queues {@code query} to run in a top-level write transaction of its own between two batches,
-     * for what cannot run nested in a batch (opening a table: {@code mdb_dbi_open} with
-     * {@code MDB_CREATE}). It commits on this thread like every other write, so {@link #metaEpoch}
-     * moves after it before the next commit can begin.
+     * for what cannot run nested in a batch (opening a table: LMDB's {@code mdb_dbi_open} with
+     * {@code MDB_CREATE}). It commits on this thread like every other write, so a read begun after
+     * it sees it.
      */
     <R> QueryFuture<R> submitAlone(Query<R> query) {
         return enqueue(new Pending<>(query, true));
@@ -186,11 +155,11 @@ final class Writer implements Runnable {
         return p.future;
     }
 
-    DbStats stats(long mapSize, int readTxnsInUse, int readTxnsPooled, int readSlots) {
+    DbStats stats(KvStats kv) {
         long[] byBatchSize = new long[commitsByBatchSize.length()];
         for (int i = 0; i < byBatchSize.length; i++) byBatchSize[i] = commitsByBatchSize.get(i);
-        return new DbStats(commits, writes, failedWrites, largestBatch, mapSize, queue.size(),
-            byBatchSize, batchedWrites, usedBytes, readTxnsInUse, readTxnsPooled, readSlots);
+        return new DbStats(commits, writes, failedWrites, largestBatch, kv.mapSize(), queue.size(),
+            byBatchSize, batchedWrites, kv.usedBytes(), kv.readTxnsInUse(), kv.readTxnsPooled(), kv.readSlots());
     }
 
     /** Refuses new writes, commits everything queued, and waits for the thread to end. */
@@ -243,7 +212,7 @@ final class Writer implements Runnable {
 
     /**
      * @return true when the database is fatal: then {@code batch} failed with its error at once, since
-     *         LMDB would refuse it (or, after an I/O error, could report lost data as durable)
+     *         the engine would refuse it (or, after an I/O error, could report lost data as durable)
      */
     private boolean failedFatal(List<Pending<?>> batch) {
         DbException.Fatal fatal = db.fatal();
@@ -252,18 +221,18 @@ final class Writer implements Runnable {
         return true;
     }
 
-    /** Commits one batch, splitting it when it is too large for LMDB. */
+    /** Commits one batch, splitting it when it is too large for the engine. */
     private void commit(List<Pending<?>> batch) {
         if (failedFatal(batch)) return;
         try {
             runBatch(batch);
-        } catch (TooLarge r) {
+        } catch (KvTxn.TooLarge r) {
             if (batch.size() > 1) {
                 for (Pending<?> p : batch) commit(List.of(p));
                 return;
             }
             Pending<?> p = batch.get(0);
-            p.error = r.mapFull
+            p.error = r.full
                 ? new DbException.DatabaseFull("database full: this write does not fit in the " + (db.stats().mapSize >> 20)
                     + " MiB the database may hold (Db.builder(dir).maxMapSize; by default what the disk held at start, less a reserve);"
                     + " delete data, or free disk space and restart")
@@ -284,65 +253,47 @@ final class Writer implements Runnable {
     /** Runs one {@link #submitAlone} query in its own write transaction and commits it. */
     private void commitAlone(Pending<?> p) {
         if (failedFatal(List.of(p))) return;
-        try (org.lmdbjava.Txn<ByteBuffer> txn = env.txnWrite()) {
-            try {
-                p.run(new Txn(txn, false));
-                txn.commit();  // not counted in commits: those are the write queries' (DbStats)
-            } catch (Exception e) {
-                DbException fatal = e instanceof RuntimeException r ? db.fatalIf(r) : null;
-                p.error = fatal != null ? fatal : e;
-            } finally {
-                metaEpoch++;
-            }
+        try (KvTxn txn = engine.beginWrite()) {
+            p.run(new Txn(txn));
+            txn.commit();  // not counted in commits: those are the write queries' (DbStats)
+        } catch (Exception e) {
+            DbException fatal = e instanceof RuntimeException r ? db.fatalIf(r) : null;
+            p.error = fatal != null ? fatal : e;
         }
         p.complete();
     }
 
-    /** @return the bytes of the map up to the last page in use (LMDB's last page number; freed pages below it are reused) */
-    private long usedBytes() {
-        return (env.info().lastPageNumber + 1) * pageSize;
-    }
-
-    private void runBatch(List<Pending<?>> batch) throws TooLarge {
+    /** @throws KvTxn.TooLarge when the batch does not fit in one transaction or in the engine */
+    private void runBatch(List<Pending<?>> batch) {
         int failed = 0;
         List<Staged<?, ?>> staged = null;
         long run = ++batchRuns;
-        try (org.lmdbjava.Txn<ByteBuffer> parent = env.txnWrite()) {
+        try (KvTxn parent = engine.beginWrite()) {
             for (Pending<?> p : batch) {
                 p.result = null;
                 p.error = null;
                 p.changes = null;
-                try (org.lmdbjava.Txn<ByteBuffer> child = env.txn(parent)) {
+                try (KvTxn child = parent.nested()) {
                     try {
                         runningQuery = true;
                         try {
-                            p.run(new Txn(child, false));
+                            p.run(new Txn(child));
                         } finally {
                             runningQuery = false;
                         }
                         child.commit();
-                    } catch (Env.MapFullException e) {
-                        throw new TooLarge(true);
-                    } catch (org.lmdbjava.Txn.TxFullException e) {
-                        throw new TooLarge(false);
+                    } catch (KvTxn.TooLarge e) {
+                        throw e;
                     } catch (Exception | StackOverflowError e) {
-                        if (e instanceof RuntimeException r && Db.fatalCause(r) != null) throw r;  // the environment's fault, not the query's
+                        if (e instanceof RuntimeException r && db.isFatal(r)) throw r;  // the engine's fault, not the query's
                         p.error = e;
                         p.changes = null;  // rolled back with its nested transaction
                         failed++;
                     }
                 }
             }
-            try {
-                staged = stageChanges(batch, run, new Txn(parent, false));
-                parent.commit();
-            } catch (Env.MapFullException e) {
-                throw new TooLarge(true);
-            } catch (org.lmdbjava.Txn.TxFullException e) {
-                throw new TooLarge(false);
-            } finally {
-                metaEpoch++; // single writer thread: the non-atomic increment is safe; volatile publishes it
-            }
+            staged = stageChanges(batch, run, new Txn(parent));
+            parent.commit();
         }
         commits++;
         writes += batch.size();
@@ -350,7 +301,6 @@ final class Writer implements Runnable {
         if (batch.size() > largestBatch) largestBatch = batch.size();
         commitsByBatchSize.incrementAndGet(DbStats.batchSizeBucket(batch.size()));
         batchedWrites += batch.size();
-        usedBytes = usedBytes();
         if (staged != null) {
             // A crash here (the hook stands for one in a test) loses no set, the log has them, and announces none.
             if (betweenCommitAndPublish != null) betweenCommitAndPublish.run();

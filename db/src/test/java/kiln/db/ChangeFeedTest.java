@@ -29,7 +29,7 @@ class ChangeFeedTest {
     }
 
     private ChangeFeed<Integer, Integer> open(int window) {
-        db = Db.builder(dir).maxWatches(3).open();
+        db = Engines.builder(dir).maxWatches(3).open();
         table = db.table("t", Codec.INT, Codec.INT);
         return db.changeFeed(table, window);
     }
@@ -139,7 +139,7 @@ class ChangeFeedTest {
         open(50);
         for (int i = 1; i <= 30; i++) put(i, i * 10);
         db.close();
-        db = Db.open(dir);
+        db = Engines.open(dir);
         table = db.table("t", Codec.INT, Codec.INT);
         ChangeFeed<Integer, Integer> feed = db.changeFeed(table, 20);  // a smaller window than before
         assertEquals(30, feed.lastSeq());

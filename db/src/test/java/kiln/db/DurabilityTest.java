@@ -171,7 +171,7 @@ class DurabilityTest {
     @Test
     void theDefaultCeilingIsWhatTheDiskHoldsLessAReserve() throws Exception {
         java.nio.file.FileStore store = java.nio.file.Files.getFileStore(dir);
-        long ceiling = Db.defaultMaxMapSize(dir);
+        long ceiling = LmdbEngine.defaultMaxMapSize(dir);
         long reserve = Math.max(64L << 20, store.getTotalSpace() / 20);
         assertTrue(ceiling % (1 << 20) == 0 && ceiling >= 1 << 20, "whole MiB: " + ceiling);
         assertTrue(ceiling <= Math.max(1L << 20, store.getUsableSpace() - reserve + (1 << 20)),

@@ -76,7 +76,7 @@ class EncodeAtPutTest {
     }
 
     private Table<Integer, Note> open() {
-        db = Db.open(dir);
+        db = Engines.open(dir);
         return db.table("notes", Codec.INT, NOTES);
     }
 
@@ -100,7 +100,7 @@ class EncodeAtPutTest {
         assertEquals(new Note("as put"), db.read(txn -> notes.get(txn, 1)).join());
         assertEquals(List.of(new ChangeSet.Change<>(1, new Note("as put"))), feed.read(0, 10).get(0).changes(), "the feed in memory");
         db.close();
-        db = Db.open(dir);
+        db = Engines.open(dir);
         Table<Integer, Note> reopened = db.table("notes", Codec.INT, NOTES);
         ChangeFeed<Integer, Note> log = db.changeFeed(reopened, 100);
         assertEquals(List.of(new ChangeSet.Change<>(1, new Note("as put"))), log.read(0, 10).get(0).changes(), "the durable log");
@@ -157,7 +157,7 @@ class EncodeAtPutTest {
 
     @Test
     void aKeyChangedAfterPutOrDeleteIsRecordedAsItWasWritten() throws Exception {
-        db = Db.open(dir);
+        db = Engines.open(dir);
         Table<List<Integer>, Integer> table = db.table("pairs", LIST_KEYS, Codec.INT);
         ChangeFeed<List<Integer>, Integer> feed = db.changeFeed(table, 100);
         db.write(txn -> {

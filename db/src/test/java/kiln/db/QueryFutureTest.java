@@ -20,7 +20,7 @@ class QueryFutureTest {
 
     @Test
     void onlyTheDatabaseCompletesAQuerysFuture() {
-        try (Db db = Db.open(dir)) {
+        try (Db db = Engines.open(dir)) {
             Table<Integer, Integer> t = db.table("t", Codec.INT, Codec.INT);
             QueryFuture<Integer> read = db.read(txn -> t.get(txn, 1, 7));
             QueryFuture<Object> write = db.write(txn -> {
@@ -55,7 +55,7 @@ class QueryFutureTest {
     @Test
     void aRefusedJoinWithdrawsAWriteNotYetTakenAndSaysWhenItWasTaken() throws Exception {
         Thread refused = Thread.currentThread();
-        try (Db db = Db.open(dir)) {
+        try (Db db = Engines.open(dir)) {
             Table<Integer, Integer> t = db.table("t", Codec.INT, Codec.INT);
             QueryFuture.refuseBlockingWhere(() -> Thread.currentThread() == refused ? "on the test's refused thread" : null);
             QueryFuture<Object> taken;

@@ -44,7 +44,7 @@ class RangeTest {
     /** Random bounds, directions and limits against a sorted reference: every page chain gives exactly the rows in range. */
     @Test
     void pagesOfEveryKindOfRangeGiveExactlyItsRowsInOrder() {
-        db = Db.open(dir);
+        db = Engines.open(dir);
         Table<Integer, Integer> t = db.table("t", Codec.INT, Codec.INT);
         TreeSet<Integer> present = new TreeSet<>();
         db.write(txn -> {
@@ -84,7 +84,7 @@ class RangeTest {
     /** One room's messages, newest first, 20 a page: no other room's, even one whose name extends it. */
     @Test
     void aTuplePrefixPagesThroughOneRoomInBothDirections() {
-        db = Db.open(dir);
+        db = Engines.open(dir);
         Table<Tuple, String> messages = db.table("messages", Codec.TUPLE, Codec.STRING);
         db.write(txn -> {
             for (String room : List.of("lobby", "lobby\0x", "lobbyist", "lob")) {
@@ -107,7 +107,7 @@ class RangeTest {
 
     @Test
     void rowsDeletedBetweenPagesDoNotBreakTheContinuation() {
-        db = Db.open(dir);
+        db = Engines.open(dir);
         Table<Integer, Integer> t = db.table("t", Codec.INT, Codec.INT);
         db.write(txn -> {
             for (int k = 0; k < 10; k++) t.put(txn, k, k);
@@ -126,7 +126,7 @@ class RangeTest {
 
     @Test
     void aForgedStaleOrMisplacedContinuationIsRefusedNamingWhy() {
-        db = Db.open(dir);
+        db = Engines.open(dir);
         Table<Integer, Integer> t = db.table("t", Codec.INT, Codec.INT);
         Table<Integer, Integer> other = db.table("other", Codec.INT, Codec.INT);
         db.write(txn -> {
@@ -148,10 +148,10 @@ class RangeTest {
 
         // the secret outlives a restart: the token still works after a reopen; another database refuses it
         db.close();
-        db = Db.open(dir);
+        db = Engines.open(dir);
         Table<Integer, Integer> reopened = db.table("t", Codec.INT, Codec.INT);
         assertEquals(List.of(2, 3), db.read(txn -> reopened.range(txn, range.after(token))).join().rows().stream().map(Page.Row::key).toList());
-        try (Db elsewhere = Db.open(dir.resolve("elsewhere"))) {
+        try (Db elsewhere = Engines.open(dir.resolve("elsewhere"))) {
             Table<Integer, Integer> same = elsewhere.table("t", Codec.INT, Codec.INT);
             Throwable e = assertThrows(java.util.concurrent.CompletionException.class,
                 () -> elsewhere.read(txn -> same.range(txn, range.after(token))).join()).getCause();

@@ -33,7 +33,7 @@ class SequenceAndScansTest {
 
     @Test
     void aSequenceCountsDurablyAndAFailedWriteTakesTheSameIdAgain() {
-        try (Db db = Db.open(dir)) {
+        try (Db db = Engines.open(dir)) {
             Sequence ids = db.sequence("todos");
             assertEquals(1L, db.write(ids::next).join());
             assertEquals(2L, db.write(ids::next).join());
@@ -46,7 +46,7 @@ class SequenceAndScansTest {
             Sequence other = db.sequence("other");
             assertEquals(1L, db.write(other::next).join(), "each sequence counts on its own");
         }
-        try (Db db = Db.open(dir)) {
+        try (Db db = Engines.open(dir)) {
             Sequence ids = db.sequence("todos");
             assertEquals(3L, db.read(ids::current).join(), "survives a reopen");
             assertEquals(4L, db.write(ids::next).join());
@@ -55,7 +55,7 @@ class SequenceAndScansTest {
 
     @Test
     void lastKeyReverseAndPrefixScans() {
-        try (Db db = Db.open(dir)) {
+        try (Db db = Engines.open(dir)) {
             Table<Long, String> log = db.table("log", Codec.LONG, Codec.STRING);
             Table<String, Integer> users = db.table("users", Codec.STRING, Codec.INT);
             assertNull(db.read(log::lastKey).join());
@@ -91,7 +91,7 @@ class SequenceAndScansTest {
 
     @Test
     void jsonValuesRoundTripAndBadOnesFailClearly() {
-        try (Db db = Db.open(dir)) {
+        try (Db db = Engines.open(dir)) {
             Table<Long, Todo> todos = db.table("todos", Codec.LONG, Codec.json(Todo.class));
             Table<Long, String> raw = db.table("todos", Codec.LONG, Codec.STRING);
             db.write(txn -> {

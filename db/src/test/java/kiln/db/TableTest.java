@@ -55,7 +55,7 @@ class TableTest {
 
     @BeforeEach
     void open() {
-        db = Db.open(dir);
+        db = Engines.open(dir);
     }
 
     @AfterEach

@@ -75,7 +75,7 @@ class TupleTest {
     /** A room's prefix covers exactly its messages, newest first by a negated time, in a real table. */
     @Test
     void aPrefixScanVisitsExactlyTheTuplesThatExtendIt() {
-        try (Db db = Db.open(dir)) {
+        try (Db db = Engines.open(dir)) {
             Table<Tuple, String> messages = db.table("messages", Codec.TUPLE, Codec.STRING);
             db.write(txn -> {
                 for (String room : List.of("room", "room2", "roo", "room\0")) {

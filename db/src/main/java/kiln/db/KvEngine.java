@@ -1,0 +1,90 @@
+package kiln.db;
+
+import java.nio.file.Path;
+import java.util.List;
+
+/**
+ * The ordered key-value engine under kiln's tables: named key spaces of byte-string keys kept in
+ * unsigned byte order, read in snapshot transactions and written in transactions that commit
+ * durably. Everything above it — {@link Table}, {@link Codec}s and {@link Tuple} keys, {@link Range}s
+ * and {@link Page}s, {@link ChangeFeed}s, {@link Sequence}s — is a layer over these few calls, as
+ * FoundationDB's layers sit over its key-value store (https://apple.github.io/foundationdb/layer-concept.html).
+ * {@link LmdbEngine} implements it on one box; another engine is added by implementing it, without
+ * touching the layers ({@link Db.Builder#engine}).
+ *
+ * <h2>Threading, as {@link Db} uses it</h2>
+ * <ul>
+ *   <li>{@link #beginRead} is called from any thread, many at once; a read transaction is used by one
+ *       thread at a time and closed by it.</li>
+ *   <li>{@link #beginWrite} is called by the database's one writer thread only, and only one write
+ *       transaction (with its {@link KvTxn#nested} children) is open at a time. A space is opened in
+ *       one ({@link #space}).</li>
+ *   <li>{@link #close} is called once, after the writer stopped and with no read transaction open.</li>
+ * </ul>
+ *
+ * <p>Keys are 1..511 bytes (LMDB's limit, which kiln's tables keep on every engine).
+ *
+ * <h2>Errors</h2>
+ * A write that does not fit ({@link KvTxn.TooLarge}) fails the transaction and the writer retries
+ * its writes apart; {@link #fatalCause} tells which other errors mean the engine must not be used
+ * again; every other exception fails only the query that met it.
+ */
+public interface KvEngine extends AutoCloseable {
+    /**
+     * Opens a key space, creating it when {@code create} is true and it is missing.
+     *
+     * @param txn a write transaction of its own (not nested): creating a space commits with it
+     * @param name the space's name, 1..511 bytes of UTF-8
+     * @return its handle, valid until {@link #close}; null when it is missing and {@code create} is false
+     */
+    KvSpace space(KvTxn txn, String name, boolean create);
+
+    /** @return the names of every space the engine holds, in byte order; {@code txn} a read transaction */
+    List<String> spaceNames(KvTxn txn);
+
+    /**
+     * Begins a read-only transaction on the newest committed snapshot: a transaction begun after
+     * another (on any thread) sees a snapshot at least as new.
+     *
+     * @throws DbException.ReadersFull when the engine has no room for another reader
+     */
+    KvTxn beginRead();
+
+    /** Begins the write transaction; see the class comment for its thread. */
+    KvTxn beginWrite();
+
+    /**
+     * Reads every entry of {@code space} in {@code txn}'s snapshot and checks the engine's own
+     * structure: keys in order, entry count as recorded.
+     *
+     * @return the number of entries
+     * @throws IllegalStateException naming the first inconsistency
+     */
+    long verify(KvTxn txn, KvSpace space);
+
+    /**
+     * Writes a consistent copy of every committed space into the empty directory {@code target},
+     * flushes it to disk and reads it back: every entry of every space, and the backup mark
+     * ({@link Db#backup} commits {@code mark} into the space {@code kiln.backups}, key {@code "mark"},
+     * before the call), which the copy must hold or a newer one — proof that its snapshot is at least
+     * as new as the call.
+     *
+     * @return the copy's file
+     * @throws DbException.BackupFailed naming what did not check out
+     * @throws UnsupportedOperationException when the engine keeps no files to copy
+     */
+    Path backup(Path target, long mark);
+
+    /**
+     * @return why the engine must not be used after {@code e}, or may serve wrong data (a panic, a
+     *         corrupted page, an I/O error); null when {@code e} fails only its own query
+     */
+    String fatalCause(RuntimeException e);
+
+    /** @return the engine's counters now: sizes and read transactions (zeros where it has none) */
+    KvStats stats();
+
+    /** Closes the engine; see the class comment for when it is called. */
+    @Override
+    void close();
+}

@@ -1,0 +1,512 @@
+package kiln.db;
+
+import java.io.IOException;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.FileStore;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import org.lmdbjava.Cursor;
+import org.lmdbjava.Dbi;
+import org.lmdbjava.DbiFlags;
+import org.lmdbjava.Env;
+import org.lmdbjava.EnvFlags;
+import org.lmdbjava.GetOp;
+import org.lmdbjava.LmdbException;
+import org.lmdbjava.LmdbNativeException;
+
+/**
+ * The {@link KvEngine} on LMDB (through lmdbjava): one memory-mapped file, a space per LMDB
+ * database ("DBI"), read transactions pooled and renewed, durable commits (fsync), nested write
+ * transactions for the writer's batches. The default engine of {@link Db}.
+ *
+ * <h2>Reads never go back in time</h2>
+ * A read transaction begun after another sees a snapshot at least as new. LMDB's begin
+ * (mdb_txn_begin/renew) reads the last committed txn id, then copies the meta page of that id's
+ * parity, which the writer's next-but-one commit rewrites; so a begin that overlapped the end of a
+ * commit ({@link #metaEpoch} moved while it ran) begins again. A begin that overlapped no commit end
+ * cannot have met that rewrite. {@code ReadConsistencyTest} guards it.
+ *
+ * <h2>Reader slots</h2>
+ * LMDB's reader table has {@code maxReaders} slots; {@value Db#RESERVED_READERS} are left to other
+ * processes (a backup, an inspection) and the rest are permits over this process's read
+ * transactions, in use and pooled. A read that finds none free waits up to {@code readerWait}.
+ *
+ * <p>Source for the LMDB rules relied on here: the LMDB API docs (mdb_txn_begin, MDB_NOTLS,
+ * mdb_env_set_mapsize, mdb_env_copy2), http://www.lmdb.tech/doc/group__mdb.html
+ */
+public final class LmdbEngine implements KvEngine {
+    private final Path dir;
+    private final Env<ByteBuffer> env;
+    private final ConcurrentLinkedQueue<org.lmdbjava.Txn<ByteBuffer>> idleReadTxns = new ConcurrentLinkedQueue<>();
+    private final AtomicInteger idleReadCount = new AtomicInteger();
+    private final int maxIdleReadTxns;
+    /** A permit per reader slot this process may hold: a read transaction, in use or pooled, holds one from its open to its close. */
+    private final Semaphore readSlots;
+    private final int readSlotCount;
+    private final long readerWaitNanos;
+    /** Map size in bytes (the ceiling, mapped at open), kept so that {@link #stats} never calls into a closing environment. */
+    private final long mapSize;
+    private final long pageSize;
+    /** Bumped after every attempt to commit a top-level write transaction, i.e. after LMDB may have written a meta page. */
+    private volatile long metaEpoch;
+    /** Bytes of the map up to the last page the last commit used; see {@link DbStats#usedBytes}. */
+    private volatile long usedBytes;
+
+    LmdbEngine(Path dir, long maxMapSize, int maxTables, int maxReaders, long readerWaitNanos, EnvFlags[] extraFlags) {
+        this.dir = dir;
+        this.env = openEnv(dir, maxMapSize, maxTables, maxReaders, extraFlags);
+        this.mapSize = env.info().mapSize;
+        this.pageSize = env.stat().pageSize;
+        this.usedBytes = usedBytesNow();
+        this.readSlotCount = maxReaders - Db.RESERVED_READERS;
+        this.readSlots = new Semaphore(readSlotCount);
+        this.readerWaitNanos = readerWaitNanos;
+        this.maxIdleReadTxns = Math.max(1, readSlotCount / 2);
+    }
+
+    /** A space: an LMDB database in the environment. */
+    private record Space(String name, Dbi<ByteBuffer> dbi) implements KvSpace {
+    }
+
+    @Override
+    public KvSpace space(KvTxn txn, String name, boolean create) {
+        org.lmdbjava.Txn<ByteBuffer> t = ((LmdbTxn) txn).lmdb;
+        byte[] bytes = name.getBytes(StandardCharsets.UTF_8);
+        try {
+            return new Space(name, create ? env.openDbi(t, bytes, null, false, DbiFlags.MDB_CREATE) : env.openDbi(t, bytes, null, false));
+        } catch (Dbi.KeyNotFoundException e) {
+            if (!create) return null;  // MDB_NOTFOUND: no such database
+            throw ((LmdbTxn) txn).failure(e);
+        } catch (LmdbException e) {
+            throw ((LmdbTxn) txn).failure(e);
+        }
+    }
+
+    @Override
+    public List<String> spaceNames(KvTxn txn) {
+        List<String> names = new ArrayList<>();
+        org.lmdbjava.Txn<ByteBuffer> t = ((LmdbTxn) txn).lmdb;
+        // the main database's keys are the names of the others (it holds nothing else in kiln)
+        Dbi<ByteBuffer> main = env.openDbi(t, null, null, false);
+        try (Cursor<ByteBuffer> c = main.openCursor(t)) {
+            for (boolean more = c.first(); more; more = c.next()) {
+                names.add(StandardCharsets.UTF_8.decode(c.key()).toString());
+            }
+        } catch (LmdbException e) {
+            throw ((LmdbTxn) txn).failure(e);
+        }
+        return names;
+    }
+
+    @Override
+    public KvTxn beginRead() {
+        return new LmdbTxn(acquireReadTxn(), true, false);
+    }
+
+    @Override
+    public KvTxn beginWrite() {
+        return new LmdbTxn(env.txnWrite(), false, true);
+    }
+
+    @Override
+    public long verify(KvTxn txn, KvSpace space) {
+        return Walk.table(space.name(), ((Space) space).dbi, ((LmdbTxn) txn).lmdb);
+    }
+
+    @Override
+    public Path backup(Path target, long mark) {
+        try {
+            Backup.copy(env, target);
+        } catch (LmdbException e) {
+            throw new DbException.BackupFailed("backup of " + dir.toAbsolutePath() + " into " + target.toAbsolutePath()
+                + " failed: " + e.getMessage(), e);
+        }
+        Backup.finish(target, mark);
+        return target.resolve(Backup.DATA_FILE);
+    }
+
+    /** @return a count that changes after every commit attempt; for {@code ReadConsistencyTest} */
+    long metaEpoch() {
+        return metaEpoch;
+    }
+
+    @Override
+    public KvStats stats() {
+        int pooled = Math.max(0, idleReadCount.get());
+        int inUse = Math.max(0, readSlotCount - readSlots.availablePermits() - pooled);
+        return new KvStats(mapSize, usedBytes, inUse, pooled, readSlotCount);
+    }
+
+    @Override
+    public void close() {
+        org.lmdbjava.Txn<ByteBuffer> t;
+        while ((t = idleReadTxns.poll()) != null) {
+            idleReadCount.decrementAndGet();
+            closeResetReadTxn(t);
+            readSlots.release();
+        }
+        env.close();
+    }
+
+    /**
+     * @return why LMDB refuses, or may serve wrong data to, every later transaction after {@code e};
+     *         null when {@code e} is not such an error. Source: mdb.c (LMDB 0.9), which sets
+     *         MDB_FATAL_ERROR when a meta-page write fails and then answers MDB_PANIC.
+     */
+    @Override
+    public String fatalCause(RuntimeException e) {
+        if (e instanceof LmdbNativeException.PanicException) {
+            return "LMDB panicked (MDB_PANIC): an earlier meta-page write failed, so it refuses every transaction";
+        }
+        if (e instanceof LmdbNativeException.PageCorruptedException || e instanceof LmdbNativeException.PageNotFoundException
+                || e instanceof CorruptedPage) {
+            return "the data file is corrupted (" + e.getMessage() + ")";
+        }
+        if (e instanceof LmdbNativeException n && n.getResultCode() == EIO) {
+            return "writing or syncing the data file failed with an I/O error (EIO): the disk may have lost writes"
+                + " the kernel had reported written, so this process must not go on trusting it";
+        }
+        return null;
+    }
+
+    /** errno EIO (Linux, and every POSIX system kiln runs on). */
+    private static final int EIO = 5;
+
+    /** A transaction's first LMDB failure was MDB_BAD_TXN: a page LMDB could not read (see {@link LmdbTxn#failure}). */
+    static final class CorruptedPage extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        CorruptedPage(LmdbException e) {
+            super("a transaction's first call was refused (MDB_BAD_TXN): LMDB could not read a table's record from the main database", e);
+        }
+    }
+
+    /** @return the bytes of the map up to the last page in use (LMDB's last page number; freed pages below it are reused) */
+    private long usedBytesNow() {
+        return (env.info().lastPageNumber + 1) * pageSize;
+    }
+
+    /** Takes a read transaction from the pool (renewed) or opens one, on the newest committed snapshot; see the class comment. */
+    private org.lmdbjava.Txn<ByteBuffer> acquireReadTxn() {
+        org.lmdbjava.Txn<ByteBuffer> t = idleReadTxns.poll();
+        if (t != null) {
+            idleReadCount.decrementAndGet();
+        } else if (!readSlots.tryAcquire()) {
+            t = awaitReadSlot();
+        }
+        while (true) {
+            long epoch = metaEpoch;
+            try {
+                if (t == null) {
+                    t = env.txnRead();
+                } else {
+                    t.renew();
+                }
+            } catch (Env.ReadersFullException e) {
+                readSlots.release();
+                throw new DbException.ReadersFull("LMDB's reader table is full: other processes on " + dir + " hold slots this"
+                    + " process counted on (it keeps " + Db.RESERVED_READERS + " of maxReaders for them)", e);
+            } catch (RuntimeException e) {
+                if (t != null) t.close();
+                readSlots.release();
+                throw e;
+            }
+            VarHandle.acquireFence(); // the begin's loads of the meta page stay before the epoch load below
+            if (metaEpoch == epoch) return t;
+            t.reset();  // and renew() again; never close() a reset transaction (see closeResetReadTxn)
+        }
+    }
+
+    /**
+     * Every reader slot is held (reads in flight, and pooled transactions): waits, up to the reader
+     * wait, for a pooled transaction or a slot. A virtual thread parks here; a platform thread
+     * blocks, which on a Kilim carrier would take more concurrent reads than a server has carriers.
+     *
+     * @return a pooled transaction, or null once a slot is this caller's to open one with
+     * @throws DbException.ReadersFull when none came free in time
+     */
+    private org.lmdbjava.Txn<ByteBuffer> awaitReadSlot() {
+        long deadline = System.nanoTime() + readerWaitNanos;
+        try {
+            while (true) {
+                org.lmdbjava.Txn<ByteBuffer> t = idleReadTxns.poll();
+                if (t != null) {
+                    idleReadCount.decrementAndGet();
+                    return t;
+                }
+                long left = deadline - System.nanoTime();
+                if (left <= 0) break;
+                if (readSlots.tryAcquire(Math.min(left, 10_000_000L), TimeUnit.NANOSECONDS)) return null;
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        throw new DbException.ReadersFull("all " + readSlotCount + " read slots stayed in use for " + readerWaitNanos / 1_000_000
+            + " ms: more reads at once than Db.builder(dir).maxReaders(n) allows (--db-max-readers N raises it; "
+            + Db.RESERVED_READERS + " more are left to other processes)", null);
+    }
+
+    private void releaseReadTxn(org.lmdbjava.Txn<ByteBuffer> t) {
+        // a waiting reader gets the slot at once; from the pool it would take it only at its next poll
+        if (!readSlots.hasQueuedThreads()) {
+            if (idleReadCount.incrementAndGet() <= maxIdleReadTxns) {
+                t.reset();
+                idleReadTxns.offer(t);
+                return;
+            }
+            idleReadCount.decrementAndGet();
+        }
+        t.close();
+        readSlots.release();
+    }
+
+    /**
+     * Closes a pooled (reset) read transaction so that it gives its reader slot back. lmdbjava 0.9's
+     * {@code Txn.close()} aborts only a transaction that is not reset: closing a reset one leaks the
+     * native transaction and, under MDB_NOTLS, its slot in LMDB's reader table. So it is renewed
+     * first (a few hundred ns), then closed.
+     */
+    private static void closeResetReadTxn(org.lmdbjava.Txn<ByteBuffer> t) {
+        try {
+            t.renew();
+        } catch (RuntimeException e) {
+            // a fatal environment refuses it (MDB_PANIC): the close of the environment that follows
+            // frees this process's reader slots with the rest
+        }
+        t.close();
+    }
+
+    /** One LMDB transaction: a pooled read, the top-level write, or a nested write. */
+    private final class LmdbTxn implements KvTxn {
+        final org.lmdbjava.Txn<ByteBuffer> lmdb;
+        private final boolean readOnly;
+        private final boolean topLevel;
+        /** Set once an LMDB call failed in this transaction: LMDB then answers every later call MDB_BAD_TXN. */
+        private boolean failed;
+        private boolean committed;
+
+        LmdbTxn(org.lmdbjava.Txn<ByteBuffer> lmdb, boolean readOnly, boolean topLevel) {
+            this.lmdb = lmdb;
+            this.readOnly = readOnly;
+            this.topLevel = topLevel;
+        }
+
+        /**
+         * Notes that an LMDB call in this transaction failed, and tells corruption from misuse: LMDB
+         * answers MDB_BAD_TXN to every call after a failed one in the same transaction (a query that
+         * caught an LMDB error and went on), but also to the first call when it could not read a
+         * table's record from the main database (mdb_cursor_init ignores that read's error and flags
+         * the transaction): a transaction's first failure being MDB_BAD_TXN means a corrupted page.
+         *
+         * @return what to throw: {@link KvTxn.TooLarge} for a full map or transaction, a
+         *         {@link CorruptedPage} for a first failure that is MDB_BAD_TXN, else {@code e}
+         */
+        RuntimeException failure(LmdbException e) {
+            boolean first = !failed;
+            failed = true;
+            if (e instanceof Env.MapFullException) return new TooLarge(true, e);
+            if (e instanceof org.lmdbjava.Txn.TxFullException) return new TooLarge(false, e);
+            return first && e instanceof org.lmdbjava.Txn.BadException ? new CorruptedPage(e) : e;
+        }
+
+        @Override
+        public boolean isReadOnly() {
+            return readOnly;
+        }
+
+        @Override
+        public ByteBuffer get(KvSpace space, ByteBuffer key) {
+            try {
+                return ((Space) space).dbi.get(lmdb, key);
+            } catch (LmdbException e) {
+                throw failure(e);
+            }
+        }
+
+        @Override
+        public KvRange range(KvSpace space, byte[] begin, byte[] end, boolean reverse, int limitHint) {
+            try {
+                return new LmdbRange(this, ((Space) space).dbi.openCursor(lmdb), begin, end, reverse);
+            } catch (LmdbException e) {
+                throw failure(e);
+            }
+        }
+
+        @Override
+        public long count(KvSpace space) {
+            try {
+                return ((Space) space).dbi.stat(lmdb).entries;
+            } catch (LmdbException e) {
+                throw failure(e);
+            }
+        }
+
+        @Override
+        public ByteBuffer reserve(KvSpace space, ByteBuffer key, int size) {
+            try {
+                return ((Space) space).dbi.reserve(lmdb, key, size);
+            } catch (LmdbException e) {
+                throw failure(e);
+            }
+        }
+
+        @Override
+        public boolean delete(KvSpace space, ByteBuffer key) {
+            try {
+                return ((Space) space).dbi.delete(lmdb, key);
+            } catch (LmdbException e) {
+                throw failure(e);
+            }
+        }
+
+        @Override
+        public KvTxn nested() {
+            return new LmdbTxn(env.txn(lmdb), false, false);
+        }
+
+        @Override
+        public void commit() {
+            try {
+                lmdb.commit();
+                committed = true;
+            } catch (LmdbException e) {
+                throw failure(e);
+            } finally {
+                if (topLevel) {
+                    metaEpoch++;  // one writer thread: the non-atomic increment is safe; volatile publishes it
+                    if (committed) usedBytes = usedBytesNow();
+                }
+            }
+        }
+
+        @Override
+        public void close() {
+            if (readOnly) releaseReadTxn(lmdb);
+            else lmdb.close();
+        }
+    }
+
+    /** A walk of {@code [begin, end)} with an LMDB cursor, forward or back. */
+    private static final class LmdbRange implements KvRange {
+        private final LmdbTxn txn;
+        private final Cursor<ByteBuffer> cursor;
+        private final ByteBuffer begin, end;
+        private final boolean reverse;
+        private boolean started;
+
+        LmdbRange(LmdbTxn txn, Cursor<ByteBuffer> cursor, byte[] begin, byte[] end, boolean reverse) {
+            this.txn = txn;
+            this.cursor = cursor;
+            this.begin = direct(begin);
+            this.end = direct(end);
+            this.reverse = reverse;
+        }
+
+        @Override
+        public boolean next() {
+            try {
+                boolean at;
+                if (started) {
+                    at = reverse ? cursor.prev() : cursor.next();
+                } else {
+                    started = true;
+                    at = reverse ? seekLast() : seekFirst();
+                }
+                if (!at) return false;
+                return reverse ? begin == null || Walk.compareUnsigned(cursor.key(), begin) >= 0
+                    : end == null || Walk.compareUnsigned(cursor.key(), end) < 0;
+            } catch (LmdbException e) {
+                throw txn.failure(e);
+            }
+        }
+
+        private boolean seekFirst() {
+            return begin == null ? cursor.first() : cursor.get(begin, GetOp.MDB_SET_RANGE);
+        }
+
+        /** The last key below {@code end}: before the first key at or above it, else the last. */
+        private boolean seekLast() {
+            if (end == null || !cursor.get(end, GetOp.MDB_SET_RANGE)) return cursor.last();
+            return cursor.prev();
+        }
+
+        @Override
+        public ByteBuffer key() {
+            return cursor.key();
+        }
+
+        @Override
+        public ByteBuffer value() {
+            return cursor.val();
+        }
+
+        @Override
+        public void close() {
+            cursor.close();
+        }
+
+        private static ByteBuffer direct(byte[] bytes) {
+            return bytes == null ? null : ByteBuffer.allocateDirect(bytes.length).put(bytes).flip();
+        }
+    }
+
+    private static Env<ByteBuffer> openEnv(Path dir, long maxMapSize, int maxTables, int maxReaders, EnvFlags[] extraFlags) {
+        try {
+            Files.createDirectories(dir);
+        } catch (IOException | SecurityException e) {
+            throw new DbException.DataDirectory("cannot create data directory " + dir.toAbsolutePath() + ": " + e, e);
+        }
+        if (!Files.isDirectory(dir)) {
+            throw new DbException.DataDirectory("data directory " + dir.toAbsolutePath() + " is not a directory", null);
+        }
+        if (!Files.isWritable(dir) || !Files.isReadable(dir)) {
+            throw new DbException.DataDirectory("data directory " + dir.toAbsolutePath() + " is not readable and writable by this user", null);
+        }
+        EnvFlags[] flags = java.util.Arrays.copyOf(extraFlags, extraFlags.length + 1);
+        flags[extraFlags.length] = EnvFlags.MDB_NOTLS;
+        try {
+            // MDB_NOTLS: read transactions are not tied to a thread, so the pool can hand them to
+            // any thread. Sync mode is LMDB's default: every commit is fsync'ed (durable). The map is
+            // the ceiling from the start: it never grows, so no read ever waits for a remap.
+            return Env.create()
+                .setMapSize(maxMapSize > 0 ? maxMapSize : defaultMaxMapSize(dir))
+                .setMaxDbs(maxTables)
+                .setMaxReaders(maxReaders)
+                .open(dir.toFile(), flags);
+        } catch (Env.VersionMismatchException | Env.FileInvalidException | LmdbNativeException.PageCorruptedException
+                 | LmdbNativeException.PanicException e) {
+            throw new DbException.Corrupt("data directory " + dir.toAbsolutePath() + " does not hold a valid LMDB database"
+                + " of a compatible version (" + e.getMessage() + "); move it aside or point --data elsewhere", e);
+        } catch (LmdbException e) {
+            throw new DbException.DataDirectory("cannot open LMDB environment in " + dir.toAbsolutePath() + ": " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * The default of {@link Db.Builder#maxMapSize}: the data file's size plus the file system's usable
+     * space less a reserve of 5 % of the file system (at least 64 MiB), at least 1 MiB and at most
+     * 1 TiB, in whole MiB.
+     */
+    static long defaultMaxMapSize(Path dir) {
+        try {
+            FileStore store = Files.getFileStore(dir);
+            Path file = dir.resolve(Backup.DATA_FILE);
+            long used = Files.exists(file) ? Files.size(file) : 0;
+            long reserve = Math.max(64L << 20, store.getTotalSpace() / 20);
+            long ceiling = Math.min(used + Math.max(0, store.getUsableSpace() - reserve), 1L << 40);
+            long mib = 1L << 20;
+            return Math.max(ceiling, used + mib) / mib * mib;
+        } catch (IOException e) {
+            throw new DbException.DataDirectory("cannot read the free space of " + dir.toAbsolutePath() + ": " + e, e);
+        }
+    }
+}
