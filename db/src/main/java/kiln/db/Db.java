@@ -73,6 +73,10 @@ public final class Db implements AutoCloseable {
     private volatile DbException.Fatal fatal;
     private final java.util.function.Consumer<DbException.Fatal> onFatal;
     private final Continuations continuations;
+    /** The table of the database's own settings and states: {@value #META}. */
+    private final Table<String, byte[]> meta;
+    /** Every index declared, by name. */
+    private final Map<String, Index<?, ?, ?>> indexes = new HashMap<>();
 
     private Db(Builder b) {
         this.dir = b.dir;
@@ -82,6 +86,7 @@ public final class Db implements AutoCloseable {
         this.maxWatches = b.maxWatches;
         this.onFatal = b.onFatal;
         this.writer = new Writer(this, engine, b.maxBatch, b.queueCapacity, b.betweenCommitAndPublish);
+        this.meta = new Table<>(META, openSpace(META), Codec.STRING, Codec.BYTES, null);
         this.continuations = new Continuations(secret());
     }
 
@@ -94,7 +99,6 @@ public final class Db implements AutoCloseable {
      *         time the database is opened, and kept in {@value #META}
      */
     private byte[] secret() {
-        Table<String, byte[]> meta = new Table<>(META, openSpace(META), Codec.STRING, Codec.BYTES, null);
         byte[] secret = read(txn -> meta.get(txn, SECRET)).join();
         if (secret != null) return secret;
         return alone(txn -> {
@@ -221,6 +225,136 @@ public final class Db implements AutoCloseable {
             return null;
         }).join();
         return feed;
+    }
+
+    /**
+     * Declares an index of {@code table} by one key per row (see {@link Index}): from the next write
+     * on, every put and delete keeps it; a table that has rows gets it built online
+     * ({@link Index#ready}). Call it at start-up, after {@link #table}.
+     *
+     * <pre>{@code
+     * Index<String, Long, User> byCity = db.index(users, "users.by-city", Codec.STRING, (id, u) -> u.city());
+     * }</pre>
+     *
+     * @param name the index's name (its key space's), distinct from every table's and index's
+     * @param keys the index key codec
+     * @param key  the row's index key, or null for a row the index leaves out; the same for the
+     *             same row every time (see {@link Index})
+     * @return the index; the same object for the same name
+     * @throws IllegalArgumentException when {@code table} was not opened by this database, or the
+     *         name is taken by a table or another index of another kind
+     * @throws IllegalStateException    on the writer thread
+     */
+    public <I, K, V> Index<I, K, V> index(Table<K, V> table, String name, Codec<I> keys,
+                                          java.util.function.BiFunction<? super K, ? super V, ? extends I> key) {
+        return openIndex(table, name, keys, false, one(key));
+    }
+
+    /**
+     * Declares an index of {@code table} by any number of keys per row, e.g. a message by each of its
+     * tags; as {@link #index}.
+     *
+     * @param keys the index keys of a row (an empty collection or null for none)
+     */
+    public <I, K, V> Index<I, K, V> indexMany(Table<K, V> table, String name, Codec<I> codec,
+                                              java.util.function.BiFunction<? super K, ? super V, ? extends java.util.Collection<? extends I>> keys) {
+        return openIndex(table, name, codec, false, keys);
+    }
+
+    /**
+     * Declares a unique index of {@code table}: no two rows may give the same key, and a write that
+     * would fails with {@link DbException.UniqueViolation} (HTTP 409); as {@link #index}. Its build
+     * over existing rows fails (see {@link Index#ready}) when two of them share a key.
+     */
+    public <I, K, V> Index<I, K, V> uniqueIndex(Table<K, V> table, String name, Codec<I> keys,
+                                                java.util.function.BiFunction<? super K, ? super V, ? extends I> key) {
+        return openIndex(table, name, keys, true, one(key));
+    }
+
+    private static <I, K, V> java.util.function.BiFunction<K, V, java.util.Collection<I>> one(
+            java.util.function.BiFunction<? super K, ? super V, ? extends I> key) {
+        return (k, v) -> {
+            I i = key.apply(k, v);
+            return i == null ? List.of() : List.of(i);
+        };
+    }
+
+    /** The {@value #META} key of an index's build state: absent (not begun), {@link #BUILT}, or the last row key done. */
+    private static String buildStateKey(String index) {
+        return "index:" + index;
+    }
+
+    /** The build state of an index that holds every row: one byte, never a row key's encoding of one byte (0 is no key). */
+    private static final byte[] BUILT = {0};
+
+    private <I, K, V> Index<I, K, V> openIndex(Table<K, V> table, String name, Codec<I> keys, boolean unique,
+                                               java.util.function.BiFunction<? super K, ? super V, ? extends java.util.Collection<? extends I>> extractor) {
+        Index<I, K, V> index;
+        synchronized (this) {
+            checkOpen();
+            if (writer.isWriterThread()) throw new IllegalStateException("declare indexes at start-up, not on the writer thread");
+            if (tables.get(table.name()) != table) {
+                throw new IllegalArgumentException("table " + table + " was not opened by this database (or was opened again since):"
+                    + " open it once and pass that object");
+            }
+            Index<?, ?, ?> known = indexes.get(name);
+            if (known != null) {
+                if (known.table() != table || known.isUnique() != unique) {
+                    throw new IllegalArgumentException("index '" + name + "' is declared already, as " + known);
+                }
+                @SuppressWarnings("unchecked") Index<I, K, V> same = (Index<I, K, V>) known;
+                return same;
+            }
+            if (tables.containsKey(name)) throw new IllegalArgumentException("'" + name + "' is a table's name; give the index its own");
+            index = new Index<>(name, table, keys, unique, extractor, openSpace(name), continuations);
+            indexes.put(name, index);
+        }
+        Index<I, K, V> declared = index;
+        // On the writer thread, between two write queries: every write after this one keeps the index.
+        byte[] state = write(txn -> {
+            table.index(declared);
+            byte[] now = meta.get(txn, buildStateKey(name));
+            if (now == null && table.firstKey(txn) == null) {
+                now = BUILT;  // an empty table's index holds every row already
+                meta.put(txn, buildStateKey(name), now);
+            }
+            return now;
+        }).join();
+        if (state != null && java.util.Arrays.equals(state, BUILT)) {
+            index.built();
+        } else {
+            long rows = read(txn -> table.count(txn)).join();
+            java.util.logging.Logger.getLogger(Db.class.getName()).info(() -> "building index '" + name + "' of '" + table.name() + "' ("
+                + rows + " rows, " + Index.BUILD_BATCH + " per write" + (state == null ? "" : ", going on from where it stopped") + ")");
+            buildStep(index, state, System.nanoTime());
+        }
+        return index;
+    }
+
+    /**
+     * Adds the entries of the next {@link Index#BUILD_BATCH} rows in one write, and from its
+     * callback (on the writer thread, after the commit) queues the next, until the table has no more:
+     * other writes take turns with the build's.
+     */
+    private void buildStep(Index<?, ?, ?> index, byte[] after, long started) {
+        String key = buildStateKey(index.name());
+        write(txn -> {
+            byte[] last = index.build(txn, after, Index.BUILD_BATCH);
+            meta.put(txn, key, last == null ? BUILT : last);
+            return last;
+        }).whenComplete((last, failed) -> {
+            if (failed != null) {
+                Throwable why = failed instanceof java.util.concurrent.CompletionException && failed.getCause() != null ? failed.getCause() : failed;
+                java.util.logging.Logger.getLogger(Db.class.getName()).warning("index '" + index.name() + "' could not be built: " + why);
+                index.buildFailed(why);
+            } else if (last == null) {
+                java.util.logging.Logger.getLogger(Db.class.getName()).info(() -> "index '" + index.name() + "' is built, in "
+                    + (System.nanoTime() - started) / 1_000_000 + " ms");
+                index.built();
+            } else {
+                buildStep(index, last, started);
+            }
+        });
     }
 
     /** On the writer thread while it has no work: see {@link ChangeFeed#renewIfOlder}. */
@@ -436,12 +570,13 @@ public final class Db implements AutoCloseable {
     }
 
     /**
-     * Reads the whole database in one snapshot and checks it: every table LMDB holds (opened by this
-     * process or not), every entry in key order, each table's entry count against the count its
-     * record holds. What an operator runs after a crash, and what the power-cut test runs after
-     * every cut. It reads every page of the database.
+     * Reads the whole database in one snapshot and checks it: every table the engine holds (opened
+     * by this process or not), every entry in key order, each table's entry count against the count
+     * its record holds (on LMDB), and every built {@link Index} declared in this process against its
+     * table ({@link Index#verify}). What an operator runs after a crash, and what the power-cut test
+     * runs after every cut. It reads every page of the database.
      *
-     * @return each table's name and entry count, in LMDB's order of names
+     * @return each table's (and index's) name and entry count, in the engine's order of names
      * @throws DbException.Corrupt naming the first inconsistency found
      * @throws DbException.Closed  after {@link #close}
      */
@@ -459,9 +594,14 @@ public final class Db implements AutoCloseable {
                 }
                 return all;
             });
+            List<Index<?, ?, ?>> built;
+            synchronized (this) {
+                built = indexes.values().stream().filter(Index::isReady).toList();
+            }
             return read(txn -> {
                 Map<String, Long> counts = new java.util.LinkedHashMap<>();
                 for (Map.Entry<String, KvSpace> e : spaces.entrySet()) counts.put(e.getKey(), engine.verify(txn.kv, e.getValue()));
+                for (Index<?, ?, ?> index : built) index.verify(txn);
                 return counts;
             }).join();
         } catch (DbException e) {

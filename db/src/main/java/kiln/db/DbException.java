@@ -122,4 +122,28 @@ public class DbException extends RuntimeException {
         private static final long serialVersionUID = 1L;
         public TooManyWatches(String message) { super(message); }
     }
+
+    /**
+     * A write would give a {@link Index unique index} a key that another row already has: the write
+     * query fails (its transaction rolls back alone) and an HTTP layer answers 409 Conflict.
+     */
+    public static final class UniqueViolation extends DbException {
+        private static final long serialVersionUID = 1L;
+        /** The unique index's name. */
+        public final String index;
+
+        public UniqueViolation(String index, String message) {
+            super(message);
+            this.index = index;
+        }
+    }
+
+    /**
+     * An {@link Index} was read before it was built (it is being built over the rows its table had,
+     * {@link Index#ready}), or its build failed: an HTTP layer answers 503 with the message.
+     */
+    public static final class IndexNotReady extends DbException {
+        private static final long serialVersionUID = 1L;
+        public IndexNotReady(String message, Throwable cause) { super(message, cause); }
+    }
 }

@@ -3,7 +3,6 @@ package kiln.db;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import java.util.function.BiPredicate;
@@ -39,6 +38,8 @@ public final class Table<K, V> {
     private final Codec<V> values;
     /** Signs and checks {@link #range}'s continuations with the database's secret. */
     private final Continuations continuations;
+    /** The table's indexes, replaced whole on the writer thread as one is declared ({@link Db#index}): each kept from then on. */
+    private volatile List<Index<?, K, V>> indexes = List.of();
     /** Set once, on the writer thread, by {@link Db#changeFeed}: from then on every put and delete is recorded. */
     private volatile ChangeFeed<K, V> feed;
 
@@ -68,12 +69,22 @@ public final class Table<K, V> {
     }
 
     /**
-     * Stores {@code value} under {@code key}, replacing any previous value.
+     * Stores {@code value} under {@code key}, replacing any previous value, and keeps the table's
+     * {@link Index indexes} in the same transaction.
      *
+     * @throws DbException.UniqueViolation when a unique index refuses the value's key (nothing is
+     *         changed; the write query fails unless it catches it)
      * @throws IllegalStateException in a read transaction
      */
     public void put(Txn txn, K key, V value) {
         txn.checkWritable("put");
+        List<Index<?, K, V>> indexed = indexes;
+        if (!indexed.isEmpty()) {
+            byte[] row = bytes(key);
+            V old = get(txn, key);
+            for (Index<?, K, V> i : indexed) i.check(txn, row, key, value);
+            for (Index<?, K, V> i : indexed) i.put(txn, row, key, old, value);
+        }
         ByteBuffer k = encodeKey(key, KEY_BUFFER.get());
         int size = values.size(value);
         ByteBuffer slot = txn.kv.reserve(space, k, size);
@@ -92,17 +103,43 @@ public final class Table<K, V> {
     }
 
     /**
-     * Removes {@code key}.
+     * Removes {@code key}, and its entries from the table's indexes.
      *
      * @return true if the key was present
      * @throws IllegalStateException in a read transaction
      */
     public boolean delete(Txn txn, K key) {
         txn.checkWritable("delete");
+        List<Index<?, K, V>> indexed = indexes;
+        if (!indexed.isEmpty()) {
+            V old = get(txn, key);
+            if (old == null) return false;
+            byte[] row = bytes(key);
+            for (Index<?, K, V> i : indexed) i.delete(txn, row, key, old);
+        }
         ByteBuffer k = encodeKey(key, KEY_BUFFER.get());
         boolean deleted = txn.kv.delete(space, k);
         if (deleted && feed != null) txn.changed(this, recorded(k, null));
         return deleted;
+    }
+
+    /**
+     * Adds {@code delta} to the number stored under {@code key} (0 when there is none) and stores the
+     * sum: a counter row, such as a room's message count, kept in the same write as the rows it
+     * counts. Atomic as every write query is: the one writer thread runs them one at a time.
+     *
+     * @return the new value
+     * @throws IllegalStateException in a read transaction, or when the table's values are not
+     *         {@link Codec#LONG}
+     */
+    public long add(Txn txn, K key, long delta) {
+        if (values != (Codec<?>) Codec.LONG) {
+            throw new IllegalStateException("add() needs a table of Codec.LONG values; '" + name + "' has " + values);
+        }
+        @SuppressWarnings("unchecked") Table<K, Long> counters = (Table<K, Long>) this;
+        long sum = counters.get(txn, key, 0L) + delta;
+        counters.put(txn, key, sum);
+        return sum;
     }
 
     /**
@@ -121,6 +158,13 @@ public final class Table<K, V> {
 
     private static ByteBuffer wrap(byte[] bytes) {
         return ByteBuffer.wrap(bytes).order(ByteOrder.BIG_ENDIAN);
+    }
+
+    /** Keeps {@code index} from the next write on: called inside a write query, on the writer thread. */
+    void index(Index<?, K, V> index) {
+        List<Index<?, K, V>> more = new ArrayList<>(indexes);
+        more.add(index);
+        indexes = List.copyOf(more);
     }
 
     /** @return the table's change feed, or null when {@link Db#changeFeed} was not called for it */
@@ -170,7 +214,7 @@ public final class Table<K, V> {
      * @return the number of entries visited
      */
     public long scanBackward(Txn txn, K from, BiPredicate<? super K, ? super V> visitor) {
-        return visit(txn, null, from == null ? null : next(bytes(from)), true, visitor);
+        return visit(txn, null, from == null ? null : Keys.next(bytes(from)), true, visitor);
     }
 
     /** Visits the rows of {@code [begin, end)} until the visitor returns false; see {@link KvTxn#range}. */
@@ -197,7 +241,7 @@ public final class Table<K, V> {
     public long scanPrefix(Txn txn, K prefix, BiPredicate<? super K, ? super V> visitor) {
         byte[] p = bytes(prefix);
         long n = 0;
-        try (KvRange r = txn.kv.range(space, p, strinc(p), false, 0)) {
+        try (KvRange r = txn.kv.range(space, p, Keys.strinc(p), false, 0)) {
             while (r.next() && keys.extendsPrefix(r.key(), p.length)) {
                 n++;
                 if (!visitor.test(decodeKey(r), decodeValue(r))) break;
@@ -269,11 +313,11 @@ public final class Table<K, V> {
         byte[] end = range.end == null ? null : bytes(range.end);
         byte[] fingerprint = Continuations.fingerprint(name, prefix, begin, range.beginInclusive, end, range.endInclusive, range.reverse);
         byte[] after = range.after == null ? null : continuations.lastKey(range.after, fingerprint);
-        byte[] lo = max(prefix, begin == null || range.beginInclusive ? begin : next(begin));
-        byte[] hi = min(prefix == null ? null : strinc(prefix), end == null || !range.endInclusive ? end : next(end));
+        byte[] lo = Keys.max(prefix, begin == null || range.beginInclusive ? begin : Keys.next(begin));
+        byte[] hi = Keys.min(prefix == null ? null : Keys.strinc(prefix), end == null || !range.endInclusive ? end : Keys.next(end));
         if (after != null) {
-            if (range.reverse) hi = min(hi, after);
-            else lo = max(lo, next(after));
+            if (range.reverse) hi = Keys.min(hi, after);
+            else lo = Keys.max(lo, Keys.next(after));
         }
         return new Bounds(lo, hi, prefix, fingerprint);
     }
@@ -298,43 +342,9 @@ public final class Table<K, V> {
         }
     }
 
-    /** @return the key right after {@code key} in byte order: {@code key} followed by a zero byte */
-    private static byte[] next(byte[] key) {
-        return Arrays.copyOf(key, key.length + 1);
-    }
-
-    /** @return the higher of two lower bounds, null standing for none */
-    private static byte[] max(byte[] a, byte[] b) {
-        if (a == null) return b;
-        if (b == null) return a;
-        return Arrays.compareUnsigned(a, b) >= 0 ? a : b;
-    }
-
-    /** @return the lower of two upper bounds, null standing for none */
-    private static byte[] min(byte[] a, byte[] b) {
-        if (a == null) return b;
-        if (b == null) return a;
-        return Arrays.compareUnsigned(a, b) <= 0 ? a : b;
-    }
-
-    /** @return the first byte string after every string that starts with {@code p} (FoundationDB's strinc), or null for none */
-    private static byte[] strinc(byte[] p) {
-        int n = p.length;
-        while (n > 0 && p[n - 1] == (byte) 0xFF) n--;
-        if (n == 0) return null;
-        byte[] next = Arrays.copyOf(p, n);
-        next[n - 1]++;
-        return next;
-    }
-
-    private byte[] bytes(K key) {
-        return toArray(encodeKey(key, KEY_BUFFER.get()));
-    }
-
-    private static byte[] toArray(ByteBuffer b) {
-        byte[] out = new byte[b.remaining()];
-        b.get(b.position(), out);
-        return out;
+    /** @return {@code key} encoded, in an array of its own */
+    byte[] bytes(K key) {
+        return Keys.toArray(encodeKey(key, KEY_BUFFER.get()));
     }
 
     /** @return the smallest key, or null when the table is empty */
@@ -357,8 +367,16 @@ public final class Table<K, V> {
         return keys.read(r.key().order(ByteOrder.BIG_ENDIAN));
     }
 
+    K decodeKey(byte[] key) {
+        return keys.read(wrap(key));
+    }
+
     private V decodeValue(KvRange r) {
-        return values.read(r.value().order(ByteOrder.BIG_ENDIAN));
+        return decodeValue(r.value());
+    }
+
+    V decodeValue(ByteBuffer value) {
+        return values.read(value.order(ByteOrder.BIG_ENDIAN));
     }
 
     private ByteBuffer encodeKey(K key, ByteBuffer buf) {

@@ -51,13 +51,25 @@ final class MemoryEngine implements KvEngine {
         }
     }
 
-    private record Space(String name, ConcurrentSkipListMap<byte[], Version> rows) implements KvSpace {
+    /** A space: its rows' versions by key. Identity is equality (a record would hash every row). */
+    private static final class Space implements KvSpace {
+        private final String name;
+        final ConcurrentSkipListMap<byte[], Version> rows = new ConcurrentSkipListMap<>(Arrays::compareUnsigned);
+
+        Space(String name) {
+            this.name = name;
+        }
+
+        @Override
+        public String name() {
+            return name;
+        }
     }
 
     @Override
     public KvSpace space(KvTxn txn, String name, boolean create) {
         if (!create) return spaces.get(name);
-        return spaces.computeIfAbsent(name, n -> new Space(n, new ConcurrentSkipListMap<>(Arrays::compareUnsigned)));
+        return spaces.computeIfAbsent(name, Space::new);
     }
 
     @Override
@@ -139,47 +151,60 @@ final class MemoryEngine implements KvEngine {
             return v == null ? null : ByteBuffer.wrap(v).asReadOnlyBuffer();
         }
 
-        /** @return the rows of {@code [begin, end)} as this transaction sees them, in key order */
-        private NavigableMap<byte[], byte[]> view(Space s, byte[] begin, byte[] end) {
-            TreeMap<byte[], byte[]> rows = new TreeMap<>(Arrays::compareUnsigned);
-            for (Map.Entry<byte[], Version> e : sub(s.rows, begin, end).entrySet()) {
-                byte[] v = e.getValue().at(snapshot);
-                if (v != null) rows.put(e.getKey(), v);
-            }
+        /** @return the writes of this transaction and its parents in {@code [begin, end)}, the nearest winning; deletes as {@link #DELETED} */
+        private NavigableMap<byte[], byte[]> overlay(Space s, byte[] begin, byte[] end) {
+            TreeMap<byte[], byte[]> merged = new TreeMap<>(Arrays::compareUnsigned);
             List<Txn> chain = new ArrayList<>();
             for (Txn t = this; t != null && t.writes != null; t = t.parent) chain.add(0, t);
             for (Txn t : chain) {
                 TreeMap<byte[], byte[]> w = t.writes.get(s);
-                if (w == null) continue;
-                for (Map.Entry<byte[], byte[]> e : sub(w, begin, end).entrySet()) {
-                    if (e.getValue() == DELETED) rows.remove(e.getKey());
-                    else rows.put(e.getKey(), e.getValue());
-                }
+                if (w != null) merged.putAll(sub(w, begin, end));
             }
-            return rows;
+            return merged;
         }
 
+        /** Walks the committed versions lazily, merged with this transaction's overlay (materialized: it is small). */
         @Override
         public KvRange range(KvSpace space, byte[] begin, byte[] end, boolean reverse, int limitHint) {
-            NavigableMap<byte[], byte[]> rows = view((Space) space, begin, end);
-            Iterator<Map.Entry<byte[], byte[]>> it = (reverse ? rows.descendingMap() : rows).entrySet().iterator();
+            Space s = (Space) space;
+            NavigableMap<byte[], Version> committedRows = sub(s.rows, begin, end);
+            NavigableMap<byte[], byte[]> mine = readOnly ? new TreeMap<>(Arrays::compareUnsigned) : overlay(s, begin, end);
+            Iterator<Map.Entry<byte[], Version>> base = (reverse ? committedRows.descendingMap() : committedRows).entrySet().iterator();
+            Iterator<Map.Entry<byte[], byte[]>> over = (reverse ? mine.descendingMap() : mine).entrySet().iterator();
             return new KvRange() {
-                private Map.Entry<byte[], byte[]> at;
+                private Map.Entry<byte[], Version> b = base.hasNext() ? base.next() : null;
+                private Map.Entry<byte[], byte[]> o = over.hasNext() ? over.next() : null;
+                private byte[] key;
+                private byte[] value;
 
                 @Override
                 public boolean next() {
-                    at = it.hasNext() ? it.next() : null;
-                    return at != null;
+                    while (b != null || o != null) {
+                        int c = b == null ? 1 : o == null ? -1 : Arrays.compareUnsigned(b.getKey(), o.getKey());
+                        if (reverse && b != null && o != null) c = -c;
+                        if (c < 0) {
+                            key = b.getKey();
+                            value = b.getValue().at(snapshot);
+                            b = base.hasNext() ? base.next() : null;
+                        } else {
+                            if (c == 0) b = base.hasNext() ? base.next() : null;  // the overlay's write wins
+                            key = o.getKey();
+                            value = o.getValue() == DELETED ? null : o.getValue();
+                            o = over.hasNext() ? over.next() : null;
+                        }
+                        if (value != null) return true;
+                    }
+                    return false;
                 }
 
                 @Override
                 public ByteBuffer key() {
-                    return ByteBuffer.wrap(at.getKey()).asReadOnlyBuffer();
+                    return ByteBuffer.wrap(key).asReadOnlyBuffer();
                 }
 
                 @Override
                 public ByteBuffer value() {
-                    return ByteBuffer.wrap(at.getValue()).asReadOnlyBuffer();
+                    return ByteBuffer.wrap(value).asReadOnlyBuffer();
                 }
 
                 @Override
@@ -190,7 +215,11 @@ final class MemoryEngine implements KvEngine {
 
         @Override
         public long count(KvSpace space) {
-            return view((Space) space, null, null).size();
+            long n = 0;
+            try (KvRange r = range(space, null, null, false, 0)) {
+                while (r.next()) n++;
+            }
+            return n;
         }
 
         private TreeMap<byte[], byte[]> mine(KvSpace space) {

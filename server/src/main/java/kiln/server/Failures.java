@@ -25,6 +25,10 @@ import kiln.http.Reply;
  *       its message;</li>
  *   <li>{@link DbException.BadContinuation}: 400 with its message (a page token the client altered,
  *       or brought from another range);</li>
+ *   <li>{@link DbException.UniqueViolation}: 409 Conflict with its message (a unique index already
+ *       has the key: an e-mail address taken, say; RFC 9110 section 15.5.10);</li>
+ *   <li>{@link DbException.IndexNotReady}: 503 with its message (an index is being built at
+ *       start-up; {@code Retry-After: 1});</li>
  *   <li>{@link TimeoutException}: 504 (a wait with a timeout, e.g. {@code Fibers.await(future,
  *       timeout)} on an outbound call, ran out: RFC 9110 section 15.6.5);</li>
  *   <li>anything else: 500 with a short body, and the stack trace in the server log.</li>
@@ -52,6 +56,8 @@ public final class Failures {
         if (cause instanceof DbException.ReadersFull || cause instanceof DbException.Fatal) return Reply.unavailable(cause.getMessage());
         if (cause instanceof DbException.DatabaseFull) return Reply.error(507, cause.getMessage());
         if (cause instanceof DbException.BadContinuation) return Reply.error(400, cause.getMessage());
+        if (cause instanceof DbException.UniqueViolation) return Reply.error(409, cause.getMessage());
+        if (cause instanceof DbException.IndexNotReady) return Reply.unavailable(cause.getMessage());
         if (cause instanceof RejectedExecutionException) return Reply.unavailable("the server is overloaded; retry shortly");
         if (cause instanceof TimeoutException) return Reply.error(504, "gateway timeout: " + cause.getMessage());
         LOG.log(Level.SEVERE, "request failed" + (request == null ? "" : ": " + request), cause);

@@ -1,0 +1,401 @@
+package kiln.db;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Collections;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.function.BiFunction;
+
+/**
+ * A secondary index of a {@link Table}: its rows by another key, taken from each row by an
+ * extractor (one row may give several index keys, or none), kept in the same write transaction as
+ * every put and delete of the table, as FoundationDB's Record Layer keeps its indexes. A unique
+ * index refuses a write that would give two rows one index key ({@link DbException.UniqueViolation},
+ * an HTTP 409). Declare it at start-up with {@link Db#index}, {@link Db#indexMany} or
+ * {@link Db#uniqueIndex}:
+ *
+ * <pre>{@code
+ * Table<Tuple, Message> messages = db.table("messages", Codec.TUPLE, MESSAGE);
+ * Index<String, Tuple, Message> byAuthor = db.index(messages, "messages.by-author", Codec.STRING, (key, m) -> m.author());
+ * Page<Tuple, Message> theirs = db.read(txn -> byAuthor.range(txn, Range.closed("ada", "ada").limit(20))).join();
+ * }</pre>
+ *
+ * <h2>Storage</h2>
+ * The index is a key space of its own whose keys are {@code Tuple.of(indexKey, rowKey).pack()} with
+ * both as byte strings (FoundationDB's tuple encoding escapes them, so the entries sort by index key,
+ * then row key, whatever the codecs) and whose values are empty. A lookup reads the entries of
+ * one index key, then each row from the table.
+ *
+ * <h2>Building</h2>
+ * An index declared on a table that has rows is built online: the writer thread adds the entries of
+ * {@value #BUILD_BATCH} rows per write transaction, between other writes, keeping its progress in the
+ * database (a restart goes on from there), while every write to the table keeps the index from the
+ * moment it is declared. Until it is built, reads of the index fail with
+ * {@link DbException.IndexNotReady}; {@link #ready} completes when it is.
+ *
+ * <p>The extractor must give the same keys for the same row every time: an index whose extractor
+ * changes must get a new name (the old entries are not rebuilt). {@link #verify} checks the index
+ * against its table.
+ *
+ * @param <I> the index key type, encoded with the index's codec
+ * @param <K> the table's key type
+ * @param <V> the table's value type
+ */
+public final class Index<I, K, V> {
+    /** Rows whose entries one build transaction adds. */
+    static final int BUILD_BATCH = 1_000;
+
+    /** Entries are encoded into a per-thread direct buffer, as table keys are. */
+    private static final ThreadLocal<ByteBuffer> ENTRY_BUFFER =
+        ThreadLocal.withInitial(() -> ByteBuffer.allocateDirect(Table.MAX_KEY_BYTES).order(ByteOrder.BIG_ENDIAN));
+
+    private final String name;
+    private final Table<K, V> table;
+    private final Codec<I> keys;
+    private final boolean unique;
+    private final BiFunction<? super K, ? super V, ? extends Collection<? extends I>> extractor;
+    final KvSpace space;
+    private final Continuations continuations;
+    private final QueryFuture<Void> ready = new QueryFuture<>();
+    /** Why the build stopped, once it did. */
+    private volatile Throwable buildFailure;
+
+    Index(String name, Table<K, V> table, Codec<I> keys, boolean unique,
+          BiFunction<? super K, ? super V, ? extends Collection<? extends I>> extractor, KvSpace space, Continuations continuations) {
+        this.name = name;
+        this.table = table;
+        this.keys = keys;
+        this.unique = unique;
+        this.extractor = extractor;
+        this.space = space;
+        this.continuations = continuations;
+    }
+
+    /** @return the index's name: its key space's in the engine */
+    public String name() {
+        return name;
+    }
+
+    /** @return the table it indexes */
+    public Table<K, V> table() {
+        return table;
+    }
+
+    /** @return whether two rows may not share an index key */
+    public boolean isUnique() {
+        return unique;
+    }
+
+    /**
+     * @return a future that completes once the index holds every row of its table (at once for an
+     *         index built before, or declared on an empty table), or fails with why its build stopped
+     *         ({@link DbException.UniqueViolation} for rows that break a unique index); it completes on
+     *         the writer thread
+     */
+    public QueryFuture<Void> ready() {
+        return ready;
+    }
+
+    /** @return whether {@link #ready} completed without error */
+    public boolean isReady() {
+        return ready.isDone() && !ready.isCompletedExceptionally();
+    }
+
+    /**
+     * @return the value of the row with index key {@code key} (of a non-unique index, the first such
+     *         row in row-key order), or null when there is none
+     * @throws DbException.IndexNotReady while the index is being built
+     */
+    public V get(Txn txn, I key) {
+        K row = key(txn, key);
+        return row == null ? null : table.get(txn, row);
+    }
+
+    /**
+     * @return the key of the row with index key {@code key} (of a non-unique index, the first in
+     *         row-key order), or null when there is none
+     * @throws DbException.IndexNotReady while the index is being built
+     */
+    public K key(Txn txn, I key) {
+        checkReady();
+        byte[] p = packed(encode(key));
+        try (KvRange r = txn.kv.range(space, Keys.next(p, (byte) 1), Keys.next(p, (byte) 2), false, 1)) {
+            return r.next() ? table.decodeKey(rowKey(r.key())) : null;
+        }
+    }
+
+    /**
+     * Reads one page of the rows whose index keys are in {@code range}, in index-key order (then
+     * row-key order), or reversed; as {@link Table#range}, with the same continuations. A prefix
+     * range needs an index key codec whose prefixes mean something ({@link Codec#TUPLE},
+     * {@link Codec#STRING}).
+     *
+     * @throws DbException.IndexNotReady    while the index is being built
+     * @throws DbException.BadContinuation  as {@link Table#range}
+     */
+    public Page<K, V> range(Txn txn, Range<I> range) {
+        Bounds b = bounds(range);
+        List<Page.Row<K, V>> rows = new ArrayList<>(Math.min(range.limit, 64));
+        byte[][] last = {null};
+        boolean more = walk(txn, range, b, (entry, row) -> {
+            if (rows.size() == range.limit) return false;
+            K k = table.decodeKey(row);
+            V v = table.get(txn, k);
+            if (v == null) throw new DbException.Corrupt("index '" + name + "' holds an entry for row " + k + " of '" + table.name()
+                + "', which has no such row: run Db.verify()", null);
+            rows.add(new Page.Row<>(k, v));
+            last[0] = entry;
+            return true;
+        });
+        String next = more ? continuations.token(b.fingerprint, last[0]) : null;
+        return new Page<>(Collections.unmodifiableList(rows), next);
+    }
+
+    /**
+     * Counts the rows whose index keys are in {@code range} (after its continuation; its limit does
+     * not apply), reading only the index: the rows by one author, say.
+     *
+     * @throws DbException.IndexNotReady while the index is being built
+     */
+    public long count(Txn txn, Range<I> range) {
+        long[] n = {0};
+        walk(txn, range, bounds(range), (entry, row) -> {
+            n[0]++;
+            return true;
+        });
+        return n[0];
+    }
+
+    /** An index range as the engine's {@code [begin, end)} over entries, with its prefix and fingerprint. */
+    private record Bounds(byte[] begin, byte[] end, byte[] prefix, byte[] fingerprint) {
+    }
+
+    /**
+     * The entries of index key {@code i} are {@code [P 0x01, P 0x02)} where {@code P} is
+     * {@code Tuple.of(i).pack()} (a row key's byte string follows with its type code 0x01); an
+     * index key that goes on from {@code i} (its byte string longer) sorts at {@code P 0xFF} and up,
+     * outside. A prefix {@code p} of index keys is {@code [P', strinc(P'))}, {@code P'} being
+     * {@code P} without its terminating zero.
+     */
+    private Bounds bounds(Range<I> range) {
+        checkReady();
+        byte[] prefix = range.prefix == null ? null : encode(range.prefix);
+        byte[] begin = range.begin == null ? null : encode(range.begin);
+        byte[] end = range.end == null ? null : encode(range.end);
+        byte[] fingerprint = Continuations.fingerprint(name, prefix, begin, range.beginInclusive, end, range.endInclusive, range.reverse);
+        byte[] after = range.after == null ? null : continuations.lastKey(range.after, fingerprint);
+        byte[] lo = null;
+        byte[] hi = null;
+        if (prefix != null) {
+            byte[] p = packed(prefix);
+            lo = java.util.Arrays.copyOf(p, p.length - 1);
+            hi = Keys.strinc(lo);
+        }
+        if (begin != null) lo = Keys.max(lo, Keys.next(packed(begin), (byte) (range.beginInclusive ? 1 : 2)));
+        if (end != null) hi = Keys.min(hi, Keys.next(packed(end), (byte) (range.endInclusive ? 2 : 1)));
+        if (after != null) {
+            if (range.reverse) hi = Keys.min(hi, after);
+            else lo = Keys.max(lo, Keys.next(after));
+        }
+        return new Bounds(lo, hi, prefix, fingerprint);
+    }
+
+    /** What {@link #walk} does with each entry: its bytes and its row key's; false to stop there. */
+    private interface EntryVisitor {
+        boolean visit(byte[] entry, byte[] rowKey);
+    }
+
+    /** @return true when {@code visitor} stopped the walk at an entry of the range (there is more) */
+    private boolean walk(Txn txn, Range<I> range, Bounds b, EntryVisitor visitor) {
+        try (KvRange r = txn.kv.range(space, b.begin, b.end, range.reverse, range.limit + 1)) {
+            while (r.next()) {
+                byte[] entry = Keys.toArray(r.key());
+                Tuple t = Tuple.unpack(entry);
+                if (b.prefix != null && !keys.extendsPrefix(ByteBuffer.wrap((byte[]) t.get(0)), b.prefix.length)) {
+                    if (range.reverse) continue;
+                    return false;
+                }
+                if (!visitor.visit(entry, (byte[]) t.get(1))) return true;
+            }
+            return false;
+        }
+    }
+
+    /**
+     * Checks the index against its table in {@code txn}'s snapshot: every row's entries are there,
+     * and the index holds no other entry.
+     *
+     * @return the number of entries
+     * @throws DbException.Corrupt naming the first row or entry that does not agree
+     */
+    public long verify(Txn txn) {
+        long[] expected = {0};
+        table.scan(txn, (k, v) -> {
+            byte[] row = table.bytes(k);
+            for (byte[] i : keysOf(k, v)) {
+                expected[0]++;
+                if (txn.kv.get(space, entry(i, row)) == null) {
+                    throw new DbException.Corrupt("index '" + name + "' lacks the entry of row " + k + " of '" + table.name() + "'", null);
+                }
+            }
+            return true;
+        });
+        long held = txn.kv.count(space);
+        if (held != expected[0]) {
+            throw new DbException.Corrupt("index '" + name + "' holds " + held + " entries, but the rows of '" + table.name()
+                + "' give " + expected[0], null);
+        }
+        return held;
+    }
+
+    /**
+     * Refuses a put of {@code value} under {@code key} that would give this unique index a key
+     * another row has. {@link Table#put} checks every index before it changes any.
+     *
+     * @throws DbException.UniqueViolation naming the key and the row that has it
+     */
+    void check(Txn txn, byte[] row, K key, V value) {
+        if (!unique) return;
+        for (byte[] i : keysOf(key, value)) refuseTaken(txn, i, row, key);
+    }
+
+    /**
+     * Keeps the index for a put of {@code value} under {@code key} whose old value was {@code old}
+     * (null for none): deletes the old value's entries the new one does not give, adds the new
+     * one's. Called by {@link Table#put} after {@link #check}.
+     */
+    void put(Txn txn, byte[] row, K key, V old, V value) {
+        List<byte[]> now = keysOf(key, value);
+        if (old != null) {
+            for (byte[] i : keysOf(key, old)) {
+                if (!contains(now, i)) txn.kv.delete(space, entry(i, row));
+            }
+        }
+        for (byte[] i : now) txn.kv.reserve(space, entry(i, row), 0);
+    }
+
+    /** Deletes the entries of a row being deleted ({@link Table#delete}). */
+    void delete(Txn txn, byte[] row, K key, V old) {
+        for (byte[] i : keysOf(key, old)) txn.kv.delete(space, entry(i, row));
+    }
+
+    private void refuseTaken(Txn txn, byte[] i, byte[] row, K key) {
+        byte[] p = packed(i);
+        try (KvRange r = txn.kv.range(space, Keys.next(p, (byte) 1), Keys.next(p, (byte) 2), false, 2)) {
+            while (r.next()) {
+                byte[] other = rowKey(r.key());
+                if (!java.util.Arrays.equals(other, row)) {
+                    I taken = keys.read(ByteBuffer.wrap(i).order(ByteOrder.BIG_ENDIAN));
+                    throw new DbException.UniqueViolation(name, "'" + taken + "' is taken in unique index '" + name + "' of '"
+                        + table.name() + "' (by row " + table.decodeKey(other) + "; the write for row " + key + " was refused)");
+                }
+            }
+        }
+    }
+
+    /**
+     * One build step, in a write query: adds the entries of up to {@code max} rows after
+     * {@code after} (from the first row when null).
+     *
+     * @return the last row key done, or null when the table has no row after it
+     */
+    byte[] build(Txn txn, byte[] after, int max) {
+        int n = 0;
+        byte[] last = null;
+        List<byte[]> rows = new ArrayList<>();
+        List<V> values = new ArrayList<>();
+        try (KvRange r = txn.kv.range(table.space, after == null ? null : Keys.next(after), null, false, max)) {
+            while (n < max && r.next()) {
+                rows.add(Keys.toArray(r.key()));
+                values.add(table.decodeValue(r.value()));
+                n++;
+            }
+        }
+        for (int j = 0; j < rows.size(); j++) {
+            byte[] row = rows.get(j);
+            K key = table.decodeKey(row);
+            for (byte[] i : keysOf(key, values.get(j))) {
+                if (unique) refuseTaken(txn, i, row, key);
+                txn.kv.reserve(space, entry(i, row), 0);
+            }
+            last = row;
+        }
+        return n < max ? null : last;
+    }
+
+    void built() {
+        ready.succeed(null);
+    }
+
+    void buildFailed(Throwable why) {
+        buildFailure = why;
+        ready.fail(why);
+    }
+
+    private void checkReady() {
+        if (isReady()) return;
+        Throwable why = buildFailure;
+        if (why != null) {
+            throw new DbException.IndexNotReady("index '" + name + "' of '" + table.name() + "' could not be built: " + why.getMessage(), why);
+        }
+        throw new DbException.IndexNotReady("index '" + name + "' of '" + table.name() + "' is being built; wait for Index.ready()", null);
+    }
+
+    /** @return the encoded index keys a row gives, each once (null keys give none) */
+    private List<byte[]> keysOf(K key, V value) {
+        Collection<? extends I> given = extractor.apply(key, value);
+        if (given == null || given.isEmpty()) return List.of();
+        List<byte[]> out = new ArrayList<>(given.size());
+        Set<ByteBuffer> seen = given.size() > 1 ? new HashSet<>() : null;
+        for (I i : given) {
+            if (i == null) continue;
+            byte[] e = encode(i);
+            if (seen == null || seen.add(ByteBuffer.wrap(e))) out.add(e);
+        }
+        return out;
+    }
+
+    private static boolean contains(List<byte[]> keys, byte[] key) {
+        for (byte[] k : keys) {
+            if (java.util.Arrays.equals(k, key)) return true;
+        }
+        return false;
+    }
+
+    private byte[] encode(I key) {
+        int size = keys.size(key);
+        ByteBuffer b = ByteBuffer.allocate(size).order(ByteOrder.BIG_ENDIAN);
+        keys.write(key, b);
+        return b.array();
+    }
+
+    /** @return {@code Tuple.of(indexKey).pack()}: the start of the index key's entries */
+    private static byte[] packed(byte[] indexKey) {
+        return Tuple.of((Object) indexKey).pack();
+    }
+
+    /** @return the entry of index key {@code i} and row key {@code row}, in the per-thread direct buffer */
+    private ByteBuffer entry(byte[] i, byte[] row) {
+        byte[] packed = Tuple.of(i, row).pack();
+        if (packed.length > Table.MAX_KEY_BYTES) {
+            throw new IllegalArgumentException("index '" + name + "': an entry of " + packed.length + " bytes (index key " + i.length
+                + " bytes, row key " + row.length + " bytes, escaped) is over " + Table.MAX_KEY_BYTES + " bytes");
+        }
+        ByteBuffer b = ENTRY_BUFFER.get().clear();
+        return b.put(packed).flip();
+    }
+
+    /** @return the row key's bytes of an entry */
+    private static byte[] rowKey(ByteBuffer entry) {
+        return (byte[]) Tuple.unpack(Keys.toArray(entry)).get(1);
+    }
+
+    @Override
+    public String toString() {
+        return "Index(" + name + " of " + table.name() + (unique ? ", unique" : "") + ")";
+    }
+}

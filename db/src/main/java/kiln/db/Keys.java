@@ -1,0 +1,56 @@
+package kiln.db;
+
+import java.nio.ByteBuffer;
+import java.util.Arrays;
+
+/**
+ * Byte-string arithmetic on keys for the layers' ranges, in the engine's order (unsigned bytes, the
+ * shorter first on a tie), null standing for "no bound".
+ */
+final class Keys {
+    private Keys() {
+    }
+
+    /** @return the key right after {@code key}: {@code key} followed by a zero byte (no key lies between them) */
+    static byte[] next(byte[] key) {
+        return Arrays.copyOf(key, key.length + 1);
+    }
+
+    /** @return {@code key} followed by the byte {@code b} */
+    static byte[] next(byte[] key, byte b) {
+        byte[] out = Arrays.copyOf(key, key.length + 1);
+        out[key.length] = b;
+        return out;
+    }
+
+    /** @return the first byte string after every string that starts with {@code p} (FoundationDB's strinc), or null for none */
+    static byte[] strinc(byte[] p) {
+        int n = p.length;
+        while (n > 0 && p[n - 1] == (byte) 0xFF) n--;
+        if (n == 0) return null;
+        byte[] next = Arrays.copyOf(p, n);
+        next[n - 1]++;
+        return next;
+    }
+
+    /** @return the higher of two lower bounds */
+    static byte[] max(byte[] a, byte[] b) {
+        if (a == null) return b;
+        if (b == null) return a;
+        return Arrays.compareUnsigned(a, b) >= 0 ? a : b;
+    }
+
+    /** @return the lower of two upper bounds */
+    static byte[] min(byte[] a, byte[] b) {
+        if (a == null) return b;
+        if (b == null) return a;
+        return Arrays.compareUnsigned(a, b) <= 0 ? a : b;
+    }
+
+    /** @return the bytes between {@code b}'s position and limit, which do not move */
+    static byte[] toArray(ByteBuffer b) {
+        byte[] out = new byte[b.remaining()];
+        b.get(b.position(), out);
+        return out;
+    }
+}

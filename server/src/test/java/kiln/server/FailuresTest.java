@@ -1,0 +1,30 @@
+package kiln.server;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.CompletionException;
+
+import kiln.db.DbException;
+import kiln.http.Reply;
+import org.junit.jupiter.api.Test;
+
+/** The failure policy for the database's typed errors: each its status, with its message for the client. */
+class FailuresTest {
+    private static void answers(int status, Throwable failure) {
+        Reply r = Failures.toReply(new CompletionException(failure), "GET /t");
+        assertEquals(status, r.status, String.valueOf(failure));
+        String body = new String(r.body, StandardCharsets.UTF_8);
+        assertTrue(body.contains(failure.getMessage()), "the message reaches the client: " + body);
+    }
+
+    @Test
+    void everyDatabaseErrorAClientCanActOnHasItsStatus() {
+        answers(409, new DbException.UniqueViolation("users.by-email", "'ada@example.org' is taken in unique index 'users.by-email'"));
+        answers(503, new DbException.IndexNotReady("index 'users.by-email' of 'users' is being built", null));
+        answers(400, new DbException.BadContinuation("bad continuation: altered"));
+        answers(507, new DbException.DatabaseFull("database full"));
+        assertEquals("1", Failures.toReply(new DbException.IndexNotReady("being built", null), null).header("Retry-After"));
+    }
+}
