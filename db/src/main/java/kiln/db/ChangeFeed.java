@@ -75,6 +75,8 @@ public final class ChangeFeed<K, V> {
     private long staged;
     private long stagedBatch = -1;
     private final List<ChangeSet<K, V>> unannounced = new ArrayList<>();
+    /** The readers of {@link #prefix} feeds, by prefix. */
+    private final PrefixGroups<K, V> prefixes;
 
     @SuppressWarnings("unchecked")
     ChangeFeed(Db db, Table<K, V> table, Table<Long, Logged<K, V>> log, int window) {
@@ -83,6 +85,17 @@ public final class ChangeFeed<K, V> {
         this.log = log;
         this.window = window;
         this.ring = (ChangeSet<K, V>[]) new ChangeSet<?, ?>[Math.min(window, MAX_IN_MEMORY)];
+        this.prefixes = new PrefixGroups<>(table.keys(), table::bytes, () -> lastSeq);
+    }
+
+    /**
+     * @param prefix a key prefix of the table (with {@link Codec#TUPLE} keys, whole elements:
+     *               {@code Tuple.of(room)}); a whole key follows one row
+     * @return the feed of the changes under {@code prefix}, whose readers only its commits wake; see
+     *         {@link PrefixFeed}
+     */
+    public PrefixFeed<K, V> prefix(K prefix) {
+        return new PrefixFeed<>(this, prefixes, prefix, table.bytes(prefix));
     }
 
     /** @return the table whose changes this is */
@@ -291,6 +304,7 @@ public final class ChangeFeed<K, V> {
             }
         }
         waiting.succeed(null);
+        prefixes.dispatch(published);
         if (fired != null) {
             for (Watch<K, V> w : fired) w.future.complete(w.set);
         }
@@ -313,6 +327,12 @@ public final class ChangeFeed<K, V> {
      */
     void renewIfOlder(long nanos) {
         if (System.nanoTime() - nextMadeAt >= nanos) renew().succeed(null);
+        prefixes.idle(nanos);
+    }
+
+    /** @return how many prefixes have a group of readers ({@link PrefixFeed}); for tests */
+    int prefixGroups() {
+        return prefixes.size();
     }
 
     /** Opens the feed: reads where the log is, within the write query that switches the table's recording on. */
@@ -333,6 +353,7 @@ public final class ChangeFeed<K, V> {
     void close() {
         DbException.Closed closed = new DbException.Closed("database " + db.directory() + " is closed");
         next.fail(closed);
+        prefixes.close(closed);
         List<Watch<K, V>> all = new ArrayList<>();
         synchronized (watches) {
             for (List<Watch<K, V>> list : watches.values()) all.addAll(list);

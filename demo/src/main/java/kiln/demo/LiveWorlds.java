@@ -11,6 +11,7 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
 import kiln.db.ChangeFeed;
 import kiln.db.ChangeSet;
 import kiln.db.DbException;
+import kiln.db.PrefixFeed;
 import kiln.http.Json;
 import kiln.http.ServerSentEvents;
 
@@ -56,19 +57,17 @@ final class LiveWorlds {
      * @return the subscriber's event stream: its position in the feed, and nothing else
      */
     ServerSentEvents.Stream subscriber(long after, Integer id) {
-        return new Subscriber(this, after, id);
+        return id == null ? new Subscriber(this, after) : new RowSubscriber(feed.prefix(id), after, id);
     }
 
-    /** One subscriber: one small object while it waits (a few thousand of them on a small box). */
+    /** One subscriber of every write: one small object while it waits (a few thousand of them on a small box). */
     private static final class Subscriber extends ServerSentEvents.Stream {
         private final LiveWorlds live;
-        private final Integer id;
         private long seen;
 
-        Subscriber(LiveWorlds live, long seen, Integer id) {
+        Subscriber(LiveWorlds live, long seen) {
             this.live = live;
             this.seen = seen;
-            this.id = id;
         }
 
         @Override
@@ -83,14 +82,41 @@ final class LiveWorlds {
                 return feed.after(seen);
             }
             for (ChangeSet<Integer, Integer> set : sets) {
-                if (id == null) {
-                    events.encoded(live.encoded(set));
-                } else if (set.touches(id)) {
-                    events.event(Long.toString(set.seq()), "update", data(set, id));
-                }
+                events.encoded(live.encoded(set));
                 seen = set.seq();
             }
             return feed.after(seen);  // already complete when more sets are waiting
+        }
+    }
+
+    /**
+     * One subscriber of one row ({@code /worlds/{id}/events}): it waits on the row's {@link PrefixFeed},
+     * so only commits that change the row wake it, and reads only the row's changes.
+     */
+    private static final class RowSubscriber extends ServerSentEvents.Stream {
+        private final PrefixFeed<Integer, Integer> row;
+        private final int id;
+        private long seen;
+
+        RowSubscriber(PrefixFeed<Integer, Integer> row, long seen, int id) {
+            this.row = row;
+            this.seen = seen;
+            this.id = id;
+        }
+
+        @Override
+        protected CompletableFuture<?> next(ServerSentEvents.Events events) {
+            PrefixFeed.Changes<Integer, Integer> changes;
+            try {
+                changes = row.read(seen, EVENTS_PER_STEP);
+            } catch (DbException.Expired e) {
+                seen = row.lastSeq();
+                events.event(Long.toString(seen), "reload", json(Map.of("reason", e.getMessage())));
+                return row.after(seen);
+            }
+            for (ChangeSet<Integer, Integer> set : changes.sets()) events.event(Long.toString(set.seq()), "update", data(set, id));
+            seen = changes.through();
+            return row.after(seen);  // already complete when more sets are waiting
         }
     }
 
