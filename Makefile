@@ -46,7 +46,7 @@ NEW_JDK_FLAGS = $(shell v=$$($(SERVER_JAVA) -version 2>&1 | sed -n 's/.*version 
 # A jar is rebuilt when any main source or pom changed since it was made.
 MAIN_SOURCES := $(shell find . \( -path ./conformance -o -path ./starter \) -prune -o \( -path '*/src/main/*' -o -name pom.xml \) -type f -print 2>/dev/null)
 
-.PHONY: help build install new-app demo backup test powercut bench-db bench-parser bench-memory bench-traps clean check-server
+.PHONY: help build install new-app demo backup test powercut bench-db bench-feeds bench-parser bench-memory bench-traps clean check-server
 
 help:
 	@echo "make demo [SERVER=$(SERVER_NAMES)] [PORT=8080] [DATA=data] [HEAP=256m] [ARGS=\"--threads 2\"]   build if needed and start a server"
@@ -58,6 +58,7 @@ help:
 	@echo "make powercut [CUTS=20] [NOSYNC=1]          power cuts under a load of durable writes, each followed by checks of the reopened database (needs FUSE)"
 	@echo "make build                                 build every runnable jar (skips tests)"
 	@echo "make bench-db [BASELINE=REV ROUNDS=5]      database micro-benchmarks (prints a table); BASELINE: against REV's kiln-db side by side"
+	@echo "make bench-feeds                           CPU per commit to one room while 0..10,000 subscribers follow others: prefix feeds vs a filtered table feed"
 	@echo "make bench-parser                          kiln's parser: a request trickled one byte per read, resumed vs re-parsed"
 	@echo "make bench-memory [CONNECTIONS=19500]      heap and RSS bytes per idle keep-alive connection, every front end beside dummy and nginx (prints a table)"
 	@echo "make bench-traps                           other requests' round trips while a Kilim handler blocks or spins, with and without the carrier hand-off"
@@ -131,6 +132,13 @@ else
 	  -cp "bench/target/classes:$$(cat bench/target/classpath.txt)" kiln.bench.CompareDb \
 	  "$(BASELINE)" bench/target/baseline-kiln-db.jar $(wildcard db/target/kiln-db-*.jar) $(ROUNDS)
 endif
+
+# CPU per commit to one room while 0..10,000 subscribers follow other rooms: prefix feeds against
+# the table's feed filtered (docs/benchmarks/); about a minute.
+bench-feeds:
+	$(MVN) -DskipTests -pl bench -am package
+	$(JAVA) -Xms256m -Xmx256m $(LMDB_FLAGS) -Dkiln.bench.dir=bench/target/bench-data \
+	  -cp "bench/target/classes:$$(cat bench/target/classpath.txt)" kiln.bench.FeedBench
 
 # A request trickled one byte per read through kiln's own parser (http); about 20 s.
 bench-parser:
