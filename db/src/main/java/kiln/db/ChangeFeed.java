@@ -399,11 +399,15 @@ public final class ChangeFeed<K, V> {
 
     /**
      * The log's encoding of a {@link Logged} set: committedAt (8 bytes), the number of changes (4), then
-     * per change the key's length (4) and bytes, the value's length (4; -1 for a delete) and bytes:
+     * per change the key's length (4) and bytes, the value's length (4; -1 for a delete, -2 for a
+     * delete of an expired row) and bytes:
      * the bytes the table got, so writing a set calls no codec and cannot fail on a value the caller
      * changed after {@code put}. Reading decodes them with the table's codecs.
      */
     static final class LogCodec<K, V> implements Codec<Logged<K, V>> {
+        /** The value lengths that mark a delete, and a delete of an expired row. */
+        private static final int DELETED = -1;
+        private static final int EXPIRED = -2;
         private final Codec<K> keys;
         private final Codec<V> values;
 
@@ -427,7 +431,7 @@ public final class ChangeFeed<K, V> {
             for (Recorded<K, V> c : set.changes()) {
                 out.putInt(c.key().length).put(c.key());
                 if (c.value() == null) {
-                    out.putInt(-1);
+                    out.putInt(c.change().expired() ? EXPIRED : DELETED);
                 } else {
                     out.putInt(c.value().length).put(c.value());
                 }
@@ -444,7 +448,7 @@ public final class ChangeFeed<K, V> {
                 int valueSize = in.getInt();
                 byte[] value = valueSize < 0 ? null : bytes(in, valueSize);
                 changes.add(new Recorded<>(key, value, new ChangeSet.Change<>(keys.read(wrap(key, in)),
-                    value == null ? null : values.read(wrap(value, in)))));
+                    value == null ? null : values.read(wrap(value, in)), valueSize == EXPIRED)));
             }
             return new Logged<>(committedAt, changes);
         }

@@ -19,10 +19,17 @@ public record ChangeSet<K, V>(long seq, long committedAt, List<Change<K, V>> cha
     /**
      * One put or delete.
      *
-     * @param key   the key written
-     * @param value the value put, or null when the key was deleted
+     * @param key     the key written
+     * @param value   the value put, or null when the key was deleted
+     * @param expired true for a delete of a row whose expiry passed, made by the database's sweeper
+     *                ({@link Db#expiringTable})
      */
-    public record Change<K, V>(K key, V value) {
+    public record Change<K, V>(K key, V value, boolean expired) {
+        /** A put, or a delete by a write query. */
+        public Change(K key, V value) {
+            this(key, value, false);
+        }
+
         /** @return true when the key was deleted */
         public boolean deleted() {
             return value == null;

@@ -75,6 +75,8 @@ public final class Db implements AutoCloseable {
     private final Continuations continuations;
     /** The table of the database's own settings and states: {@value #META}. */
     private final Table<String, byte[]> meta;
+    /** Deletes expired rows of expiring tables; null until one is opened. */
+    private Sweeper sweeper;
     /** Every index declared, by name. */
     private final Map<String, Index<?, ?, ?>> indexes = new HashMap<>();
 
@@ -152,24 +154,92 @@ public final class Db implements AutoCloseable {
      *                               callback), or when the table has a change feed and was opened
      *                               with other codecs before
      */
-    public synchronized <K, V> Table<K, V> table(String name, Codec<K> keys, Codec<V> values) {
+    public <K, V> Table<K, V> table(String name, Codec<K> keys, Codec<V> values) {
+        return openTable(name, keys, values, false, null);
+    }
+
+    /**
+     * Opens (creating if missing) a table whose rows may expire, as MapDB's {@code expireAfterCreate}
+     * or a cache's time to live: a put may give an expiry ({@link Table#put(Txn, Object, Object,
+     * java.time.Duration)}), and {@code defaultTtl} is the expiry of a put that gives none. Reads
+     * never return an expired row; a sweeper deletes them in writes of at most
+     * {@value Table#SWEEP_BATCH} rows, about once a second (a fed table's feed records each as a
+     * delete marked {@link ChangeSet.Change#expired expired}). Each row stores its expiry (8 bytes
+     * more) and a schedule entry ({@code kiln.expiry.<name>}). Call it at start-up.
+     *
+     * <pre>{@code
+     * Table<String, Long> sessions = db.expiringTable("sessions", Codec.STRING, Codec.LONG, Duration.ofHours(12));
+     * }</pre>
+     *
+     * @param defaultTtl the expiry of a put that gives none, > 0; null for "never"
+     * @throws IllegalStateException as {@link #table}, or when {@code name} is a table without expiry
+     *                               that has rows (its values have no room for an expiry)
+     */
+    public <K, V> Table<K, V> expiringTable(String name, Codec<K> keys, Codec<V> values, java.time.Duration defaultTtl) {
+        if (defaultTtl != null && (defaultTtl.isNegative() || defaultTtl.isZero())) {
+            throw new IllegalArgumentException("defaultTtl must be positive (or null for none), got " + defaultTtl);
+        }
+        return openTable(name, keys, values, true, defaultTtl);
+    }
+
+    /** The {@value #META} key that marks a table as expiring: its values begin with their expiry. */
+    private static String expiringKey(String table) {
+        return "expiring:" + table;
+    }
+
+    private synchronized <K, V> Table<K, V> openTable(String name, Codec<K> keys, Codec<V> values, boolean expiring, java.time.Duration defaultTtl) {
         checkOpen();
         if (writer.isWriterThread()) {
             throw new IllegalStateException("db.table() cannot be called inside a write query or a write future's callback"
                 + " (it waits for the writer thread); open tables at start-up");
         }
         Table<?, ?> known = tables.get(name);
-        if (known != null && known.keys() == keys && known.values() == values) {
+        if (known != null && known.keys() == keys && known.values() == values && known.isExpiring() == expiring
+                && (!expiring || known.defaultTtlMicros() == micros(defaultTtl))) {
             @SuppressWarnings("unchecked") Table<K, V> same = (Table<K, V>) known;
             return same;
         }
-        if (known != null && known.feed() != null) {
-            throw new IllegalStateException("table '" + name + "' has a change feed, which records the writes of the Table object"
-                + " it was opened with: open the table once (with the same codec objects) and share that object");
+        if (known != null && (known.feed() != null || known.isIndexed() || known.isExpiring() != expiring)) {
+            throw new IllegalStateException("table '" + name + "' is open already with a change feed, an index or another expiry,"
+                + " which the Table object it was opened as keeps: open the table once (with the same codec objects) and share that object");
         }
-        Table<K, V> table = new Table<>(name, openSpace(name), keys, values, continuations);
+        if (indexes.containsKey(name)) throw new IllegalArgumentException("'" + name + "' is an index's name");
+        KvSpace space = openSpace(name);
+        Table<String, byte[]> marks = meta;
+        boolean marked = read(txn -> marks.get(txn, expiringKey(name)) != null).join();
+        if (marked != expiring) {
+            if (!expiring) {
+                throw new IllegalStateException("table '" + name + "' holds rows that expire: open it with db.expiringTable(...)");
+            }
+            alone(txn -> {  // mark it expiring, if it is empty: a table's rows have an expiry or none, all of them
+                try (KvRange rows = txn.kv.range(space, null, null, false, 1)) {
+                    if (rows.next()) {
+                        throw new IllegalStateException("table '" + name + "' has rows without an expiry: an expiring table must start empty");
+                    }
+                }
+                marks.put(txn, expiringKey(name), new byte[] {1});
+                return null;
+            });
+        }
+        Table<K, V> table = expiring
+            ? new Table<>(name, space, keys, values, continuations, openSpace(EXPIRY_PREFIX + name), micros(defaultTtl))
+            : new Table<>(name, space, keys, values, continuations);
         tables.putIfAbsent(name, table);
+        if (expiring) sweeper().add(table);
         return table;
+    }
+
+    /** @return the sweeper of expired rows, started on first use */
+    private synchronized Sweeper sweeper() {
+        if (sweeper == null) sweeper = new Sweeper(this);
+        return sweeper;
+    }
+
+    /** The prefix of an expiring table's schedule's name. */
+    static final String EXPIRY_PREFIX = "kiln.expiry.";
+
+    private static long micros(java.time.Duration d) {
+        return d == null ? 0 : Math.max(1, d.toNanos() / 1_000);
     }
 
     /**
@@ -467,10 +537,13 @@ public final class Db implements AutoCloseable {
             throw new IllegalStateException("db.close() from a write future's callback would wait for the writer thread,"
                 + " which is running that callback; close from another thread");
         }
+        Sweeper s;
         synchronized (this) {
             if (closed) return;
             closed = true;
+            s = sweeper;
         }
+        if (s != null) s.stop();
         writer.shutdownAndDrain();
         synchronized (this) {
             for (ChangeFeed<?, ?> feed : feeds) feed.close();

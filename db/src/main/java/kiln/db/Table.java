@@ -38,17 +38,34 @@ public final class Table<K, V> {
     private final Codec<V> values;
     /** Signs and checks {@link #range}'s continuations with the database's secret. */
     private final Continuations continuations;
+    /**
+     * The expiry schedule of an expiring table ({@link Db#expiringTable}), null for another: keys
+     * {@code expiresAt} (8 bytes, microseconds since the epoch, big-endian) followed by the row's key,
+     * empty values. An expiring table's values begin with their {@code expiresAt} (0: never).
+     */
+    final KvSpace expiries;
+    /** The expiry of a put that gives none, microseconds; 0 for none. */
+    private final long defaultTtlMicros;
     /** The table's indexes, replaced whole on the writer thread as one is declared ({@link Db#index}): each kept from then on. */
     private volatile List<Index<?, K, V>> indexes = List.of();
     /** Set once, on the writer thread, by {@link Db#changeFeed}: from then on every put and delete is recorded. */
     private volatile ChangeFeed<K, V> feed;
 
+    /** The bytes an expiring table's value begins with: when it expires. */
+    private static final int EXPIRY_BYTES = Long.BYTES;
+
     Table(String name, KvSpace space, Codec<K> keys, Codec<V> values, Continuations continuations) {
+        this(name, space, keys, values, continuations, null, 0);
+    }
+
+    Table(String name, KvSpace space, Codec<K> keys, Codec<V> values, Continuations continuations, KvSpace expiries, long defaultTtlMicros) {
         this.name = name;
         this.continuations = continuations;
         this.space = space;
         this.keys = keys;
         this.values = values;
+        this.expiries = expiries;
+        this.defaultTtlMicros = defaultTtlMicros;
     }
 
     /** @return the table's name: its key space's in the engine */
@@ -56,10 +73,26 @@ public final class Table<K, V> {
         return name;
     }
 
-    /** @return the value stored under {@code key}, or null if there is none */
+    /** @return whether its rows may expire ({@link Db#expiringTable}) */
+    public boolean isExpiring() {
+        return expiries != null;
+    }
+
+    /** @return the expiry of a put that gives none, microseconds; 0 for none */
+    long defaultTtlMicros() {
+        return defaultTtlMicros;
+    }
+
+    /** @return whether an index was declared on it */
+    boolean isIndexed() {
+        return !indexes.isEmpty();
+    }
+
+    /** @return the value stored under {@code key}, or null if there is none (or it expired) */
     public V get(Txn txn, K key) {
         ByteBuffer found = txn.kv.get(space, encodeKey(key, KEY_BUFFER.get()));
-        return found == null ? null : values.read(found.order(ByteOrder.BIG_ENDIAN));
+        if (found == null || expiries != null && expired(txn, found)) return null;
+        return decodeValue(found);
     }
 
     /** @return the value stored under {@code key}, or {@code missing} if there is none */
@@ -70,25 +103,54 @@ public final class Table<K, V> {
 
     /**
      * Stores {@code value} under {@code key}, replacing any previous value, and keeps the table's
-     * {@link Index indexes} in the same transaction.
+     * {@link Index indexes} in the same transaction. In an expiring table the row expires after the
+     * table's default, if it has one.
      *
      * @throws DbException.UniqueViolation when a unique index refuses the value's key (nothing is
      *         changed; the write query fails unless it catches it)
      * @throws IllegalStateException in a read transaction
      */
     public void put(Txn txn, K key, V value) {
+        write(txn, key, value, defaultTtlMicros == 0 ? 0 : txn.nowMicros() + defaultTtlMicros);
+    }
+
+    /**
+     * Stores {@code value} under {@code key} until {@code ttl} from now: then reads no longer see it,
+     * and the database's sweeper deletes it (a fed table's feed records that delete as
+     * {@link ChangeSet.Change#expired expired}). A session, a typing indicator, a rate-limit window.
+     *
+     * @param ttl how long the row lives, > 0
+     * @throws IllegalStateException when the table is not expiring ({@link Db#expiringTable}), or in a read transaction
+     * @throws DbException.UniqueViolation as {@link #put(Txn, Object, Object)}
+     */
+    public void put(Txn txn, K key, V value, java.time.Duration ttl) {
+        if (expiries == null) {
+            throw new IllegalStateException("table '" + name + "' has no expiry: open it with db.expiringTable(...) to put rows that expire");
+        }
+        if (ttl.isNegative() || ttl.isZero()) throw new IllegalArgumentException("ttl must be positive, got " + ttl);
+        write(txn, key, value, txn.nowMicros() + Math.max(1, ttl.toNanos() / 1_000));
+    }
+
+    /** @param expiresAt microseconds since the epoch, 0 for never (only in an expiring table) */
+    private void write(Txn txn, K key, V value, long expiresAt) {
         txn.checkWritable("put");
         List<Index<?, K, V>> indexed = indexes;
-        if (!indexed.isEmpty()) {
-            byte[] row = bytes(key);
-            V old = get(txn, key);
+        byte[] row = indexed.isEmpty() && expiries == null ? null : bytes(key);
+        if (row != null) {
+            ByteBuffer old = txn.kv.get(space, direct(row));  // what the table holds, expired or not
+            V oldValue = old == null || indexed.isEmpty() ? null : decodeValue(old.duplicate());
+            long oldExpiresAt = old == null || expiries == null ? 0 : old.getLong(old.position());
             for (Index<?, K, V> i : indexed) i.check(txn, row, key, value);
-            for (Index<?, K, V> i : indexed) i.put(txn, row, key, old, value);
+            for (Index<?, K, V> i : indexed) i.put(txn, row, key, oldValue, value);
+            if (oldExpiresAt != 0 && oldExpiresAt != expiresAt) txn.kv.delete(expiries, scheduled(oldExpiresAt, row));
+            if (expiresAt != 0) txn.kv.reserve(expiries, scheduled(expiresAt, row), 0);
         }
         ByteBuffer k = encodeKey(key, KEY_BUFFER.get());
         int size = values.size(value);
-        ByteBuffer slot = txn.kv.reserve(space, k, size);
+        int header = expiries == null ? 0 : EXPIRY_BYTES;
+        ByteBuffer slot = txn.kv.reserve(space, k, header + size);
         slot.order(ByteOrder.BIG_ENDIAN);
+        if (header != 0) slot.putLong(expiresAt);
         int start = slot.position();
         values.write(value, slot);
         if (slot.position() - start != size) {
@@ -98,29 +160,98 @@ public final class Table<K, V> {
         if (feed != null) {
             byte[] stored = new byte[size];
             slot.get(start, stored);
-            txn.changed(this, recorded(k, stored));
+            txn.changed(this, recorded(k, stored, false));
         }
     }
 
     /**
      * Removes {@code key}, and its entries from the table's indexes.
      *
-     * @return true if the key was present
+     * @return true if the key was present (and had not expired)
      * @throws IllegalStateException in a read transaction
      */
     public boolean delete(Txn txn, K key) {
         txn.checkWritable("delete");
-        List<Index<?, K, V>> indexed = indexes;
-        if (!indexed.isEmpty()) {
-            V old = get(txn, key);
-            if (old == null) return false;
-            byte[] row = bytes(key);
-            for (Index<?, K, V> i : indexed) i.delete(txn, row, key, old);
-        }
+        if (expiries != null || !indexes.isEmpty()) return remove(txn, bytes(key), key, false);
         ByteBuffer k = encodeKey(key, KEY_BUFFER.get());
         boolean deleted = txn.kv.delete(space, k);
-        if (deleted && feed != null) txn.changed(this, recorded(k, null));
+        if (deleted && feed != null) txn.changed(this, recorded(k, null, false));
         return deleted;
+    }
+
+    /**
+     * Deletes row {@code row} (its key {@code key}, decoded, or null to decode it here) with its index
+     * entries and expiry, recording the delete for the feed.
+     *
+     * @param expired true for the sweeper's delete of an expired row
+     * @return true when a row that had not expired was deleted
+     */
+    private boolean remove(Txn txn, byte[] row, K key, boolean expired) {
+        ByteBuffer old = txn.kv.get(space, direct(row));
+        if (old == null) return false;
+        boolean live = expiries == null || !expired(txn, old);
+        if (expiries != null) {
+            long expiresAt = old.getLong(old.position());
+            if (expiresAt != 0) txn.kv.delete(expiries, scheduled(expiresAt, row));
+        }
+        List<Index<?, K, V>> indexed = indexes;
+        if (!indexed.isEmpty()) {
+            K k = key != null ? key : decodeKey(row);
+            V oldValue = decodeValue(old.duplicate());
+            for (Index<?, K, V> i : indexed) i.delete(txn, row, k, oldValue);
+        }
+        ByteBuffer k = direct(row);
+        txn.kv.delete(space, k);
+        if (feed != null) txn.changed(this, recorded(k, null, expired));
+        return live;
+    }
+
+    /** Rows the sweeper deletes in one write query, at most. */
+    static final int SWEEP_BATCH = 1_000;
+
+    /**
+     * The sweeper's step, in a write query: deletes up to {@code max} rows whose expiry has passed,
+     * soonest first.
+     *
+     * @return how many it deleted: {@code max} when there may be more
+     */
+    int sweep(Txn txn, int max) {
+        byte[] now = new byte[EXPIRY_BYTES];
+        ByteBuffer.wrap(now).putLong(txn.nowMicros() + 1);
+        List<byte[]> due = new ArrayList<>();
+        try (KvRange r = txn.kv.range(expiries, null, now, false, max)) {
+            while (due.size() < max && r.next()) due.add(Keys.toArray(r.key()));
+        }
+        for (byte[] entry : due) {
+            byte[] row = java.util.Arrays.copyOfRange(entry, EXPIRY_BYTES, entry.length);
+            long expiresAt = ByteBuffer.wrap(entry).getLong();
+            ByteBuffer stored = txn.kv.get(space, direct(row));
+            if (stored != null && stored.getLong(stored.position()) == expiresAt) {
+                remove(txn, row, null, true);
+            } else {
+                txn.kv.delete(expiries, direct(entry));  // an entry a put left behind (it should not)
+            }
+        }
+        return due.size();
+    }
+
+    /** @return whether the stored value {@code v} (at its position, not moved) of an expiring table has expired for {@code txn} */
+    private static boolean expired(Txn txn, ByteBuffer v) {
+        long expiresAt = v.getLong(v.position());
+        return expiresAt != 0 && expiresAt <= txn.nowMicros();
+    }
+
+    /** @return the expiry schedule's key of row {@code row} expiring at {@code expiresAt}, in a direct buffer */
+    private ByteBuffer scheduled(long expiresAt, byte[] row) {
+        if (EXPIRY_BYTES + row.length > MAX_KEY_BYTES) {
+            throw new IllegalArgumentException("key for expiring table '" + name + "' is " + row.length + " bytes; its keys are 1.."
+                + (MAX_KEY_BYTES - EXPIRY_BYTES) + " bytes");
+        }
+        return ByteBuffer.allocateDirect(EXPIRY_BYTES + row.length).putLong(expiresAt).put(row).flip();
+    }
+
+    private static ByteBuffer direct(byte[] bytes) {
+        return ByteBuffer.allocateDirect(bytes.length).put(bytes).flip();
     }
 
     /**
@@ -147,13 +278,14 @@ public final class Table<K, V> {
      * what the table holds even when the caller changes its key or value object afterwards, and a
      * codec that cannot read its own bytes fails this query, not the batch's commit.
      *
-     * @param key   the encoded key (the shared key buffer: copied here)
-     * @param value the stored value's bytes, or null for a delete
+     * @param key     the encoded key (copied here)
+     * @param value   the stored value's bytes, or null for a delete
+     * @param expired true for the sweeper's delete of an expired row
      */
-    private Recorded<K, V> recorded(ByteBuffer key, byte[] value) {
+    private Recorded<K, V> recorded(ByteBuffer key, byte[] value, boolean expired) {
         byte[] k = new byte[key.remaining()];
         key.get(key.position(), k);
-        return new Recorded<>(k, value, new ChangeSet.Change<>(keys.read(wrap(k)), value == null ? null : values.read(wrap(value))));
+        return new Recorded<>(k, value, new ChangeSet.Change<>(keys.read(wrap(k)), value == null ? null : values.read(wrap(value)), expired));
     }
 
     private static ByteBuffer wrap(byte[] bytes) {
@@ -185,9 +317,13 @@ public final class Table<K, V> {
         return values;
     }
 
-    /** @return the number of entries (O(1) on LMDB, which keeps the count) */
+    /**
+     * @return the number of entries: O(1) on LMDB, which keeps the count; in an expiring table, those
+     *         that have not expired, counted one by one
+     */
     public long count(Txn txn) {
-        return txn.kv.count(space);
+        if (expiries == null) return txn.kv.count(space);
+        return visit(txn, null, null, false, (k, v) -> true);
     }
 
     /**
@@ -222,6 +358,7 @@ public final class Table<K, V> {
         long n = 0;
         try (KvRange r = txn.kv.range(space, begin, end, reverse, 0)) {
             while (r.next()) {
+                if (expiries != null && expired(txn, r.value())) continue;
                 n++;
                 if (!visitor.test(decodeKey(r), decodeValue(r))) break;
             }
@@ -243,6 +380,7 @@ public final class Table<K, V> {
         long n = 0;
         try (KvRange r = txn.kv.range(space, p, Keys.strinc(p), false, 0)) {
             while (r.next() && keys.extendsPrefix(r.key(), p.length)) {
+                if (expiries != null && expired(txn, r.value())) continue;
                 n++;
                 if (!visitor.test(decodeKey(r), decodeValue(r))) break;
             }
@@ -336,6 +474,7 @@ public final class Table<K, V> {
                     if (range.reverse) continue;
                     return false;
                 }
+                if (expiries != null && expired(txn, r.value())) continue;
                 if (!visitor.visit(r)) return true;
             }
             return false;
@@ -347,7 +486,7 @@ public final class Table<K, V> {
         return Keys.toArray(encodeKey(key, KEY_BUFFER.get()));
     }
 
-    /** @return the smallest key, or null when the table is empty */
+    /** @return the smallest key, or null when the table is empty (of rows that have not expired) */
     public K firstKey(Txn txn) {
         return endKey(txn, false);
     }
@@ -359,7 +498,10 @@ public final class Table<K, V> {
 
     private K endKey(Txn txn, boolean last) {
         try (KvRange r = txn.kv.range(space, null, null, last, 1)) {
-            return r.next() ? decodeKey(r) : null;
+            while (r.next()) {
+                if (expiries == null || !expired(txn, r.value())) return decodeKey(r);
+            }
+            return null;
         }
     }
 
@@ -375,7 +517,9 @@ public final class Table<K, V> {
         return decodeValue(r.value());
     }
 
+    /** @return the value of the stored bytes {@code value} (after an expiring table's expiry); moves its position */
     V decodeValue(ByteBuffer value) {
+        if (expiries != null) value.position(value.position() + EXPIRY_BYTES);
         return values.read(value.order(ByteOrder.BIG_ENDIAN));
     }
 

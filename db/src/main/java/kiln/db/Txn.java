@@ -15,8 +15,20 @@ public final class Txn {
     /** A write query's puts and deletes on tables with a {@link ChangeFeed}: table, {@link Recorded}, ...; null while none. */
     private ArrayList<Object> changes;
 
+    /** The wall-clock time the query sees expiries at, microseconds since the epoch; 0 until first asked. */
+    private long now;
+
     Txn(KvTxn kv) {
         this.kv = kv;
+    }
+
+    /**
+     * @return the time this query reads expiries at, microseconds since the epoch: the clock at its
+     *         first call, the same for the rest of the query, so every read of it agrees
+     */
+    long nowMicros() {
+        if (now == 0) now = Clock.micros();
+        return now;
     }
 
     /** @return true for a {@link Db#read} transaction, false inside {@link Db#write} */

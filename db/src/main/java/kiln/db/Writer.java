@@ -325,7 +325,7 @@ final class Writer implements Runnable {
      */
     private static List<Staged<?, ?>> stageChanges(List<Pending<?>> batch, long run, Txn parent) {
         List<Staged<?, ?>> staged = null;
-        long committedAt = nowMicros();
+        long committedAt = Clock.micros();
         for (Pending<?> p : batch) {
             if (p.error != null || p.changes == null) continue;
             if (staged == null) staged = new ArrayList<>();
@@ -352,14 +352,8 @@ final class Writer implements Runnable {
 
     /** After the commit is durable: publishes every set, then wakes each feed's readers and watches once. */
     private static void publish(List<Staged<?, ?>> staged) {
-        long durableAt = nowMicros();
+        long durableAt = Clock.micros();
         for (Staged<?, ?> s : staged) s.publish(durableAt);
         for (Staged<?, ?> s : staged) s.feed().wake();  // once per feed: a woken feed has nothing left to wake
-    }
-
-    /** @return the wall-clock time in microseconds since the epoch */
-    private static long nowMicros() {
-        java.time.Instant now = java.time.Instant.now();
-        return now.getEpochSecond() * 1_000_000L + now.getNano() / 1_000;
     }
 }

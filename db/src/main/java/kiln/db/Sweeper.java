@@ -1,0 +1,80 @@
+package kiln.db;
+
+import java.util.List;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+/**
+ * Deletes the expired rows of a database's expiring tables ({@link Db#expiringTable}): a thread of
+ * its own queues one write query at a time that deletes at most {@value Table#SWEEP_BATCH} rows whose
+ * expiry passed, soonest first, so no transaction runs long and other writes take turns; it queues
+ * the next at once while there were that many, else a second later.
+ */
+final class Sweeper implements Runnable {
+    private static final Logger LOG = Logger.getLogger(Sweeper.class.getName());
+    /** How long the sweeper waits after a sweep that left nothing due, ms. */
+    static final long PERIOD_MS = 1_000;
+
+    private final Db db;
+    private final List<Table<?, ?>> tables = new CopyOnWriteArrayList<>();
+    private final Thread thread;
+    private volatile boolean stopping;
+    /** Rows deleted since the database opened. */
+    private volatile long swept;
+
+    Sweeper(Db db) {
+        this.db = db;
+        this.thread = new Thread(this, "kiln-db-expiry");
+        this.thread.setDaemon(true);
+        this.thread.start();
+    }
+
+    void add(Table<?, ?> table) {
+        tables.add(table);
+    }
+
+    /** @return rows deleted since the database opened */
+    long swept() {
+        return swept;
+    }
+
+    void stop() {
+        stopping = true;
+        thread.interrupt();
+        try {
+            thread.join(10_000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    @Override
+    public void run() {
+        while (!stopping) {
+            int n = 0;
+            try {
+                n = db.write(txn -> {
+                    int done = 0;
+                    for (Table<?, ?> t : tables) {
+                        if (done >= Table.SWEEP_BATCH) break;
+                        done += t.sweep(txn, Table.SWEEP_BATCH - done);
+                    }
+                    return done;
+                }).join();
+                swept += n;
+            } catch (CompletionException e) {
+                if (stopping || db.isClosed()) return;
+                LOG.log(Level.WARNING, "sweeping expired rows failed; trying again in " + PERIOD_MS + " ms", e.getCause());
+            }
+            if (n < Table.SWEEP_BATCH) {
+                try {
+                    Thread.sleep(PERIOD_MS);
+                } catch (InterruptedException e) {
+                    if (stopping) return;
+                }
+            }
+        }
+    }
+}
