@@ -58,6 +58,7 @@ help:
 	@echo "make powercut [CUTS=20] [NOSYNC=1]          power cuts under a load of durable writes, each followed by checks of the reopened database (needs FUSE)"
 	@echo "make build                                 build every runnable jar (skips tests)"
 	@echo "make bench-db [BASELINE=REV ROUNDS=5]      database micro-benchmarks (prints a table); BASELINE: against REV's kiln-db side by side"
+	@echo "make bench-db ONLY=model                   only the data model (point read, pages, index, writes) beside raw lmdbjava (~1 min)"
 	@echo "make bench-feeds                           CPU per commit to one room while 0..10,000 subscribers follow others: prefix feeds vs a filtered table feed"
 	@echo "make bench-parser                          kiln's parser: a request trickled one byte per read, resumed vs re-parsed"
 	@echo "make bench-memory [CONNECTIONS=19500]      heap and RSS bytes per idle keep-alive connection, every front end beside dummy and nginx (prints a table)"
@@ -122,7 +123,7 @@ bench-db:
 	$(MVN) -DskipTests -pl bench -am package
 ifeq ($(BASELINE),)
 	$(JAVA) -Xms256m -Xmx256m $(LMDB_FLAGS) -Dkiln.bench.dir=bench/target/bench-data \
-	  -cp "bench/target/classes:$$(cat bench/target/classpath.txt)" kiln.bench.BenchDb
+	  -cp "bench/target/classes:$$(cat bench/target/classpath.txt)" kiln.bench.BenchDb $(if $(filter model,$(ONLY)),--model)
 else
 	rm -rf bench/target/baseline-src && git worktree add --detach bench/target/baseline-src $(BASELINE)
 	cd bench/target/baseline-src && $(MVN) -DskipTests -pl db -am package

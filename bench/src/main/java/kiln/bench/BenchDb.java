@@ -49,6 +49,7 @@ public final class BenchDb {
             oneRound();
             return;
         }
+        boolean modelOnly = args.length == 1 && args[0].equals("--model");
         Path root = BenchDirs.root();
         Files.createDirectories(root);
         FileStore store = Files.getFileStore(root);
@@ -59,6 +60,10 @@ public final class BenchDb {
         System.out.println("  " + ROUNDS + " rounds, each measuring every point once; the host's speed drifts, so"
             + " figures are medians over rounds and each ratio is the median of per-round ratios");
         System.out.println();
+        if (modelOnly) {
+            printModel(modelBenchmarks());
+            return;
+        }
 
         // [round][benchmark] ops/s, and [round][concurrency][group, single] writes/s and group's average batch
         double[][] reads = new double[ROUNDS][];
@@ -78,6 +83,54 @@ public final class BenchDb {
         printReads(reads);
         System.out.println();
         printWrites(writes, batches);
+        System.out.println();
+        System.err.println("bench-db: the data model beside raw lmdbjava (JMH, ~1 minute)");
+        printModel(modelBenchmarks());
+    }
+
+    /** The rows of the data model's table: label, kiln's benchmark, raw lmdbjava's, and the goal for kiln / raw (0: none). */
+    private static final Object[][] MODEL = {
+        {"point read", "kilnPointRead", "rawPointRead", 1.2},
+        {"20-row page", "kilnPage", "rawPage", 1.3},
+        {"20-row page, reversed", "kilnPageReverse", "rawPageReverse", 1.3},
+        {"20-row page ending its range (no token)", "kilnPageLast", "rawPage", 0.0},
+        {"index lookup (entry, then row)", "kilnIndexGet", "rawIndexGet", 0.0},
+        {"durable write", "kilnWrite", "rawWrite", 0.0},
+        {"durable write, one index", "kilnWriteIndexed", "rawWriteIndexed", 0.0},
+    };
+
+    /** @return ns/op of every {@link ModelBench} benchmark, by name */
+    private static java.util.Map<String, Double> modelBenchmarks() throws RunnerException {
+        List<String> jvmArgs = ManagementFactory.getRuntimeMXBean().getInputArguments();
+        Options options = new OptionsBuilder()
+            .include(ModelBench.class.getName() + "\\.")
+            .jvmArgs(jvmArgs.toArray(new String[0]))
+            .verbosity(VerboseMode.SILENT)
+            .shouldFailOnError(true)
+            .build();
+        java.util.Map<String, Double> ns = new java.util.HashMap<>();
+        for (RunResult r : new Runner(options).run()) {
+            String benchmark = r.getParams().getBenchmark();
+            ns.put(benchmark.substring(benchmark.lastIndexOf('.') + 1), r.getPrimaryResult().getScore());
+        }
+        return ns;
+    }
+
+    private static void printModel(java.util.Map<String, Double> ns) {
+        System.out.println("The data model beside raw lmdbjava doing the same work: 1 thread, 10,000-row int table, an index by value"
+            + " (JMH, 1 fork x (2 x 1 s warmup + 3 x 1 s measured), one run)");
+        String row = "  %-40s %12s %12s %12s %10s%n";
+        System.out.printf(row, "", "kiln ns/op", "raw ns/op", "kiln / raw", "goal");
+        for (Object[] m : MODEL) {
+            double kiln = ns.get((String) m[1]);
+            double raw = ns.get((String) m[2]);
+            double goal = (Double) m[3];
+            System.out.printf(row, m[0], ops(kiln), ops(raw), String.format("%.2fx", kiln / raw),
+                goal == 0 ? "-" : String.format("<= %.1fx %s", goal, kiln / raw <= goal ? "met" : "NOT met"));
+        }
+        double indexed = ns.get("kilnWriteIndexed") / ns.get("kilnWrite");
+        System.out.printf("  kiln's durable write with one index / without: %.2fx (goal <= 1.3x: %s)%n", indexed,
+            indexed <= 1.3 ? "met" : "NOT met");
     }
 
     /**

@@ -22,29 +22,37 @@ final class Continuations {
     private static final int MAC = 16;
 
     private final SecretKeySpec secret;
+    /** MACs made with the secret, reused: making one costs more than using it (a pool, not a thread local: virtual threads). */
+    private final java.util.concurrent.ConcurrentLinkedQueue<Mac> macs = new java.util.concurrent.ConcurrentLinkedQueue<>();
 
     /** @param secret 32 random bytes kept in the database ({@code kiln.meta}) */
     Continuations(byte[] secret) {
         this.secret = new SecretKeySpec(secret, "HmacSHA256");
     }
 
-    /** @return the fingerprint of a range over a table: its name and the encoded bounds and direction */
+    /**
+     * @return the fingerprint of a range over a table or an index: 64-bit FNV-1a of its name, its
+     *         encoded bounds and its direction. It needs no secrecy or strength: the MAC covers it, and it
+     *         only tells a token brought to another range (a collision would let a client start one
+     *         range after a key it was shown in another, no more)
+     */
     static byte[] fingerprint(String table, byte[] prefix, byte[] begin, boolean beginInclusive, byte[] end, boolean endInclusive, boolean reverse) {
-        try {
-            MessageDigest d = MessageDigest.getInstance("SHA-256");
-            d.update(table.getBytes(StandardCharsets.UTF_8));
-            for (byte[] part : new byte[][] {prefix, begin, end}) {
-                d.update((byte) (part == null ? 0 : 1));
-                if (part != null) {
-                    d.update(ByteBuffer.allocate(4).putInt(part.length).array());
-                    d.update(part);
-                }
-            }
-            d.update(new byte[] {(byte) (beginInclusive ? 1 : 0), (byte) (endInclusive ? 1 : 0), (byte) (reverse ? 1 : 0)});
-            return Arrays.copyOf(d.digest(), FINGERPRINT);
-        } catch (GeneralSecurityException e) {
-            throw new IllegalStateException("SHA-256 is missing from this JVM", e);
+        long h = 0xcbf29ce484222325L;
+        h = fnv(h, table.getBytes(StandardCharsets.UTF_8));
+        for (byte[] part : new byte[][] {prefix, begin, end}) {
+            h = fnv(h, part == null ? new byte[] {0} : new byte[] {1, (byte) (part.length >>> 8), (byte) part.length});
+            if (part != null) h = fnv(h, part);
         }
+        h = fnv(h, new byte[] {(byte) (beginInclusive ? 1 : 0), (byte) (endInclusive ? 1 : 0), (byte) (reverse ? 1 : 0)});
+        return ByteBuffer.allocate(FINGERPRINT).putLong(h).array();
+    }
+
+    private static long fnv(long h, byte[] bytes) {
+        for (byte b : bytes) {
+            h ^= b & 0xFF;
+            h *= 0x100000001b3L;
+        }
+        return h;
     }
 
     String token(byte[] fingerprint, byte[] lastKey) {
@@ -79,13 +87,18 @@ final class Continuations {
     }
 
     private byte[] mac(byte[] bytes, int length) {
+        Mac m = macs.poll();
         try {
-            Mac m = Mac.getInstance("HmacSHA256");
-            m.init(secret);
+            if (m == null) {
+                m = Mac.getInstance("HmacSHA256");
+                m.init(secret);
+            }
             m.update(bytes, 0, length);
-            return Arrays.copyOf(m.doFinal(), MAC);
+            return Arrays.copyOf(m.doFinal(), MAC);  // doFinal() resets it for its next use
         } catch (GeneralSecurityException e) {
             throw new IllegalStateException("HmacSHA256 is missing from this JVM", e);
+        } finally {
+            if (m != null) macs.offer(m);
         }
     }
 }

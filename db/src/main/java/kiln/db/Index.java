@@ -157,7 +157,7 @@ public final class Index<I, K, V> {
             last[0] = entry;
             return true;
         });
-        String next = more ? continuations.token(b.fingerprint, last[0]) : null;
+        String next = more ? continuations.token(b.fingerprint(), last[0]) : null;
         return new Page<>(Collections.unmodifiableList(rows), next);
     }
 
@@ -177,10 +177,6 @@ public final class Index<I, K, V> {
         return n[0];
     }
 
-    /** An index range as the engine's {@code [begin, end)} over entries, with its prefix and fingerprint. */
-    private record Bounds(byte[] begin, byte[] end, byte[] prefix, byte[] fingerprint) {
-    }
-
     /**
      * The entries of index key {@code i} are {@code [P 0x01, P 0x02)} where {@code P} is
      * {@code Tuple.of(i).pack()} (a row key's byte string follows with its type code 0x01); an
@@ -193,8 +189,9 @@ public final class Index<I, K, V> {
         byte[] prefix = range.prefix == null ? null : encode(range.prefix);
         byte[] begin = range.begin == null ? null : encode(range.begin);
         byte[] end = range.end == null ? null : encode(range.end);
-        byte[] fingerprint = Continuations.fingerprint(name, prefix, begin, range.beginInclusive, end, range.endInclusive, range.reverse);
-        byte[] after = range.after == null ? null : continuations.lastKey(range.after, fingerprint);
+        java.util.function.Supplier<byte[]> fingerprint = () ->
+            Continuations.fingerprint(name, prefix, begin, range.beginInclusive, end, range.endInclusive, range.reverse);
+        byte[] after = range.after == null ? null : continuations.lastKey(range.after, fingerprint.get());
         byte[] lo = null;
         byte[] hi = null;
         if (prefix != null) {

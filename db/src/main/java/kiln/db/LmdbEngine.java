@@ -395,19 +395,22 @@ public final class LmdbEngine implements KvEngine {
         }
     }
 
+    /** A direct buffer per thread to position cursors with: LMDB reads the key during the call only. */
+    private static final ThreadLocal<ByteBuffer> SEEK_BUFFER = ThreadLocal.withInitial(() -> ByteBuffer.allocateDirect(Table.MAX_KEY_BYTES));
+
     /** A walk of {@code [begin, end)} with an LMDB cursor, forward or back. */
     private static final class LmdbRange implements KvRange {
         private final LmdbTxn txn;
         private final Cursor<ByteBuffer> cursor;
-        private final ByteBuffer begin, end;
+        private final byte[] begin, end;
         private final boolean reverse;
         private boolean started;
 
         LmdbRange(LmdbTxn txn, Cursor<ByteBuffer> cursor, byte[] begin, byte[] end, boolean reverse) {
             this.txn = txn;
             this.cursor = cursor;
-            this.begin = direct(begin);
-            this.end = direct(end);
+            this.begin = begin;
+            this.end = end;
             this.reverse = reverse;
         }
 
@@ -422,21 +425,36 @@ public final class LmdbEngine implements KvEngine {
                     at = reverse ? seekLast() : seekFirst();
                 }
                 if (!at) return false;
-                return reverse ? begin == null || Walk.compareUnsigned(cursor.key(), begin) >= 0
-                    : end == null || Walk.compareUnsigned(cursor.key(), end) < 0;
+                return reverse ? begin == null || compare(cursor.key(), begin) >= 0
+                    : end == null || compare(cursor.key(), end) < 0;
             } catch (LmdbException e) {
                 throw txn.failure(e);
             }
         }
 
         private boolean seekFirst() {
-            return begin == null ? cursor.first() : cursor.get(begin, GetOp.MDB_SET_RANGE);
+            return begin == null ? cursor.first() : cursor.get(seek(begin), GetOp.MDB_SET_RANGE);
         }
 
         /** The last key below {@code end}: before the first key at or above it, else the last. */
         private boolean seekLast() {
-            if (end == null || !cursor.get(end, GetOp.MDB_SET_RANGE)) return cursor.last();
+            if (end == null || !cursor.get(seek(end), GetOp.MDB_SET_RANGE)) return cursor.last();
             return cursor.prev();
+        }
+
+        private static ByteBuffer seek(byte[] key) {
+            return SEEK_BUFFER.get().clear().put(key).flip();
+        }
+
+        /** @return {@code key}'s order against {@code bound}: unsigned bytes, then length (LMDB's default) */
+        private static int compare(ByteBuffer key, byte[] bound) {
+            int p = key.position();
+            int n = Math.min(key.remaining(), bound.length);
+            for (int i = 0; i < n; i++) {
+                int c = Byte.toUnsignedInt(key.get(p + i)) - Byte.toUnsignedInt(bound[i]);
+                if (c != 0) return c;
+            }
+            return key.remaining() - bound.length;
         }
 
         @Override
@@ -452,10 +470,6 @@ public final class LmdbEngine implements KvEngine {
         @Override
         public void close() {
             cursor.close();
-        }
-
-        private static ByteBuffer direct(byte[] bytes) {
-            return bytes == null ? null : ByteBuffer.allocateDirect(bytes.length).put(bytes).flip();
         }
     }
 

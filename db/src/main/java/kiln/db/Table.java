@@ -412,7 +412,7 @@ public final class Table<K, V> {
             return true;
         });
         // the token carries the last row's key, encoded again (the engine's buffer has moved on)
-        String next = more ? continuations.token(b.fingerprint, bytes(rows.get(rows.size() - 1).key())) : null;
+        String next = more ? continuations.token(b.fingerprint(), bytes(rows.get(rows.size() - 1).key())) : null;
         return new Page<>(Collections.unmodifiableList(rows), next);
     }
 
@@ -433,13 +433,6 @@ public final class Table<K, V> {
     }
 
     /**
-     * A range as the engine's {@code [begin, end)}, with its encoded prefix (whose tuple rule the
-     * engine cannot apply) and its fingerprint, for its continuations.
-     */
-    private record Bounds(byte[] begin, byte[] end, byte[] prefix, byte[] fingerprint) {
-    }
-
-    /**
      * Narrows {@code range} to the engine's one kind of range: an inclusive bound becomes
      * {@code [key, ...)} or {@code [..., key + 0x00)}, an exclusive one the other way round (no key
      * lies between a key and itself followed by a zero byte); a prefix {@code p} is {@code [p, strinc(p))};
@@ -449,8 +442,9 @@ public final class Table<K, V> {
         byte[] prefix = range.prefix == null ? null : bytes(range.prefix);
         byte[] begin = range.begin == null ? null : bytes(range.begin);
         byte[] end = range.end == null ? null : bytes(range.end);
-        byte[] fingerprint = Continuations.fingerprint(name, prefix, begin, range.beginInclusive, end, range.endInclusive, range.reverse);
-        byte[] after = range.after == null ? null : continuations.lastKey(range.after, fingerprint);
+        java.util.function.Supplier<byte[]> fingerprint = () ->
+            Continuations.fingerprint(name, prefix, begin, range.beginInclusive, end, range.endInclusive, range.reverse);
+        byte[] after = range.after == null ? null : continuations.lastKey(range.after, fingerprint.get());
         byte[] lo = Keys.max(prefix, begin == null || range.beginInclusive ? begin : Keys.next(begin));
         byte[] hi = Keys.min(prefix == null ? null : Keys.strinc(prefix), end == null || !range.endInclusive ? end : Keys.next(end));
         if (after != null) {
