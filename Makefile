@@ -51,7 +51,7 @@ MAIN_SOURCES := $(shell find . \( -path ./conformance -o -path ./starter \) -pru
 help:
 	@echo "make demo [SERVER=$(SERVER_NAMES)] [PORT=8080] [DATA=data] [HEAP=256m] [ARGS=\"--threads 2\"]   build if needed and start a server"
 	@echo "make demo APP=kiln.kilim.example.TodoApp   build and run an in-tree example instead of the demo (SERVER=loom for kiln.loom.example.*)"
-	@echo "make install                               put kiln's artifacts and its Kilim weaver plugin into ~/.m2 (tests skipped)"
+	@echo "make install                               put kiln's artifacts (with sources and javadoc jars) and its Kilim weaver plugin into ~/.m2 (tests skipped)"
 	@echo "make new-app DIR=../myapp [KIND=loom]      a new app of your own in DIR, on Kilim fibers (or virtual threads); then: cd DIR && make run"
 	@echo "make backup TO=DIR [DATA=data]             compacted copy of the database into DIR/data.mdb (also while a server runs)"
 	@echo "make test                                  run every test (unit, database, HTTP conformance, nginx, sweep)"
@@ -71,10 +71,11 @@ check-server:
 build:
 	$(MVN) -DskipTests package
 
-# kiln's artifacts (version: the root pom's) and the Kilim weaver plugin, into the local Maven
-# repository, for apps built outside this tree (make new-app). `make test` installs them too.
+# kiln's artifacts (version: the root pom's) with their sources and javadoc jars (an IDE shows the
+# docs), and the Kilim weaver plugin, into the local Maven repository, for apps built outside this
+# tree (make new-app). `make test` installs them too, without sources and javadoc.
 install:
-	$(MVN) -DskipTests install
+	$(MVN) -DskipTests -Pdocs install
 
 KIND ?= kilim
 new-app:
