@@ -128,11 +128,11 @@ ifeq ($(BASELINE),)
 else
 	rm -rf bench/target/baseline-src && git worktree add --detach bench/target/baseline-src $(BASELINE)
 	cd bench/target/baseline-src && $(MVN) -DskipTests -pl db -am package
-	cp bench/target/baseline-src/db/target/kiln-db-*.jar bench/target/baseline-kiln-db.jar
+	cp $$(ls bench/target/baseline-src/db/target/kiln-db-*.jar | grep -v -e '-sources.jar' -e '-javadoc.jar') bench/target/baseline-kiln-db.jar
 	git worktree remove --force bench/target/baseline-src
 	$(JAVA) -Xms256m -Xmx256m $(LMDB_FLAGS) -Dkiln.bench.dir=bench/target/bench-data \
 	  -cp "bench/target/classes:$$(cat bench/target/classpath.txt)" kiln.bench.CompareDb \
-	  "$(BASELINE)" bench/target/baseline-kiln-db.jar $(wildcard db/target/kiln-db-*.jar) $(ROUNDS)
+	  "$(BASELINE)" bench/target/baseline-kiln-db.jar $$(ls db/target/kiln-db-*.jar | grep -v -e '-sources.jar' -e '-javadoc.jar') $(ROUNDS)
 endif
 
 # CPU per commit to one room while 0..10,000 subscribers follow other rooms: prefix feeds against

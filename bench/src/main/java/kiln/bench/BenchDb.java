@@ -21,7 +21,9 @@ import org.openjdk.jmh.runner.options.VerboseMode;
  * {@code make bench-db}: measures, in one run, (1) point reads through {@code db.read} against raw
  * lmdbjava (JMH, see {@link ReadBench}) and (2) durable writes per second with group commit against
  * one commit per write at 1, 16 and 256 writes in flight ({@link WriteBench}), in {@value #ROUNDS}
- * rounds that each measure every point once, then prints a table of medians (~2 minutes).
+ * rounds that each measure every point once, then prints a table of medians (~2 minutes); then (3)
+ * the data model's operations beside raw lmdbjava ({@link ModelBench}, one JMH run, ~1 minute; alone
+ * with {@code --model}, {@code make bench-db ONLY=model}).
  *
  * <p>Run it with the lmdbjava JVM flags; JMH's forked JVMs get this JVM's arguments. Data lives under
  * {@code -Dkiln.bench.dir} (see {@link BenchDirs}); the table names its filesystem, because durable
@@ -57,13 +59,14 @@ public final class BenchDb {
         System.out.println("  machine: " + Runtime.getRuntime().availableProcessors() + " CPUs (" + cpuModel() + "), JDK "
             + System.getProperty("java.version") + ", load average at start " + loadAverage());
         System.out.println("  data:    " + root + " on " + store.type() + " (" + store.name() + ")");
-        System.out.println("  " + ROUNDS + " rounds, each measuring every point once; the host's speed drifts, so"
-            + " figures are medians over rounds and each ratio is the median of per-round ratios");
         System.out.println();
         if (modelOnly) {
             printModel(modelBenchmarks());
             return;
         }
+        System.out.println("  " + ROUNDS + " rounds, each measuring every point once; the host's speed drifts, so"
+            + " figures are medians over rounds and each ratio is the median of per-round ratios");
+        System.out.println();
 
         // [round][benchmark] ops/s, and [round][concurrency][group, single] writes/s and group's average batch
         double[][] reads = new double[ROUNDS][];

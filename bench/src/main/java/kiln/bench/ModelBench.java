@@ -1,7 +1,9 @@
 package kiln.bench;
 
+import static kiln.bench.ReadBench.decode;
+import static kiln.bench.ReadBench.encode;
+
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -159,20 +161,10 @@ public class ModelBench {
         }
     }
 
-    static ByteBuffer encode(ByteBuffer buf, int v) {
-        buf.clear();
-        buf.putInt(v ^ Integer.MIN_VALUE);
-        return buf.flip();
-    }
-
     static ByteBuffer entry(ByteBuffer buf, int value, int key) {
         buf.clear();
         buf.putInt(value ^ Integer.MIN_VALUE).putInt(key ^ Integer.MIN_VALUE);
         return buf.flip();
-    }
-
-    static int decode(ByteBuffer b) {
-        return b.order(ByteOrder.BIG_ENDIAN).getInt(b.position()) ^ Integer.MIN_VALUE;
     }
 
     // point read

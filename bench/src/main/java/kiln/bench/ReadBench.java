@@ -162,7 +162,8 @@ public class ReadBench {
         return buf;
     }
 
-    private static int decode(ByteBuffer found) {
+    /** @return the int of kiln's INT encoding at {@code found}'s position (which moves) */
+    static int decode(ByteBuffer found) {
         return found.order(ByteOrder.BIG_ENDIAN).getInt() ^ Integer.MIN_VALUE;
     }
 

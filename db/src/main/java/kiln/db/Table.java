@@ -137,9 +137,11 @@ public final class Table<K, V> {
         List<Index<?, K, V>> indexed = indexes;
         byte[] row = indexed.isEmpty() && expiries == null ? null : bytes(key);
         if (row != null) {
-            ByteBuffer old = txn.kv.get(space, direct(row));  // what the table holds, expired or not
+            // what the table holds, expired or not, read before this write changes anything (LMDB's
+            // buffers are valid until the transaction's next write)
+            ByteBuffer old = txn.kv.get(space, direct(row));
             V oldValue = old == null || indexed.isEmpty() ? null : decodeValue(old.duplicate());
-            long oldExpiresAt = old == null || expiries == null ? 0 : old.getLong(old.position());
+            long oldExpiresAt = old == null || expiries == null ? 0 : expiresAt(old);
             for (Index<?, K, V> i : indexed) i.check(txn, row, key, value);
             for (Index<?, K, V> i : indexed) i.put(txn, row, key, oldValue, value);
             if (oldExpiresAt != 0 && oldExpiresAt != expiresAt) txn.kv.delete(expiries, scheduled(oldExpiresAt, row));
@@ -189,15 +191,14 @@ public final class Table<K, V> {
     private boolean remove(Txn txn, byte[] row, K key, boolean expired) {
         ByteBuffer old = txn.kv.get(space, direct(row));
         if (old == null) return false;
+        // everything read from the old value before the first write (LMDB's buffers are valid until then)
         boolean live = expiries == null || !expired(txn, old);
-        if (expiries != null) {
-            long expiresAt = old.getLong(old.position());
-            if (expiresAt != 0) txn.kv.delete(expiries, scheduled(expiresAt, row));
-        }
+        long expiresAt = expiries == null ? 0 : expiresAt(old);
         List<Index<?, K, V>> indexed = indexes;
+        V oldValue = indexed.isEmpty() ? null : decodeValue(old.duplicate());
+        if (expiresAt != 0) txn.kv.delete(expiries, scheduled(expiresAt, row));
         if (!indexed.isEmpty()) {
             K k = key != null ? key : decodeKey(row);
-            V oldValue = decodeValue(old.duplicate());
             for (Index<?, K, V> i : indexed) i.delete(txn, row, k, oldValue);
         }
         ByteBuffer k = direct(row);
@@ -226,7 +227,7 @@ public final class Table<K, V> {
             byte[] row = java.util.Arrays.copyOfRange(entry, EXPIRY_BYTES, entry.length);
             long expiresAt = ByteBuffer.wrap(entry).getLong();
             ByteBuffer stored = txn.kv.get(space, direct(row));
-            if (stored != null && stored.getLong(stored.position()) == expiresAt) {
+            if (stored != null && expiresAt(stored) == expiresAt) {
                 remove(txn, row, null, true);
             } else {
                 txn.kv.delete(expiries, direct(entry));  // an entry a put left behind (it should not)
@@ -237,8 +238,13 @@ public final class Table<K, V> {
 
     /** @return whether the stored value {@code v} (at its position, not moved) of an expiring table has expired for {@code txn} */
     private static boolean expired(Txn txn, ByteBuffer v) {
-        long expiresAt = v.getLong(v.position());
+        long expiresAt = expiresAt(v);
         return expiresAt != 0 && expiresAt <= txn.nowMicros();
+    }
+
+    /** @return the expiry an expiring table's stored value {@code v} begins with (its position does not move) */
+    private static long expiresAt(ByteBuffer v) {
+        return v.order(ByteOrder.BIG_ENDIAN).getLong(v.position());
     }
 
     /** @return the expiry schedule's key of row {@code row} expiring at {@code expiresAt}, in a direct buffer */
