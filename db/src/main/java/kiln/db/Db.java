@@ -349,13 +349,18 @@ public final class Db implements AutoCloseable {
         };
     }
 
-    /** The {@value #META} key of an index's build state: absent (not begun), {@link #BUILT}, or the last row key done. */
+    /**
+     * The {@value #META} key of an index's build state: absent (not begun), {@link #BUILT}, or
+     * {@link #BUILDING} followed by the last row key done.
+     */
     private static String buildStateKey(String index) {
         return "index:" + index;
     }
 
-    /** The build state of an index that holds every row: one byte, never a row key's encoding of one byte (0 is no key). */
+    /** The build state of an index that holds every row. */
     private static final byte[] BUILT = {0};
+    /** The first byte of the build state of an index being built; the last row key done follows. */
+    private static final byte BUILDING = 1;
 
     private <I, K, V> Index<I, K, V> openIndex(Table<K, V> table, String name, Codec<I> keys, boolean unique,
                                                java.util.function.BiFunction<? super K, ? super V, ? extends java.util.Collection<? extends I>> extractor) {
@@ -384,19 +389,23 @@ public final class Db implements AutoCloseable {
         byte[] state = write(txn -> {
             table.index(declared);
             byte[] now = meta.get(txn, buildStateKey(name));
-            if (now == null && table.firstKey(txn) == null) {
-                now = BUILT;  // an empty table's index holds every row already
-                meta.put(txn, buildStateKey(name), now);
+            if (now == null) {
+                try (KvRange rows = txn.kv.range(table.space, null, null, false, 1)) {  // expired rows count: they have entries
+                    if (!rows.next()) {
+                        now = BUILT;  // an empty table's index holds every row already
+                        meta.put(txn, buildStateKey(name), now);
+                    }
+                }
             }
             return now;
         }).join();
         if (state != null && java.util.Arrays.equals(state, BUILT)) {
             index.built();
         } else {
-            long rows = read(txn -> table.count(txn)).join();
+            long rows = read(txn -> txn.kv.count(table.space)).join();
             java.util.logging.Logger.getLogger(Db.class.getName()).info(() -> "building index '" + name + "' of '" + table.name() + "' ("
                 + rows + " rows, " + Index.BUILD_BATCH + " per write" + (state == null ? "" : ", going on from where it stopped") + ")");
-            buildStep(index, state, System.nanoTime());
+            buildStep(index, state == null ? null : java.util.Arrays.copyOfRange(state, 1, state.length), System.nanoTime());
         }
         return index;
     }
@@ -410,7 +419,14 @@ public final class Db implements AutoCloseable {
         String key = buildStateKey(index.name());
         write(txn -> {
             byte[] last = index.build(txn, after, Index.BUILD_BATCH);
-            meta.put(txn, key, last == null ? BUILT : last);
+            if (last == null) {
+                meta.put(txn, key, BUILT);
+            } else {
+                byte[] building = new byte[1 + last.length];
+                building[0] = BUILDING;
+                System.arraycopy(last, 0, building, 1, last.length);
+                meta.put(txn, key, building);
+            }
             return last;
         }).whenComplete((last, failed) -> {
             if (failed != null) {

@@ -146,6 +146,26 @@ class ExpiryTest {
         assertEquals(1, db.read(txn -> byUser.verify(txn)).join(), "the sweeper deleted the expired rows' entries too");
     }
 
+    /** An expired row's key in a unique index is free at once, before the sweeper deletes the row. */
+    @Test
+    void anExpiredRowFreesItsUniqueKey() throws Exception {
+        db = Engines.open(dir);
+        Table<String, String> holds = db.expiringTable("holds", Codec.STRING, Codec.STRING, null);
+        Index<String, String, String> bySeat = db.uniqueIndex(holds, "holds.by-seat", Codec.STRING, (who, seat) -> seat);
+        db.write(txn -> {
+            holds.put(txn, "ada", "seat 1", GONE);
+            return null;
+        }).join();
+        Thread.sleep(20);
+        db.write(txn -> {
+            holds.put(txn, "bob", "seat 1", HOUR);   // ada's hold expired: not a violation
+            return null;
+        }).join();
+        assertEquals("bob", db.read(txn -> bySeat.key(txn, "seat 1")).join());
+        awaitHeld(holds, 1);
+        assertEquals(1, db.read(txn -> bySeat.verify(txn)).join());
+    }
+
     @Test
     void expiryIsDeclaredWithTheTableAndKept() {
         db = Engines.open(dir);
