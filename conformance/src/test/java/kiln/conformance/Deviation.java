@@ -33,6 +33,18 @@ enum Deviation {
     MALFORMED_VERSION_IS_505,
 
     /**
+     * Jetty (12.1 and 9.4) looks the HTTP-version up in its table of known versions, so
+     * {@code HTTP/1.2} is answered 505 before a handler runs, where RFC 9110 section 2.5 says a
+     * later minor version of a major version the server implements is processed as the highest
+     * minor version it implements (HTTP/1.1), as kiln's own parser and Undertow do. No
+     * {@code HttpCompliance} option covers it.
+     *
+     * <p>Checked instead: exactly 505 with the contract's error head (text body, {@code Connection:
+     * close}), then the server closes the connection.
+     */
+    LATER_MINOR_VERSION_IS_505,
+
+    /**
      * Undertow answers a request that its parser rejects (a malformed request line or header line)
      * by writing the fixed bytes {@code HTTP/1.1 400 Bad Request}, {@code Content-Length: 0},
      * {@code Connection: close} straight to the socket ({@code HttpReadListener}), and a request

@@ -163,8 +163,9 @@ final class ComsatServer implements Launcher.Server {
         public void handle(String target, Request base, HttpServletRequest request, HttpServletResponse response)
             throws IOException, ServletException {
             String length = base.getHeader("Content-Length"); // Jetty has rejected a malformed or overflowing one
-            Reply refusal = Reply.refuseRequest(base.getHttpFields().size(),
-                length == null ? -1 : Long.parseLong(length.trim()), base.getHeader("Transfer-Encoding") != null);
+            java.util.List<String> codings = java.util.Collections.list(base.getHeaders("Transfer-Encoding"));
+            Reply refusal = Reply.refuseRequest(base.getHttpFields().size(), length == null ? -1 : Long.parseLong(length.trim()),
+                codings.isEmpty() ? null : String.join(",", codings), base.getHeader("Host"));
             if (refusal == null) {
                 super.handle(target, base, request, response);
                 return;

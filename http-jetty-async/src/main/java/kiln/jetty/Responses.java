@@ -2,6 +2,8 @@ package kiln.jetty;
 
 import java.io.IOException;
 import java.util.AbstractList;
+import java.util.Collections;
+import java.util.Enumeration;
 import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 
@@ -59,12 +61,14 @@ final class Responses {
      */
     static boolean refused(HttpServletRequest request, HttpServletResponse response) throws IOException {
         int fields = ServletContextRequest.getServletContextRequest(request).getHeaders().size();
-        Reply refusal = Reply.refuseRequest(fields, request.getContentLengthLong(), request.getHeader("Transfer-Encoding") != null);
+        Enumeration<String> codings = request.getHeaders("Transfer-Encoding");
+        String transferEncoding = codings.hasMoreElements() ? String.join(",", Collections.list(codings)) : null;
+        Reply refusal = Reply.refuseRequest(fields, request.getContentLengthLong(), transferEncoding, request.getHeader("Host"));
         if (refusal == null) return false;
         refusal = negotiated(request, refusal);
         head(request, response, refusal);
         ServletContextResponse.getServletContextResponse(response).getHeaders().put(CONNECTION_CLOSE);
-        response.getOutputStream().write(refusal.body);
+        if (!"HEAD".equals(request.getMethod())) response.getOutputStream().write(refusal.body);  // RFC 9110 section 9.3.2
         return true;
     }
 

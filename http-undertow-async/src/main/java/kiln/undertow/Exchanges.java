@@ -4,6 +4,7 @@ import java.nio.ByteBuffer;
 
 import io.undertow.server.HttpServerExchange;
 import io.undertow.util.HeaderMap;
+import io.undertow.util.HeaderValues;
 import io.undertow.util.Headers;
 import io.undertow.util.HttpString;
 import io.undertow.util.Protocols;
@@ -56,8 +57,9 @@ final class Exchanges {
      * @return true when the exchange was refused (answered), false when it may be served
      */
     static boolean refuseContent(HttpServerExchange exchange) {
+        HeaderValues codings = exchange.getRequestHeaders().get(Headers.TRANSFER_ENCODING);
         Reply refusal = Reply.refuseRequest(exchange.getRequestHeaders().size(), exchange.getRequestContentLength(),
-            exchange.getRequestHeaders().contains(Headers.TRANSFER_ENCODING));
+            codings == null || codings.isEmpty() ? null : String.join(",", codings), exchange.getRequestHeaders().getFirst(Headers.HOST));
         if (refusal == null) return false;
         exchange.setPersistent(false);
         send(exchange, refusal);

@@ -161,7 +161,8 @@ public final class Connection {
             current = p.request;
             return p.request;
         } catch (HttpException e) {
-            ResponseWriter.write(out, 1, Reply.error(e.status(), e.getMessage()), false, false);
+            // a refused HEAD gets the head only (RFC 9110 section 9.3.2), as every answer to a HEAD
+            ResponseWriter.write(out, 1, Reply.error(e.status(), e.getMessage()), false, progress.refusedHead());
             close = true;
             refused = true;
             return null;

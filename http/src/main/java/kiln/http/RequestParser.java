@@ -16,15 +16,18 @@ import java.util.List;
  *       target origin-form ({@code /path?query}) or absolute-form ({@code http://host/path}) made of
  *       visible ASCII, or {@code *} with {@code OPTIONS} (asterisk-form, section 3.2.4); the path
  *       in its normal form ({@link Paths#normalize}: 400 for a malformed percent-encoding or a
- *       {@code ..} above the root); version exactly {@code HTTP/1.0} or {@code HTTP/1.1}, HTTP-name
- *       case-sensitive (section 2.3; other well-formed versions: 505);</li>
+ *       {@code ..} above the root); version {@code HTTP/1.0} or {@code HTTP/1.1}, HTTP-name
+ *       case-sensitive (section 2.3); a later minor version ({@code HTTP/1.2}) is served as
+ *       HTTP/1.1 (RFC 9110 section 2.5); another major version is 505;</li>
  *   <li>lines end in CRLF (a bare CR or LF is rejected: section 2.2 allows that);</li>
  *   <li>header fields {@code name ":" OWS value OWS} with a token name and no whitespace before the
  *       colon (section 5.1), no obsolete line folding (section 5.2), no control bytes in values;</li>
- *   <li>HTTP/1.1 requests carry exactly one Host (section 3.2);</li>
+ *   <li>HTTP/1.1 requests carry exactly one Host, and a Host is {@code uri-host [":" port]} or empty
+ *       (section 3.2, RFC 3986 section 3.2.2: 400 otherwise);</li>
  *   <li>body framing (section 6): Content-Length digits only and consistent; Transfer-Encoding
- *       {@code chunked} only, never together with Content-Length (a request smuggling vector,
- *       section 6.3), never in HTTP/1.0.</li>
+ *       never together with Content-Length (a request smuggling vector, section 6.3), never in
+ *       HTTP/1.0, ending in {@code chunked} once (400 otherwise, section 6.3), and {@code chunked}
+ *       alone (another coding before it: 501).</li>
  * </ul>
  * Limits (defaults): request line 8 KiB (414 when the target is what makes it long), header section
  * 16 KiB and 100 fields (431; the same for a chunked body's trailer section), body 64 KiB (413).
@@ -101,8 +104,17 @@ final class RequestParser {
             return true;
         }
 
+        /** Set when the request just refused was a HEAD (its request line was in): its refusal gets no body. */
+        private boolean refusedHead;
+
+        /** @return whether the request the last {@link HttpException} refused was a HEAD */
+        boolean refusedHead() {
+            return refusedHead;
+        }
+
         void reset() {
             expectContinue = false;
+            refusedHead = false;
             stage = REQUEST_LINE;
             offset = 0;
             scanned = 0;
@@ -135,7 +147,9 @@ final class RequestParser {
             if (parsed != null) progress.reset();
             return parsed;
         } catch (HttpException e) {
+            boolean head = "HEAD".equals(progress.method);
             progress.reset();
+            progress.refusedHead = head;
             throw e;
         }
     }
@@ -260,8 +274,8 @@ final class RequestParser {
         for (int i = sp1 + 1; i < sp2; i++) {
             if (buf[i] <= 0x20 || buf[i] >= 0x7f) throw new HttpException(400, "malformed request target: control, space or non-ASCII byte");
         }
+        p.method = ascii(buf, start, sp1);  // first: a refused version still answers a HEAD without a body
         p.minor = parseVersion(buf, sp2 + 1, lineEnd);
-        p.method = ascii(buf, start, sp1);
         p.target = ascii(buf, sp1 + 1, sp2);
     }
 
@@ -292,15 +306,14 @@ final class RequestParser {
             }
         }
         if (hosts > 1) throw new HttpException(400, "more than one Host header");
+        if (hosts == 1) checkHost(p.headers);
         if (p.minor == 1 && hosts == 0) throw new HttpException(400, "HTTP/1.1 request without Host header (RFC 9112 section 3.2)");
         p.keepAlive = p.minor == 1 ? !hasToken(connection, "close") : hasToken(connection, "keep-alive") && !hasToken(connection, "close");
 
         if (transferEncoding != null) {
             if (contentLength != null) throw new HttpException(400, "both Transfer-Encoding and Content-Length (RFC 9112 section 6.3)");
             if (p.minor == 0) throw new HttpException(400, "Transfer-Encoding in an HTTP/1.0 request");
-            if (!transferEncoding.trim().equalsIgnoreCase("chunked")) {
-                throw new HttpException(501, "unsupported Transfer-Encoding: " + transferEncoding);
-            }
+            checkTransferCodings(transferEncoding);
             p.stage = Progress.CHUNK_LINE;
             p.chunks = new ByteArrayOutputStream();
         } else if (contentLength != null) {
@@ -395,10 +408,81 @@ final class RequestParser {
             || buf[from + 4] != '/' || !isDigit(buf[from + 5]) || buf[from + 6] != '.' || !isDigit(buf[from + 7])) {
             throw new HttpException(400, "malformed HTTP version");
         }
-        if (buf[from + 5] != '1' || (buf[from + 7] != '0' && buf[from + 7] != '1')) {
+        if (buf[from + 5] != '1') {
             throw new HttpException(505, "HTTP version " + ascii(buf, from + 5, to) + " not supported; use HTTP/1.1");
         }
-        return buf[from + 7] - '0';
+        // RFC 9110 section 2.5: a later minor version of a major version we implement is read as the
+        // highest minor version we implement
+        return buf[from + 7] == '0' ? 0 : 1;
+    }
+
+    /**
+     * Transfer-Encoding's codings, in the order applied (RFC 9112 section 6.1): the last must be
+     * {@code chunked} (else the body's length cannot be known: 400, section 6.3), applied once (400),
+     * and no other coding is supported (501).
+     */
+    static void checkTransferCodings(String transferEncoding) {
+        java.util.List<String> codings = new java.util.ArrayList<>();
+        for (String c : transferEncoding.split(",")) {
+            String coding = c.trim();
+            if (!coding.isEmpty()) codings.add(coding.toLowerCase(java.util.Locale.ROOT));  // empty list elements are ignored
+        }
+        if (codings.isEmpty() || !codings.get(codings.size() - 1).equals("chunked")) {
+            throw new HttpException(400, "Transfer-Encoding must end in chunked (RFC 9112 section 6.3): " + transferEncoding);
+        }
+        if (codings.indexOf("chunked") != codings.size() - 1) {
+            throw new HttpException(400, "chunked applied more than once (RFC 9112 section 6.1): " + transferEncoding);
+        }
+        if (codings.size() > 1) throw new HttpException(501, "unsupported Transfer-Encoding: " + transferEncoding);
+    }
+
+    /**
+     * The Host field's value is {@code uri-host [":" port]} (RFC 9112 section 3.2, RFC 3986 section
+     * 3.2.2) or empty: a reg-name or IPv4 address (unreserved, sub-delims, percent-encodings), or an
+     * IP literal in brackets, then an optional port of digits.
+     *
+     * @throws HttpException 400 naming the value otherwise
+     */
+    private static void checkHost(List<String> headers) {
+        String host = null;
+        for (int i = 0; i < headers.size(); i += 2) {
+            if (headers.get(i).equalsIgnoreCase("host")) host = headers.get(i + 1);
+        }
+        if (!validHost(host)) throw new HttpException(400, "invalid Host header (RFC 9112 section 3.2): " + host);
+    }
+
+    static boolean validHost(String host) {
+        int end = host.length();
+        int colon = host.lastIndexOf(':');
+        int i = 0;
+        if (host.startsWith("[")) {
+            int close = host.indexOf(']');
+            if (close < 0) return false;
+            for (int j = 1; j < close; j++) {
+                char c = host.charAt(j);
+                if (!(Character.digit(c, 16) >= 0 || c == ':' || c == '.')) return false;
+            }
+            if (close == 1) return false;
+            i = close + 1;
+            if (i < end && host.charAt(i) != ':') return false;
+        } else {
+            int hostEnd = colon < 0 ? end : colon;
+            for (; i < hostEnd; i++) {
+                char c = host.charAt(i);
+                if (c == '%') {
+                    if (i + 2 >= hostEnd || Character.digit(host.charAt(i + 1), 16) < 0 || Character.digit(host.charAt(i + 2), 16) < 0) return false;
+                    i += 2;
+                } else if (!(c < 0x80 && (Character.isLetterOrDigit(c) || "-._~!$&'()*+,;=".indexOf(c) >= 0))) {
+                    return false;
+                }
+            }
+        }
+        if (i < end) {  // ":" port
+            for (int j = i + 1; j < end; j++) {
+                if (host.charAt(j) < '0' || host.charAt(j) > '9') return false;
+            }
+        }
+        return true;
     }
 
     private static void parseField(byte[] buf, int from, int to, List<String> headers) {

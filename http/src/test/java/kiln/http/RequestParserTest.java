@@ -193,6 +193,18 @@ class RequestParserTest {
             Arguments.of("bare CR", "GET / HTTP/1.1\rHost: a\r\n\r\n"),
             Arguments.of("HTTP/1.1 without Host", "GET / HTTP/1.1\r\n\r\n"),
             Arguments.of("two Hosts", "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n"),
+            Arguments.of("Host with a space", "GET / HTTP/1.1\r\nHost: a b\r\n\r\n"),
+            Arguments.of("Host with a path", "GET / HTTP/1.1\r\nHost: a/b\r\n\r\n"),
+            Arguments.of("Host with userinfo", "GET / HTTP/1.1\r\nHost: user@a\r\n\r\n"),
+            Arguments.of("Host with a letter in its port", "GET / HTTP/1.1\r\nHost: a:8x\r\n\r\n"),
+            Arguments.of("Host with an unclosed IP literal", "GET / HTTP/1.1\r\nHost: [::1\r\n\r\n"),
+            Arguments.of("Host with a bad percent-encoding", "GET / HTTP/1.1\r\nHost: a%zz\r\n\r\n"),
+            Arguments.of("invalid Host in HTTP/1.0", "GET / HTTP/1.0\r\nHost: a b\r\n\r\n"),
+            Arguments.of("chunked then identity", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, identity\r\n\r\n0\r\n\r\n"),
+            Arguments.of("chunked in one field, identity in another",
+                "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: identity\r\n\r\n0\r\n\r\n"),
+            Arguments.of("identity alone", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: identity\r\n\r\n"),
+            Arguments.of("chunked twice", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, chunked\r\n\r\n0\r\n\r\n"),
             Arguments.of("negative Content-Length", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: -1\r\n\r\n"),
             Arguments.of("non-numeric Content-Length", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1x\r\n\r\n"),
             Arguments.of("overflowing Content-Length", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 99999999999999999999\r\n\r\n"),
@@ -215,10 +227,46 @@ class RequestParserTest {
         assertEquals(400, errorStatus(request), name);
     }
 
+    /** What a connection needs to answer a refused HEAD with its head only (RFC 9110 section 9.3.2). */
     @Test
-    void unsupportedVersionIs505() {
+    void aRefusedHeadIsKnownAsOne() {
+        for (String refused : new String[] {
+                "HEAD / HTTP/1.1\r\nHost: a\r\nContent-Length: 100000000\r\n\r\n",   // 413
+                "HEAD / HTTP/1.1\r\nHost: a b\r\n\r\n",                                // 400
+                "HEAD / HTTP/2.0\r\nHost: a\r\n\r\n"}) {                               // 505
+            RequestParser.Progress progress = new RequestParser.Progress();
+            byte[] b = refused.getBytes(StandardCharsets.ISO_8859_1);
+            assertThrows(HttpException.class, () -> RequestParser.parse(b, 0, b.length, progress));
+            assertTrue(progress.refusedHead(), refused);
+        }
+        RequestParser.Progress get = new RequestParser.Progress();
+        byte[] b = "GET / HTTP/1.1\r\nHost: a b\r\n\r\n".getBytes(StandardCharsets.ISO_8859_1);
+        assertThrows(HttpException.class, () -> RequestParser.parse(b, 0, b.length, get));
+        assertFalse(get.refusedHead());
+    }
+
+    @Test
+    void anotherMajorVersionIs505() {
         assertEquals(505, errorStatus("GET / HTTP/2.0\r\nHost: a\r\n\r\n"));
-        assertEquals(505, errorStatus("GET / HTTP/1.2\r\nHost: a\r\n\r\n"));
+        assertEquals(505, errorStatus("GET / HTTP/0.9\r\nHost: a\r\n\r\n"));
+        assertEquals(505, errorStatus("GET / HTTP/3.1\r\nHost: a\r\n\r\n"));
+    }
+
+    /** RFC 9110 section 2.5: a later minor version of HTTP/1 is processed as HTTP/1.1, the highest implemented. */
+    @Test
+    void aLaterMinorVersionIsServedAsHttp11() {
+        assertEquals(1, parse("GET / HTTP/1.2\r\nHost: a\r\n\r\n").request.minorVersion());
+        assertEquals(1, parse("GET / HTTP/1.9\r\nHost: a\r\n\r\n").request.minorVersion());
+        assertEquals(400, errorStatus("GET / HTTP/1.2\r\n\r\n"), "as HTTP/1.1, it needs a Host");
+    }
+
+    /** RFC 9112 section 3.2 with RFC 3986 section 3.2.2: every form of uri-host, a port, or nothing. */
+    @Test
+    void validHostsAreServed() {
+        for (String host : new String[] {"", "a", "127.0.0.1:8080", "[::1]", "[::1]:8080", "[2001:db8::7]", "xn--bcher-kva.example",
+                "a%41b", "a-b.c_d~e", "host:", "sub.example.com:443"}) {
+            assertEquals("/", parse("GET / HTTP/1.1\r\nHost: " + host + "\r\n\r\n").request.path(), "Host: " + host);
+        }
     }
 
     @Test
