@@ -100,6 +100,11 @@ class TodoAppTest {
                 assertEquals("{\"type\":\"about:blank\",\"title\":\"Bad Request\",\"status\":400,"
                     + "\"detail\":\"field 'done' must be true or false, got a string\"}", notABoolean.body());
                 assertEquals(400, send("POST", todos, "{\"title\":\"  \"}").statusCode());
+                HttpResponse<String> form = client.send(HttpRequest.newBuilder(URI.create(todos))
+                    .header("Content-Type", "application/x-www-form-urlencoded").POST(BodyPublishers.ofString("{\"title\":\"x\"}")).build(),
+                    BodyHandlers.ofString());
+                assertEquals(415, form.statusCode(), "what curl -d and an HTML form send: " + form.body());
+                assertTrue(form.body().startsWith("415 Unsupported Media Type: the content must be JSON"), form.body());
                 assertEquals(413, send("POST", todos, "{\"title\":\"" + "x".repeat(70_000) + "\"}").statusCode());
                 HttpResponse<String> patch = send("PATCH", todos + "/1", "{}");
                 assertEquals(405, patch.statusCode());

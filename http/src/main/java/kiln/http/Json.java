@@ -16,6 +16,9 @@ import com.fasterxml.jackson.core.exc.InputCoercionException;
 import com.fasterxml.jackson.core.exc.StreamReadException;
 import com.fasterxml.jackson.databind.JsonMappingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.cfg.CoercionAction;
+import com.fasterxml.jackson.databind.cfg.CoercionInputShape;
+import com.fasterxml.jackson.databind.type.LogicalType;
 import com.fasterxml.jackson.databind.exc.InvalidDefinitionException;
 import com.fasterxml.jackson.databind.exc.MismatchedInputException;
 import com.fasterxml.jackson.databind.exc.PropertyBindingException;
@@ -23,7 +26,20 @@ import com.fasterxml.jackson.databind.exc.ValueInstantiationException;
 
 /** JSON bodies, written and read by Jackson with one shared, thread-safe {@link ObjectMapper}. */
 public final class Json {
-    private static final ObjectMapper MAPPER = new ObjectMapper();
+    private static final ObjectMapper MAPPER = mapper();
+
+    /**
+     * Jackson's mapper, with one change: a string field takes a JSON string only, so that
+     * {@code {"author":42}} is a 400 ("must be a string, got a number"), not the name "42".
+     */
+    private static ObjectMapper mapper() {
+        ObjectMapper m = new ObjectMapper();
+        m.coercionConfigFor(LogicalType.Textual)
+            .setCoercion(CoercionInputShape.Integer, CoercionAction.Fail)
+            .setCoercion(CoercionInputShape.Float, CoercionAction.Fail)
+            .setCoercion(CoercionInputShape.Boolean, CoercionAction.Fail);
+        return m;
+    }
 
     private Json() {
     }

@@ -165,15 +165,33 @@ public final class Request {
     }
 
     /**
-     * Reads the content as JSON with Jackson.
+     * Reads the content as JSON with Jackson. A request that says its content is something else
+     * ({@code Content-Type: text/plain}, or {@code application/x-www-form-urlencoded}, what
+     * {@code curl -d} and an HTML form send) is refused: a browser sends those cross-origin without
+     * asking first (a CORS preflight), so taking them as JSON would let another site post to the API
+     * (CSRF). A request without Content-Type is read as JSON.
      *
      * @param type the class to bind to, e.g. {@code Todo.class} (public fields or a creator Jackson can use)
      * @return the value
-     * @throws HttpException 400 with the parser's message when the content is empty or not such JSON
-     *                       (content over {@link Limits#MAX_CONTENT} was refused with 413 before)
+     * @throws HttpException 415 when the Content-Type is neither {@code application/json} nor
+     *                       {@code +json} (RFC 6839); 400 with the parser's message when the content
+     *                       is empty or not such JSON (content over {@link Limits#MAX_CONTENT} was
+     *                       refused with 413 before)
      */
     public <T> T json(Class<T> type) {
+        String contentType = header("content-type");
+        if (contentType != null && !isJson(contentType)) {
+            throw new HttpException(415, "the content must be JSON: send Content-Type: application/json (it said " + contentType
+                + "; with curl: --json '{...}')");
+        }
         return Json.read(body, type);
+    }
+
+    /** @return whether a Content-Type names JSON: {@code application/json} or a {@code +json} type, any parameters */
+    static boolean isJson(String contentType) {
+        int semicolon = contentType.indexOf(';');
+        String media = (semicolon < 0 ? contentType : contentType.substring(0, semicolon)).trim().toLowerCase(java.util.Locale.ROOT);
+        return media.equals("application/json") || media.startsWith("application/") && media.endsWith("+json");
     }
 
     /** Remembers the route the router matched, so that {@link #pathParam} reads its template. */

@@ -50,6 +50,34 @@ class JsonTest {
         assertEquals(Size.LARGE, o.size);
     }
 
+    /** {"customer":42} is not a name: Jackson would make it "42"; a string field takes a JSON string only. */
+    @Test
+    void aStringFieldRefusesANumberOrABoolean() {
+        assertEquals("field 'customer' must be a string, got an integer", refusal("{\"customer\":42}"));
+        assertEquals("field 'customer' must be a string, got a number with a fraction", refusal("{\"customer\":4.2}"));
+        assertEquals("field 'customer' must be a string, got a boolean", refusal("{\"customer\":true}"));
+        assertEquals("field 'lines[0].item' must be a string, got an integer", refusal("{\"lines\":[{\"item\":7}]}"));
+    }
+
+    private static Request post(String contentType, String json) {
+        java.util.List<String> headers = contentType == null ? List.of() : List.of("Content-Type", contentType);
+        return new Request("POST", "/orders", "/orders", null, 1, headers, json.getBytes(StandardCharsets.UTF_8), true);
+    }
+
+    /** A body that says it is something else is refused (415): a form or text/plain post may come cross-site without a preflight. */
+    @Test
+    void aBodyMustSayItIsJsonOrNothing() {
+        for (String json : new String[] {"application/json", "application/json; charset=utf-8", "Application/JSON",
+                "application/vnd.api+json", null}) {
+            assertEquals("ann", post(json, "{\"customer\":\"ann\"}").json(Order.class).customer, String.valueOf(json));
+        }
+        for (String other : new String[] {"application/x-www-form-urlencoded", "text/plain", "text/json", "multipart/form-data; boundary=x"}) {
+            HttpException e = assertThrows(HttpException.class, () -> post(other, "{\"customer\":\"ann\"}").json(Order.class), other);
+            assertEquals(415, e.status());
+            assertTrue(e.getMessage().contains("Content-Type: application/json"), e.getMessage());
+        }
+    }
+
     @Test
     void anUnknownFieldIsNamedWithTheKnownOnes() {
         assertEquals("unknown field 'colour' (known fields: customer, lines, paid, size)", refusal("{\"customer\":\"ann\",\"colour\":\"red\"}"));

@@ -40,9 +40,9 @@ import kiln.kilim.Router;
  * rooms' changes. Tested by MessageBoardTest; run it with
  * {@code make demo APP=kiln.kilim.example.MessageBoard}, then:
  * <pre>
- * curl -d '{"name":"ada","email":"ada@example.org"}' http://127.0.0.1:8080/users
- * curl -d '{"email":"ada@example.org"}' http://127.0.0.1:8080/sessions          # {"token":"..."}
- * curl -H 'Authorization: Bearer TOKEN' -d '{"text":"hello"}' http://127.0.0.1:8080/rooms/lobby/messages
+ * curl --json '{"name":"ada","email":"ada@example.org"}' http://127.0.0.1:8080/users
+ * curl --json '{"email":"ada@example.org"}' http://127.0.0.1:8080/sessions          # {"token":"..."}
+ * curl -H 'Authorization: Bearer TOKEN' --json '{"text":"hello"}' http://127.0.0.1:8080/rooms/lobby/messages
  * curl http://127.0.0.1:8080/rooms/lobby/messages                               # newest first, "next" for the page after
  * curl -N http://127.0.0.1:8080/rooms/lobby/events                              # live
  * </pre>

@@ -20,7 +20,7 @@ import kiln.kilim.Router;
  * The README's second example: a todo list as a small REST API on fiber handlers, kept identical to
  * the README's text and tested (including every acknowledged add surviving SIGKILL) by TodoAppTest.
  * Run it with {@code make demo APP=kiln.kilim.example.TodoApp}, then
- * {@code curl -d '{"title":"milk"}' http://127.0.0.1:8080/todos}.
+ * {@code curl --json '{"title":"milk"}' http://127.0.0.1:8080/todos}.
  */
 public final class TodoApp {
     private TodoApp() {

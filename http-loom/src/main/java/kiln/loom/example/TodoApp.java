@@ -19,7 +19,7 @@ import kiln.loom.Router;
  * (join() where the fiber awaits), kept identical to the README's text and tested (including
  * every acknowledged add surviving SIGKILL) by TodoAppTest. Run it with
  * {@code make demo SERVER=loom APP=kiln.loom.example.TodoApp}, then
- * {@code curl -d '{"title":"milk"}' http://127.0.0.1:8080/todos}. JDK 21+.
+ * {@code curl --json '{"title":"milk"}' http://127.0.0.1:8080/todos}. JDK 21+.
  */
 public final class TodoApp {
     private TodoApp() {
