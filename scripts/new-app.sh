@@ -18,6 +18,9 @@ version=$(sed -n '/<artifactId>kiln-parent<\/artifactId>/{n;s/.*<version>\(.*\)<
 [ -n "$version" ] || { echo "new-app: cannot read kiln's version from $root/pom.xml" >&2; exit 1; }
 mkdir -p "$dir"
 cp -R "$root/starter/$kind/." "$dir/"
+# the app's own copies: kiln's JVM flags (make run starts java with them) and the JDK lookup
+cp "$root/deploy/jvm.options" "$dir/jvm.options"
+cp "$root/scripts/find-java.sh" "$dir/find-java.sh"
 find "$dir" -type f -exec sed -i "s/__NAME__/$name/g; s/__KILN_VERSION__/$version/g" {} +
 repo=${MAVEN_REPO_LOCAL:-$HOME/.m2/repository}
 echo "new-app: created $dir ($name, kiln $version, $kind)"

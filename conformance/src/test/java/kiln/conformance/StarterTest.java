@@ -56,8 +56,11 @@ class StarterTest {
 
         // The same java as the front end of that kind runs on (loom: a JDK 21+), flags as `make run` gives them
         String java = FrontEnd.byId(kind).javaBinary();
-        Process server = new ProcessBuilder(java, "-Xmx128m", "-XX:+ExitOnOutOfMemoryError",
-            "--add-opens", "java.base/java.nio=ALL-UNNAMED", "--add-exports", "java.base/sun.nio.ch=ALL-UNNAMED",
+        assertTrue(Files.isRegularFile(app.resolve("jvm.options")) && Files.isExecutable(app.resolve("find-java.sh")),
+            "the app has its own jvm.options and JDK lookup");
+        Command found = Command.run(30, List.of(app.resolve("find-java.sh").toString(), kind.equals("loom") ? "21+" : "17+"));
+        assertEquals(0, found.exitCode, "the app's own JDK lookup finds one: " + found.output);
+        Process server = new ProcessBuilder(java, "@" + app.resolve("jvm.options"), "-Xmx128m",
             "-jar", jar.toString(), "--port", "0", "--bind", "127.0.0.1", "--data", outside.resolve("data").toString())
             .redirectErrorStream(true).start();
         try {
@@ -69,6 +72,13 @@ class StarterTest {
             assertEquals(200, hit.statusCode(), hit::body);
             assertEquals("{\"page\":\"home\",\"hits\":1}", hit.body(), "a durable write through the app's route");
             assertEquals(404, get(port, "GET", "/hits/elsewhere").statusCode());
+            HttpResponse<String> health = get(port, "GET", "/healthz");
+            assertEquals(200, health.statusCode(), health::body);
+            assertEquals("ok", health.body());
+            HttpResponse<String> metrics = get(port, "GET", "/metrics");
+            assertEquals(200, metrics.statusCode(), metrics::body);
+            assertTrue(metrics.body().contains("http_requests_total{") && metrics.body().contains("kiln_db_commits"),
+                "the app's routes and its database in the scrape:\n" + metrics.body());
         } finally {
             server.destroy();
             if (!server.waitFor(15, TimeUnit.SECONDS)) server.destroyForcibly();

@@ -7,6 +7,8 @@ import kiln.db.Db;
 import kiln.db.Table;
 import kiln.http.HttpException;
 import kiln.http.Reply;
+import kiln.server.Metrics;
+import kiln.server.Operations;
 import kiln.kilim.KilimMain;
 import kiln.kilim.Router;
 
@@ -27,7 +29,8 @@ public final class App {
     public static Router routes(Db db) {
         Table<String, Long> hits = db.table("hits", Codec.STRING, Codec.LONG);
 
-        return new Router()
+        // /healthz for a monitor or load balancer, /metrics for Prometheus: requests, latency, the database
+        return Operations.addTo(new Router(Metrics.create(db)), db)
             .get("/hello", req -> Reply.text("Hello from __NAME__\n"))
             .post("/hits/{page}", req -> {
                 String page = req.pathParam("page");

@@ -1,0 +1,52 @@
+package kiln.server;
+
+import kiln.db.Db;
+import kiln.db.DbHealth;
+import kiln.http.Http;
+import kiln.http.Reply;
+
+/**
+ * The operations endpoints for any app's router, as the demo serves them: {@code GET /healthz}
+ * ({@code 200 ok} while the database answers a read, its writer runs and the server reports no
+ * problem of its own, e.g. a Kilim handler holding a thread; else {@code 503} with
+ * {@code Retry-After: 1} and the problem in one line) and {@code GET /metrics} (the router's
+ * Prometheus scrape; 404 when the router records none). Both are marked {@code Cache-Control:
+ * no-store}. A monitor, a load balancer, the systemd unit's watchdog and a deploy script read the
+ * first; Prometheus the second.
+ *
+ * <pre>{@code
+ * Router router = Operations.addTo(new Router(Metrics.create(db)), db)   // /healthz, /metrics
+ *     .get("/hello", req -> Reply.text("hello\n"));                     // your routes
+ * }</pre>
+ */
+public final class Operations {
+    private static final byte[] OK = {'o', 'k'};
+
+    private Operations() {
+    }
+
+    /**
+     * Registers {@code GET /healthz} and {@code GET /metrics} on {@code router}, through
+     * {@link AbstractRouter#steps}, so on every front end.
+     *
+     * @return {@code router}
+     */
+    public static <H, R extends AbstractRouter<H, R>> R addTo(R router, Db db) {
+        return router
+            .steps("GET", "/healthz", request -> Step.of(health(db, router.health())))
+            .steps("GET", "/metrics", request -> Step.of(router.metrics().reply().header("Cache-Control", "no-store")));
+    }
+
+    /** @return the answer to {@code GET /healthz} for {@code db} and {@code server}, now */
+    public static Reply health(Db db, ServerHealth server) {
+        DbHealth health = db.health();
+        if (!health.isOk()) return noStore(Reply.unavailable(health.problem()));
+        String problem = server.problem();
+        if (problem != null) return noStore(Reply.unavailable(problem));
+        return noStore(Reply.ok(Http.TEXT_PLAIN, OK));
+    }
+
+    private static Reply noStore(Reply reply) {
+        return reply.header("Cache-Control", "no-store");
+    }
+}
