@@ -187,18 +187,38 @@ final class CarrierWatch {
         String handler = name(h.fiber);
         if (reportMs <= 0 || heldMs < reportMs || handler == null || reported.contains(handler)) return;
         StackTraceElement[] stack = h.thread.getStackTrace();
-        // A first request loads, links and initializes classes (Jackson's ObjectMapper, LMDB...):
-        // slow once, not the handler's fault.
-        if (loadingClasses(stack)) return;
+        // a cold start is slow once and not the handler's fault: not reported, so the handler's one
+        // report is kept for a real trap (looked at again at the next tick)
+        if (warmingUp(stack)) return;
         if (reported.add(handler)) LOG.warning(report(handler, h.carrier, heldMs, stack));
     }
 
-    private static boolean loadingClasses(StackTraceElement[] stack) {
+    /** Frames of a cold start's one-time work: a class prefix, or a class and a method prefix after '#'. */
+    private static final String[] WARM_UP = {
+        "java.lang.ClassLoader", "jdk.internal.loader.", "java.lang.invoke.MethodHandleNatives",
+        "java.lang.invoke.InnerClassLambdaMetafactory", "java.lang.invoke.LambdaForm", "jdk.internal.reflect.",
+        "java.lang.Class#getDeclared", "java.lang.Class#getRecordComponents", "java.lang.Class#forName",
+        // Jackson's first look at a type: introspection, and the (de)serializer it builds once
+        "com.fasterxml.jackson.databind.introspect.", "com.fasterxml.jackson.databind.ser.BeanSerializerFactory",
+        "com.fasterxml.jackson.databind.ser.BasicSerializerFactory", "com.fasterxml.jackson.databind.ser.SerializerCache",
+        "com.fasterxml.jackson.databind.deser.BeanDeserializerFactory", "com.fasterxml.jackson.databind.deser.BasicDeserializerFactory",
+        "com.fasterxml.jackson.databind.deser.DeserializerCache",
+    };
+
+    /**
+     * @return whether {@code stack} is in a cold start's one-time work: loading, linking or
+     *         initializing a class, reflection, spinning a lambda, Jackson introspecting a type.
+     *         Package-private for tests.
+     */
+    static boolean warmingUp(StackTraceElement[] stack) {
         for (StackTraceElement f : stack) {
+            if (f.getMethodName().equals("<clinit>")) return true;
             String c = f.getClassName();
-            if (c.startsWith("java.lang.ClassLoader") || c.startsWith("jdk.internal.loader.") || c.equals("java.lang.invoke.MethodHandleNatives")
-                || f.getMethodName().equals("<clinit>")) {
-                return true;
+            for (String w : WARM_UP) {
+                int hash = w.indexOf('#');
+                if (hash < 0 ? c.startsWith(w) : c.equals(w.substring(0, hash)) && f.getMethodName().startsWith(w.substring(hash + 1))) {
+                    return true;
+                }
             }
         }
         return false;

@@ -1,6 +1,7 @@
 package kiln.kilim;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.net.URI;
@@ -116,6 +117,33 @@ class TrapsTest {
         db.write(txn -> { t.put(txn, "later", 1L); return null; }).join();
         assertEquals("read 0", get(base + "/read").body(), "join() on a finished future (every read) returns at once; the refused write was withdrawn");
         assertTrue(watchLog.messages.isEmpty(), () -> "refused at once, so the carrier was never held: " + watchLog.messages);
+    }
+
+    /**
+     * A cold start is slow once and is no handler's fault: a first request loads classes, Jackson
+     * introspects the record it first writes or reads, a lambda is spun. None of it is reported (which
+     * would spend the handler's one report on a false alarm); a handler's own loop or sleep is.
+     */
+    @Test
+    void warmUpIsNotABlockedHandler() {
+        StackTraceElement loop = new StackTraceElement("my.App", "lambda$routes$0", "App.java", 42);
+        StackTraceElement[][] warmUps = {
+            {new StackTraceElement("java.lang.ClassLoader", "loadClass", null, -1), loop},
+            {new StackTraceElement("my.Message", "<clinit>", null, -1), loop},
+            {new StackTraceElement("com.fasterxml.jackson.databind.introspect.POJOPropertiesCollector", "collectAll", null, -1),
+                new StackTraceElement("com.fasterxml.jackson.databind.ser.BeanSerializerFactory", "createSerializer", null, -1),
+                new StackTraceElement("kiln.http.Json", "write", null, -1), loop},
+            {new StackTraceElement("com.fasterxml.jackson.databind.deser.BeanDeserializerFactory", "buildBeanDeserializer", null, -1), loop},
+            {new StackTraceElement("java.lang.Class", "getDeclaredMethods0", null, -2), loop},
+            {new StackTraceElement("java.lang.invoke.InnerClassLambdaMetafactory", "spinInnerClass", null, -1), loop},
+        };
+        for (StackTraceElement[] stack : warmUps) assertTrue(CarrierWatch.warmingUp(stack), stack[0].toString());
+        assertFalse(CarrierWatch.warmingUp(new StackTraceElement[] {loop}));
+        assertFalse(CarrierWatch.warmingUp(new StackTraceElement[] {
+            new StackTraceElement("java.lang.Thread", "sleep", null, -2), loop}));
+        assertFalse(CarrierWatch.warmingUp(new StackTraceElement[] {
+            new StackTraceElement("com.fasterxml.jackson.core.json.UTF8JsonGenerator", "writeString", null, -1), loop}),
+            "writing JSON is work, not warm-up");
     }
 
     @Test
