@@ -105,7 +105,7 @@ final class ComsatServer implements Launcher.Server {
         context.addServlet(holder, "/*");
         // StatisticsHandler counts requests in flight, async ones included, so stop() can wait for them.
         StatisticsHandler stats = new StatisticsHandler();
-        stats.setHandler(new Refusals(context));
+        stats.setHandler(new Refusals(context, options.maxContentBytes));
         server.setHandler(stats);
         server.setStopAtShutdown(false);  // ComsatMain stops it, then closes the database
     }
@@ -155,8 +155,12 @@ final class ComsatServer implements Launcher.Server {
      * or 413 with {@code Connection: close} without reading the content.
      */
     private static final class Refusals extends HandlerWrapper {
-        Refusals(Handler next) {
+        /** The most content bytes accepted ({@code --max-content}). */
+        private final int maxContent;
+
+        Refusals(Handler next, int maxContent) {
             setHandler(next);
+            this.maxContent = maxContent;
         }
 
         @Override
@@ -165,7 +169,7 @@ final class ComsatServer implements Launcher.Server {
             String length = base.getHeader("Content-Length"); // Jetty has rejected a malformed or overflowing one
             java.util.List<String> codings = java.util.Collections.list(base.getHeaders("Transfer-Encoding"));
             Reply refusal = Reply.refuseRequest(base.getHttpFields().size(), length == null ? -1 : Long.parseLong(length.trim()),
-                codings.isEmpty() ? null : String.join(",", codings), base.getHeader("Host"));
+                codings.isEmpty() ? null : String.join(",", codings), base.getHeader("Host"), maxContent);
             if (refusal == null) {
                 super.handle(target, base, request, response);
                 return;

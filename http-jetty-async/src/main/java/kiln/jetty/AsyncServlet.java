@@ -35,20 +35,24 @@ final class AsyncServlet extends HttpServlet {
 
     private final transient StepRouter router;
     private final transient WorkerPool workers;
+    /** The most content bytes accepted ({@code --max-content}). */
+    private final int maxContent;
 
     /**
      * @param router    the routes (the demo's endpoints)
      * @param workers   the request queue, its worker threads and the delay timer
+     * @param maxContent the most content bytes accepted ({@code --max-content})
      */
-    AsyncServlet(StepRouter router, WorkerPool workers) {
+    AsyncServlet(StepRouter router, WorkerPool workers, int maxContent) {
         this.router = router;
+        this.maxContent = maxContent;
         this.workers = workers;
     }
 
     @Override
     protected void service(HttpServletRequest request, HttpServletResponse response) throws IOException {
         // A refused request is answered here, on Jetty's thread: a small write, no queue, no database.
-        if (Responses.refused(request, response)) return;
+        if (Responses.refused(request, response, maxContent)) return;
         AsyncContext async = request.startAsync();
         // No async timeout: every queued request ends by itself (the database completes or fails
         // every write, the timer fires every delay); Jetty's idle timeout still ends dead connections.

@@ -26,18 +26,21 @@ final class BlockingServlet extends HttpServlet {
     private static final long serialVersionUID = 1L;
 
     private final transient StepRouter router;
+    /** The most content bytes accepted ({@code --max-content}). */
+    private final int maxContent;
     /** Wakes the wait of each stream being sent, so a stop ends it. */
     private final transient Set<Runnable> streams = ConcurrentHashMap.newKeySet();
     private volatile boolean stopping;
 
     /** @param router the routes (the demo's endpoints) */
-    BlockingServlet(StepRouter router) {
+    BlockingServlet(StepRouter router, int maxContent) {
         this.router = router;
+        this.maxContent = maxContent;
     }
 
     @Override
     protected void service(HttpServletRequest request, HttpServletResponse response) throws IOException {
-        if (Responses.refused(request, response)) return;
+        if (Responses.refused(request, response, maxContent)) return;
         Exchange<StepHandler> exchange = router.begin(request.getMethod(), request.getRequestURI(), request.getQueryString(), Responses.headers(request));
         Reply reply = Responses.negotiated(request, exchange.answer(Step.runBlocking(StepRouter.firstStep(exchange))));
         Responses.head(request, response, reply);

@@ -144,10 +144,10 @@ final class JettyServer implements Launcher.Server {
             router.metrics().connections(connectionLimit::getNetworkConnectionCount);
             if (mode == ModeOptions.Mode.ASYNC) {
                 workerPool = new WorkerPool(workers);
-                servlet = new AsyncServlet(router, workerPool);
+                servlet = new AsyncServlet(router, workerPool, options.maxContentBytes);
             } else {
                 workerPool = null;  // blocking and loom: the same blocking servlet, on pool threads or virtual threads
-                servlet = new BlockingServlet(router);
+                servlet = new BlockingServlet(router, options.maxContentBytes);
             }
         }
         ServletContextHandler context = new ServletContextHandler("/");

@@ -54,16 +54,18 @@ final class Responses {
     }
 
     /**
-     * Applies {@link Reply#refuseRequest}: answers 431 or 413 and closes when the request is
+     * Applies {@link Reply#refuseRequest}: answers 400, 431 or 413 and closes when the request is
      * refused, without reading its content.
+     *
+     * @param maxContent the most content bytes accepted ({@code --max-content})
      *
      * @return true when the request was answered here
      */
-    static boolean refused(HttpServletRequest request, HttpServletResponse response) throws IOException {
+    static boolean refused(HttpServletRequest request, HttpServletResponse response, int maxContent) throws IOException {
         int fields = ServletContextRequest.getServletContextRequest(request).getHeaders().size();
         Enumeration<String> codings = request.getHeaders("Transfer-Encoding");
         String transferEncoding = codings.hasMoreElements() ? String.join(",", Collections.list(codings)) : null;
-        Reply refusal = Reply.refuseRequest(fields, request.getContentLengthLong(), transferEncoding, request.getHeader("Host"));
+        Reply refusal = Reply.refuseRequest(fields, request.getContentLengthLong(), transferEncoding, request.getHeader("Host"), maxContent);
         if (refusal == null) return false;
         refusal = negotiated(request, refusal);
         head(request, response, refusal);

@@ -8,6 +8,7 @@ import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 
 import kiln.http.HttpException;
+import kiln.http.Limits;
 import kiln.http.Reply;
 import kiln.server.Metrics;
 import kiln.server.ModeOptions;
@@ -35,7 +36,7 @@ class RepliesOnTheWireTest {
             .steps("GET", "/teapot", request -> {
                 throw new HttpException(409, "taken");
             });
-        server = new JettyServer(ServerOptions.of("--port", "0", "--bind", "127.0.0.1"), ModeOptions.Mode.BLOCKING, new BlockingServlet(router));
+        server = new JettyServer(ServerOptions.of("--port", "0", "--bind", "127.0.0.1"), ModeOptions.Mode.BLOCKING, new BlockingServlet(router, Limits.MAX_CONTENT));
         server.start();
     }
 

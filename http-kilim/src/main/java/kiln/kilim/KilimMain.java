@@ -63,6 +63,7 @@ public final class KilimMain {
             KilimServer server = new KilimServer(options.bind, options.port, options.threadsOrDefault(), routes.apply(db))
                 .idleTimeout(options.idleTimeoutMs)
                 .headerTimeout(options.headerTimeoutMs)
+                .maxContent(options.maxContentBytes)
                 .maxConnections(options.maxConnectionsOrDefault(HEAP_PER_CONNECTION))
                 .blockedCarrierThreshold(blockedCarrierMs)
                 .handOffThreshold(handOffMs)

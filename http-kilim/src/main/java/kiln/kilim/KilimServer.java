@@ -108,6 +108,15 @@ public final class KilimServer implements Launcher.Server {
     }
 
     /**
+     * Sets the most content bytes a request may have (default 64 KiB, {@code --max-content}); 413
+     * beyond it. Call before {@link #start}.
+     */
+    public KilimServer maxContent(int bytes) {
+        connections.maxContent(bytes);
+        return this;
+    }
+
+    /**
      * Sets the most connections open at once (default: the process's open-files limit minus 64,
      * kept for LMDB, jars and logs). Call before {@link #start}.
      */

@@ -57,6 +57,7 @@ public final class LoomMain {
             LoomServer server = new LoomServer(options.bind, options.port, routes.apply(db))
                 .idleTimeout(options.idleTimeoutMs)
                 .headerTimeout(options.headerTimeoutMs)
+                .maxContent(options.maxContentBytes)
                 .maxConnections(options.maxConnectionsOrDefault(HEAP_PER_CONNECTION));
             server.start();
             return server;

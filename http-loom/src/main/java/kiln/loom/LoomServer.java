@@ -89,6 +89,15 @@ public final class LoomServer implements Launcher.Server {
     }
 
     /**
+     * Sets the most content bytes a request may have (default 64 KiB, {@code --max-content}); 413
+     * beyond it. Call before {@link #start}.
+     */
+    public LoomServer maxContent(int bytes) {
+        connections.maxContent(bytes);
+        return this;
+    }
+
+    /**
      * Sets the most connections open at once (default: the process's open-files limit minus 64);
      * beyond it a new connection is answered 503 and closed. Call before {@link #start}.
      */

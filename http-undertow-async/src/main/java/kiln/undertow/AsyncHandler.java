@@ -24,19 +24,23 @@ final class AsyncHandler implements HttpHandler {
     private static final Logger LOG = Logger.getLogger(AsyncHandler.class.getName());
     private final StepRouter router;
     private final WorkerPool workers;
+    /** The most content bytes accepted ({@code --max-content}). */
+    private final int maxContent;
 
     /**
      * @param router    the routes (the demo's endpoints)
      * @param workers   the request queue, its worker threads and the delay timer
+     * @param maxContent the most content bytes accepted ({@code --max-content})
      */
-    AsyncHandler(StepRouter router, WorkerPool workers) {
+    AsyncHandler(StepRouter router, WorkerPool workers, int maxContent) {
         this.router = router;
         this.workers = workers;
+        this.maxContent = maxContent;
     }
 
     @Override
     public void handleRequest(HttpServerExchange exchange) {
-        if (Exchanges.refuseUnsupportedVersion(exchange) || Exchanges.refuseContent(exchange)) return;
+        if (Exchanges.refuseUnsupportedVersion(exchange) || Exchanges.refuseContent(exchange, maxContent)) return;
         // dispatch() keeps the exchange open after this method returns; with SameThreadExecutor the
         // task runs on this IO thread right after the handler chain unwinds, so no worker can touch
         // the exchange while Undertow's IO thread still does.

@@ -56,10 +56,10 @@ final class Exchanges {
      *
      * @return true when the exchange was refused (answered), false when it may be served
      */
-    static boolean refuseContent(HttpServerExchange exchange) {
+    static boolean refuseContent(HttpServerExchange exchange, int maxContent) {
         HeaderValues codings = exchange.getRequestHeaders().get(Headers.TRANSFER_ENCODING);
         Reply refusal = Reply.refuseRequest(exchange.getRequestHeaders().size(), exchange.getRequestContentLength(),
-            codings == null || codings.isEmpty() ? null : String.join(",", codings), exchange.getRequestHeaders().getFirst(Headers.HOST));
+            codings == null || codings.isEmpty() ? null : String.join(",", codings), exchange.getRequestHeaders().getFirst(Headers.HOST), maxContent);
         if (refusal == null) return false;
         exchange.setPersistent(false);
         send(exchange, refusal);

@@ -30,16 +30,22 @@ import org.xnio.channels.StreamSourceChannel;
  */
 final class ThreadPerRequestHandler implements HttpHandler {
     private final StepRouter router;
+    /** The most content bytes accepted ({@code --max-content}). */
+    private final int maxContent;
 
-    /** @param router the routes (the demo's endpoints) */
-    ThreadPerRequestHandler(StepRouter router) {
+    /**
+     * @param router     the routes (the demo's endpoints)
+     * @param maxContent the most content bytes accepted ({@code --max-content})
+     */
+    ThreadPerRequestHandler(StepRouter router, int maxContent) {
         this.router = router;
+        this.maxContent = maxContent;
     }
 
     @Override
     public void handleRequest(HttpServerExchange exchange) {
         if (exchange.isInIoThread()) {
-            if (Exchanges.refuseUnsupportedVersion(exchange) || Exchanges.refuseContent(exchange)) return;
+            if (Exchanges.refuseUnsupportedVersion(exchange) || Exchanges.refuseContent(exchange, maxContent)) return;
             // Never block an IO thread: run this handler again on the worker pool.
             exchange.dispatch(this);
             return;

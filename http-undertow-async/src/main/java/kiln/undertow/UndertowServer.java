@@ -62,10 +62,10 @@ final class UndertowServer implements Launcher.Server {
         StepRouter router = Endpoints.addTo(new StepRouter(options.metrics(demo.db())), demo);
         if (mode == ModeOptions.Mode.ASYNC) {
             workerPool = new WorkerPool(workers);
-            handler = new AsyncHandler(router, workerPool);
+            handler = new AsyncHandler(router, workerPool, options.maxContentBytes);
         } else {
             workerPool = null;
-            handler = new ThreadPerRequestHandler(router);
+            handler = new ThreadPerRequestHandler(router, options.maxContentBytes);
         }
         graceful = new GracefulShutdownHandler(handler);
         maxConnections = options.maxConnectionsOrDefault(HEAP_PER_CONNECTION);

@@ -15,6 +15,7 @@ import java.util.stream.Collectors;
 import io.undertow.Undertow;
 import io.undertow.UndertowOptions;
 import kiln.http.HttpException;
+import kiln.http.Limits;
 import kiln.http.Reply;
 import kiln.server.Metrics;
 import kiln.server.Step;
@@ -43,7 +44,7 @@ class RepliesOnTheWireTest {
         undertow = Undertow.builder().addHttpListener(0, "127.0.0.1")
             .setServerOption(UndertowOptions.ALWAYS_SET_DATE, false)
             .setServerOption(UndertowOptions.ALWAYS_SET_KEEP_ALIVE, false)
-            .setHandler(new ThreadPerRequestHandler(router)).build();
+            .setHandler(new ThreadPerRequestHandler(router, Limits.MAX_CONTENT)).build();
         undertow.start();
     }
 

@@ -57,7 +57,7 @@ import java.util.logging.Logger;
 public final class Connection {
     private static final Logger LOG = Logger.getLogger(Connection.class.getName());
     /** Largest request the parser's limits allow, plus chunk framing; more means the parser already refused it. */
-    private static final int MAX_INPUT = RequestParser.MAX_REQUEST_LINE + RequestParser.MAX_HEADER_BYTES + 2 * RequestParser.MAX_BODY;
+    private final int maxInput;
     /** Write pipelined responses once this many bytes are waiting. */
     private static final int FLUSH_AT = 64 * 1024;
 
@@ -123,6 +123,11 @@ public final class Connection {
 
         /** @return true once the server is stopping: responses then close their connections */
         boolean isStopping();
+
+        /** @return the most content bytes a request may have; 413 beyond (default {@link Limits#MAX_CONTENT}) */
+        default int maxContentBytes() {
+            return Limits.MAX_CONTENT;
+        }
     }
 
     /**
@@ -132,6 +137,7 @@ public final class Connection {
     public Connection(Owner server, SocketChannel channel) {
         this.server = server;
         this.channel = channel;
+        this.maxInput = RequestParser.MAX_REQUEST_LINE + RequestParser.MAX_HEADER_BYTES + 2 * server.maxContentBytes();
         arm(IDLE, server.idleTimeoutNanos());  // a client that connects and never sends is reaped
     }
 
@@ -150,8 +156,8 @@ public final class Connection {
         try {
             RequestParser.Parsed p = RequestParser.parse(in.array(), consumed, in.position(), progress);
             if (p == null) {
-                if (consumed == 0 && !in.hasRemaining() && in.capacity() >= MAX_INPUT) {
-                    throw new HttpException(431, "request larger than " + MAX_INPUT + " bytes");
+                if (consumed == 0 && !in.hasRemaining() && in.capacity() >= maxInput) {
+                    throw new HttpException(431, "request larger than " + maxInput + " bytes");
                 }
                 if (progress.takeContinue()) out.put(CONTINUE);  // written before the next read
                 return null;
@@ -329,7 +335,7 @@ public final class Connection {
     public ByteBuffer readBuffer() {
         if (in == null) {
             in = BufferPool.take();
-            progress = new RequestParser.Progress();
+            progress = new RequestParser.Progress(server.maxContentBytes());
         }
         in = compact(in, consumed);
         consumed = 0;
@@ -474,7 +480,7 @@ public final class Connection {
     }
 
     /** Drops the consumed bytes; grows the buffer when a partial request fills it (a grown buffer is not pooled). */
-    private static ByteBuffer compact(ByteBuffer in, int consumed) {
+    private ByteBuffer compact(ByteBuffer in, int consumed) {
         if (consumed > 0) {
             int remaining = in.position() - consumed;
             System.arraycopy(in.array(), consumed, in.array(), 0, remaining);
@@ -482,7 +488,7 @@ public final class Connection {
             if (remaining == 0 && in.capacity() > BufferPool.BUFFER_BYTES) return BufferPool.take();
         }
         if (!in.hasRemaining()) {
-            ByteBuffer bigger = ByteBuffer.allocate(Math.min(MAX_INPUT, in.capacity() * 2));
+            ByteBuffer bigger = ByteBuffer.allocate(Math.min(maxInput, in.capacity() * 2));
             bigger.put(in.array(), 0, in.position());
             BufferPool.give(in);
             return bigger;

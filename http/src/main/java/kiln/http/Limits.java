@@ -20,6 +20,11 @@ public final class Limits {
      */
     public static final int MAX_CONTENT = 64 * 1024;
     /**
+     * The most {@code --max-content} may raise {@link #MAX_CONTENT} to, bytes: a request's content is
+     * held in memory whole, so a few of these at once are what a 1 GB box can spare.
+     */
+    public static final int MAX_CONTENT_CEILING = 16 * 1024 * 1024;
+    /**
      * Listen backlog of every server socket: large enough for a burst of thousands of new keep-alive
      * connections (ApacheBench at c=1000+ connects them all at once); the kernel caps it at
      * {@code net.core.somaxconn}.

@@ -272,7 +272,7 @@ public final class Reply {
      * 9112 section 3.2); a Transfer-Encoding that does not end in {@code chunked}, once, is 400 (the
      * body's length cannot be known: section 6.3); more than {@link Limits#MAX_HEADERS} header fields
      * is 431 (RFC 6585 section 5); content is never read, so a request declaring more than
-     * {@link Limits#MAX_CONTENT} bytes, or chunked content (whose framing cannot be checked without
+     * {@code maxContent} bytes, or chunked content (whose framing cannot be checked without
      * reading it), is 413 (RFC 9110 section 15.5.14). Checked before any endpoint runs. Send the
      * refusal with {@code Connection: close}: unread content must not be taken for a request; to a
      * HEAD, its head only.
@@ -281,9 +281,10 @@ public final class Reply {
      * @param contentLength    the request's Content-Length, or -1 when it has none
      * @param transferEncoding the request's Transfer-Encoding (its field lines joined by ","), or null
      * @param host             the request's Host, or null when it has none
+     * @param maxContent       the most content bytes accepted (the server's {@code --max-content})
      * @return the refusal to send and close, or null to serve the request
      */
-    public static Reply refuseRequest(int headerCount, long contentLength, String transferEncoding, String host) {
+    public static Reply refuseRequest(int headerCount, long contentLength, String transferEncoding, String host, int maxContent) {
         if (host != null && !RequestParser.validHost(host)) {
             return error(400, "invalid Host header (RFC 9112 section 3.2): " + host);
         }
@@ -298,8 +299,8 @@ public final class Reply {
             }
             return error(413, "chunked request content is not accepted; the endpoints take no content");
         }
-        if (contentLength > Limits.MAX_CONTENT) {
-            return error(413, "request content of " + contentLength + " bytes; at most " + Limits.MAX_CONTENT + " accepted");
+        if (contentLength > maxContent) {
+            return error(413, "request content of " + contentLength + " bytes; at most " + maxContent + " accepted");
         }
         return null;
     }

@@ -66,6 +66,17 @@ final class RequestParser {
      * {@link #parse} resets it when it returns a request or throws.
      */
     static final class Progress {
+        /** The most content bytes a request may have (413 beyond): the server's setting. */
+        private final int maxBody;
+
+        Progress() {
+            this(MAX_BODY);
+        }
+
+        Progress(int maxBody) {
+            this.maxBody = maxBody;
+        }
+
         private static final int REQUEST_LINE = 0;
         private static final int FIELDS = 1;
         private static final int FIXED_BODY = 2;
@@ -251,7 +262,7 @@ final class RequestParser {
         int sizeEnd = pos;
         for (int d; sizeEnd < eol && (d = Character.digit(buf[sizeEnd], 16)) >= 0; sizeEnd++) {
             size = size * 16 + d;
-            if (p.chunks.size() + size > MAX_BODY) throw new HttpException(413, "chunked body exceeds " + MAX_BODY + " bytes");
+            if (p.chunks.size() + size > p.maxBody) throw new HttpException(413, "chunked body exceeds " + p.maxBody + " bytes");
         }
         if (sizeEnd == pos) throw new HttpException(400, "invalid chunk size");
         checkChunkExtensions(buf, sizeEnd, eol);
@@ -318,7 +329,7 @@ final class RequestParser {
             p.chunks = new ByteArrayOutputStream();
         } else if (contentLength != null) {
             long n = parseContentLength(contentLength);
-            if (n > MAX_BODY) throw new HttpException(413, "request body of " + n + " bytes exceeds " + MAX_BODY);
+            if (n > p.maxBody) throw new HttpException(413, "request body of " + n + " bytes exceeds " + p.maxBody);
             if (n > 0) {
                 p.stage = Progress.FIXED_BODY;
                 p.length = (int) n;

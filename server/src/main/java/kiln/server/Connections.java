@@ -38,6 +38,7 @@ public final class Connections implements Connection.Owner {
     private long idleTimeoutNanos = TimeUnit.SECONDS.toNanos(60);
     private long headerTimeoutNanos = TimeUnit.SECONDS.toNanos(10);
     private int maxConnections = ServerOptions.defaultMaxConnections();
+    private int maxContentBytes = kiln.http.Limits.MAX_CONTENT;
     private volatile boolean stopping;
     private Reaper reaper;
     // Only the one accept loop touches these.
@@ -70,6 +71,19 @@ public final class Connections implements Connection.Owner {
     public void maxConnections(int n) {
         if (n < 1) throw new IllegalArgumentException("max connections must be >= 1, got " + n);
         maxConnections = n;
+    }
+
+    /**
+     * Sets the most content bytes a request may have (default {@link kiln.http.Limits#MAX_CONTENT});
+     * 413 beyond it. Call before {@link #start}.
+     */
+    public void maxContent(int bytes) {
+        maxContentBytes = ServerOptions.checkMaxContent(bytes);
+    }
+
+    @Override
+    public int maxContentBytes() {
+        return maxContentBytes;
     }
 
     /** @return the connection cap in force */

@@ -41,6 +41,11 @@ public final class ServerOptions {
             + " that many: the server logs the cap and why at start).")
     public Integer maxConnections;
 
+    @Option(names = "--max-content", paramLabel = "BYTES", defaultValue = "65536",
+        description = "The most content bytes a request may have, held in memory while it is read; 413 beyond it"
+            + " (default: ${DEFAULT-VALUE}, at most 16777216).")
+    public int maxContentBytes;
+
     @Option(names = "--db-queue", paramLabel = "N", defaultValue = "16384",
         description = "Writes that may wait for the database's writer; beyond it a write is answered 503 with Retry-After: 1 (default: ${DEFAULT-VALUE}).")
     public int dbQueue;
@@ -125,6 +130,7 @@ public final class ServerOptions {
         requireRange(cmd, "--db-queue", dbQueue, 1, Long.MAX_VALUE, "");
         requireRange(cmd, "--db-max-readers", dbMaxReaders, 16, 1 << 20, "");
         if (maxConnections != null) requireRange(cmd, "--max-connections", maxConnections, 1, Long.MAX_VALUE, "");
+        requireRange(cmd, "--max-content", maxContentBytes, 0, kiln.http.Limits.MAX_CONTENT_CEILING, " bytes");
     }
 
     /**
@@ -212,5 +218,16 @@ public final class ServerOptions {
     public static void fail(String program, String message) {
         System.err.println(program + ": error: " + message);
         System.exit(1);
+    }
+
+    /**
+     * @return {@code bytes}, a valid {@code --max-content}
+     * @throws IllegalArgumentException when it is below 0 or above {@link kiln.http.Limits#MAX_CONTENT_CEILING}
+     */
+    public static int checkMaxContent(int bytes) {
+        if (bytes < 0 || bytes > kiln.http.Limits.MAX_CONTENT_CEILING) {
+            throw new IllegalArgumentException("--max-content must be 0.." + kiln.http.Limits.MAX_CONTENT_CEILING + " bytes, got " + bytes);
+        }
+        return bytes;
     }
 }
