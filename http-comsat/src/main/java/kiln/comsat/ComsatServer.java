@@ -97,7 +97,7 @@ final class ComsatServer implements Launcher.Server {
         ServletContextHandler context = new ServletContextHandler(ServletContextHandler.NO_SESSIONS);
         context.setContextPath("/");
         context.setErrorHandler(new JettyErrors());  // errors Jetty raises inside the context
-        StepRouter router = Endpoints.addTo(new StepRouter(options.metrics(demo.db())), demo);
+        StepRouter router = options.applyTo(Endpoints.addTo(new StepRouter(options.metrics(demo.db())), demo));
         // Jetty's own count of the connector's open connections, kept by the connection limit
         router.metrics().connections(connectionLimit::getConnections);
         ServletHolder holder = new ServletHolder("kiln", new KilnServlet(router));

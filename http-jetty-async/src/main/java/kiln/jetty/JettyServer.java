@@ -135,7 +135,7 @@ final class JettyServer implements Launcher.Server {
         server.addBean(connectionLimit);
         headerTimeoutMs = options.headerTimeoutMs;
 
-        StepRouter router = testServlet != null ? null : Endpoints.addTo(new StepRouter(options.metrics(demo.db())), demo);
+        StepRouter router = testServlet != null ? null : options.applyTo(Endpoints.addTo(new StepRouter(options.metrics(demo.db())), demo));
         if (testServlet != null) {
             workerPool = null;
             servlet = testServlet;

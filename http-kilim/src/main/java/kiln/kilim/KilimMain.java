@@ -60,7 +60,7 @@ public final class KilimMain {
     /** Serves the router {@code routes} builds, with these parsed options (and the carrier watch's: {@link #blockedCarrierMs} ...). */
     void start(String name, ServerOptions options, Function<Db, Router> routes) {
         Launcher.run(name, options, db -> {
-            KilimServer server = new KilimServer(options.bind, options.port, options.threadsOrDefault(), routes.apply(db))
+            KilimServer server = new KilimServer(options.bind, options.port, options.threadsOrDefault(), options.applyTo(routes.apply(db)))
                 .idleTimeout(options.idleTimeoutMs)
                 .headerTimeout(options.headerTimeoutMs)
                 .maxContent(options.maxContentBytes)

@@ -54,7 +54,7 @@ public final class LoomMain {
         // Before the first virtual thread: the JDK reads it once. An explicit -D wins.
         if (System.getProperty(PARALLELISM) == null) System.setProperty(PARALLELISM, Integer.toString(options.threadsOrDefault()));
         Launcher.run(name, options, db -> {
-            LoomServer server = new LoomServer(options.bind, options.port, routes.apply(db))
+            LoomServer server = new LoomServer(options.bind, options.port, options.applyTo(routes.apply(db)))
                 .idleTimeout(options.idleTimeoutMs)
                 .headerTimeout(options.headerTimeoutMs)
                 .maxContent(options.maxContentBytes)

@@ -59,7 +59,7 @@ final class UndertowServer implements Launcher.Server {
      */
     UndertowServer(ServerOptions options, ModeOptions.Mode mode, int workers, DemoDb demo) {
         HttpHandler handler;
-        StepRouter router = Endpoints.addTo(new StepRouter(options.metrics(demo.db())), demo);
+        StepRouter router = options.applyTo(Endpoints.addTo(new StepRouter(options.metrics(demo.db())), demo));
         if (mode == ModeOptions.Mode.ASYNC) {
             workerPool = new WorkerPool(workers);
             handler = new AsyncHandler(router, workerPool, options.maxContentBytes);

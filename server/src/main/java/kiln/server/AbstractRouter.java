@@ -37,6 +37,8 @@ public abstract class AbstractRouter<H, R extends AbstractRouter<H, R>> {
     private final Routes<Entry<H>> routes = new Routes<>();
     private final Metrics metrics;
     private final ServerHealth health = new ServerHealth();
+    /** The most streamed replies open at once ({@link #maxStreams}); beyond it a stream is answered 503. */
+    private volatile int maxStreams = Integer.MAX_VALUE;
 
     /** @param metrics where every request is counted and timed; {@link Metrics#off()} for none */
     protected AbstractRouter(Metrics metrics) {
@@ -98,6 +100,21 @@ public abstract class AbstractRouter<H, R extends AbstractRouter<H, R>> {
     protected void check(H handler) {
     }
 
+    /**
+     * Caps the streamed replies (server-sent events) open at once ({@code --max-streams}; default:
+     * none but the connection cap): a handler's stream beyond it is answered 503 with
+     * {@code Retry-After: 1} instead (an {@code EventSource} reconnects after its retry delay), so a
+     * flood of subscribers cannot take every connection a box can hold.
+     *
+     * @return this router
+     */
+    public R maxStreams(int n) {
+        if (n < 0) throw new IllegalArgumentException("max streams must be >= 0, got " + n);
+        maxStreams = n;
+        @SuppressWarnings("unchecked") R self = (R) this;
+        return self;
+    }
+
     /** @return the metrics this router records every request in ({@link Metrics#off()} for none) */
     public Metrics metrics() {
         return metrics;
@@ -120,7 +137,7 @@ public abstract class AbstractRouter<H, R extends AbstractRouter<H, R>> {
         Routes.Route<Entry<H>> route = routes.find(request.method(), request.path());
         if (route == null) return answered(routes.miss(request.method(), request.path()), request, started);
         request.routed(route);
-        return new Exchange<>(route.handler.handler, request, route.handler.series, started, null);
+        return new Exchange<>(this, route.handler.handler, request, route.handler.series, started, null);
     }
 
     /**
@@ -151,7 +168,7 @@ public abstract class AbstractRouter<H, R extends AbstractRouter<H, R>> {
     }
 
     private Exchange<H> answered(Reply reply, Request request, long started) {
-        return new Exchange<>(null, request, metrics.unmatched(), started, reply);
+        return new Exchange<>(this, null, request, metrics.unmatched(), started, reply);
     }
 
     /** A route's handler and its series in the metrics. */
@@ -173,13 +190,15 @@ public abstract class AbstractRouter<H, R extends AbstractRouter<H, R>> {
      * @param <H> the front end's handler type
      */
     public static final class Exchange<H> {
+        private final AbstractRouter<H, ?> router;
         private final H handler;
         private final Request request;
         private final Metrics.Route series;
         private final long started;
         private final Reply reply;
 
-        Exchange(H handler, Request request, Metrics.Route series, long started, Reply reply) {
+        Exchange(AbstractRouter<H, ?> router, H handler, Request request, Metrics.Route series, long started, Reply reply) {
+            this.router = router;
             this.handler = handler;
             this.request = request;
             this.series = series;
@@ -209,11 +228,16 @@ public abstract class AbstractRouter<H, R extends AbstractRouter<H, R>> {
 
         /**
          * Ends the exchange: records the request with {@code reply}'s status and its duration, once
-         * (404s and 405s under the endpoint label {@value Metrics#UNMATCHED}).
+         * (404s and 405s under the endpoint label {@value Metrics#UNMATCHED}). A streamed reply past
+         * the router's {@link #maxStreams} is answered 503 instead (counted within a few: the streams
+         * already begun are those counted open).
          *
-         * @return {@code reply}
+         * @return {@code reply}, or the 503 that replaces it
          */
         public Reply answer(Reply reply) {
+            if (reply.stream != null && !"HEAD".equals(request.method()) && router.metrics.streamsOpen() >= router.maxStreams) {
+                reply = Reply.unavailable("too many event streams open (" + router.maxStreams + ", --max-streams); retry later");
+            }
             series.record(reply.status, started);
             return reply;
         }

@@ -46,6 +46,11 @@ public final class ServerOptions {
             + " (default: ${DEFAULT-VALUE}, at most 16777216).")
     public int maxContentBytes;
 
+    @Option(names = "--max-streams", paramLabel = "N",
+        description = "The most streamed replies (server-sent events) open at once; beyond it 503 with Retry-After (default: no cap"
+            + " but --max-connections).")
+    public Integer maxStreams;
+
     @Option(names = "--db-queue", paramLabel = "N", defaultValue = "16384",
         description = "Writes that may wait for the database's writer; beyond it a write is answered 503 with Retry-After: 1 (default: ${DEFAULT-VALUE}).")
     public int dbQueue;
@@ -131,6 +136,7 @@ public final class ServerOptions {
         requireRange(cmd, "--db-max-readers", dbMaxReaders, 16, 1 << 20, "");
         if (maxConnections != null) requireRange(cmd, "--max-connections", maxConnections, 1, Long.MAX_VALUE, "");
         requireRange(cmd, "--max-content", maxContentBytes, 0, kiln.http.Limits.MAX_CONTENT_CEILING, " bytes");
+        if (maxStreams != null) requireRange(cmd, "--max-streams", maxStreams, 0, Integer.MAX_VALUE, "");
     }
 
     /**
@@ -229,5 +235,14 @@ public final class ServerOptions {
             throw new IllegalArgumentException("--max-content must be 0.." + kiln.http.Limits.MAX_CONTENT_CEILING + " bytes, got " + bytes);
         }
         return bytes;
+    }
+
+    /**
+     * Applies the options that are the request pipeline's to {@code router}: {@code --max-streams}.
+     *
+     * @return {@code router}
+     */
+    public <H, R extends AbstractRouter<H, R>> R applyTo(R router) {
+        return maxStreams == null ? router : router.maxStreams(maxStreams);
     }
 }
