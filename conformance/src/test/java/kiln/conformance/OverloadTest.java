@@ -87,6 +87,7 @@ class OverloadTest {
                 for (Socket socket : held) socket.close();
             }
             awaitBelowCap(s);
+            awaitBelowCap(s);  // twice: a library at its cap counts the closes one by one (jetty-blocking once took a second connection only later)
             RobustnessTest.assertServesPromptly(s);
             List<String> reports = RobustnessTest.logLines(s, !fe.has(Deviation.CONNECTION_CAP_WAITS_IN_BACKLOG) ? "with 503 since the last report" : "at the connection cap");
             assertEquals(1, reports.size(), () -> fe.id + " should report the cap once in these few seconds; log:\n" + s.logText());
