@@ -202,7 +202,7 @@ final class ConnectionFiber extends Task<Object> implements PauseReason, Carrier
     private String sendParts(ParkedStream s) throws Pausable {
         Connection c = connection;
         BodyStream body = s.body;
-        long keepAliveNanos = TimeUnit.MILLISECONDS.toNanos(body.keepAliveMillis());
+        long heartbeatNanos = TimeUnit.MILLISECONDS.toNanos(body.heartbeatMillis());
         try {
             CompletableFuture<?> next = s.armed;  // what the stream waited for, if it waited
             while (true) {
@@ -222,15 +222,15 @@ final class ConnectionFiber extends Task<Object> implements PauseReason, Carrier
                 }
                 if (c.streamStopped()) break;
                 if (next.isDone()) continue;
-                if (System.nanoTime() - s.lastSent >= keepAliveNanos) {
-                    byte[] keepAlive = body.keepAlive();
-                    if (keepAlive != null) {
-                        c.appendPart(keepAlive, keepAlive.length);
+                if (System.nanoTime() - s.lastSent >= heartbeatNanos) {
+                    byte[] heartbeat = body.heartbeat();
+                    if (heartbeat != null) {
+                        c.appendPart(heartbeat, heartbeat.length);
                         flush();
                     }
                     s.lastSent = System.nanoTime();
                 }
-                if (s.park(next, s.lastSent + keepAliveNanos)) return null;
+                if (s.park(next, s.lastSent + heartbeatNanos)) return null;
             }
             c.endStream();
             flush();

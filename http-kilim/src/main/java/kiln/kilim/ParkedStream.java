@@ -14,7 +14,7 @@ import kiln.http.Connection;
  * is while nothing happens. As an idle keep-alive connection is only its socket and a
  * {@link Connection}, a waiting stream is only those plus this object, registered on the body's
  * future: no paused fiber, no frames, no timer. Whichever comes first of the future completing, the
- * keep-alive falling due (the reaper checks once a second, {@link Connection#streamKeepAliveDue})
+ * heartbeat falling due (the reaper checks once a second, {@link Connection#streamHeartbeatDue})
  * or the server stopping claims it and starts a new {@link ConnectionFiber} that goes on with the
  * stream.
  *
@@ -41,7 +41,7 @@ final class ParkedStream implements BiConsumer<Object, Throwable>, Runnable {
     final String name;
     /** The future last registered on: the body's wait. */
     CompletableFuture<?> armed;
-    /** System.nanoTime() of the last part or keep-alive written. */
+    /** System.nanoTime() of the last part or heartbeat written. */
     long lastSent;
     /** True while no fiber runs the stream; the waker that sets it false starts one. */
     @SuppressWarnings("unused") private volatile boolean parked;
@@ -58,19 +58,19 @@ final class ParkedStream implements BiConsumer<Object, Throwable>, Runnable {
 
     /**
      * Called by the fiber that runs the stream, as its last act: waits for {@code next} (registered
-     * once per future), the keep-alive or a stop, without the fiber.
+     * once per future), the heartbeat or a stop, without the fiber.
      *
      * @return true when parked: the fiber must end without touching the connection; false when
      *         what it would wait for has happened already: go on in the same fiber
      */
-    boolean park(CompletableFuture<?> next, long keepAliveAt) {
+    boolean park(CompletableFuture<?> next, long heartbeatAt) {
         if (armed != next) {
             armed = next;
             next.whenComplete(this);
         }
-        connection.streamKeepAliveAt(keepAliveAt);
+        connection.streamHeartbeatAt(heartbeatAt);
         parked = true;
-        if (next.isDone() || connection.streamStopped() || System.nanoTime() - keepAliveAt >= 0) {
+        if (next.isDone() || connection.streamStopped() || System.nanoTime() - heartbeatAt >= 0) {
             return !PARKED.compareAndSet(this, true, false);  // a waker that claimed it first starts the fiber
         }
         return true;
@@ -82,7 +82,7 @@ final class ParkedStream implements BiConsumer<Object, Throwable>, Runnable {
         run();
     }
 
-    /** Wakes the stream (its future, the keep-alive, a stop): the first waker starts a fiber to go on with it. */
+    /** Wakes the stream (its future, the heartbeat, a stop): the first waker starts a fiber to go on with it. */
     @Override
     public void run() {
         if (!PARKED.compareAndSet(this, true, false)) return;

@@ -19,13 +19,13 @@ import java.util.concurrent.CompletableFuture;
  * <ul>
  *   <li>{@link #poll} must not block or wait: return the future instead. Return the same future
  *       object while nothing changed (a shared "next change" future), so a front end that waits on it
- *       again after a keep-alive registers nothing new.</li>
+ *       again after a heartbeat registers nothing new.</li>
  *   <li>The stream ends when {@link #poll} returns null (the last chunk is written and the connection
  *       goes on), when it throws (logged; the connection closes, since the body cannot be finished
  *       properly), when the client goes away (a write fails) or when the server stops (the last
  *       chunk is written, then the connection closes).</li>
  *   <li>While it waits, no deadline runs: an idle timeout does not cut a live stream. After
- *       {@link #keepAliveMillis} of silence the front end writes {@link #keepAlive()}'s bytes, which
+ *       {@link #heartbeatMillis} of silence the front end writes {@link #heartbeat()}'s bytes, which
  *       keeps proxies from timing the connection out and shows a vanished client: its write fails.</li>
  * </ul>
  */
@@ -40,13 +40,13 @@ public interface BodyStream {
      */
     CompletableFuture<?> poll(BodyOutput out) throws Exception;
 
-    /** @return the bytes to send after {@link #keepAliveMillis} without a part, or null for none (the default) */
-    default byte[] keepAlive() {
+    /** @return the heartbeat: the bytes to send after {@link #heartbeatMillis} without a part, or null for none (the default) */
+    default byte[] heartbeat() {
         return null;
     }
 
-    /** @return how long the body may be silent before {@link #keepAlive()}'s bytes are sent, ms (default 15,000) */
-    default long keepAliveMillis() {
+    /** @return how long the body may be silent before {@link #heartbeat()}'s bytes are sent, ms (default 15,000) */
+    default long heartbeatMillis() {
         return 15_000;
     }
 }

@@ -107,8 +107,8 @@ public final class Connection {
     /** Wakes the front end's wait in a streamed body, so it ends the stream; null while none is sent. */
     private volatile Runnable streamWake;
     private volatile boolean streamStopped;
-    /** System.nanoTime() when a waiting streamed body's keep-alive is due ({@link #streamKeepAliveAt}); 0 for none. */
-    private volatile long streamKeepAliveAt;
+    /** System.nanoTime() when a waiting streamed body's heartbeat is due ({@link #streamHeartbeatAt}); 0 for none. */
+    private volatile long streamHeartbeatAt;
 
     /**
      * What a connection needs of the server that owns it: its timeouts and whether it is stopping.
@@ -207,7 +207,7 @@ public final class Connection {
      *         CompletableFuture<?> next = body.poll(part);
      *         c.appendPart(part); flush(c);
      *         if (next == null || c.streamStopped()) break;
-     *         wait for next, at most body.keepAliveMillis(); then c.appendPart(body.keepAlive()) if silent
+     *         wait for next, at most body.heartbeatMillis(); then c.appendPart(body.heartbeat()) if silent
      *     }
      *     c.endStream(); flush(c);                         // the last chunk; the connection goes on or closes
      * }
@@ -244,12 +244,12 @@ public final class Connection {
     /**
      * For a front end whose streamed body waits without a thread or fiber of its own: the reaper
      * runs the stream's wake ({@link #streamStarted}) once {@code nanoTime} passes (it checks once a
-     * second, so the keep-alive goes out up to a second late).
+     * second, so the heartbeat goes out up to a second late).
      *
      * @param nanoTime a {@link System#nanoTime()} value; 0 for none
      */
-    public void streamKeepAliveAt(long nanoTime) {
-        streamKeepAliveAt = nanoTime;
+    public void streamHeartbeatAt(long nanoTime) {
+        streamHeartbeatAt = nanoTime;
     }
 
     /** @return true when the server stops: end the streamed body now ({@link #endStream}), and the connection closes after it */
@@ -268,7 +268,7 @@ public final class Connection {
      */
     public void endStream() {
         streamWake = null;
-        streamKeepAliveAt = 0;
+        streamHeartbeatAt = 0;
         if (chunked) ResponseWriter.lastChunk(out);
         if (streamStopped || server.isStopping()) close = true;
     }
@@ -276,7 +276,7 @@ public final class Connection {
     /** The streamed body failed midway: the connection closes without the last chunk, so the client sees a cut body. */
     public void abortStream() {
         streamWake = null;
-        streamKeepAliveAt = 0;
+        streamHeartbeatAt = 0;
         close = true;
     }
 
@@ -450,9 +450,9 @@ public final class Connection {
      * @return true if the connection was expired
      */
     public boolean expireIfOverdue(long now) {
-        long keepAliveAt = streamKeepAliveAt;
-        if (keepAliveAt != 0 && now - keepAliveAt >= 0) {
-            streamKeepAliveAt = 0;
+        long heartbeatAt = streamHeartbeatAt;
+        if (heartbeatAt != 0 && now - heartbeatAt >= 0) {
+            streamHeartbeatAt = 0;
             Runnable wake = streamWake;
             if (wake != null) wake.run();
         }

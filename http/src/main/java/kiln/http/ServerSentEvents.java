@@ -31,7 +31,7 @@ public final class ServerSentEvents {
     public static final String CONTENT_TYPE = "text/event-stream";
     /** How long a browser waits before it reconnects, ms, sent as the stream's first field. */
     public static final long RETRY_MS = 2_000;
-    private static final byte[] KEEP_ALIVE = ": keep-alive\n\n".getBytes(StandardCharsets.US_ASCII);
+    private static final byte[] HEARTBEAT = ": keep-alive\n\n".getBytes(StandardCharsets.US_ASCII);
 
     private ServerSentEvents() {
     }
@@ -56,16 +56,16 @@ public final class ServerSentEvents {
      * would be three. Subclass it and send with {@link #reply(Stream)}.
      */
     public abstract static class Stream implements BodyStream {
-        private final long keepAliveMs;
+        private final long heartbeatMs;
         private boolean started;
 
-        /** @param keepAliveMs how long the stream may be silent before a {@code : keep-alive} comment, ms */
-        protected Stream(long keepAliveMs) {
-            if (keepAliveMs < 1) throw new IllegalArgumentException("keep-alive interval must be >= 1 ms, got " + keepAliveMs);
-            this.keepAliveMs = keepAliveMs;
+        /** @param heartbeatMs how long the stream may be silent before a heartbeat comment ({@code : keep-alive}), ms */
+        protected Stream(long heartbeatMs) {
+            if (heartbeatMs < 1) throw new IllegalArgumentException("heartbeat interval must be >= 1 ms, got " + heartbeatMs);
+            this.heartbeatMs = heartbeatMs;
         }
 
-        /** A stream with a keep-alive comment after 15 s of silence. */
+        /** A stream with a heartbeat comment after 15 s of silence. */
         protected Stream() {
             this(15_000);
         }
@@ -86,13 +86,13 @@ public final class ServerSentEvents {
         }
 
         @Override
-        public final byte[] keepAlive() {
-            return KEEP_ALIVE;
+        public final byte[] heartbeat() {
+            return HEARTBEAT;
         }
 
         @Override
-        public final long keepAliveMillis() {
-            return keepAliveMs;
+        public final long heartbeatMillis() {
+            return heartbeatMs;
         }
     }
 
@@ -102,11 +102,11 @@ public final class ServerSentEvents {
     }
 
     /**
-     * @return a 200 {@code text/event-stream} reply that streams {@code source}'s events, with keep-alive
-     *         comments every {@code keepAliveMs} of silence
+     * @return a 200 {@code text/event-stream} reply that streams {@code source}'s events, with heartbeat
+     *         comments every {@code heartbeatMs} of silence
      */
-    public static Reply reply(Source source, long keepAliveMs) {
-        return reply(new Stream(keepAliveMs) {
+    public static Reply reply(Source source, long heartbeatMs) {
+        return reply(new Stream(heartbeatMs) {
             @Override
             protected CompletableFuture<?> next(Events events) throws Exception {
                 return source.poll(events);
@@ -114,7 +114,7 @@ public final class ServerSentEvents {
         });
     }
 
-    /** @return {@link #reply(Source, long)} with a keep-alive comment after 15 s of silence */
+    /** @return {@link #reply(Source, long)} with a heartbeat comment after 15 s of silence */
     public static Reply reply(Source source) {
         return reply(source, 15_000);
     }
@@ -186,7 +186,7 @@ public final class ServerSentEvents {
             return this;
         }
 
-        /** Sends a comment line ({@code : text}), which clients ignore: a keep-alive, a note for people reading with curl. */
+        /** Sends a comment line ({@code : text}), which clients ignore: a heartbeat, a note for people reading with curl. */
         public Events comment(String text) {
             out.write(": ").write(checkLine("comment", text)).write(NEWLINE);
             return this;

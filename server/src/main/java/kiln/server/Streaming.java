@@ -14,7 +14,7 @@ import kiln.http.Reply;
 
 /**
  * How a front end sends a streamed body ({@link BodyStream}, {@link kiln.http.Reply#stream}): poll it,
- * write the part, wait for the future it returned (or send a keep-alive after its silence limit),
+ * write the part, wait for the future it returned (or send a heartbeat after its silence limit),
  * until it completes, the client goes away, or the server stops. {@link #runBlocking} is that loop for
  * a thread that may block (a virtual thread, a blocking server's thread); Kilim's connection fiber
  * runs the same loop, pausing where this one parks.
@@ -92,12 +92,12 @@ public final class Streaming {
                 if (next == null) break;
                 while (!next.isDone() && !sink.stopped()) {
                     if (armed != next) {
-                        next.whenComplete(waiter);  // once per future: a keep-alive's wait registers nothing new
+                        next.whenComplete(waiter);  // once per future: a heartbeat's wait registers nothing new
                         armed = next;
                     }
-                    if (!waiter.await(body.keepAliveMillis()) && !next.isDone() && !sink.stopped()) {
-                        byte[] keepAlive = body.keepAlive();
-                        if (keepAlive != null) sink.part(keepAlive, keepAlive.length);
+                    if (!waiter.await(body.heartbeatMillis()) && !next.isDone() && !sink.stopped()) {
+                        byte[] heartbeat = body.heartbeat();
+                        if (heartbeat != null) sink.part(heartbeat, heartbeat.length);
                     }
                 }
                 if (sink.stopped()) break;
@@ -138,7 +138,7 @@ public final class Streaming {
         return ERROR;
     }
 
-    /** Parks the stream's thread until its future completes, the server stops, or a keep-alive is due. */
+    /** Parks the stream's thread until its future completes, the server stops, or a heartbeat is due. */
     private static final class Waiter implements Runnable, BiConsumer<Object, Throwable> {
         private volatile Thread thread = Thread.currentThread();
         private volatile boolean woken;

@@ -62,7 +62,7 @@ class StreamingTest {
         }
     }
 
-    /** A body that waits for {@code tick}, with a keep-alive every 50 ms of silence, then sends "tick" and ends. */
+    /** A body that waits for {@code tick}, with a heartbeat every 50 ms of silence, then sends "tick" and ends. */
     private static BodyStream waitingFor(CountingFuture tick) {
         return new BodyStream() {
             @Override
@@ -73,30 +73,30 @@ class StreamingTest {
             }
 
             @Override
-            public byte[] keepAlive() {
+            public byte[] heartbeat() {
                 return ": ka\n".getBytes(StandardCharsets.US_ASCII);
             }
 
             @Override
-            public long keepAliveMillis() {
+            public long heartbeatMillis() {
                 return 50;
             }
         };
     }
 
     @Test
-    void partsFollowTheirFuturesWithKeepAlivesBetweenAndTheBodyEnds() throws Exception {
+    void partsFollowTheirFuturesWithHeartbeatsBetweenAndTheBodyEnds() throws Exception {
         CountingFuture tick = new CountingFuture();
         Recorder sink = new Recorder();
         CompletableFuture<String> reason = CompletableFuture.supplyAsync(() -> Streaming.runBlocking(waitingFor(tick), sink, "GET /ticks"));
-        Thread.sleep(300);  // six keep-alive intervals of silence
+        Thread.sleep(300);  // six heartbeat intervals of silence
         tick.complete(null);
         assertEquals(Streaming.COMPLETE, reason.get());
         assertTrue(sink.ended, "the body's end was written");
-        long keepAlives = sink.parts.stream().filter(": ka\n"::equals).count();
-        assertTrue(keepAlives >= 3, sink.parts.toString());
+        long heartbeats = sink.parts.stream().filter(": ka\n"::equals).count();
+        assertTrue(heartbeats >= 3, sink.parts.toString());
         assertEquals("tick\n", sink.parts.get(sink.parts.size() - 1));
-        assertEquals(1, tick.registrations.get(), "the future was waited on once, however many keep-alives passed");
+        assertEquals(1, tick.registrations.get(), "the future was waited on once, however many heartbeats passed");
     }
 
     @Test
