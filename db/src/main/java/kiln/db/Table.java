@@ -217,8 +217,7 @@ public final class Table<K, V> {
      * @return how many it deleted: {@code max} when there may be more
      */
     int sweep(Txn txn, int max) {
-        byte[] now = new byte[EXPIRY_BYTES];
-        ByteBuffer.wrap(now).putLong(txn.nowMicros() + 1);
+        byte[] now = dueBound(txn);
         List<byte[]> due = new ArrayList<>();
         try (KvRange r = txn.kv.range(expiries, null, now, false, max)) {
             while (due.size() < max && r.next()) due.add(Keys.toArray(r.key()));
@@ -234,6 +233,20 @@ public final class Table<K, V> {
             }
         }
         return due.size();
+    }
+
+    /** @return whether a row's expiry has passed, for {@code txn} (a read: the sweeper writes only when one has) */
+    boolean hasDue(Txn txn) {
+        try (KvRange r = txn.kv.range(expiries, null, dueBound(txn), false, 1)) {
+            return r.next();
+        }
+    }
+
+    /** @return the expiry schedule's bound after every entry due at {@code txn}'s time */
+    private static byte[] dueBound(Txn txn) {
+        byte[] now = new byte[EXPIRY_BYTES];
+        ByteBuffer.wrap(now).putLong(txn.nowMicros() + 1);
+        return now;
     }
 
     /** @return whether the stored value {@code v} (at its position, not moved) of an expiring table has expired for {@code txn} */

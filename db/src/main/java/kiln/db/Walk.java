@@ -38,7 +38,7 @@ final class Walk {
     }
 
     /** LMDB's default key order: unsigned bytes, then length (ByteBuffer.compareTo compares signed bytes). */
-    static int compareUnsigned(ByteBuffer a, ByteBuffer b) {
+    private static int compareUnsigned(ByteBuffer a, ByteBuffer b) {
         int i = a.mismatch(b);
         if (i < 0) return 0;
         if (i >= a.remaining() || i >= b.remaining()) return a.remaining() - b.remaining();

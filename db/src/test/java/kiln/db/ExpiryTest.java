@@ -105,6 +105,20 @@ class ExpiryTest {
         db.verify();
     }
 
+    /** The sweeper looks with a read: with nothing due it commits nothing (no empty write every second). */
+    @Test
+    void anIdleSweeperCommitsNothing() throws Exception {
+        db = Engines.open(dir);
+        Table<String, String> t = db.expiringTable("t", Codec.STRING, Codec.STRING, HOUR);
+        db.write(txn -> {
+            t.put(txn, "k", "v");
+            return null;
+        }).join();
+        long commits = db.stats().commits;
+        Thread.sleep(2 * Sweeper.PERIOD_MS + 500);
+        assertEquals(commits, db.stats().commits, "the sweeper looked at least twice and wrote nothing");
+    }
+
     @Test
     void aPutMovesItsRowsExpiry() throws Exception {
         db = Engines.open(dir);

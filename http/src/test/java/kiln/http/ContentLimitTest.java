@@ -14,27 +14,7 @@ import org.junit.jupiter.api.Test;
 class ContentLimitTest {
     /** A connection whose server allows {@code max} content bytes, fed {@code raw}. */
     private static Connection connection(int max, String raw) {
-        Connection c = new Connection(new Connection.Owner() {
-            @Override
-            public long idleTimeoutNanos() {
-                return 1_000_000_000L;
-            }
-
-            @Override
-            public long headerTimeoutNanos() {
-                return 1_000_000_000L;
-            }
-
-            @Override
-            public boolean isStopping() {
-                return false;
-            }
-
-            @Override
-            public int maxContentBytes() {
-                return max;
-            }
-        }, null);
+        Connection c = new Connection(new TestOwner(max), null);
         c.received(raw.getBytes(StandardCharsets.ISO_8859_1));
         return c;
     }

@@ -14,22 +14,7 @@ import org.junit.jupiter.api.Test;
 class ReplyTest {
     /** The whole response {@code reply} gets when it answers {@code rawRequest} on a kiln connection, Date masked. */
     static String onTheWire(String rawRequest, Reply reply) {
-        Connection c = new Connection(new Connection.Owner() {
-            @Override
-            public long idleTimeoutNanos() {
-                return 1_000_000_000L;
-            }
-
-            @Override
-            public long headerTimeoutNanos() {
-                return 1_000_000_000L;
-            }
-
-            @Override
-            public boolean isStopping() {
-                return false;
-            }
-        }, null);
+        Connection c = new Connection(new TestOwner(), null);
         c.received(rawRequest.getBytes(StandardCharsets.ISO_8859_1));
         Request request = c.next();
         c.answer(request, reply);
