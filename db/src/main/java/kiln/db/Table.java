@@ -139,7 +139,7 @@ public final class Table<K, V> {
         if (row != null) {
             // what the table holds, expired or not, read before this write changes anything (LMDB's
             // buffers are valid until the transaction's next write)
-            ByteBuffer old = txn.kv.get(space, direct(row));
+            ByteBuffer old = txn.kv.get(space, keyBuffer(row));
             V oldValue = old == null || indexed.isEmpty() ? null : decodeValue(old.duplicate());
             long oldExpiresAt = old == null || expiries == null ? 0 : expiresAt(old);
             for (Index<?, K, V> i : indexed) i.check(txn, row, key, value);
@@ -189,7 +189,7 @@ public final class Table<K, V> {
      * @return true when a row that had not expired was deleted
      */
     private boolean remove(Txn txn, byte[] row, K key, boolean expired) {
-        ByteBuffer old = txn.kv.get(space, direct(row));
+        ByteBuffer old = txn.kv.get(space, keyBuffer(row));
         if (old == null) return false;
         // everything read from the old value before the first write (LMDB's buffers are valid until then)
         boolean live = expiries == null || !expired(txn, old);
@@ -201,7 +201,7 @@ public final class Table<K, V> {
             K k = key != null ? key : decodeKey(row);
             for (Index<?, K, V> i : indexed) i.delete(txn, row, k, oldValue);
         }
-        ByteBuffer k = direct(row);
+        ByteBuffer k = keyBuffer(row);
         txn.kv.delete(space, k);
         if (feed != null) txn.changed(this, recorded(k, null, expired));
         return live;
@@ -225,11 +225,11 @@ public final class Table<K, V> {
         for (byte[] entry : due) {
             byte[] row = java.util.Arrays.copyOfRange(entry, EXPIRY_BYTES, entry.length);
             long expiresAt = ByteBuffer.wrap(entry).getLong();
-            ByteBuffer stored = txn.kv.get(space, direct(row));
+            ByteBuffer stored = txn.kv.get(space, keyBuffer(row));
             if (stored != null && expiresAt(stored) == expiresAt) {
                 remove(txn, row, null, true);
             } else {
-                txn.kv.delete(expiries, direct(entry));  // an entry a put left behind (it should not)
+                txn.kv.delete(expiries, keyBuffer(entry));  // an entry a put left behind (it should not)
             }
         }
         return due.size();
@@ -269,8 +269,9 @@ public final class Table<K, V> {
         return ByteBuffer.allocateDirect(EXPIRY_BYTES + row.length).putLong(expiresAt).put(row).flip();
     }
 
-    private static ByteBuffer direct(byte[] bytes) {
-        return ByteBuffer.allocateDirect(bytes.length).put(bytes).flip();
+    /** @return {@code row}, an encoded key, in the per-thread key buffer (no allocation; the next encode reuses it) */
+    private static ByteBuffer keyBuffer(byte[] row) {
+        return KEY_BUFFER.get().clear().put(row).flip();
     }
 
     /**
