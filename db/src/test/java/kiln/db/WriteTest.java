@@ -151,8 +151,9 @@ class WriteTest {
         }
         DbStats s = db.stats();
         assertEquals(threads * each, s.writes);
-        // 32 writers each waiting for their commit: one fsync should serve many of them
-        assertTrue(s.commits < s.writes / 4, "expected group commit, got " + s);
+        // 32 writers each waiting for their commit: one fsync should serve many of them. (On the
+        // in-memory engine a commit takes microseconds, so how many writers queue behind one is luck.)
+        if (!Engines.memory()) assertTrue(s.commits < s.writes / 4, "expected group commit, got " + s);
         assertEquals((long) threads * each, db.read(t::count).join());
     }
 
