@@ -47,6 +47,21 @@ final class Keys {
         return Arrays.compareUnsigned(a, b) <= 0 ? a : b;
     }
 
+    /**
+     * @return {@code key}'s order against {@code other} (negative, 0, positive): the engine's order,
+     *         unsigned bytes, then the shorter first (LMDB's default; {@code ByteBuffer.compareTo}
+     *         compares signed bytes). {@code key}'s position does not move.
+     */
+    static int compare(ByteBuffer key, byte[] other) {
+        int p = key.position();
+        int n = Math.min(key.remaining(), other.length);
+        for (int i = 0; i < n; i++) {
+            int c = Byte.toUnsignedInt(key.get(p + i)) - Byte.toUnsignedInt(other[i]);
+            if (c != 0) return c;
+        }
+        return key.remaining() - other.length;
+    }
+
     /** @return the bytes between {@code b}'s position and limit, which do not move */
     static byte[] toArray(ByteBuffer b) {
         byte[] out = new byte[b.remaining()];

@@ -425,8 +425,8 @@ public final class LmdbEngine implements KvEngine {
                     at = reverse ? seekLast() : seekFirst();
                 }
                 if (!at) return false;
-                return reverse ? begin == null || compare(cursor.key(), begin) >= 0
-                    : end == null || compare(cursor.key(), end) < 0;
+                return reverse ? begin == null || Keys.compare(cursor.key(), begin) >= 0
+                    : end == null || Keys.compare(cursor.key(), end) < 0;
             } catch (LmdbException e) {
                 throw txn.failure(e);
             }
@@ -444,17 +444,6 @@ public final class LmdbEngine implements KvEngine {
 
         private static ByteBuffer seek(byte[] key) {
             return SEEK_BUFFER.get().clear().put(key).flip();
-        }
-
-        /** @return {@code key}'s order against {@code bound}: unsigned bytes, then length (LMDB's default) */
-        private static int compare(ByteBuffer key, byte[] bound) {
-            int p = key.position();
-            int n = Math.min(key.remaining(), bound.length);
-            for (int i = 0; i < n; i++) {
-                int c = Byte.toUnsignedInt(key.get(p + i)) - Byte.toUnsignedInt(bound[i]);
-                if (c != 0) return c;
-            }
-            return key.remaining() - bound.length;
         }
 
         @Override

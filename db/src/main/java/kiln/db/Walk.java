@@ -20,28 +20,20 @@ final class Walk {
      */
     static long table(String name, Dbi<ByteBuffer> dbi, org.lmdbjava.Txn<ByteBuffer> txn) {
         long seen = 0;
-        ByteBuffer previous = null;
+        byte[] previous = null;
         try (CursorIterable<ByteBuffer> all = dbi.iterate(txn)) {
             for (CursorIterable.KeyVal<ByteBuffer> kv : all) {
                 ByteBuffer key = kv.key();
                 if (key == null || kv.val() == null) throw new IllegalStateException("table '" + name + "' has an entry without key or value");
-                if (previous != null && compareUnsigned(previous, key) >= 0) {
+                if (previous != null && Keys.compare(key, previous) <= 0) {
                     throw new IllegalStateException("table '" + name + "' has keys out of order after entry " + seen);
                 }
-                previous = ByteBuffer.allocate(key.remaining()).put(key.duplicate()).flip();
+                previous = Keys.toArray(key);
                 seen++;
             }
         }
         long recorded = dbi.stat(txn).entries;
         if (seen != recorded) throw new IllegalStateException("table '" + name + "' records " + recorded + " entries but holds " + seen);
         return seen;
-    }
-
-    /** LMDB's default key order: unsigned bytes, then length (ByteBuffer.compareTo compares signed bytes). */
-    private static int compareUnsigned(ByteBuffer a, ByteBuffer b) {
-        int i = a.mismatch(b);
-        if (i < 0) return 0;
-        if (i >= a.remaining() || i >= b.remaining()) return a.remaining() - b.remaining();
-        return Byte.toUnsignedInt(a.get(a.position() + i)) - Byte.toUnsignedInt(b.get(b.position() + i));
     }
 }
