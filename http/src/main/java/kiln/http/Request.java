@@ -1,5 +1,6 @@
 package kiln.http;
 
+import java.net.InetSocketAddress;
 import java.util.List;
 
 /**
@@ -24,6 +25,8 @@ public final class Request {
     private final boolean keepAlive;
     /** The route the router matched, for {@link #pathParam}; null until it is routed. */
     private Routes.Route<?> route;
+    /** The client's address as the front end saw it, or null when unknown. */
+    private InetSocketAddress remoteAddress;
 
     Request(String method, String target, String path, String rawQuery, int minorVersion,
             List<String> headers, byte[] body, boolean keepAlive) {
@@ -52,8 +55,7 @@ public final class Request {
     }
 
     /**
-     * A request a server library parsed, as a front end hands it to kiln: its method and target
-     * only (no header fields, no content: the library front ends serve endpoints that read neither).
+     * A request with its method and target only: no header fields, no content.
      *
      * @param path     the path in its normal form ({@link Paths#normalize}), or {@code *}
      * @param rawQuery the query without '?', still percent-encoded, or null
@@ -68,7 +70,17 @@ public final class Request {
      * @param headers field names and values, alternating, in the order received
      */
     public static Request of(String method, String path, String rawQuery, List<String> headers) {
-        return new Request(method, rawQuery == null ? path : path + "?" + rawQuery, path, rawQuery, 1, headers, NO_BODY, true);
+        return of(method, path, rawQuery, headers, NO_BODY);
+    }
+
+    /**
+     * As {@link #of(String, String, String, List)}, with the request's content as the library read
+     * it (within the server's content limit, {@code --max-content}).
+     *
+     * @param body the content, empty for none (not copied: do not modify it afterwards)
+     */
+    public static Request of(String method, String path, String rawQuery, List<String> headers, byte[] body) {
+        return new Request(method, rawQuery == null ? path : path + "?" + rawQuery, path, rawQuery, 1, headers, body, true);
     }
 
     /** @return the method token, case-sensitive as sent: "GET", "POST"... */
@@ -192,6 +204,21 @@ public final class Request {
         int semicolon = contentType.indexOf(';');
         String media = (semicolon < 0 ? contentType : contentType.substring(0, semicolon)).trim().toLowerCase(java.util.Locale.ROOT);
         return media.equals("application/json") || media.startsWith("application/") && media.endsWith("+json");
+    }
+
+    /**
+     * @return the address of the client this request came from (for an access log; behind a proxy
+     *         such as nginx, the proxy's: read its {@code X-Forwarded-For} header), or null when the
+     *         front end did not say
+     */
+    public InetSocketAddress remoteAddress() {
+        return remoteAddress;
+    }
+
+    /** Set by the front end that received the request, before it is routed. @return this request */
+    public Request remoteAddress(InetSocketAddress address) {
+        remoteAddress = address;
+        return this;
     }
 
     /** Remembers the route the router matched, so that {@link #pathParam} reads its template. */

@@ -158,13 +158,29 @@ public abstract class AbstractRouter<H, R extends AbstractRouter<H, R>> {
      * @param headers field names and values, alternating, as the library parsed them
      */
     public final Exchange<H> begin(String method, String rawPath, String rawQuery, List<String> headers) {
+        return begin(method, rawPath, rawQuery, headers, new byte[0], null);
+    }
+
+    /**
+     * Routes a request a server library parsed, whole: what a library front end hands to the
+     * pipeline, so that a handler sees the same request on every front end.
+     *
+     * @param rawPath  the path as sent (not percent-decoded), or {@code *}
+     * @param rawQuery the query without '?', still percent-encoded, or null
+     * @param headers  field names and values, alternating, as the library parsed them
+     * @param body     the content, read within the server's limit ({@code --max-content}); empty for none
+     * @param remote   the client's address, or null when unknown
+     */
+    public final Exchange<H> begin(String method, String rawPath, String rawQuery, List<String> headers, byte[] body,
+                                   java.net.InetSocketAddress remote) {
         String path;
         try {
             path = Paths.normalize(rawPath);
         } catch (HttpException e) {
-            return answered(Reply.error(e.status(), e.getMessage()), Request.of(method, "/", rawQuery, headers), metrics.start());
+            Request request = Request.of(method, "/", rawQuery, headers, body).remoteAddress(remote);
+            return answered(Reply.error(e.status(), e.getMessage()), request, metrics.start());
         }
-        return begin(Request.of(method, path, rawQuery, headers));
+        return begin(Request.of(method, path, rawQuery, headers, body).remoteAddress(remote));
     }
 
     private Exchange<H> answered(Reply reply, Request request, long started) {
