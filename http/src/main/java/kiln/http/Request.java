@@ -27,6 +27,8 @@ public final class Request {
     private Routes.Route<?> route;
     /** The client's address as the front end saw it, or null when unknown. */
     private InetSocketAddress remoteAddress;
+    /** What middleware learned of this request (its id, the authenticated user), by name; null until the first. */
+    private java.util.Map<String, Object> attributes;
 
     Request(String method, String target, String path, String rawQuery, int minorVersion,
             List<String> headers, byte[] body, boolean keepAlive) {
@@ -219,6 +221,21 @@ public final class Request {
     public Request remoteAddress(InetSocketAddress address) {
         remoteAddress = address;
         return this;
+    }
+
+    /**
+     * @param name an attribute's name, e.g. {@code kiln.server.RequestId#ATTRIBUTE}
+     * @return what middleware set under {@code name} for this request (a request id, the
+     *         authenticated user), or null
+     */
+    public Object attribute(String name) {
+        return attributes == null ? null : attributes.get(name);
+    }
+
+    /** Sets attribute {@code name} for the handler and the middleware after it; a request is one thread's at a time. */
+    public void attribute(String name, Object value) {
+        if (attributes == null) attributes = new java.util.HashMap<>(4);
+        attributes.put(name, value);
     }
 
     /** Remembers the route the router matched, so that {@link #pathParam} reads its template. */

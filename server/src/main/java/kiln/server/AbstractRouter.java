@@ -39,6 +39,8 @@ public abstract class AbstractRouter<H, R extends AbstractRouter<H, R>> {
     private final ServerHealth health = new ServerHealth();
     /** The most streamed replies open at once ({@link #maxStreams}); beyond it a stream is answered 503. */
     private volatile int maxStreams = Integer.MAX_VALUE;
+    /** The middleware, outermost first ({@link #filter}); replaced whole when one is added. */
+    private volatile Filter[] filters = {};
 
     /** @param metrics where every request is counted and timed; {@link Metrics#off()} for none */
     protected AbstractRouter(Metrics metrics) {
@@ -115,6 +117,44 @@ public abstract class AbstractRouter<H, R extends AbstractRouter<H, R>> {
         return self;
     }
 
+    /**
+     * Adds middleware that runs around every request of this router, inside the filters added
+     * before it ({@link Filter} says in which order they see a request). Add filters before the
+     * server starts.
+     *
+     * @return this router
+     */
+    public R filter(Filter filter) {
+        Filter[] old = filters;
+        Filter[] grown = java.util.Arrays.copyOf(old, old.length + 1);
+        grown[old.length] = java.util.Objects.requireNonNull(filter, "filter");
+        filters = grown;
+        @SuppressWarnings("unchecked") R self = (R) this;
+        return self;
+    }
+
+    /** Puts {@code outer} outside the filters added so far, in their order: the middleware {@link ServerOptions} turns on. */
+    void wrap(List<Filter> outer) {
+        if (outer.isEmpty()) return;
+        List<Filter> all = new java.util.ArrayList<>(outer);
+        all.addAll(List.of(filters));
+        filters = all.toArray(new Filter[0]);
+    }
+
+    /**
+     * Tells the middleware of a request kiln's own HTTP layer refused before routing
+     * ({@link Filter#refused}): the access log's line for a malformed request. Never throws.
+     */
+    public final void refused(java.net.InetSocketAddress remote, Reply reply) {
+        for (Filter f : filters) {
+            try {
+                f.refused(remote, reply);
+            } catch (RuntimeException e) {
+                Failures.toReply(e, null);  // logged; the refusal goes out as it is
+            }
+        }
+    }
+
     /** @return the metrics this router records every request in ({@link Metrics#off()} for none) */
     public Metrics metrics() {
         return metrics;
@@ -135,9 +175,30 @@ public abstract class AbstractRouter<H, R extends AbstractRouter<H, R>> {
     public final Exchange<H> begin(Request request) {
         long started = metrics.start();
         Routes.Route<Entry<H>> route = routes.find(request.method(), request.path());
-        if (route == null) return answered(routes.miss(request.method(), request.path()), request, started);
+        if (route == null) return filtered(routes.miss(request.method(), request.path()), request, metrics.unmatched(), null, started);
         request.routed(route);
-        return new Exchange<>(this, route.handler.handler, request, route.handler.series, started, null);
+        return filtered(null, request, route.handler.series, route.handler.handler, started);
+    }
+
+    /** Runs the filters' {@link Filter#before}: the first that answers replaces the handler (or the router's answer). */
+    private Exchange<H> filtered(Reply answer, Request request, Metrics.Route series, H handler, long started) {
+        Filter[] fs = filters;
+        int entered = 0;
+        while (entered < fs.length) {
+            Reply early;
+            try {
+                early = fs[entered++].before(request, answer);
+            } catch (RuntimeException | Error e) {
+                early = Failures.toReply(e, request);
+                entered--;
+            }
+            if (early != null) {
+                answer = early;
+                handler = null;
+                break;
+            }
+        }
+        return new Exchange<>(this, answer == null ? handler : null, request, series, started, answer, fs, entered);
     }
 
     /**
@@ -184,7 +245,7 @@ public abstract class AbstractRouter<H, R extends AbstractRouter<H, R>> {
     }
 
     private Exchange<H> answered(Reply reply, Request request, long started) {
-        return new Exchange<>(this, null, request, metrics.unmatched(), started, reply);
+        return filtered(reply, request, metrics.unmatched(), null, started);
     }
 
     /** A route's handler and its series in the metrics. */
@@ -212,17 +273,26 @@ public abstract class AbstractRouter<H, R extends AbstractRouter<H, R>> {
         private final Metrics.Route series;
         private final long started;
         private final Reply reply;
+        /** The filters whose {@link Filter#before} ran, in {@code filters[0..entered)}: their {@link Filter#after} run in reverse. */
+        private final Filter[] filters;
+        private final int entered;
 
-        Exchange(AbstractRouter<H, ?> router, H handler, Request request, Metrics.Route series, long started, Reply reply) {
+        Exchange(AbstractRouter<H, ?> router, H handler, Request request, Metrics.Route series, long started, Reply reply,
+                 Filter[] filters, int entered) {
             this.router = router;
             this.handler = handler;
             this.request = request;
             this.series = series;
             this.started = started;
             this.reply = reply;
+            this.filters = filters;
+            this.entered = entered;
         }
 
-        /** @return true when the router answered (404, 405, OPTIONS, a malformed path): run no handler, send {@link #reply()} */
+        /**
+         * @return true when the router or a filter answered (404, 405, OPTIONS, a malformed path, a
+         *         CORS preflight, a 401): run no handler, send {@link #reply()}
+         */
         public boolean isAnswered() {
             return reply != null;
         }
@@ -243,16 +313,24 @@ public abstract class AbstractRouter<H, R extends AbstractRouter<H, R>> {
         }
 
         /**
-         * Ends the exchange: records the request with {@code reply}'s status and its duration, once
-         * (404s and 405s under the endpoint label {@value Metrics#UNMATCHED}). A streamed reply past
-         * the router's {@link #maxStreams} is answered 503 instead (counted within a few: the streams
-         * already begun are those counted open).
+         * Ends the exchange: a streamed reply past the router's {@link #maxStreams} is answered 503
+         * instead (counted within a few: the streams already begun are those counted open); the
+         * filters' {@link Filter#after} see the reply, innermost first; the request is recorded with
+         * the final status and its duration, once (404s and 405s under the endpoint label
+         * {@value Metrics#UNMATCHED}).
          *
-         * @return {@code reply}, or the 503 that replaces it
+         * @return the reply to send: {@code reply}, the 503 that replaces it, or what the filters made of it
          */
         public Reply answer(Reply reply) {
             if (reply.stream != null && !"HEAD".equals(request.method()) && router.metrics.streamsOpen() >= router.maxStreams) {
                 reply = Reply.unavailable("too many event streams open (" + router.maxStreams + ", --max-streams); retry later");
+            }
+            for (int i = entered - 1; i >= 0; i--) {
+                try {
+                    reply = filters[i].after(request, reply);
+                } catch (RuntimeException | Error e) {
+                    reply = Failures.toReply(e, request);
+                }
             }
             series.record(reply.status, started);
             return reply;

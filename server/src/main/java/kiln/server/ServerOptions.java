@@ -1,6 +1,10 @@
 package kiln.server;
 
+import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 
 import picocli.CommandLine;
 import picocli.CommandLine.Option;
@@ -50,6 +54,25 @@ public final class ServerOptions {
         description = "The most streamed replies (server-sent events) open at once; beyond it 503 with Retry-After (default: no cap"
             + " but --max-connections).")
     public Integer maxStreams;
+
+    @Option(names = "--cors", paramLabel = "ORIGIN", split = ",",
+        description = "Let pages of ORIGIN (scheme://host[:port], or * for any) call this server from a browser: CORS, preflights"
+            + " included; repeatable or comma-separated (default: none).")
+    public List<String> corsOrigins = new ArrayList<>();
+
+    @Option(names = "--access-log", paramLabel = "FILE", arity = "0..1", fallbackValue = "-",
+        description = "Write one line per request (combined log format plus the request id) to FILE, appended, or to standard output"
+            + " without FILE or with -; requests then get an X-Request-Id (default: off).")
+    public String accessLog;
+
+    @Option(names = "--auth-tokens", paramLabel = "FILE",
+        description = "Require Authorization: Bearer TOKEN on the --auth-paths, TOKEN one of FILE's lines (each at least 16 characters;"
+            + " blank lines and lines starting with # ignored); others get 401 (default: off).")
+    public Path authTokens;
+
+    @Option(names = "--auth-paths", paramLabel = "PATH", split = ",", defaultValue = "/metrics",
+        description = "The paths --auth-tokens protects, each with what is below it; comma-separated (default: ${DEFAULT-VALUE}).")
+    public List<String> authPaths;
 
     @Option(names = "--db-queue", paramLabel = "N", defaultValue = "16384",
         description = "Writes that may wait for the database's writer; beyond it a write is answered 503 with Retry-After: 1 (default: ${DEFAULT-VALUE}).")
@@ -238,11 +261,55 @@ public final class ServerOptions {
     }
 
     /**
-     * Applies the options that are the request pipeline's to {@code router}: {@code --max-streams}.
+     * Applies the options that are the request pipeline's to {@code router}: {@code --max-streams},
+     * and the middleware the options turn on, outside any filter the router has already: a
+     * {@link RequestId} and the {@link AccessLog} ({@code --access-log}), {@link Cors}
+     * ({@code --cors}), {@link Authentication} ({@code --auth-tokens}, {@code --auth-paths}).
      *
      * @return {@code router}
+     * @throws IllegalArgumentException when the access log or the tokens file cannot be opened or read, or a
+     *                                  CORS origin or a path is malformed (the message names the option)
      */
     public <H, R extends AbstractRouter<H, R>> R applyTo(R router) {
-        return maxStreams == null ? router : router.maxStreams(maxStreams);
+        if (maxStreams != null) router.maxStreams(maxStreams);
+        List<Filter> outer = new ArrayList<>();
+        if (accessLog != null) {
+            outer.add(new RequestId());
+            try {
+                outer.add(accessLog.equals("-") ? AccessLog.toStandardOutput() : AccessLog.toFile(Path.of(accessLog)));
+            } catch (IOException e) {
+                throw new IllegalArgumentException("--access-log " + accessLog + ": cannot open it for appending: " + e.getMessage(), e);
+            }
+        }
+        if (!corsOrigins.isEmpty()) outer.add(named("--cors", () -> Cors.allow(corsOrigins)));
+        if (authTokens != null) {
+            Authentication bearer = named("--auth-tokens " + authTokens, () -> Authentication.bearerTokens("kiln", readTokens(authTokens)));
+            outer.add(named("--auth-paths", () -> bearer.on(authPaths.toArray(new String[0]))));
+        }
+        router.wrap(outer);
+        return router;
+    }
+
+    /** @return what {@code make} makes; its IllegalArgumentException's message prefixed with {@code option} */
+    private static <T> T named(String option, java.util.function.Supplier<T> make) {
+        try {
+            return make.get();
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(option + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** @return the tokens of a file, one per line, blank lines and {@code #} comments skipped */
+    private static List<String> readTokens(Path file) {
+        List<String> tokens = new ArrayList<>();
+        try {
+            for (String line : Files.readAllLines(file)) {
+                String t = line.strip();
+                if (!t.isEmpty() && !t.startsWith("#")) tokens.add(t);
+            }
+        } catch (IOException e) {
+            throw new IllegalArgumentException("cannot read the tokens: " + e, e);
+        }
+        return tokens;
     }
 }

@@ -1,0 +1,191 @@
+package kiln.server;
+
+import java.io.BufferedWriter;
+import java.io.IOException;
+import java.io.OutputStreamWriter;
+import java.io.Writer;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.time.ZoneOffset;
+import java.time.ZonedDateTime;
+import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+import kiln.http.Reply;
+import kiln.http.Request;
+
+/**
+ * Middleware that writes one line per request in the combined log format (Apache's and nginx's
+ * default, which log analyzers read), followed by the request id when a {@link RequestId} filter
+ * runs before this one:
+ * <pre>
+ * 127.0.0.1 - - [27/Nov/2026:01:02:03 +0000] "GET /db HTTP/1.1" 200 32 "-" "curl/7.88.1" "5f3a09c1-1a7"
+ * </pre>
+ * host, identity (always {@code -}), the authenticated user ({@link Authentication#USER}) or
+ * {@code -}, the time the answer was decided, the request line, the status, the body's bytes
+ * ({@code -} for none, for HEAD and for a streamed body), {@code Referer}, {@code User-Agent}.
+ * Behind nginx the host is nginx's: its own access log has the client's. Every request gets its
+ * line: answered by a handler, by the router (404, 405, OPTIONS), by the failure policy, and on kiln's
+ * own HTTP layer also those refused before routing (400, 408, 413, 431, with the request line
+ * {@code "-"}). Quotes, backslashes and control characters in logged values are escaped as
+ * {@code \"}, {@code \\} and {@code \xhh}, so a client cannot forge a line.
+ *
+ * <p>Writing never waits on a request's thread: lines go to a queue of {@value #QUEUE_LINES} that
+ * a daemon thread ({@code kiln-access-log}) writes out, flushing whenever it has caught up. When
+ * the disk or the reader of stdout cannot keep up and the queue is full, lines are dropped and
+ * counted (a warning says how many, at most once a minute); {@link #close} (also run at exit)
+ * writes what is queued. For rotation, use logrotate's {@code copytruncate} (the file is opened for
+ * appending) or log to stdout, the journal's.
+ */
+public final class AccessLog implements Filter, AutoCloseable {
+    private static final Logger LOG = Logger.getLogger(AccessLog.class.getName());
+    static final int QUEUE_LINES = 16_384;
+    private static final DateTimeFormatter TIME = DateTimeFormatter.ofPattern("dd/MMM/yyyy:HH:mm:ss Z", Locale.US);
+    private static final long WARN_EVERY_NANOS = TimeUnit.MINUTES.toNanos(1);
+
+    private final BlockingQueue<String> lines = new ArrayBlockingQueue<>(QUEUE_LINES);
+    private final Writer out;
+    private final Thread writer;
+    private final AtomicLong dropped = new AtomicLong();
+    private volatile boolean closed;
+
+    private AccessLog(Writer out, String where) {
+        this.out = out;
+        this.writer = new Thread(this::drain, "kiln-access-log");
+        writer.setDaemon(true);
+        writer.start();
+        Runtime.getRuntime().addShutdownHook(new Thread(this::close, "kiln-access-log-flush"));
+        LOG.info("access log: " + where);
+    }
+
+    /** @return an access log written to the process's standard output (the journal's, under systemd) */
+    public static AccessLog toStandardOutput() {
+        return new AccessLog(new BufferedWriter(new OutputStreamWriter(System.out, StandardCharsets.UTF_8)), "standard output");
+    }
+
+    /**
+     * @param file appended to, created if missing
+     * @return an access log written to {@code file}
+     * @throws IOException when the file cannot be opened for appending
+     */
+    public static AccessLog toFile(Path file) throws IOException {
+        Writer w = Files.newBufferedWriter(file, StandardCharsets.UTF_8, StandardOpenOption.CREATE, StandardOpenOption.APPEND,
+            StandardOpenOption.WRITE);
+        return new AccessLog(w, file.toAbsolutePath().toString());
+    }
+
+    @Override
+    public Reply after(Request request, Reply reply) {
+        String line = request.method() + " " + request.target() + " HTTP/1." + request.minorVersion();
+        boolean noBody = reply.stream != null || "HEAD".equals(request.method()) || reply.body.length == 0;
+        enqueue(format(request.remoteAddress(), (String) request.attribute(Authentication.USER), line, reply.status,
+            noBody ? -1 : reply.body.length, request.header("Referer"), request.header("User-Agent"), RequestId.of(request)));
+        return reply;
+    }
+
+    @Override
+    public void refused(InetSocketAddress remote, Reply reply) {
+        enqueue(format(remote, null, null, reply.status, reply.body.length == 0 ? -1 : reply.body.length, null, null, null));
+    }
+
+    /** @return one line of the combined log format, with the request id appended when there is one */
+    static String format(InetSocketAddress remote, String user, String requestLine, int status, long bytes,
+                         String referer, String userAgent, String requestId) {
+        StringBuilder b = new StringBuilder(160);
+        b.append(remote == null ? "-" : remote.getAddress() != null ? remote.getAddress().getHostAddress() : remote.getHostString());
+        b.append(" - ").append(user == null ? "-" : escape(user));
+        b.append(" [").append(TIME.format(ZonedDateTime.now(ZoneOffset.UTC))).append("] \"");
+        b.append(requestLine == null ? "-" : escape(requestLine)).append("\" ").append(status).append(' ');
+        b.append(bytes < 0 ? "-" : Long.toString(bytes));
+        b.append(" \"").append(referer == null ? "-" : escape(referer));
+        b.append("\" \"").append(userAgent == null ? "-" : escape(userAgent)).append('"');
+        if (requestId != null) b.append(" \"").append(escape(requestId)).append('"');
+        return b.toString();
+    }
+
+    /** Escapes as Apache's mod_log_config does: {@code \"}, {@code \\}, and {@code \xhh} for control characters. */
+    static String escape(String s) {
+        StringBuilder b = null;
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (c == '"' || c == '\\' || c < 0x20 || c == 0x7f) {
+                if (b == null) b = new StringBuilder(s.length() + 8).append(s, 0, i);
+                if (c == '"' || c == '\\') {
+                    b.append('\\').append(c);
+                } else {
+                    b.append(String.format("\\x%02x", (int) c));
+                }
+            } else if (b != null) {
+                b.append(c);
+            }
+        }
+        return b == null ? s : b.toString();
+    }
+
+    private void enqueue(String line) {
+        if (closed || !lines.offer(line)) dropped.incrementAndGet();
+    }
+
+    /** The writer thread: writes lines as they come, flushes when it has caught up, warns about drops. */
+    private void drain() {
+        List<String> batch = new ArrayList<>(256);
+        long warnedAt = System.nanoTime() - WARN_EVERY_NANOS;
+        long warnedDropped = 0;
+        try {
+            while (!closed || !lines.isEmpty()) {
+                String first = lines.poll(1, TimeUnit.SECONDS);
+                if (first != null) {
+                    out.write(first);
+                    out.write('\n');
+                    batch.clear();
+                    lines.drainTo(batch, 4096);
+                    for (String l : batch) {
+                        out.write(l);
+                        out.write('\n');
+                    }
+                    if (lines.isEmpty()) out.flush();
+                }
+                long d = dropped.get();
+                if (d != warnedDropped && System.nanoTime() - warnedAt >= WARN_EVERY_NANOS) {
+                    LOG.warning("access log: " + (d - warnedDropped) + " lines dropped: the log's output cannot keep up ("
+                        + d + " in all)");
+                    warnedDropped = d;
+                    warnedAt = System.nanoTime();
+                }
+            }
+            out.flush();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (IOException e) {
+            closed = true;
+            LOG.log(Level.SEVERE, "access log: writing failed; no more lines are written", e);
+        }
+    }
+
+    /** @return lines dropped because the queue was full (or the log closed) */
+    public long dropped() {
+        return dropped.get();
+    }
+
+    /** Stops taking lines, writes those queued and flushes; waits up to 2 s. Idempotent. */
+    @Override
+    public void close() {
+        closed = true;
+        try {
+            writer.join(2_000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}

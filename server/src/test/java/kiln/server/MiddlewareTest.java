@@ -1,0 +1,215 @@
+package kiln.server;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.List;
+
+import kiln.http.HttpException;
+import kiln.http.Reply;
+import kiln.http.Request;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Middleware in the one pipeline: filters see every request (handlers, 404/405, OPTIONS, thrown errors) in nesting order. */
+class MiddlewareTest {
+    private static final String TOKEN = "0123456789abcdef-token";
+
+    private static StepRouter router() {
+        return new StepRouter(Metrics.off())
+            .steps("GET", "/hello", request -> Step.of(Reply.text("hi " + request.attribute(Authentication.USER))))
+            .steps("POST", "/hello", request -> Step.of(Reply.text("posted")))
+            .steps("GET", "/boom", request -> { throw new HttpException(409, "taken"); })
+            .steps("GET", "/admin/users", request -> Step.of(Reply.text("users")));
+    }
+
+    /** Runs a request through the router as a front end does: begin, the handler's steps, answer. */
+    private static Reply serve(StepRouter router, String method, String target, String... headers) {
+        int q = target.indexOf('?');
+        Request request = Request.of(method, q < 0 ? target : target.substring(0, q), q < 0 ? null : target.substring(q + 1),
+            List.of(headers), new byte[0]).remoteAddress(new InetSocketAddress("127.0.0.1", 40000));
+        AbstractRouter.Exchange<StepHandler> x = router.begin(request);
+        return x.answer(Step.runBlocking(StepRouter.firstStep(x)));
+    }
+
+    /** A filter that records what it saw, to pin the order. */
+    private static Filter recording(String name, List<String> seen) {
+        return new Filter() {
+            @Override
+            public Reply before(Request request, Reply answer) {
+                seen.add(name + ".before");
+                return null;
+            }
+
+            @Override
+            public Reply after(Request request, Reply reply) {
+                seen.add(name + ".after " + reply.status);
+                return reply;
+            }
+        };
+    }
+
+    @Test
+    void filtersNestInRegistrationOrderAndSeeRouterAnswersAndErrors() {
+        List<String> seen = new ArrayList<>();
+        StepRouter router = router().filter(recording("a", seen)).filter(recording("b", seen));
+        serve(router, "GET", "/hello");
+        assertEquals(List.of("a.before", "b.before", "b.after 200", "a.after 200"), seen);
+        for (String[] c : new String[][] {{"GET", "/nothing", "404"}, {"DELETE", "/hello", "405"}, {"OPTIONS", "/hello", "200"},
+            {"GET", "/boom", "409"}}) {
+            seen.clear();
+            assertEquals(Integer.parseInt(c[2]), serve(router, c[0], c[1]).status, c[1]);
+            assertEquals(List.of("a.before", "b.before", "b.after " + c[2], "a.after " + c[2]), seen, c[0] + " " + c[1]);
+        }
+    }
+
+    @Test
+    void aFilterThatAnswersStopsTheWayInButTheOuterAftersSeeIt() {
+        List<String> seen = new ArrayList<>();
+        StepRouter router = router().filter(recording("outer", seen)).filter(new Filter() {
+            @Override
+            public Reply before(Request request, Reply answer) {
+                return Reply.error(418, "no");
+            }
+        }).filter(recording("inner", seen));
+        assertEquals(418, serve(router, "GET", "/hello").status);
+        assertEquals(List.of("outer.before", "outer.after 418"), seen);
+    }
+
+    @Test
+    void optionsPutsTheirFiltersOutsideTheApps() {
+        List<String> seen = new ArrayList<>();
+        StepRouter router = router().filter(recording("app", seen));
+        ServerOptions.of("--cors", "https://a.example").applyTo(router);
+        Reply preflight = serve(router, "OPTIONS", "/hello", "Origin", "https://a.example", "Access-Control-Request-Method", "POST");
+        assertEquals(204, preflight.status);
+        assertTrue(seen.isEmpty(), "the preflight was answered outside the app's filter: " + seen);
+    }
+
+    @Test
+    void corsPreflightOnAnyPathAndHeadersOnEveryAnswerToAnAllowedOrigin() {
+        StepRouter router = router().filter(Cors.allow("https://a.example"));
+        Reply known = serve(router, "OPTIONS", "/hello", "Origin", "https://a.example", "Access-Control-Request-Method", "POST",
+            "Access-Control-Request-Headers", "content-type, x-token");
+        assertEquals(204, known.status);
+        assertEquals("https://a.example", known.header("Access-Control-Allow-Origin"));
+        assertEquals("GET, HEAD, POST, OPTIONS", known.header("Access-Control-Allow-Methods"), "the path's Allow");
+        assertEquals("content-type, x-token", known.header("Access-Control-Allow-Headers"));
+        assertEquals("600", known.header("Access-Control-Max-Age"));
+        assertTrue(known.header("Vary").contains("Origin"));
+
+        Reply unknown = serve(router, "OPTIONS", "/no/such/path", "Origin", "https://a.example", "Access-Control-Request-Method", "GET");
+        assertEquals(204, unknown.status, "a preflight on any path");
+        assertEquals(Cors.DEFAULT_METHODS, unknown.header("Access-Control-Allow-Methods"));
+
+        Reply foreign = serve(router, "OPTIONS", "/hello", "Origin", "https://evil.example", "Access-Control-Request-Method", "POST");
+        assertEquals(403, foreign.status);
+        assertNull(foreign.header("Access-Control-Allow-Origin"));
+
+        Reply error = serve(router, "GET", "/nothing", "Origin", "https://a.example");
+        assertEquals(404, error.status);
+        assertEquals("https://a.example", error.header("Access-Control-Allow-Origin"), "a page can read the 404");
+        assertEquals("Origin", error.header("Vary"));
+        Reply plain = serve(router, "GET", "/hello", "Origin", "https://evil.example");
+        assertEquals(200, plain.status, "CORS is the browser's to enforce; the answer only lacks the header");
+        assertNull(plain.header("Access-Control-Allow-Origin"));
+        assertEquals("Origin", plain.header("Vary"));
+        assertNull(serve(router, "GET", "/hello").header("Vary"), "not cross-origin: untouched");
+        assertEquals(200, serve(router, "OPTIONS", "/hello", "Origin", "https://a.example").status,
+            "an OPTIONS without Access-Control-Request-Method is no preflight: the router's Allow answer");
+
+        Reply any = serve(router().filter(Cors.allow("*")), "GET", "/hello", "Origin", "https://whoever.example");
+        assertEquals("*", any.header("Access-Control-Allow-Origin"));
+        assertThrows(IllegalArgumentException.class, () -> Cors.allow("*").withCredentials());
+        assertThrows(IllegalArgumentException.class, () -> Cors.allow("https://a.example/path"));
+        Reply credentialed = serve(router().filter(Cors.allow("https://a.example").withCredentials()), "GET", "/hello",
+            "Origin", "https://a.example");
+        assertEquals("true", credentialed.header("Access-Control-Allow-Credentials"));
+    }
+
+    @Test
+    void authenticationRefusesWith401AndAChallengeOnlyOnItsPaths() {
+        StepRouter router = router().filter(Authentication.bearerTokens("kiln", List.of(TOKEN)).on("/admin"));
+        assertEquals(200, serve(router, "GET", "/hello").status, "not a protected path");
+        Reply none = serve(router, "GET", "/admin/users");
+        assertEquals(401, none.status);
+        assertEquals("Bearer realm=\"kiln\"", none.header("WWW-Authenticate"));
+        Reply wrong = serve(router, "GET", "/admin/users", "Authorization", "Bearer not-the-token-at-all");
+        assertEquals(401, wrong.status);
+        assertEquals("Bearer realm=\"kiln\", error=\"invalid_token\"", wrong.header("WWW-Authenticate"));
+        assertEquals(401, serve(router, "GET", "/admin/nothing").status, "an unknown path under a prefix tells nothing");
+        assertEquals(200, serve(router, "GET", "/admin/users", "Authorization", "bearer " + TOKEN).status, "the scheme ignores case");
+        assertEquals(404, serve(router, "GET", "/administrator").status, "prefixes match whole segments");
+
+        StepRouter basic = router().filter(Authentication.basic("admin", (u, p) -> u.equals("ann") && p.equals("s3cret:x")));
+        String good = Base64.getEncoder().encodeToString("ann:s3cret:x".getBytes(StandardCharsets.UTF_8));
+        Reply in = serve(basic, "GET", "/hello", "Authorization", "Basic " + good);
+        assertEquals("hi ann", new String(in.body, StandardCharsets.UTF_8), "the handler reads the user");
+        Reply out = serve(basic, "GET", "/hello", "Authorization", "Basic !!!");
+        assertEquals(401, out.status);
+        assertEquals("Basic realm=\"admin\", charset=\"UTF-8\"", out.header("WWW-Authenticate"));
+        assertThrows(IllegalArgumentException.class, () -> Authentication.bearerTokens("kiln", List.of("short")));
+    }
+
+    @Test
+    void requestIdIsTakenWhenPlausibleElseMadeAndEchoed() {
+        StepRouter router = router().filter(new RequestId());
+        assertEquals("abc-123", serve(router, "GET", "/hello", "X-Request-Id", "abc-123").header("X-Request-Id"));
+        String made = serve(router, "GET", "/nothing", "X-Request-Id", "bad id\" forged").header("X-Request-Id");
+        assertTrue(made.matches("[0-9a-f]{8}-[0-9a-f]+"), made);
+        assertNotEquals(made, serve(router, "GET", "/hello").header("X-Request-Id"));
+    }
+
+    @Test
+    void accessLogWritesOneCombinedLinePerRequestIncludingErrorsAndRefusals(@TempDir Path dir) throws Exception {
+        Path file = dir.resolve("access.log");
+        try (AccessLog log = AccessLog.toFile(file)) {
+            StepRouter router = router().filter(new RequestId()).filter(log)
+                .filter(Authentication.bearerTokens("kiln", List.of(TOKEN)).on("/admin"));
+            serve(router, "GET", "/hello?x=1", "User-Agent", "curl/8 \"quoted\"", "Referer", "http://r.example/", "X-Request-Id", "r1");
+            serve(router, "GET", "/nothing", "X-Request-Id", "r2");
+            serve(router, "GET", "/admin/users", "Authorization", "Bearer " + TOKEN, "X-Request-Id", "r3");
+            serve(router, "GET", "/admin/users", "X-Request-Id", "r4");
+            serve(router, "HEAD", "/hello", "X-Request-Id", "r5");
+            router.refused(new InetSocketAddress("10.0.0.9", 5555), Reply.error(400, "bad request line"));
+        }
+        List<String> lines = Files.readAllLines(file);
+        assertEquals(6, lines.size(), String.join("\n", lines));
+        String date = "\\[\\d{2}/\\w{3}/\\d{4}:\\d{2}:\\d{2}:\\d{2} \\+0000\\]";
+        assertTrue(lines.get(0).matches("127\\.0\\.0\\.1 - - " + date
+            + " \"GET /hello\\?x=1 HTTP/1\\.1\" 200 7 \"http://r\\.example/\" \"curl/8 \\\\\"quoted\\\\\"\" \"r1\""), lines.get(0));
+        assertTrue(lines.get(1).matches(".* \"GET /nothing HTTP/1\\.1\" 404 \\d+ \"-\" \"-\" \"r2\""), lines.get(1));
+        assertTrue(lines.get(2).matches("127\\.0\\.0\\.1 - token-1 .* 200 .*\"r3\""), lines.get(2));
+        assertTrue(lines.get(3).matches(".* 401 .*\"r4\""), lines.get(3));
+        assertTrue(lines.get(4).matches(".*\"HEAD /hello HTTP/1\\.1\" 200 - .*"), lines.get(4));
+        assertTrue(lines.get(5).matches("10\\.0\\.0\\.9 - - " + date + " \"-\" 400 \\d+ \"-\" \"-\""), lines.get(5));
+    }
+
+    @Test
+    void accessLogEscapesWhatCouldForgeALine() {
+        assertEquals("a\\\"b\\\\c\\x0a\\x1b", AccessLog.escape("a\"b\\c\n\u001b"));
+    }
+
+    @Test
+    void badOptionsNameTheOption(@TempDir Path dir) throws Exception {
+        IllegalArgumentException cors = assertThrows(IllegalArgumentException.class,
+            () -> ServerOptions.of("--cors", "a.example").applyTo(router()));
+        assertTrue(cors.getMessage().startsWith("--cors: "), cors.getMessage());
+        Path tokens = Files.writeString(dir.resolve("tokens"), "# ops\nshort\n");
+        IllegalArgumentException auth = assertThrows(IllegalArgumentException.class,
+            () -> ServerOptions.of("--auth-tokens", tokens.toString()).applyTo(router()));
+        assertTrue(auth.getMessage().startsWith("--auth-tokens "), auth.getMessage());
+        IllegalArgumentException log = assertThrows(IllegalArgumentException.class,
+            () -> ServerOptions.of("--access-log", dir.resolve("no/such/dir/log").toString()).applyTo(router()));
+        assertTrue(log.getMessage().startsWith("--access-log "), log.getMessage());
+    }
+}
