@@ -188,6 +188,30 @@ class ServerSentEventsTest {
         assertTrue(metric(server, "http_streams_ended_total{reason=\"client\"}") >= before + 1, "counted as the client's");
     }
 
+    /** kiln's own HTTP layer watches a waiting stream's socket; the library front ends learn of it at their next write (above). */
+    static List<FrontEnd> watchingTheirClients() {
+        return streaming().stream().filter(fe -> fe.connectionClass.equals("kiln.http.Connection")).toList();
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("watchingTheirClients")
+    void aWaitingStreamNoticesItsClientLeavingWithinASecond(FrontEnd fe) throws Exception {
+        ServerProcess server = SERVERS.get(fe);
+        double before = metric(server, "http_streams_ended_total{reason=\"client\"}");
+        double open = metric(server, "http_streams_open");
+        RawConnection c = subscribe(server, "");
+        assertEquals(open + 1, metric(server, "http_streams_open"));
+        long closed = System.nanoTime();
+        c.close();  // no event, no heartbeat (15 s) follows: only the socket tells
+        while (metric(server, "http_streams_ended_total{reason=\"client\"}") < before + 1 && System.nanoTime() - closed < 5_000_000_000L) {
+            Thread.sleep(20);
+        }
+        long ms = (System.nanoTime() - closed) / 1_000_000;
+        assertTrue(metric(server, "http_streams_ended_total{reason=\"client\"}") >= before + 1, "not noticed within 5 s");
+        assertTrue(ms < 1_000, "noticed after " + ms + " ms");
+        assertEquals(open, metric(server, "http_streams_open"));
+    }
+
     @ParameterizedTest(name = "{0}")
     @MethodSource("streaming")
     void aStopEndsEveryStreamWithItsLastChunk(FrontEnd fe) {

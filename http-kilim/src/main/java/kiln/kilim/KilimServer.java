@@ -7,11 +7,8 @@ import java.nio.channels.ServerSocketChannel;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
-import kilim.Pausable;
 import kiln.db.QueryFuture;
 import kiln.http.Limits;
-import kiln.http.Reply;
-import kiln.http.Request;
 import kiln.server.Connections;
 import kiln.server.Launcher;
 
@@ -63,7 +60,7 @@ public final class KilimServer implements Launcher.Server {
     private final int threads;
     private final Router router;
     /** The limits, the open connections and their reaper, the cap's 503, requests in flight: kiln's shared HTTP layer. */
-    private final Connections connections = new Connections();
+    private final Connections connections;
     private long blockedCarrierMs = 100;
     private long handOffMs = 20;
     private long unhealthyMs = 5_000;
@@ -85,7 +82,7 @@ public final class KilimServer implements Launcher.Server {
         this.requestedPort = port;
         this.threads = threads;
         this.router = router;
-        router.metrics().connections(connections::count);
+        this.connections = new Connections(router);
         router.health().add(this::blockedProblem);
     }
 
@@ -172,14 +169,6 @@ public final class KilimServer implements Launcher.Server {
         return connections.maxConnections();
     }
 
-    Connections registry() {
-        return connections;
-    }
-
-    Carriers carriers() {
-        return carriers;
-    }
-
     /**
      * Checks that the classes this server runs were woven, binds the socket and starts accepting.
      *
@@ -203,7 +192,9 @@ public final class KilimServer implements Launcher.Server {
         carriers = new Carriers(threads);
         pollers = new Poller[threads];
         try {
-            for (int i = 0; i < threads; i++) pollers[i] = new Poller(this, connections, carriers, i, i == 0 ? ssc : null);
+            Carriers on = carriers;
+            Poller.Serve serve = (poller, key, c, arrived) -> new ConnectionFiber(router, on, poller, key, c, arrived).start();
+            for (int i = 0; i < threads; i++) pollers[i] = new Poller(serve, connections, carriers, i, i == 0 ? ssc : null);
         } catch (IOException e) {
             ssc.close();
             throw e;
@@ -245,31 +236,6 @@ public final class KilimServer implements Launcher.Server {
             for (Poller p : pollers) p.stop();
         }
         if (carriers != null) carriers.shutdown();
-    }
-
-    /**
-     * Runs the handler ({@link Router#dispatch}: an exception becomes the failure policy's reply, the
-     * metrics count it). Called from connection fibers.
-     */
-    Reply respond(Request request) throws Pausable {
-        connections.requestStarted();
-        try {
-            return router.dispatch(request);
-        } finally {
-            connections.requestEnded();
-        }
-    }
-
-    /** A connection fiber begins a streamed body: a graceful stop waits for it (after waking it), the metrics count it. */
-    void streamStarted() {
-        connections.requestStarted();
-        router.metrics().streamStarted();
-    }
-
-    /** @param reason why the streamed body ended ({@link kiln.server.Streaming}) */
-    void streamEnded(String reason) {
-        router.metrics().streamEnded(reason);
-        connections.requestEnded();
     }
 
     /**

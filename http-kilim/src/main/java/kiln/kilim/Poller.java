@@ -43,8 +43,8 @@ import kiln.server.Connections;
  * <p>A fiber that must wait in the middle of its work (a client that does not read its response
  * fast enough, a lingering close) instead pauses, attached to the key, and is resumed here.
  *
- * <p>The key's attachment says which: a {@link Connection} to start a fiber for, or the paused
- * {@link ConnectionFiber} to resume. The selector thread clears the key's interest when it reports
+ * <p>The key's attachment says which: a {@link Connection} to start a fiber for, or what waits
+ * ({@link Ready}: a paused {@link ConnectionFiber} to resume, a streamed body parked without one). The selector thread clears the key's interest when it reports
  * it, so a socket is reported once per wait; the fiber sets it again with {@link #await}.
  */
 final class Poller implements Runnable {
@@ -58,7 +58,7 @@ final class Poller implements Runnable {
     /** Most bytes the poller reads for a connection without a fiber; the fiber it starts reads the rest. */
     static final int ARRIVED_MAX_BYTES = 2048;
 
-    private final KilimServer server;
+    private final Serve serve;
     private final Connections connections;
     private final Carriers carriers;
     /** This poller's carrier. */
@@ -88,13 +88,14 @@ final class Poller implements Runnable {
     private long acceptPausedUntil;
 
     /**
+     * @param serve    starts a fiber for a connection that has work
      * @param index    the carrier this poller runs on
      * @param listener for carrier 0: a bound, non-blocking listening socket, closed when the poller
      *                 stops; null for the others
      * @throws IOException when the selector cannot be opened
      */
-    Poller(KilimServer server, Connections connections, Carriers carriers, int index, ServerSocketChannel listener) throws IOException {
-        this.server = server;
+    Poller(Serve serve, Connections connections, Carriers carriers, int index, ServerSocketChannel listener) throws IOException {
+        this.serve = serve;
         this.connections = connections;
         this.carriers = carriers;
         this.index = index;
@@ -103,6 +104,18 @@ final class Poller implements Runnable {
         this.acceptKey = listener == null ? null : listener.register(selector, SelectionKey.OP_ACCEPT);
         String name = index == 0 ? "kiln-selector" : "kiln-carrier-" + index;
         carriers.selectorLoop(index, name, this, selector::wakeup);  // started with the carriers
+    }
+
+    /** Starts a fiber ({@link ConnectionFiber}) on this poller's carrier to serve a connection that has work. */
+    interface Serve {
+        /** @param arrived the bytes read for it, or null when it has work without them (a 408 to write) */
+        void start(Poller poller, SelectionKey key, Connection c, byte[] arrived);
+    }
+
+    /** What waits on a socket with this poller: resumed (or woken) when the socket is ready. */
+    interface Ready {
+        /** Called on the poller's thread when the socket is ready for what was awaited. */
+        void ready();
     }
 
     /** For carrier 0's poller, before the carriers start: deal accepted connections to {@code all} in turn. */
@@ -254,8 +267,8 @@ final class Poller implements Runnable {
         } catch (CancelledKeyException e) {
             return;  // closed by its fiber since the select
         }
-        if (attachment instanceof ConnectionFiber paused) {
-            paused.ready();
+        if (attachment instanceof Ready waiting) {
+            waiting.ready();
         } else {
             readable(key, (Connection) attachment);
         }
@@ -263,8 +276,8 @@ final class Poller implements Runnable {
 
     /**
      * Reads what arrived on a connection without a fiber: bytes start a fiber to serve them; the
-     * end of the stream closes the connection here (unless a 408 is to be written first); nothing
-     * at all waits again.
+     * end of the stream closes the connection here (unless it has work left, a 408 to write);
+     * nothing at all waits again.
      */
     private void readable(SelectionKey key, Connection c) {
         int n;
@@ -277,21 +290,23 @@ final class Poller implements Runnable {
         }
         if (n == 0) {
             key.interestOps(SelectionKey.OP_READ);
-        } else if (n < 0 && !c.endOfStream()) {
-            close(c);
-        } else {
-            byte[] arrived = null;
-            if (n > 0) {
-                arrived = new byte[n];
-                b.flip().get(arrived);
-            }
-            ConnectionFiber fiber = new ConnectionFiber(server, this, key, c, arrived);
-            fiber.setScheduler(carriers);
-            fiber.start();
+            return;
         }
+        byte[] arrived = null;
+        if (n > 0) {
+            arrived = new byte[n];
+            b.flip().get(arrived);
+        } else {
+            c.read(-1);
+            if (c.next() == Connection.Action.CLOSE) {
+                close(c);
+                return;
+            }
+        }
+        serve.start(this, key, c, arrived);
     }
 
-    /** Closes a connection, from any thread, once nothing else will touch it. */
+    /** Closes a connection, from any thread, once nothing else will touch it (its fiber's last act). */
     void close(Connection c) {
         Connections.closeQuietly(c.channel());
         connections.closed(c);

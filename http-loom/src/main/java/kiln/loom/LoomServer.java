@@ -7,19 +7,16 @@ import java.nio.ByteBuffer;
 import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ThreadFactory;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
-import kiln.http.BodyStream;
 import kiln.server.Launcher;
-import kiln.server.Streaming;
 import kiln.http.Limits;
-import kiln.http.Reply;
 import kiln.server.VirtualThreads;
 import kiln.http.Connection;
 import kiln.server.Connections;
-import kiln.http.Request;
 
 /**
  * kiln's own HTTP/1.1 layer served by one virtual thread per connection, with blocking socket I/O:
@@ -54,9 +51,11 @@ public final class LoomServer implements Launcher.Server {
     private final int requestedPort;
     private final Router router;
     /** The limits, the open connections and their reaper, the cap's 503, requests in flight: kiln's shared HTTP layer. */
-    private final Connections connections = new Connections();
+    private final Connections connections;
     private ServerSocketChannel channel;
     private Thread acceptor;
+    /** Starts the virtual threads that watch a waiting stream's client ({@link #watchClient}). */
+    private ThreadFactory watchers;
 
     /**
      * @param bindAddress address to listen on, e.g. "0.0.0.0" or "127.0.0.1"
@@ -67,7 +66,7 @@ public final class LoomServer implements Launcher.Server {
         this.bindAddress = bindAddress;
         this.requestedPort = port;
         this.router = router;
-        router.metrics().connections(connections::count);
+        this.connections = new Connections(router);
     }
 
     /**
@@ -114,6 +113,7 @@ public final class LoomServer implements Launcher.Server {
      */
     public void start() throws IOException {
         ThreadFactory virtualThreads = VirtualThreads.factory("kiln-conn-");
+        watchers = VirtualThreads.factory("kiln-watch-");
         ServerSocketChannel ssc = ServerSocketChannel.open();
         try {
             ssc.setOption(StandardSocketOptions.SO_REUSEADDR, true);
@@ -202,34 +202,39 @@ public final class LoomServer implements Launcher.Server {
         }
     }
 
-    /** One connection's life, on its virtual thread: the loop of {@link Connection}, blocking in each wait. */
+    /** One connection's life, on its virtual thread: the loop of kiln's connection state machine ({@link Connection}), blocking in each wait. */
     private void serve(Connection c) {
         SocketChannel ch = c.channel();
         connections.opened(c);
+        CompletableFuture<byte[]> watch = null;  // what the client sent while a stream waited
         try {
             while (true) {
-                Request request;
-                while ((request = c.next()) != null) {
-                    c.answer(request, respond(request));
-                    BodyStream body = c.takeStream();
-                    if (body != null) {
-                        stream(c, body, request);
-                    } else if (c.outputFull()) {
-                        flush(c);
-                    }
-                }
-                if (c.hasOutput()) flush(c);
-                if (c.closing()) {
-                    if (c.startLinger()) {
-                        while (ch.read(c.lingerBuffer()) >= 0 && c.discardedMore()) {
-                            // discard what the client still sends after a refusal, then close
+                switch (c.next()) {
+                    case READ -> {
+                        if (watch == null) {
+                            c.read(ch.read(c.readBuffer()));
+                        } else {
+                            received(c, watch.join());  // the watcher's read comes first
+                            watch = null;
                         }
                     }
-                    return;
-                }
-                if (ch.read(c.readBuffer()) < 0) {  // end of stream: the client closed, or the reaper half-closed it
-                    if (c.endOfStream()) flush(c);
-                    return;
+                    case WRITE -> write(c);
+                    case HANDLE -> c.answer(router.dispatch(c.request()));
+                    case WAIT -> {
+                        if (watch == null) watch = watchClient(c);
+                        CompletableFuture<Void> woken = new CompletableFuture<>();
+                        if (c.park(() -> woken.complete(null))) {
+                            if (watch.isDone()) c.wake();  // the watcher finished before the park: its wake found none
+                            woken.join();  // parks the virtual thread
+                        }
+                        if (watch.isDone()) {
+                            received(c, watch.join());
+                            watch = null;
+                        }
+                    }
+                    case CLOSE -> {
+                        return;
+                    }
                 }
             }
         } catch (IOException e) {
@@ -240,62 +245,44 @@ public final class LoomServer implements Launcher.Server {
         }
     }
 
-    /** Sends a streamed body on this virtual thread, which parks between parts ({@link Streaming#runBlocking}). */
-    private void stream(Connection c, BodyStream body, Request request) throws IOException {
-        c.releaseInputForStream();
-        flush(c);  // the head goes out at once
-        connections.requestStarted();  // a graceful stop waits for the stream to end (it wakes it first)
-        router.metrics().streamStarted();
-        String reason = Streaming.CLIENT;
-        try {
-            reason = Streaming.runBlocking(body, new Streaming.Sink() {
-                @Override
-                public void part(byte[] bytes, int length) throws IOException {
-                    c.appendPart(bytes, length);
-                    if (c.hasOutput()) flush(c);
-                }
+    /**
+     * While a streamed body waits, a virtual thread of its own reads the socket, so that a client
+     * that leaves is noticed at once (its read returns end of stream) rather than at the next
+     * heartbeat's failed write; it wakes the parked connection with what it read.
+     *
+     * @return the bytes the client sent, or null at end of stream (or a failed read)
+     */
+    private CompletableFuture<byte[]> watchClient(Connection c) {
+        CompletableFuture<byte[]> got = new CompletableFuture<>();
+        watchers.newThread(() -> {
+            ByteBuffer b = ByteBuffer.allocate(512);
+            byte[] bytes = null;
+            try {
+                if (c.channel().read(b) > 0) bytes = java.util.Arrays.copyOf(b.array(), b.position());
+            } catch (IOException e) {
+                LOG.log(Level.FINE, "watching a stream's client", e);
+            }
+            got.complete(bytes);
+            c.wake();
+        }).start();
+        return got;
+    }
 
-                @Override
-                public void end() throws IOException {
-                    c.endStream();
-                    flush(c);
-                }
-
-                @Override
-                public boolean stopped() {
-                    return c.streamStopped();
-                }
-
-                @Override
-                public void whenStopped(Runnable wake) {
-                    c.streamStarted(wake);
-                }
-
-                @Override
-                public String writeFailed(IOException failure) {
-                    return c.writeTimedOut() ? Streaming.TIMEOUT : Streaming.CLIENT;
-                }
-            }, request.routeName());
-        } finally {
-            if (Streaming.cut(reason)) c.abortStream();
-            router.metrics().streamEnded(reason);
-            connections.requestEnded();
+    private static void received(Connection c, byte[] bytes) {
+        if (bytes == null) {
+            c.read(-1);
+        } else {
+            c.received(bytes);
         }
     }
 
-    private static void flush(Connection c) throws IOException {
-        ByteBuffer bytes = c.startWrite();
-        while (bytes.hasRemaining()) c.channel().write(bytes);
-        c.written();
-    }
-
-    /** Runs the handler ({@link Router#dispatch}: an exception becomes the failure policy's reply, the metrics count it). */
-    private Reply respond(Request request) {
-        connections.requestStarted();
+    private static void write(Connection c) {
+        ByteBuffer bytes = c.output();
         try {
-            return router.dispatch(request);
-        } finally {
-            connections.requestEnded();
+            while (bytes.hasRemaining()) c.channel().write(bytes);
+            c.written();
+        } catch (IOException e) {
+            c.writeFailed(e);
         }
     }
 }

@@ -1,39 +1,57 @@
 package kiln.http;
 
 import java.io.IOException;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BiConsumer;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
 
 /**
- * One client connection's HTTP/1.1 state, shared by the front ends on kiln's own HTTP layer: the
- * input buffer and the parser's {@link RequestParser.Progress}, the output bytes, and the deadline
- * its {@link Owner}'s reaper enforces ({@code kiln.server.Connections}). Nothing here waits. A front end drives it with a loop in
- * its own way of waiting (a Kilim fiber pauses, a virtual thread blocks); the loop is the same:
+ * One client connection's HTTP/1.1 life as a state machine that does no I/O (the "sans-I/O" design
+ * of h11 and hyper's {@code proto::h1}): told what was read, what the handler answered, that a
+ * write is done or failed, it says what to do next. Parsing, pipelining, the header, idle and write
+ * deadlines, 408, 100-continue, lingering close, streamed replies with their heartbeats and stop,
+ * and the counting of requests in flight and of streams live here, once. Each of kiln's own front
+ * ends is a loop that only reads, writes and waits its own way (a Kilim fiber pauses, a virtual
+ * thread blocks):
  *
  * <pre>{@code
  * while (true) {
- *     Request request;
- *     while ((request = c.next()) != null) {   // every complete request read so far, in order
- *         c.answer(request, respond(request));  // runs the handler: the fiber pauses, the thread blocks
- *         if (c.outputFull()) flush(c);         // write(c.startWrite()); c.written();
- *     }
- *     if (c.hasOutput()) flush(c);
- *     if (c.closing()) return;
- *     if (read(c.readBuffer()) < 0) {           // end of stream: the client closed, or the reaper did
- *         if (c.endOfStream()) flush(c);        // a header timeout: 408 first
- *         return;
+ *     switch (c.next()) {
+ *         case READ   -> c.read(channel.read(c.readBuffer()));          // -1 at end of stream
+ *         case WRITE  -> { write all of c.output(); c.written(); }       // a failure: c.writeFailed(e)
+ *         case HANDLE -> c.answer(router.dispatch(c.request()));        // the fiber pauses, the thread blocks
+ *         case WAIT   -> { if (c.park(wake)) wait until wake runs; }     // a streamed body between parts
+ *         case CLOSE  -> { close the channel; return; }
  *     }
  * }
  * }</pre>
+ * The socket is touched here only to half-close it: by the reaper thread when a deadline passes
+ * ({@link #expireIfOverdue}, which wakes the loop's blocked read or write with end-of-stream or an
+ * error) and to start a lingering close. {@link #next} may be called again without a step in
+ * between: it says the same.
  *
  * <p>Pipelined requests are answered in order and their responses written together (or once
  * {@value #FLUSH_AT} bytes wait). A malformed request is answered with its error status after the
  * responses to the requests before it, then the connection closes: after a framing error the next
  * request's start is unknown (RFC 9112 sections 9.6, 11.2).
+ *
+ * <h2>Streamed replies</h2>
+ * An answer with a {@link Reply#stream} (to anything but HEAD) makes the connection send its body
+ * part by part: {@link #next} polls the {@link BodyStream} and says {@link Action#WRITE} while parts
+ * are ready, and {@link Action#WAIT} while it waits for the future the body returned. The loop then
+ * {@link #park}s with a wake-up of its own; the wake-up runs once, from whichever thread sees it first: the
+ * future completing, the heartbeat falling due (the reaper checks once a second), the server
+ * stopping ({@link #stopStream}), or the front end's own {@link #wake} (Kilim's selector seeing the
+ * client's side readable, e.g. closed). A waiting stream holds no input buffer and no deadline.
  *
  * <h2>Memory</h2>
  * A keep-alive sweep holds tens of thousands of mostly idle connections, so an idle connection
@@ -47,20 +65,41 @@ import java.util.logging.Logger;
  * The connection publishes a deadline and the reaper thread enforces it: while waiting for a new
  * request (idle keep-alive), while a request's head and body arrive (header timeout, against
  * slowloris), and while a response is written to a client that does not read. No deadline runs
- * while a handler works. An overdue connection is only half-closed by the reaper
+ * while a handler works or a stream waits. An overdue connection is only half-closed by the reaper
  * ({@code shutdownInput}/{@code shutdownOutput}): that wakes the connection's reader with
- * end-of-stream (or its writer with an error), and the connection closes the channel itself. Kilim
+ * end-of-stream (or its writer with an error), and the connection's loop closes the channel. Kilim
  * needs that (closing a channel from another thread could race with a pending selector
  * registration, which Kilim's registration fiber does not survive); a blocked virtual thread wakes
  * the same way.
  */
 public final class Connection {
     private static final Logger LOG = Logger.getLogger(Connection.class.getName());
-    /** Largest request the parser's limits allow, plus chunk framing; more means the parser already refused it. */
-    private final int maxInput;
+    private static final VarHandle WAKE;
+
+    static {
+        try {
+            WAKE = MethodHandles.lookup().findVarHandle(Connection.class, "wake", Runnable.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    /** What the front end's loop does next ({@link #next}). */
+    public enum Action {
+        /** Read into {@link #readBuffer()}, then {@link #read(int)}: more of a request, or a lingering close's discards. */
+        READ,
+        /** Write all of {@link #output()}, then {@link #written()} (or {@link #writeFailed}). */
+        WRITE,
+        /** Run the handler of {@link #request()}, then {@link #answer}. */
+        HANDLE,
+        /** A streamed body waits: {@link #park}, and when its wake-up runs (or at once when park says so), {@link #next} again. */
+        WAIT,
+        /** Close the channel: the connection is done. */
+        CLOSE
+    }
+
     /** Write pipelined responses once this many bytes are waiting. */
     private static final int FLUSH_AT = 64 * 1024;
-
     /** The interim response to {@code Expect: 100-continue} (RFC 9110 section 15.2.1). */
     private static final byte[] CONTINUE = "HTTP/1.1 100 Continue\r\n\r\n".getBytes(StandardCharsets.US_ASCII);
 
@@ -76,20 +115,36 @@ public final class Connection {
     /** ...for at most this long (the reaper ends it, 0-1 s later: it checks once a second). */
     private static final long LINGER_NANOS = 2_000_000_000L;
 
-    private final Owner server;
+    private final Owner owner;
     private final SocketChannel channel;
+    /** Largest request the parser's limits allow, plus chunk framing; more means the parser already refused it. */
+    private final int maxInput;
+    private InetSocketAddress remote;
+
     /** How far the request being received has been parsed, so each read parses only what is new; null while idle. */
     private RequestParser.Progress progress;
     /** The bytes read and not yet consumed, from position 0 to the buffer's position; null while idle. */
     private ByteBuffer in;
-    private final Output out = new Output();
     /** Bytes of {@link #in} taken by requests already parsed since the last read. */
     private int consumed;
+    private final Output out = new Output();
+    /** No more requests: close once the output is written (after a lingering close when {@link #refused}). */
     private boolean close;
+    /** The client's side ended (end of stream): answer what was read, then close. */
+    private boolean inputEnded;
     /** The connection closes because a request was refused: its content may still be arriving. */
     private boolean refused;
+    private boolean lingering;
     /** Bytes discarded by a lingering close so far. */
     private long discarded;
+    /** {@link Action#CLOSE} from now on. */
+    private boolean done;
+
+    /** The request whose handler is to run or runs now ({@link Action#HANDLE}), or null. */
+    private Request pending;
+    /** The same, for watchers on other threads ({@link #handlerName}). */
+    private volatile Request current;
+
     /** System.nanoTime() after which the reaper may end the connection; meaningful when {@link #phase} != NONE. */
     private volatile long deadline;
     private volatile int phase = NONE;
@@ -98,21 +153,30 @@ public final class Connection {
     /** The deadline a write interrupted, restored after it. */
     private int phaseBeforeWrite;
     private long deadlineBeforeWrite;
-    /** The request whose handler runs now, or null; read by watchers on other threads. */
-    private volatile Request current;
-    /** The streamed body answered and not yet taken by the front end ({@link #takeStream}), or null. */
+
+    /** The streamed body being sent, or null. */
     private BodyStream stream;
-    /** Whether the streamed body being sent is chunked (HTTP/1.1) or ends with the connection (HTTP/1.0). */
+    /** Its route, e.g. {@code GET /updates/events}, for the log. */
+    private String streamName;
+    /** Whether it is sent chunked (HTTP/1.1) or ends with the connection (HTTP/1.0). */
     private boolean chunked;
-    /** Wakes the front end's wait in a streamed body, so it ends the stream; null while none is sent. */
-    private volatile Runnable streamWake;
+    /** What the body last said to wait for; null before its first poll. */
+    private CompletableFuture<?> streamNext;
+    /** Wakes the connection when a future the body returned completes; registered once per future. */
+    private StreamWatch watch;
+    private long heartbeatNanos;
+    /** System.nanoTime() of the last part or heartbeat appended. */
+    private long lastSent;
     private volatile boolean streamStopped;
-    /** System.nanoTime() when a waiting streamed body's heartbeat is due ({@link #streamHeartbeatAt}); 0 for none. */
-    private volatile long streamHeartbeatAt;
+    /** System.nanoTime() when a parked stream's heartbeat is due, checked by the reaper; 0 for none. */
+    private volatile long heartbeatAt;
+    /** The loop's wake-up while it waits ({@link #park}); whoever swaps it out runs it. */
+    @SuppressWarnings("unused") private volatile Runnable wake;
 
     /**
-     * What a connection needs of the server that owns it: its timeouts and whether it is stopping.
-     * The server's reaper calls {@link #expireIfOverdue} on its open connections.
+     * What a connection needs of the server that owns it: its timeouts and whether it is stopping,
+     * and where it reports requests and streams (counted once here, for every front end on kiln's
+     * own layer). The server's reaper calls {@link #expireIfOverdue} on its open connections.
      */
     public interface Owner {
         /** @return how long a keep-alive connection may wait for its next request, and a write may take, ns */
@@ -128,17 +192,42 @@ public final class Connection {
         default int maxContentBytes() {
             return Limits.MAX_CONTENT;
         }
+
+        /** A handler is to run, or a streamed body begins: a graceful stop waits until {@link #requestEnded}. */
+        default void requestStarted() {
+        }
+
+        /** The handler answered, or the streamed body ended. */
+        default void requestEnded() {
+        }
+
+        /** A streamed body begins. */
+        default void streamStarted() {
+        }
+
+        /** @param reason why a streamed body ended, one of {@link StreamEnd}'s */
+        default void streamEnded(String reason) {
+        }
+
+        /**
+         * A request was refused before it could be routed (400, 408, 413, 431...), for the access log.
+         *
+         * @param remote the client's address, or null
+         */
+        default void refused(InetSocketAddress remote, Reply reply) {
+        }
     }
 
     /**
-     * @param server  what the connection needs of its server: the timeouts, whether it is stopping
-     * @param channel the accepted socket, which the reaper half-closes when overdue
+     * @param owner   what the connection needs of its server: the timeouts, whether it is stopping,
+     *                where it counts requests and streams
+     * @param channel the accepted socket, which the reaper half-closes when overdue; null in tests
      */
-    public Connection(Owner server, SocketChannel channel) {
-        this.server = server;
+    public Connection(Owner owner, SocketChannel channel) {
+        this.owner = owner;
         this.channel = channel;
-        this.maxInput = RequestParser.MAX_REQUEST_LINE + RequestParser.MAX_HEADER_BYTES + 2 * server.maxContentBytes();
-        arm(IDLE, server.idleTimeoutNanos());  // a client that connects and never sends is reaped
+        this.maxInput = RequestParser.MAX_REQUEST_LINE + RequestParser.MAX_HEADER_BYTES + 2 * owner.maxContentBytes();
+        arm(IDLE, owner.idleTimeoutNanos());  // a client that connects and never sends is reaped
     }
 
     /** @return the accepted socket */
@@ -146,13 +235,28 @@ public final class Connection {
         return channel;
     }
 
-    /**
-     * @return the next complete request among the bytes read so far, or null: read more, or close
-     *         when {@link #closing()}. A malformed request is not returned: its error response is
-     *         appended and the connection is closing.
-     */
-    public Request next() {
-        if (close || in == null) return null;
+    /** @return what to do next; the same again until the loop reports a step */
+    public Action next() {
+        if (done) return Action.CLOSE;
+        if (pending != null) return Action.HANDLE;
+        if (stream != null) return streamStep();
+        if (out.length() >= FLUSH_AT) return Action.WRITE;
+        if (!close && in != null && (pending = parse()) != null) {
+            owner.requestStarted();
+            return Action.HANDLE;
+        }
+        if (out.length() > 0) return Action.WRITE;
+        if (lingering) return Action.READ;
+        if (close || inputEnded) {
+            if (refused && !inputEnded && startLinger()) return Action.READ;
+            done = true;
+            return Action.CLOSE;
+        }
+        return Action.READ;
+    }
+
+    /** @return the next complete request among the bytes read, or null: an error reply when it is malformed */
+    private Request parse() {
         try {
             RequestParser.Parsed p = RequestParser.parse(in.array(), consumed, in.position(), progress);
             if (p == null) {
@@ -165,201 +269,262 @@ public final class Connection {
             consumed += p.length;
             phase = NONE;
             current = p.request;
-            return p.request;
+            return p.request.remoteAddress(remote());
         } catch (HttpException e) {
             // a refused HEAD gets the head only (RFC 9110 section 9.3.2), as every answer to a HEAD
-            ResponseWriter.write(out, 1, Reply.error(e.status(), e.getMessage()), false, progress.refusedHead());
-            close = true;
+            refuse(Reply.error(e.status(), e.getMessage()), progress.refusedHead());
             refused = true;
             return null;
         }
     }
 
+    private void refuse(Reply error, boolean head) {
+        ResponseWriter.write(out, 1, error, false, head);
+        close = true;
+        owner.refused(remote(), error);
+    }
+
+    /** @return the request whose handler is to run ({@link Action#HANDLE}) */
+    public Request request() {
+        return pending;
+    }
+
     /**
-     * Appends {@code reply} to {@code request} (head only for HEAD), an error reply in the form the
-     * request's {@code Accept} prefers ({@link Reply#negotiated}); the connection is closing after it
-     * unless both sides keep it alive and the server is not stopping.
+     * The handler of {@link #request()} answered {@code reply}: appends it (head only for HEAD), an
+     * error reply in the form the request's {@code Accept} prefers ({@link Reply#negotiated}). The
+     * connection closes after it unless both sides keep it alive and the server is not stopping; a
+     * streamed reply's body follows ({@link Action#WAIT} and {@link Action#WRITE}).
      */
-    public void answer(Request request, Reply reply) {
+    public void answer(Reply reply) {
+        Request request = pending;
+        pending = null;
         current = null;
-        boolean keepAlive = request.keepAlive() && !server.isStopping();
+        owner.requestEnded();
+        boolean keepAlive = request.keepAlive() && !owner.isStopping();
         if (reply.status >= 400) reply = reply.negotiated(request.header("Accept"));
         boolean head = "HEAD".equals(request.method());
         if (reply.stream != null && !head) {
-            stream = reply.stream;
             chunked = request.minorVersion() >= 1;
             if (!chunked) keepAlive = false;  // an HTTP/1.0 client learns the body's end from the close
+            startStream(reply.stream, request.routeName());
         }
         ResponseWriter.write(out, request.minorVersion(), reply, keepAlive, head);
         if (!keepAlive) close = true;
     }
 
-    /**
-     * After {@link #answer}: the streamed body the reply has ({@link Reply#stream}), which the front
-     * end now sends part by part, in its own way of waiting:
-     * <pre>{@code
-     * BodyStream body = c.takeStream();
-     * if (body != null) {
-     *     flush(c);                                        // the head goes out at once
-     *     c.streamStarted(wake);                           // how a stop wakes the wait below
-     *     while (true) {
-     *         BodyOutput part = new BodyOutput();
-     *         CompletableFuture<?> next = body.poll(part);
-     *         c.appendPart(part); flush(c);
-     *         if (next == null || c.streamStopped()) break;
-     *         wait for next, at most body.heartbeatMillis(); then c.appendPart(body.heartbeat()) if silent
-     *     }
-     *     c.endStream(); flush(c);                         // the last chunk; the connection goes on or closes
-     * }
-     * }</pre>
-     * No deadline runs while the body waits, only while a part is written ({@link #startWrite}).
-     *
-     * @return the streamed body to send, or null when the reply had none (or was to HEAD)
-     */
-    public BodyStream takeStream() {
-        BodyStream s = stream;
+    private void startStream(BodyStream body, String name) {
+        stream = body;
+        streamName = name.intern();  // a route's name: one string for all its streams
+        heartbeatNanos = TimeUnit.MILLISECONDS.toNanos(body.heartbeatMillis());
+        lastSent = System.nanoTime();
+        streamNext = null;
+        watch = new StreamWatch(this);
+        owner.requestStarted();  // a graceful stop waits for the stream to end (it wakes it first)
+        owner.streamStarted();
+        if (in != null && in.position() == consumed) releaseInput();  // a waiting subscriber holds no buffer
+    }
+
+    /** The streamed body's next step: write what is ready, poll it when it may have more, heartbeat, end, or wait. */
+    private Action streamStep() {
+        if (out.length() > 0) return Action.WRITE;
+        while (!streamStopped) {
+            if (streamNext != null && !streamNext.isDone()) {
+                if (System.nanoTime() - lastSent < heartbeatNanos) return Action.WAIT;
+                byte[] heartbeat = stream.heartbeat();
+                lastSent = System.nanoTime();
+                if (heartbeat == null) return Action.WAIT;
+                ResponseWriter.part(out, heartbeat, 0, heartbeat.length, chunked);
+                return Action.WRITE;
+            }
+            BodyOutput part = new BodyOutput();
+            CompletableFuture<?> next;
+            try {
+                next = stream.poll(part);
+            } catch (Exception | Error e) {
+                LOG.log(Level.WARNING, "the streamed body of " + streamName + " failed; closing its connection", e);
+                endStream(StreamEnd.ERROR);
+                return next();
+            }
+            if (part.length() > 0) {
+                ResponseWriter.part(out, part.array(), 0, part.length(), chunked);
+                lastSent = System.nanoTime();
+            }
+            if (next == null) {
+                endStream(StreamEnd.COMPLETE);
+                return next();
+            }
+            if (next != streamNext) {
+                streamNext = next;
+                next.whenComplete(watch);  // once per future: a feed returns the same one until it changes
+            }
+            if (out.length() > 0) return Action.WRITE;
+        }
+        endStream(StreamEnd.STOP);
+        return next();
+    }
+
+    /** Ends the streamed body: the last chunk unless it was cut; the connection closes after a cut or a stop. */
+    private void endStream(String reason) {
+        if (StreamEnd.cut(reason)) {
+            out.release();  // a cut body: close without writing what may wait
+            close = true;
+            done = true;
+        } else {
+            if (chunked) ResponseWriter.lastChunk(out);
+            if (reason.equals(StreamEnd.STOP) || owner.isStopping()) close = true;
+        }
         stream = null;
-        return s;
+        streamNext = null;
+        watch.connection = null;  // a later completion of a shared future finds an empty shell
+        watch = null;
+        heartbeatAt = 0;
+        wake = null;
+        owner.streamEnded(reason);
+        owner.requestEnded();
     }
 
     /**
-     * For a front end about to send a streamed body: gives the input buffer back to the pool and
-     * drops the parser's state when no byte of a next request has arrived, so a subscriber waiting
-     * for events holds no buffer (a pipelined next request keeps them, and is served after the stream).
-     */
-    public void releaseInputForStream() {
-        if (in == null || in.position() != consumed) return;
-        BufferPool.give(in);
-        in = null;
-        progress = null;
-        consumed = 0;
-    }
-
-    /** @param wake wakes the front end's wait in the streamed body, so that it sees {@link #streamStopped()}; from any thread */
-    public void streamStarted(Runnable wake) {
-        streamWake = wake;
-        if (streamStopped) wake.run();  // stopped before the wake was known
-    }
-
-    /**
-     * For a front end whose streamed body waits without a thread or fiber of its own: the reaper
-     * runs the stream's wake ({@link #streamStarted}) once {@code nanoTime} passes (it checks once a
-     * second, so the heartbeat goes out up to a second late).
+     * For {@link Action#WAIT}: waits for the streamed body without the loop's thread or fiber. The
+     * loop's {@code wake} runs once, from any thread, when there may be work: the body's future
+     * completed, the heartbeat fell due (the reaper checks once a second), the server stops, or
+     * {@link #wake()} was called.
      *
-     * @param nanoTime a {@link System#nanoTime()} value; 0 for none
+     * @return true when parked: the loop must not touch the connection until {@code wake} runs;
+     *         false when there is work already: call {@link #next} at once (wake will not run)
      */
-    public void streamHeartbeatAt(long nanoTime) {
-        streamHeartbeatAt = nanoTime;
+    public boolean park(Runnable wake) {
+        long due = lastSent + heartbeatNanos;
+        heartbeatAt = due;
+        WAKE.setVolatile(this, wake);
+        if (streamNext.isDone() || streamStopped || System.nanoTime() - due >= 0) {
+            return !WAKE.compareAndSet(this, wake, null);  // a waker that swapped it out first runs it
+        }
+        return true;
     }
 
-    /** @return true when the server stops: end the streamed body now ({@link #endStream}), and the connection closes after it */
-    public boolean streamStopped() {
-        return streamStopped;
+    /** From any thread: runs the parked loop's wake-up ({@link #park}), once; nothing when none is parked. */
+    public void wake() {
+        Runnable w = (Runnable) WAKE.getAndSet(this, null);
+        if (w != null) w.run();
     }
 
-    /** Appends one part of the streamed body (a chunk on HTTP/1.1); nothing when it is empty. */
-    public void appendPart(byte[] bytes, int length) {
-        ResponseWriter.part(out, bytes, 0, length, chunked);
-    }
+    /** Wakes a parked stream when a future its body returned completes. */
+    private static final class StreamWatch implements BiConsumer<Object, Throwable> {
+        volatile Connection connection;
 
-    /**
-     * Ends the streamed body: the last chunk on HTTP/1.1; an HTTP/1.0 body ends with the connection.
-     * The connection closes after it when the server stops.
-     */
-    public void endStream() {
-        streamWake = null;
-        streamHeartbeatAt = 0;
-        if (chunked) ResponseWriter.lastChunk(out);
-        if (streamStopped || server.isStopping()) close = true;
-    }
+        StreamWatch(Connection connection) {
+            this.connection = connection;
+        }
 
-    /** The streamed body failed midway: the connection closes without the last chunk, so the client sees a cut body. */
-    public void abortStream() {
-        streamWake = null;
-        streamHeartbeatAt = 0;
-        close = true;
-    }
-
-    /** @return true when a write failed because the reaper cut it: the client did not read for the idle timeout */
-    public boolean writeTimedOut() {
-        return expired == WRITE;
+        @Override
+        public void accept(Object result, Throwable failure) {
+            Connection c = connection;
+            if (c != null) c.wake();
+        }
     }
 
     /** For a server's stop, from any thread: a streamed body being sent ends at its next step. */
     public void stopStream() {
         streamStopped = true;
-        Runnable wake = streamWake;
-        if (wake != null) wake.run();
+        wake();
     }
 
-    /** @return true when enough pipelined output waits that it should be written before the next request */
-    public boolean outputFull() {
-        return out.length() >= FLUSH_AT;
-    }
-
-    /** @return true when responses wait to be written */
-    public boolean hasOutput() {
-        return out.length() > 0;
-    }
-
-    /** @return true when the connection must close once its output is written */
-    public boolean closing() {
-        return close;
+    /** @return true while a streamed body is being sent */
+    public boolean streaming() {
+        return stream != null;
     }
 
     /**
-     * Starts writing the waiting responses: arms the write deadline (a client that does not read
-     * is cut after the idle timeout). Write all of the returned bytes, then call {@link #written}.
+     * Starts writing: arms the write deadline (a client that does not read is cut after the idle
+     * timeout). Write all of the returned bytes, then call {@link #written}.
      */
-    public ByteBuffer startWrite() {
+    public ByteBuffer output() {
         phaseBeforeWrite = phase;
         deadlineBeforeWrite = deadline;
-        arm(WRITE, server.idleTimeoutNanos());
+        arm(WRITE, owner.idleTimeoutNanos());
         return out.toByteBuffer();
     }
 
-    /** The bytes of {@link #startWrite} are written: gives their buffer back and restores the deadline they interrupted. */
+    /** The bytes of {@link #output()} are written: gives their buffer back and restores the deadline they interrupted. */
     public void written() {
         out.release();
         deadline = deadlineBeforeWrite;
         phase = phaseBeforeWrite;
     }
 
+    /** A write failed (the client went away, or the reaper cut a client that did not read): the connection closes. */
+    public void writeFailed(IOException failure) {
+        out.release();
+        if (stream != null) endStream(expired == WRITE ? StreamEnd.TIMEOUT : StreamEnd.CLIENT);
+        done = true;
+    }
+
     /**
-     * Prepares the next read: drops the bytes of the requests answered, grows the buffer when a
-     * partial request fills it, and arms the idle deadline (nothing of a next request yet) or the
-     * header deadline (its first bytes are here; not re-armed while it arrives).
+     * Prepares a read: drops the bytes of the requests answered, grows the buffer when a partial
+     * request fills it, and arms the idle deadline (nothing of a next request yet) or the header
+     * deadline (its first bytes are here; not re-armed while it arrives). During a lingering close,
+     * the buffer to discard into.
      *
      * @return the buffer to read into, with room for at least one byte
      */
     public ByteBuffer readBuffer() {
         if (in == null) {
             in = BufferPool.take();
-            progress = new RequestParser.Progress(server.maxContentBytes());
+            progress = new RequestParser.Progress(owner.maxContentBytes());
         }
+        if (lingering) return in.clear();
         in = compact(in, consumed);
         consumed = 0;
-        if (in.position() == 0) {
-            arm(IDLE, server.idleTimeoutNanos());
-        } else if (phase != HEADER) {
-            arm(HEADER, server.headerTimeoutNanos());
+        if (stream == null) {
+            if (in.position() == 0) {
+                arm(IDLE, owner.idleTimeoutNanos());
+            } else if (phase != HEADER) {
+                arm(HEADER, owner.headerTimeoutNanos());
+            }
         }
         return in;
     }
 
     /**
+     * Reports a read into {@link #readBuffer()}.
+     *
+     * @param n the bytes read; 0 for none; -1 at end of stream (the client closed, or the reaper
+     *          half-closed an overdue connection): what was read is answered, then the connection
+     *          closes (after a 408 when the header timeout expired, RFC 9110 section 15.5.9)
+     */
+    public void read(int n) {
+        if (lingering) {
+            discarded += Math.max(n, 0);
+            if (n < 0 || discarded >= LINGER_MAX_BYTES) {
+                lingering = false;
+                done = true;
+            }
+        } else if (n < 0) {
+            inputEnded = true;
+            if (stream != null) {
+                endStream(StreamEnd.CLIENT);
+            } else if (expired == HEADER && !close) {
+                refuse(Reply.error(408, "request not received within " + owner.headerTimeoutNanos() / 1_000_000_000L + " s"), false);
+            }
+        } else if (stream != null && !in.hasRemaining() && in.capacity() >= maxInput) {
+            endStream(StreamEnd.CLIENT);  // a client that sends more than a request's worth while a stream runs
+        }
+    }
+
+    /**
      * Takes bytes the front end read before it had a buffer for this connection, as if
      * {@link #readBuffer()} had received them. Bytes beyond the input limit are dropped: the
-     * request is refused with 431 by {@link #next()} anyway.
+     * request is refused with 431 by then anyway.
      */
     public void received(byte[] bytes) {
         int off = 0;
-        while (off < bytes.length) {
+        while (off < bytes.length && !done) {
             ByteBuffer b = readBuffer();
             int k = Math.min(b.remaining(), bytes.length - off);
             if (k == 0) return;
             b.put(bytes, off, k);
             off += k;
+            read(k);
         }
     }
 
@@ -367,69 +532,42 @@ public final class Connection {
      * For a front end about to wait for its socket to become readable without holding a buffer:
      * when nothing of a next request has arrived, gives the input buffer back to the pool and drops
      * the parser's state, so the idle connection holds neither ({@link #readBuffer()} borrows them
-     * again). Call after {@link #readBuffer()}, when a read found no bytes.
-     *
-     * @return true when the connection is idle and now holds no buffer
+     * again).
      */
-    public boolean releaseIfIdle() {
-        if (in == null) return true;
-        if (in.position() != 0 || hasOutput()) return false;
+    public void releaseIfIdle() {
+        if (in != null && in.position() == consumed && out.length() == 0 && !lingering) releaseInput();
+    }
+
+    private void releaseInput() {
         BufferPool.give(in);
         in = null;
         progress = null;
-        return true;
+        consumed = 0;
     }
 
     /**
-     * The read saw end-of-stream: the client closed, or the reaper half-closed an overdue connection.
+     * Starts a lingering close once the responses are written and the connection closes because a
+     * request was refused (413 for a body over the limit, 400 for broken framing...): the client
+     * may still be sending its content, and closing with unread bytes in the socket makes the kernel
+     * reset the connection, which can destroy the refusal before the client, or a proxy such as
+     * nginx (which then answers 502), has read it. So, as RFC 9112 section 9.6 describes: output is
+     * shut down (the client reads the response, then end of stream), and the loop reads and
+     * discards what still arrives, up to {@value #LINGER_MAX_BYTES} bytes and 2 s (the reaper
+     * half-closes input then), then closes.
      *
-     * @return true when a 408 was appended because the header timeout expired (RFC 9110 section
-     *         15.5.9: tell a slow client why): write it, then close
+     * @return true when the connection lingers; false to close at once
      */
-    public boolean endOfStream() {
-        if (expired != HEADER) return false;
-        ResponseWriter.write(out, 1, Reply.error(408, "request not received within "
-            + server.headerTimeoutNanos() / 1_000_000_000L + " s"), false, false);
-        close = true;
-        return true;
-    }
-
-    /**
-     * Starts a lingering close, once the responses are written and the connection is
-     * {@link #closing()} because a request was refused (413 for a body over the limit, 400 for broken
-     * framing...): the client may still be sending its content, and closing with unread bytes in
-     * the socket makes the kernel reset the connection, which can destroy the refusal before the
-     * client, or a proxy such as nginx (which then answers 502), has read it. So, as RFC 9112
-     * section 9.6 describes: output is shut down (the client reads the response, then end of
-     * stream), and the front end reads and discards what still arrives into {@link #lingerBuffer()}
-     * while {@link #discardedMore()} says so, up to {@value #LINGER_MAX_BYTES} bytes and 2 s (the
-     * reaper half-closes input then), then closes.
-     *
-     * @return true when the front end should linger; false to close at once
-     */
-    public boolean startLinger() {
-        if (!refused) return false;
+    private boolean startLinger() {
+        if (channel == null) return false;
         try {
             channel.shutdownOutput();
         } catch (IOException e) {
             return false;  // the client reset the connection: nothing is left to protect
         }
         arm(LINGER, LINGER_NANOS);
+        lingering = true;
         discarded = 0;
         return true;
-    }
-
-    /** @return the buffer to read and discard into during a lingering close, emptied */
-    public ByteBuffer lingerBuffer() {
-        if (in == null) in = BufferPool.take();
-        in.clear();
-        return in;
-    }
-
-    /** Counts the bytes just read into {@link #lingerBuffer()}. @return true to read and discard more */
-    public boolean discardedMore() {
-        discarded += in.position();
-        return discarded < LINGER_MAX_BYTES;
     }
 
     /** @return the handler now running, e.g. {@code GET /todos/{id}}, for a report, or null between requests */
@@ -438,23 +576,44 @@ public final class Connection {
         return r == null ? null : r.routeName();
     }
 
+    /** The loop ended (the channel is closed): what was open is counted as ended, a stream as the client's leaving. */
+    public void closed() {
+        if (stream != null) endStream(StreamEnd.CLIENT);
+        if (pending != null) {
+            pending = null;
+            owner.requestEnded();
+        }
+        done = true;
+    }
+
+    private InetSocketAddress remote() {
+        if (remote == null && channel != null) {
+            try {
+                remote = (InetSocketAddress) channel.getRemoteAddress();
+            } catch (IOException e) {
+                return null;  // closed already
+            }
+        }
+        return remote;
+    }
+
     private void arm(int what, long nanos) {
         deadline = System.nanoTime() + nanos;
         phase = what;
     }
 
     /**
-     * Called by the reaper thread: if this connection's deadline has passed, half-close it so that
-     * its reader wakes up with end-of-stream (or its writer with a failed write) and closes it.
+     * Called by the reaper thread: wakes a parked stream whose heartbeat is due; if this
+     * connection's deadline has passed, half-closes it so that its reader wakes up with end-of-stream
+     * (or its writer with a failed write) and closes it.
      *
      * @return true if the connection was expired
      */
     public boolean expireIfOverdue(long now) {
-        long heartbeatAt = streamHeartbeatAt;
-        if (heartbeatAt != 0 && now - heartbeatAt >= 0) {
-            streamHeartbeatAt = 0;
-            Runnable wake = streamWake;
-            if (wake != null) wake.run();
+        long beat = heartbeatAt;
+        if (beat != 0 && now - beat >= 0) {
+            heartbeatAt = 0;
+            wake();
         }
         int p = phase;
         if (p == NONE || now - deadline < 0 || expired == p) return false;

@@ -16,9 +16,9 @@ class ReplyTest {
     static String onTheWire(String rawRequest, Reply reply) {
         Connection c = new Connection(new TestOwner(), null);
         c.received(rawRequest.getBytes(StandardCharsets.ISO_8859_1));
-        Request request = c.next();
-        c.answer(request, reply);
-        ByteBuffer out = c.startWrite();
+        assertSame(Connection.Action.HANDLE, c.next());
+        c.answer(reply);
+        ByteBuffer out = c.output();
         byte[] bytes = new byte[out.remaining()];
         out.get(bytes);
         c.written();

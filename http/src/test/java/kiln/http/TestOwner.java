@@ -1,8 +1,21 @@
 package kiln.http;
 
-/** A {@link Connection.Owner} for tests that drive a connection by hand: 1 s timeouts, never stopping, a content limit. */
+import java.net.InetSocketAddress;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * A {@link Connection.Owner} for tests that drive a connection by hand: 1 s timeouts, a content
+ * limit, a stop switch, and what the connection reported (requests in flight, streams, refusals).
+ */
 final class TestOwner implements Connection.Owner {
     private final int maxContent;
+    volatile boolean stopping;
+    final AtomicInteger inFlight = new AtomicInteger();
+    final AtomicInteger streamsOpen = new AtomicInteger();
+    final List<String> streamsEnded = new CopyOnWriteArrayList<>();
+    final List<Integer> refused = new CopyOnWriteArrayList<>();
 
     TestOwner() {
         this(Limits.MAX_CONTENT);
@@ -24,11 +37,37 @@ final class TestOwner implements Connection.Owner {
 
     @Override
     public boolean isStopping() {
-        return false;
+        return stopping;
     }
 
     @Override
     public int maxContentBytes() {
         return maxContent;
+    }
+
+    @Override
+    public void requestStarted() {
+        inFlight.incrementAndGet();
+    }
+
+    @Override
+    public void requestEnded() {
+        inFlight.decrementAndGet();
+    }
+
+    @Override
+    public void streamStarted() {
+        streamsOpen.incrementAndGet();
+    }
+
+    @Override
+    public void streamEnded(String reason) {
+        streamsOpen.decrementAndGet();
+        streamsEnded.add(reason);
+    }
+
+    @Override
+    public void refused(InetSocketAddress remote, Reply reply) {
+        refused.add(reply.status);
     }
 }

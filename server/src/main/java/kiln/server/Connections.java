@@ -17,13 +17,14 @@ import kiln.http.ResponseWriter;
  * The server side of kiln's own HTTP layer, shared by the front ends that use it: the limits
  * (idle and header timeouts, the connection cap), the open {@link Connection}s and the reaper
  * thread that expires overdue ones, the one-shot 503 beyond the cap, the requests in flight that
- * a graceful stop waits for. It never waits for a socket itself: the front end's accept loop and
- * connection loops do, in their own way.
+ * a graceful stop waits for, and what the connections report to the router (streams begun and
+ * ended, in the metrics; requests refused before routing, to the middleware). It never waits for a
+ * socket itself: the front end's accept loop and connection loops do, in their own way.
  *
  * <p>Life of a connection: the accept loop calls {@link #admit} (beyond the cap the connection is
  * answered 503 and closed), then the front end calls {@link #opened} as it starts serving the
  * connection (Kilim's selector at accept, loom's virtual thread as it begins) and finally
- * {@link #closed}. A handler runs between {@link #requestStarted} and {@link #requestEnded}.
+ * {@link #closed}. The connection itself reports its requests and streams ({@link Connection.Owner}).
  *
  * <h2>Threads</h2>
  * {@code kiln-reaper} ({@link Reaper}): once a second, half-closes connections past their idle, header or write
@@ -32,6 +33,7 @@ import kiln.http.ResponseWriter;
 public final class Connections implements Connection.Owner {
     private static final Logger LOG = Logger.getLogger(Connections.class.getName());
 
+    private final AbstractRouter<?, ?> router;
     private final AtomicInteger count = new AtomicInteger();
     private final AtomicInteger inFlight = new AtomicInteger();
     private final Set<Connection> open = ConcurrentHashMap.newKeySet();
@@ -45,6 +47,12 @@ public final class Connections implements Connection.Owner {
     private long lastAcceptErrorLog;
     private long lastRefusalLog;
     private long refusedSinceLog;
+
+    /** @param router the pipeline the connections' requests go through: its metrics count them and their streams */
+    public Connections(AbstractRouter<?, ?> router) {
+        this.router = router;
+        router.metrics().connections(count::get);
+    }
 
     /**
      * Sets how long a keep-alive connection may wait for its next request, and how long writing a
@@ -173,20 +181,36 @@ public final class Connections implements Connection.Owner {
         open.add(c);
     }
 
-    /** A connection's loop ended and its channel is closed. */
+    /** A connection's loop ended and its channel is closed: what it had open is counted as ended. */
     public void closed(Connection c) {
+        c.closed();
         open.remove(c);
         count.decrementAndGet();
     }
 
-    /** A handler starts: a graceful stop waits for it. */
+    @Override
     public void requestStarted() {
         inFlight.incrementAndGet();
     }
 
-    /** A handler ended. */
+    @Override
     public void requestEnded() {
         inFlight.decrementAndGet();
+    }
+
+    @Override
+    public void streamStarted() {
+        router.metrics().streamStarted();
+    }
+
+    @Override
+    public void streamEnded(String reason) {
+        router.metrics().streamEnded(reason);
+    }
+
+    @Override
+    public void refused(java.net.InetSocketAddress remote, Reply reply) {
+        router.refused(remote, reply);
     }
 
     /**

@@ -26,15 +26,15 @@ public final class Streaming {
     private static final Logger LOG = Logger.getLogger(Streaming.class.getName());
 
     /** The body said it is complete ({@link BodyStream#poll} returned null). */
-    public static final String COMPLETE = "complete";
+    public static final String COMPLETE = kiln.http.StreamEnd.COMPLETE;
     /** The client went away: a write failed. */
-    public static final String CLIENT = "client";
+    public static final String CLIENT = kiln.http.StreamEnd.CLIENT;
     /** The client did not read: a write took longer than the idle timeout and was cut. */
-    public static final String TIMEOUT = "timeout";
+    public static final String TIMEOUT = kiln.http.StreamEnd.TIMEOUT;
     /** The server stopped. */
-    public static final String STOP = "stop";
+    public static final String STOP = kiln.http.StreamEnd.STOP;
     /** The body threw; the connection closed without the last chunk, so the client sees a cut body. */
-    public static final String ERROR = "error";
+    public static final String ERROR = kiln.http.StreamEnd.ERROR;
 
     private Streaming() {
     }
@@ -129,7 +129,7 @@ public final class Streaming {
      *         the connection must close without the last chunk ({@code Connection.abortStream})
      */
     public static boolean cut(String reason) {
-        return !reason.equals(COMPLETE) && !reason.equals(STOP);
+        return kiln.http.StreamEnd.cut(reason);
     }
 
     /** Logs a body that threw. @return {@link #ERROR} */
