@@ -51,6 +51,7 @@ MAIN_SOURCES := $(shell find . \( -path ./conformance -o -path ./starter \) -pru
 help:
 	@echo "make demo [SERVER=$(SERVER_NAMES)] [PORT=8080] [DATA=data] [HEAP=256m] [ARGS=\"--threads 2\"]   build if needed and start a server"
 	@echo "make demo APP=kiln.kilim.example.TodoApp   build and run an in-tree example instead of the demo (SERVER=loom for kiln.loom.example.*)"
+	@echo "make demo ARGS=\"--app board\"              the message board example (docs/data.md) on any SERVER="
 	@echo "make install                               put kiln's artifacts (with sources and javadoc jars) and its Kilim weaver plugin into ~/.m2 (tests skipped)"
 	@echo "make new-app DIR=../myapp [KIND=loom]      a new app of your own in DIR, on Kilim fibers (or virtual threads); then: cd DIR && make run"
 	@echo "make backup TO=DIR [DATA=data]             compacted copy of the database into DIR/data.mdb (also while a server runs)"

@@ -135,16 +135,5 @@ enum Deviation {
      * <p>Checked instead: a request on a connection over the cap is not answered while the cap
      * holds, and is answered once connections close.
      */
-    CONNECTION_CAP_WAITS_IN_BACKLOG,
-
-    /**
-     * Streamed replies (server-sent events, {@code kiln.http.Reply#stream}) are not sent yet: the
-     * front end answers them 501. Jetty's async mode would need the servlet's non-blocking
-     * {@code WriteListener} driven from the worker queue, Undertow's modes its
-     * {@code StreamSinkChannel} with write listeners, Comsat a fiber-blocking servlet output; each is
-     * work not done yet (docs/live-data.md). Jetty's blocking and loom modes, kilim and loom stream.
-     *
-     * <p>Checked instead: 501 whose body names the front ends that stream.
-     */
-    STREAMED_REPLIES_ARE_501
+    CONNECTION_CAP_WAITS_IN_BACKLOG
 }

@@ -1,15 +1,15 @@
 package kiln.comsat;
 
-import kiln.demo.DemoDb;
-import kiln.demo.Endpoints;
+import kiln.demo.AppOption;
 import kiln.server.Launcher;
 import kiln.demo.Params;
 import kiln.server.ServerOptions;
+import kiln.server.StepRouter;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 
 /**
- * {@code java -jar kiln-comsat.jar [--port N] [--bind ADDR] [--data DIR] [--threads N]} on JDK 17:
+ * {@code java -jar kiln-comsat.jar [--port N] [--bind ADDR] [--data DIR] [--threads N] [--app demo|board]} on JDK 17:
  * opens (and on first start fills) the database, serves the endpoint registry with Comsat's
  * FiberHttpServlet on embedded Jetty 9.4, and on SIGTERM or Ctrl-C stops accepting, finishes
  * requests in flight, commits queued writes and closes LMDB.
@@ -35,7 +35,8 @@ public final class ComsatMain {
     ServerOptions server;
 
     public static void main(String[] args) {
-        ServerOptions options = ServerOptions.parseOrExit(new ComsatMain(), Endpoints.usage(), args);
+        AppOption app = new AppOption();
+        ServerOptions options = ServerOptions.parseOrExit(new ComsatMain(), AppOption.usage(), args, app);
         String problem = Preflight.problem();
         if (problem != null) ServerOptions.fail(NAME, problem);
         // Read once each: when the first fiber creates Quasar's default scheduler, and when the
@@ -47,7 +48,7 @@ public final class ComsatMain {
             System.setProperty(ASYNC_TIMEOUT, Long.toString(Params.MAX_DELAY_MS + 30_000L));
         }
         Launcher.run(NAME, options, db -> {
-            ComsatServer server = new ComsatServer(options, DemoDb.open(db));
+            ComsatServer server = new ComsatServer(options, app.addTo(new StepRouter(options.metrics(db)), db));
             server.start();
             return server;
         });

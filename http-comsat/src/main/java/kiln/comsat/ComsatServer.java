@@ -9,13 +9,13 @@ import javax.servlet.http.HttpServletRequest;
 import javax.servlet.http.HttpServletResponse;
 
 import kiln.server.ConnectionWatch;
-import kiln.demo.DemoDb;
-import kiln.demo.Endpoints;
 import kiln.server.StepRouter;
 import kiln.server.Launcher;
 import kiln.http.Limits;
 import kiln.http.Reply;
+import kiln.server.OpenStreams;
 import kiln.server.ServerOptions;
+import kiln.server.WorkerPool;
 import org.eclipse.jetty.io.EndPoint;
 import org.eclipse.jetty.server.ConnectionLimit;
 import org.eclipse.jetty.server.HttpConfiguration;
@@ -32,7 +32,8 @@ import org.eclipse.jetty.util.Callback;
 import org.eclipse.jetty.util.thread.QueuedThreadPool;
 
 /**
- * Embedded Jetty 9.4 with {@link KilnServlet} mapped to {@code /*}.
+ * Embedded Jetty 9.4 with {@link KilnServlet} mapped to {@code /*}, serving an app's routes (a
+ * {@link StepRouter}: the demo's endpoints, the board, a user's).
  *
  * <h2>Threads</h2>
  * <ul>
@@ -61,13 +62,17 @@ final class ComsatServer implements Launcher.Server {
     private final ServerConnector connector;
     private final ConnectionLimit connectionLimit;
     private final long headerTimeoutMs;
+    /** The streams being sent: ended first at a stop, so the graceful stop need not wait for them. */
+    private final OpenStreams streams;
+    /** One thread that continues streamed bodies between parts, and their heartbeat timer. */
+    private final WorkerPool streamWorker = new WorkerPool(1);
     private ConnectionWatch<EndPoint> watch;
 
     /**
      * @param options --bind, --port and the limits
-     * @param demo    the demo tables
+     * @param routes  the app's routes, with its metrics ({@code options.applyTo} is applied here)
      */
-    ComsatServer(ServerOptions options, DemoDb demo) {
+    ComsatServer(ServerOptions options, StepRouter routes) {
         QueuedThreadPool pool = new QueuedThreadPool(MAX_THREADS, MIN_THREADS);
         pool.setName("kiln-jetty");
         server = new Server(pool);
@@ -78,8 +83,9 @@ final class ComsatServer implements Launcher.Server {
         http.setSendServerVersion(false);
         http.setSendDateHeader(false);
         http.setSendXPoweredBy(false);
-        // Jetty 9.4 waits for the first bytes of content before calling the servlet; no endpoint
-        // reads content, and a client that declares some and sends none would hold the request.
+        // Jetty 9.4 waits for the first bytes of content before calling the servlet; the fiber reads
+        // content with a ReadListener instead, so a client that declares some and sends none holds
+        // only a suspended fiber until the idle timeout.
         http.setDelayDispatchUntilContent(false);
         // As in the Jetty 12 front end: no per-connection header cache (Jetty 9.4 builds a 4096-entry
         // trie for every HTTP/1.1 connection), so thousands of keep-alive connections fit a small heap.
@@ -97,10 +103,11 @@ final class ComsatServer implements Launcher.Server {
         ServletContextHandler context = new ServletContextHandler(ServletContextHandler.NO_SESSIONS);
         context.setContextPath("/");
         context.setErrorHandler(new JettyErrors());  // errors Jetty raises inside the context
-        StepRouter router = options.applyTo(Endpoints.addTo(new StepRouter(options.metrics(demo.db())), demo));
+        StepRouter router = options.applyTo(routes);
+        streams = new OpenStreams(router.metrics());
         // Jetty's own count of the connector's open connections, kept by the connection limit
         router.metrics().connections(connectionLimit::getConnections);
-        ServletHolder holder = new ServletHolder("kiln", new KilnServlet(router));
+        ServletHolder holder = new ServletHolder("kiln", new KilnServlet(router, streams, streamWorker));
         holder.setAsyncSupported(true);  // FiberHttpServlet answers from its fiber through an AsyncContext
         context.addServlet(holder, "/*");
         // StatisticsHandler counts requests in flight, async ones included, so stop() can wait for them.
@@ -142,12 +149,14 @@ final class ComsatServer implements Launcher.Server {
     @Override
     public void stop(long graceMillis) {
         if (watch != null) watch.stop();
+        streams.stop();  // open streams end now, so the grace period is for requests
         server.setStopTimeout(graceMillis);
         try {
             server.stop();
         } catch (Exception e) {
             LOG.log(Level.WARNING, "Jetty did not stop cleanly", e);
         }
+        streamWorker.stop();
     }
 
     /**
@@ -171,6 +180,9 @@ final class ComsatServer implements Launcher.Server {
             Reply refusal = Reply.refuseRequest(base.getHttpFields().size(), length == null ? -1 : Long.parseLong(length.trim()),
                 codings.isEmpty() ? null : String.join(",", codings), base.getHeader("Host"), maxContent);
             if (refusal == null) {
+                // Comsat hands the fiber a Servlet 3.0 wrapper of the request: the fiber reaches Jetty's own
+                // request (its async I/O, fields and client address) through this attribute
+                base.setAttribute(KilnServlet.BASE_REQUEST, base);
                 super.handle(target, base, request, response);
                 return;
             }

@@ -1,6 +1,7 @@
 package kiln.comsat;
 
 import java.io.IOException;
+import java.util.concurrent.CompletableFuture;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
@@ -16,7 +17,9 @@ import kiln.server.AbstractRouter.Exchange;
 import kiln.server.Step;
 import kiln.server.StepHandler;
 import kiln.server.StepRouter;
-import kiln.server.Streaming;
+import kiln.server.OpenStreams;
+import kiln.server.WorkerPool;
+import org.eclipse.jetty.server.Request;
 import org.eclipse.jetty.server.Response;
 
 /**
@@ -41,30 +44,62 @@ final class KilnServlet extends FiberHttpServlet {
     private static final long serialVersionUID = 1L;
     private static final Logger LOG = Logger.getLogger(KilnServlet.class.getName());
 
-    private final transient StepRouter router;
+    /** The request attribute that holds Jetty's own {@link Request} (Comsat's wrapper implements only Servlet 3.0). */
+    static final String BASE_REQUEST = "kiln.comsat.baseRequest";
 
-    /** @param router the routes (the demo's endpoints) */
-    KilnServlet(StepRouter router) {
+    private final transient StepRouter router;
+    private final transient OpenStreams streams;
+    private final transient WorkerPool streamWorker;
+
+    /**
+     * @param router       the routes (an app's: the demo's endpoints, the board)
+     * @param streams      the server's open streams: counted, and ended at a stop
+     * @param streamWorker the thread that continues streamed bodies between parts, and their heartbeat timer
+     */
+    KilnServlet(StepRouter router, OpenStreams streams, WorkerPool streamWorker) {
         this.router = router;
+        this.streams = streams;
+        this.streamWorker = streamWorker;
     }
 
-    /** Runs in the request's fiber; answers every method and path through the registry's routing. */
+    /**
+     * Runs in the request's fiber; answers every method and path through the router. The fiber
+     * suspends for the request's content, for each wait of the handler, and for the whole of a
+     * streamed body, whose parts go out through servlet async I/O as the body gives them.
+     */
     @Override
     @Suspendable
     protected void service(HttpServletRequest request, HttpServletResponse response) throws IOException {
-        Exchange<StepHandler> exchange = router.begin(request.getMethod(), request.getRequestURI(), request.getQueryString());
-        Reply reply;
+        Request base = (Request) request.getAttribute(BASE_REQUEST);
         try {
-            reply = run(StepRouter.firstStep(exchange));
+            CompletableFuture<byte[]> content = FiberContent.read(base);
+            FiberAwait.await(content);
+            if (content.isCompletedExceptionally()) return;  // the client left midway: nothing to answer
+            Exchange<StepHandler> exchange = begin(base, content.join());
+            Reply reply = exchange.answer(run(StepRouter.firstStep(exchange)));
+            if (reply.stream == null || "HEAD".equals(request.getMethod())) {
+                Responses.send(request, (Response) response, reply);
+            } else {
+                Responses.head(request, (Response) response, reply);
+                FiberAwait.await(stream(base, reply, exchange.request().routeName()));
+            }
         } catch (SuspendExecution e) {
             // Quasar's instrumentation suspends and resumes through this frame; the exception never
             // reaches here in instrumented code.
             throw uninstrumented(e);
         } catch (InterruptedException e) {
-            reply = interrupted(request, e);
+            Responses.send(request, (Response) response, interrupted(request, e));
         }
-        reply = exchange.answer(Streaming.unlessStreamed(reply, "comsat"));
-        Responses.send(request, (Response) response, reply);
+    }
+
+    private Exchange<StepHandler> begin(Request request, byte[] content) {
+        return router.begin(request.getMethod(), request.getRequestURI(), request.getQueryString(), Responses.headers(request),
+            content, request.getRemoteInetSocketAddress());
+    }
+
+    /** @return when the streamed body has ended, sent by callbacks on the stream worker ({@link OpenStreams#runAsync}) */
+    private CompletableFuture<String> stream(Request request, Reply reply, String name) throws IOException {
+        return streams.runAsync(reply.stream, new FiberContent.Stream(request), name, streamWorker.queue(), streamWorker.timer());
     }
 
     /**

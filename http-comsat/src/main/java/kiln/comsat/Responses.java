@@ -28,6 +28,35 @@ final class Responses {
     private Responses() {
     }
 
+    /**
+     * Sets the status and the head's fields but no Content-Length: for a streamed body (Jetty chunks
+     * it on HTTP/1.1, and ends it with the connection on HTTP/1.0), or before {@link #send} adds it.
+     *
+     * @return the reply as sent: an error in the form the request's {@code Accept} prefers
+     */
+    static Reply head(HttpServletRequest request, Response response, Reply answer) {
+        Reply reply = answer.status >= 400 ? answer.negotiated(request.getHeader("Accept")) : answer;
+        HttpFields fields = response.getHttpFields();
+        putHead(fields, reply.contentType);
+        for (int i = 0; i < reply.headerCount(); i++) fields.add(reply.headerName(i), reply.headerValue(i));
+        if (HttpVersion.HTTP_1_0.is(request.getProtocol()) && !fields.contains(HttpHeader.CONNECTION)) {
+            fields.put(CONNECTION_CLOSE);
+        }
+        response.setStatus(reply.status);
+        return reply;
+    }
+
+    /** @return the request's header fields, names and values alternating, for handlers that read them */
+    static java.util.List<String> headers(org.eclipse.jetty.server.Request request) {
+        HttpFields fields = request.getHttpFields();
+        java.util.List<String> list = new java.util.ArrayList<>(2 * fields.size());
+        for (HttpField f : fields) {
+            list.add(f.getName());
+            list.add(f.getValue());
+        }
+        return list;
+    }
+
     /** Puts Server, Date and Content-Type (Content-Length comes from the body's length). */
     static void putHead(HttpFields fields, String contentType) {
         fields.put(SERVER);
@@ -53,14 +82,7 @@ final class Responses {
      * writes the response once its Content-Length worth of bytes is written).
      */
     static void send(HttpServletRequest request, Response response, Reply answer) throws IOException {
-        Reply reply = answer.status >= 400 ? answer.negotiated(request.getHeader("Accept")) : answer;
-        HttpFields fields = response.getHttpFields();
-        putHead(fields, reply.contentType);
-        for (int i = 0; i < reply.headerCount(); i++) fields.add(reply.headerName(i), reply.headerValue(i));
-        if (HttpVersion.HTTP_1_0.is(request.getProtocol()) && !fields.contains(HttpHeader.CONNECTION)) {
-            fields.put(CONNECTION_CLOSE);
-        }
-        response.setStatus(reply.status);
+        Reply reply = head(request, response, answer);
         // A 204 has no Content-Length (RFC 9110 section 8.6).
         if (reply.status != 204) response.setContentLength(reply.body.length);
         if (reply.body.length == 0) {

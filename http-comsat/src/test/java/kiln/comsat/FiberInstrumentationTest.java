@@ -71,7 +71,8 @@ class FiberInstrumentationTest {
         originalErr = System.err;
         System.setErr(new PrintStream(new Tee(originalErr, STDERR), true, StandardCharsets.UTF_8));
         db = Db.open(data);
-        server = new ComsatServer(ServerOptions.of("--bind", "127.0.0.1", "--port", "0"), DemoDb.open(db));
+        server = new ComsatServer(ServerOptions.of("--bind", "127.0.0.1", "--port", "0"),
+            kiln.demo.Endpoints.addTo(new kiln.server.StepRouter(kiln.server.Metrics.off()), DemoDb.open(db)));
         server.start();
     }
 

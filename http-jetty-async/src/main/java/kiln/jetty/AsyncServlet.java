@@ -12,22 +12,24 @@ import jakarta.servlet.http.HttpServletResponse;
 
 import kiln.http.Reply;
 import kiln.server.AbstractRouter.Exchange;
+import kiln.server.OpenStreams;
 import kiln.server.StepHandler;
 import kiln.server.StepRouter;
 import kiln.server.WorkerPool;
-import kiln.server.Streaming;
 import org.eclipse.jetty.ee10.servlet.HttpOutput;
 import org.eclipse.jetty.ee10.servlet.ServletContextResponse;
 import org.eclipse.jetty.util.Callback;
 
 /**
  * The async mode. Threading rule: Jetty's threads only parse requests and call
- * {@link #service}, which starts async processing, queues the request to the worker threads and
+ * {@link #service}, which starts async processing, reads the request's content with a
+ * {@code ReadListener} ({@link Content#readAsync}), queues the request to the worker threads and
  * returns at once. A worker runs the endpoint; reads finish inline, and a request that waits
  * (durable write, {@code /hello} delay) is finished later by a worker again, through
  * {@link WorkerPool#run}. No worker ever blocks: the response body goes out with
  * Jetty's non-blocking {@link HttpOutput#sendContent(ByteBuffer, Callback)}, whose callback
- * completes the {@link AsyncContext}.
+ * completes the {@link AsyncContext}, and a streamed body with a {@code WriteListener}
+ * ({@link AsyncStream}), its waits and heartbeats in callbacks ({@link OpenStreams#runAsync}).
  */
 final class AsyncServlet extends HttpServlet {
     private static final long serialVersionUID = 1L;
@@ -35,18 +37,21 @@ final class AsyncServlet extends HttpServlet {
 
     private final transient StepRouter router;
     private final transient WorkerPool workers;
+    private final transient OpenStreams streams;
     /** The most content bytes accepted ({@code --max-content}). */
     private final int maxContent;
 
     /**
-     * @param router    the routes (the demo's endpoints)
-     * @param workers   the request queue, its worker threads and the delay timer
+     * @param router     the routes (an app's: the demo's endpoints, the board)
+     * @param workers    the request queue, its worker threads and the timer (delays, heartbeats)
+     * @param streams    the server's open streams: counted, and ended at a stop
      * @param maxContent the most content bytes accepted ({@code --max-content})
      */
-    AsyncServlet(StepRouter router, WorkerPool workers, int maxContent) {
+    AsyncServlet(StepRouter router, WorkerPool workers, OpenStreams streams, int maxContent) {
         this.router = router;
         this.maxContent = maxContent;
         this.workers = workers;
+        this.streams = streams;
     }
 
     @Override
@@ -55,29 +60,38 @@ final class AsyncServlet extends HttpServlet {
         if (Responses.refused(request, response, maxContent)) return;
         AsyncContext async = request.startAsync();
         // No async timeout: every queued request ends by itself (the database completes or fails
-        // every write, the timer fires every delay); Jetty's idle timeout still ends dead connections.
+        // every write, the timer fires every delay, a stream ends at a stop or a failed write);
+        // Jetty's idle timeout still ends dead connections.
         async.setTimeout(0);
-        workers.queue().execute(() -> serve(async));
+        Content.readAsync(request, content -> workers.queue().execute(() -> serve(async, content)), failure -> {
+            LOG.log(Level.FINE, "request content not read (client gone?)", failure);
+            async.complete();
+        });
     }
 
     /** On a worker: runs the endpoint, then sends its reply (now, or when the wait ends). */
-    private void serve(AsyncContext async) {
+    private void serve(AsyncContext async, byte[] content) {
         HttpServletRequest request = (HttpServletRequest) async.getRequest();
-        Exchange<StepHandler> exchange = router.begin(request.getMethod(), request.getRequestURI(), request.getQueryString());
+        Exchange<StepHandler> exchange = router.begin(request.getMethod(), request.getRequestURI(), request.getQueryString(),
+            Responses.headers(request), content, Content.remote(request));
         workers.run(StepRouter.firstStep(exchange), reply -> send(async, request, exchange, reply));
     }
 
-    private static void send(AsyncContext async, HttpServletRequest request, Exchange<StepHandler> exchange, Reply answer) {
-        Reply reply = Responses.negotiated(request, exchange.answer(Streaming.unlessStreamed(answer, "jetty-async")));
+    private void send(AsyncContext async, HttpServletRequest request, Exchange<StepHandler> exchange, Reply answer) {
+        Reply reply = Responses.negotiated(request, exchange.answer(answer));
         try {
             HttpServletResponse response = (HttpServletResponse) async.getResponse();
             Responses.head(request, response, reply);
+            if (reply.stream != null && !"HEAD".equals(request.getMethod())) {
+                streams.runAsync(reply.stream, new AsyncStream(async), exchange.request().routeName(), workers.queue(), workers.timer());
+                return;
+            }
             HttpOutput out = ServletContextResponse.getServletContextResponse(response).getHttpOutput();
             out.sendContent(ByteBuffer.wrap(reply.body), Callback.from(async::complete, failure -> {
                 LOG.log(Level.FINE, "response not sent (client gone?)", failure);
                 async.complete();
             }));
-        } catch (RuntimeException e) {
+        } catch (IOException | RuntimeException e) {
             LOG.log(Level.FINE, "response not sent (client gone?)", e);
             async.complete();
         }

@@ -1,8 +1,6 @@
 package kiln.jetty;
 
 import java.io.IOException;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 
 import jakarta.servlet.ServletOutputStream;
 import jakarta.servlet.http.HttpServlet;
@@ -12,6 +10,7 @@ import jakarta.servlet.http.HttpServletResponse;
 import kiln.http.BodyStream;
 import kiln.http.Reply;
 import kiln.server.AbstractRouter.Exchange;
+import kiln.server.OpenStreams;
 import kiln.server.Step;
 import kiln.server.StepHandler;
 import kiln.server.StepRouter;
@@ -28,20 +27,25 @@ final class BlockingServlet extends HttpServlet {
     private final transient StepRouter router;
     /** The most content bytes accepted ({@code --max-content}). */
     private final int maxContent;
-    /** Wakes the wait of each stream being sent, so a stop ends it. */
-    private final transient Set<Runnable> streams = ConcurrentHashMap.newKeySet();
-    private volatile boolean stopping;
+    /** The server's open streams: counted, and ended at a stop. */
+    private final transient OpenStreams streams;
 
-    /** @param router the routes (the demo's endpoints) */
-    BlockingServlet(StepRouter router, int maxContent) {
+    /**
+     * @param router     the routes (an app's: the demo's endpoints, the board)
+     * @param streams    the server's open streams
+     * @param maxContent the most content bytes accepted ({@code --max-content})
+     */
+    BlockingServlet(StepRouter router, OpenStreams streams, int maxContent) {
         this.router = router;
+        this.streams = streams;
         this.maxContent = maxContent;
     }
 
     @Override
     protected void service(HttpServletRequest request, HttpServletResponse response) throws IOException {
         if (Responses.refused(request, response, maxContent)) return;
-        Exchange<StepHandler> exchange = router.begin(request.getMethod(), request.getRequestURI(), request.getQueryString(), Responses.headers(request));
+        Exchange<StepHandler> exchange = router.begin(request.getMethod(), request.getRequestURI(), request.getQueryString(),
+            Responses.headers(request), Content.readBlocking(request), Content.remote(request));
         Reply reply = Responses.negotiated(request, exchange.answer(Step.runBlocking(StepRouter.firstStep(exchange))));
         Responses.head(request, response, reply);
         if (reply.stream == null) {
@@ -52,7 +56,7 @@ final class BlockingServlet extends HttpServlet {
     }
 
     /**
-     * Sends a streamed body on this thread, which parks between parts ({@link Streaming#runBlocking}):
+     * Sends a streamed body on this thread, which parks between parts ({@link OpenStreams#runBlocking}):
      * each part is one flush, so one chunk (Jetty chunks a body without Content-Length on HTTP/1.1,
      * and ends it with the connection on HTTP/1.0). With {@code --mode loom} the thread is virtual; in
      * blocking mode every subscriber holds a pool thread.
@@ -60,46 +64,13 @@ final class BlockingServlet extends HttpServlet {
     private void stream(HttpServletResponse response, BodyStream body, String name) throws IOException {
         ServletOutputStream out = response.getOutputStream();
         out.flush();  // the head goes out at once
-        Runnable[] wake = new Runnable[1];
-        router.metrics().streamStarted();
-        String reason = Streaming.CLIENT;
-        try {
-            reason = Streaming.runBlocking(body, new Streaming.Sink() {
-                @Override
-                public void part(byte[] bytes, int length) throws IOException {
-                    if (length == 0) return;
-                    out.write(bytes, 0, length);
-                    out.flush();
-                }
-
-                @Override
-                public void end() {
-                    // the servlet's return ends the body: Jetty writes the last chunk
-                }
-
-                @Override
-                public boolean stopped() {
-                    return stopping;
-                }
-
-                @Override
-                public void whenStopped(Runnable w) {
-                    wake[0] = w;
-                    streams.add(w);
-                    if (stopping) w.run();
-                }
-            }, name);
-        } finally {
-            if (wake[0] != null) streams.remove(wake[0]);
-            router.metrics().streamEnded(reason);
-        }
+        // the servlet's return ends the body: Jetty writes the last chunk
+        String reason = streams.runBlocking(body, (bytes, length) -> {
+            if (length == 0) return;
+            out.write(bytes, 0, length);
+            out.flush();
+        }, name);
         // Jetty aborts a response whose servlet threw after committing it: the client sees a cut body, not a complete one
         if (reason.equals(Streaming.ERROR)) throw new IOException("the streamed body of " + name + " failed (logged above)");
-    }
-
-    /** Ends every stream being sent at its next step, and any started later: before Jetty's graceful stop waits for them. */
-    void stopStreams() {
-        stopping = true;
-        for (Runnable wake : streams) wake.run();
     }
 }

@@ -1,18 +1,18 @@
 package kiln.jetty;
 
-import kiln.demo.DemoDb;
-import kiln.demo.Endpoints;
+import kiln.demo.AppOption;
 import kiln.server.Launcher;
 import kiln.server.ModeOptions;
 import kiln.server.ServerOptions;
+import kiln.server.StepRouter;
 import kiln.server.VirtualThreads;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 
 /**
  * {@code java -jar kiln-jetty.jar [--port N] [--bind ADDR] [--data DIR] [--threads N]
- * [--mode async|blocking|loom] [--workers N]}: opens (and on first start fills) the database, serves the
- * endpoint registry on embedded Jetty, and on SIGTERM or Ctrl-C stops accepting, finishes requests in
+ * [--mode async|blocking|loom] [--workers N] [--app demo|board]}: opens (and on first start fills) the
+ * database, serves the endpoint registry (or the message board: {@link AppOption}) on embedded Jetty, and on SIGTERM or Ctrl-C stops accepting, finishes requests in
  * flight, commits queued writes and closes LMDB. {@code --mode loom} needs JDK 21 or newer and
  * exits 1 with one line naming the JDK to use on an older one.
  */
@@ -30,10 +30,12 @@ public final class JettyMain {
 
     public static void main(String[] args) {
         JettyMain command = new JettyMain();
-        ServerOptions options = ServerOptions.parseOrExit(command, Endpoints.usage(), args);
+        AppOption app = new AppOption();
+        ServerOptions options = ServerOptions.parseOrExit(command, AppOption.usage(), args, app);
         if (command.threading.mode == ModeOptions.Mode.LOOM) VirtualThreads.requireOrExit(NAME);
         Launcher.run(NAME, options, db -> {
-            JettyServer server = new JettyServer(options, command.threading.mode, command.threading.workers, DemoDb.open(db));
+            JettyServer server = new JettyServer(options, command.threading.mode, command.threading.workers,
+                app.addTo(new StepRouter(options.metrics(db)), db));
             server.start();
             return server;
         });

@@ -8,12 +8,11 @@ import java.util.logging.Logger;
 import jakarta.servlet.http.HttpServlet;
 
 import kiln.server.ConnectionWatch;
-import kiln.demo.DemoDb;
-import kiln.demo.Endpoints;
 import kiln.server.StepRouter;
 import kiln.server.Launcher;
 import kiln.http.Limits;
 import kiln.server.ModeOptions;
+import kiln.server.OpenStreams;
 import kiln.server.ServerOptions;
 import kiln.server.WorkerPool;
 import org.eclipse.jetty.http.HttpCompliance;
@@ -33,7 +32,8 @@ import org.eclipse.jetty.util.VirtualThreads;
 import org.eclipse.jetty.util.thread.QueuedThreadPool;
 
 /**
- * Embedded Jetty 12 serving the demo endpoints through one servlet mapped to {@code /*}.
+ * Embedded Jetty 12 serving an app's routes (a {@link StepRouter}: the demo's endpoints, the board,
+ * a user's) through one servlet mapped to {@code /*}.
  *
  * <h2>Threads</h2>
  * <ul>
@@ -76,16 +76,18 @@ final class JettyServer implements Launcher.Server {
     /** The servlet every request runs: async, blocking (also for loom), or a test's. */
     private final HttpServlet servlet;
     private final long headerTimeoutMs;
+    /** The streams being sent (null for a test's servlet): ended first at a stop, so the graceful stop need not wait for them. */
+    private final OpenStreams streams;
     private ConnectionWatch<EndPoint> watch;
 
     /**
      * @param options   --bind, --port, --threads (selector threads), and the limits
      * @param mode      async (queue + workers), blocking (thread per request) or loom (virtual thread per request)
      * @param workers   worker threads in async mode, 1..3
-     * @param demo      the demo tables
+     * @param router    the app's routes, with its metrics ({@code options.applyTo} is applied here)
      */
-    JettyServer(ServerOptions options, ModeOptions.Mode mode, int workers, DemoDb demo) {
-        this(options, mode, workers, demo, null);
+    JettyServer(ServerOptions options, ModeOptions.Mode mode, int workers, StepRouter router) {
+        this(options, mode, workers, router, null);
     }
 
     /** For tests: serves {@code servlet} on every path, run the way {@code mode} runs the blocking servlet. */
@@ -93,7 +95,7 @@ final class JettyServer implements Launcher.Server {
         this(options, mode, 1, null, servlet);
     }
 
-    private JettyServer(ServerOptions options, ModeOptions.Mode mode, int workers, DemoDb demo, HttpServlet testServlet) {
+    private JettyServer(ServerOptions options, ModeOptions.Mode mode, int workers, StepRouter routes, HttpServlet testServlet) {
         QueuedThreadPool pool = new QueuedThreadPool();
         pool.setName("kiln-jetty");
         if (mode == ModeOptions.Mode.LOOM) {
@@ -135,19 +137,21 @@ final class JettyServer implements Launcher.Server {
         server.addBean(connectionLimit);
         headerTimeoutMs = options.headerTimeoutMs;
 
-        StepRouter router = testServlet != null ? null : options.applyTo(Endpoints.addTo(new StepRouter(options.metrics(demo.db())), demo));
+        StepRouter router = testServlet != null ? null : options.applyTo(routes);
         if (testServlet != null) {
             workerPool = null;
+            streams = null;
             servlet = testServlet;
         } else {
+            streams = new OpenStreams(router.metrics());
             // Jetty's own count of the connector's open connections, kept by the connection limit
             router.metrics().connections(connectionLimit::getNetworkConnectionCount);
             if (mode == ModeOptions.Mode.ASYNC) {
                 workerPool = new WorkerPool(workers);
-                servlet = new AsyncServlet(router, workerPool, options.maxContentBytes);
+                servlet = new AsyncServlet(router, workerPool, streams, options.maxContentBytes);
             } else {
                 workerPool = null;  // blocking and loom: the same blocking servlet, on pool threads or virtual threads
-                servlet = new BlockingServlet(router, options.maxContentBytes);
+                servlet = new BlockingServlet(router, streams, options.maxContentBytes);
             }
         }
         ServletContextHandler context = new ServletContextHandler("/");
@@ -189,7 +193,7 @@ final class JettyServer implements Launcher.Server {
     @Override
     public void stop(long graceMillis) {
         if (watch != null) watch.stop();
-        if (servlet instanceof BlockingServlet blocking) blocking.stopStreams();
+        if (streams != null) streams.stop();  // open streams end now, so the grace period is for requests
         server.setStopTimeout(graceMillis);
         try {
             server.stop();

@@ -1,6 +1,6 @@
 package kiln.kilim;
 
-import kiln.demo.DemoDb;
+import kiln.demo.AppOption;
 import kiln.demo.Endpoints;
 import kiln.server.ServerOptions;
 
@@ -16,8 +16,9 @@ public final class KilimDemo {
     }
 
     public static void main(String[] args) {
+        AppOption app = new AppOption();  // --app board: the message board instead
         KilimMain command = new KilimMain();
-        ServerOptions options = ServerOptions.parseOrExit(command, Endpoints.usage(), args);
-        command.start("kiln-kilim", options, db -> Endpoints.addTo(new Router(options.metrics(db)), DemoDb.open(db)));
+        ServerOptions options = ServerOptions.parseOrExit(command, AppOption.usage(), args, app);
+        command.start("kiln-kilim", options, db -> app.addTo(new Router(options.metrics(db)), db));
     }
 }

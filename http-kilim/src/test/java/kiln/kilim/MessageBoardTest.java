@@ -28,12 +28,12 @@ import java.util.regex.Pattern;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import kiln.db.Db;
-import kiln.kilim.example.MessageBoard;
+import kiln.demo.board.MessageBoard;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The message board example through HTTP: a unique e-mail (409), sessions that expire (401), pages
+ * The message board example (kiln.demo.board, written once as steps) through HTTP on Kilim fibers: a unique e-mail (409), sessions that expire (401), pages
  * newest first with continuations (400 when forged), a room's count and last time, a user's
  * messages by index, and a room's events, resumable with Last-Event-ID and only its own.
  */
@@ -118,7 +118,7 @@ class MessageBoardTest {
     @Test
     void theBoardKeepsUsersSessionsRoomsPagesIndexesAndEvents() throws Exception {
         try (Db db = Db.open(dir)) {
-            KilimServer server = new KilimServer("127.0.0.1", 0, 2, MessageBoard.routes(db));
+            KilimServer server = new KilimServer("127.0.0.1", 0, 2, MessageBoard.addTo(new Router(), db));
             server.start();
             try (Events lobbyEvents = new Events(server.port(), "/rooms/lobby/events", null)) {
                 String base = "http://127.0.0.1:" + server.port();
@@ -182,7 +182,7 @@ class MessageBoardTest {
     @Test
     void aSessionExpires() throws Exception {
         try (Db db = Db.open(dir)) {
-            KilimServer server = new KilimServer("127.0.0.1", 0, 2, MessageBoard.routes(db, Duration.ofMillis(300)));
+            KilimServer server = new KilimServer("127.0.0.1", 0, 2, MessageBoard.addTo(new Router(), db, Duration.ofMillis(300)));
             server.start();
             try {
                 String base = "http://127.0.0.1:" + server.port();
@@ -201,7 +201,7 @@ class MessageBoardTest {
     /** The example's source is the model the issue asked for: no key encoded by hand, no count kept by hand, no feed filtered. */
     @Test
     void theSourceEncodesNoKeyKeepsNoCountAndFiltersNoFeed() throws Exception {
-        String source = Files.readString(Path.of("src/main/java/kiln/kilim/example/MessageBoard.java"));
+        String source = Files.readString(Path.of("../demo/src/main/java/kiln/demo/board/MessageBoard.java"));
         for (String handMade : new String[] {"String.format", "%019d", "ByteBuffer", "scanBackward", "feed.read(", "touches(", ".add(txn"}) {
             assertTrue(!source.contains(handMade), "the example uses " + handMade);
         }

@@ -1,6 +1,6 @@
 package kiln.loom;
 
-import kiln.demo.DemoDb;
+import kiln.demo.AppOption;
 import kiln.demo.Endpoints;
 import kiln.server.ServerOptions;
 
@@ -16,8 +16,9 @@ public final class LoomDemo {
     }
 
     public static void main(String[] args) {
+        AppOption app = new AppOption();  // --app board: the message board instead
         LoomMain command = new LoomMain();
-        ServerOptions options = ServerOptions.parseOrExit(command, Endpoints.usage(), args);
-        command.start("kiln-loom", options, db -> Endpoints.addTo(new Router(options.metrics(db)), DemoDb.open(db)));
+        ServerOptions options = ServerOptions.parseOrExit(command, AppOption.usage(), args, app);
+        command.start("kiln-loom", options, db -> app.addTo(new Router(options.metrics(db)), db));
     }
 }

@@ -1,6 +1,10 @@
 package kiln.undertow;
 
+import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.Consumer;
 
 import io.undertow.server.HttpServerExchange;
 import io.undertow.util.HeaderMap;
@@ -14,11 +18,13 @@ import kiln.http.Reply;
 
 /** Sends {@link Reply}s on Undertow exchanges. */
 final class Exchanges {
+    private static final byte[] NO_CONTENT = new byte[0];
+
     private Exchanges() {
     }
 
     /**
-     * @return the request's path as sent, for {@link kiln.server.AbstractRouter#begin(String, String, String)}: Undertow's
+     * @return the request's path as sent, for {@link kiln.server.AbstractRouter#begin}: Undertow's
      *         {@code getRequestPath()} drops path parameters ({@code /plaintext;x} would be served as
      *         {@code /plaintext}, where every other front end answers 404), so the path is taken from
      *         the request URI (raw: {@code DECODE_URL} is off), minus an absolute-form's scheme and
@@ -67,6 +73,82 @@ final class Exchanges {
     }
 
     /**
+     * Reads the request's content without blocking (Undertow's {@link io.undertow.io.Receiver}):
+     * {@code then} gets it once all of it is in, on the IO thread (at once when there is none).
+     * Only a Content-Length within {@code --max-content} gets here ({@link #refuseContent}). A client
+     * that leaves midway ends the exchange (the receiver's default error callback).
+     */
+    static void readContent(HttpServerExchange exchange, Consumer<byte[]> then) {
+        if (exchange.getRequestContentLength() <= 0) {
+            then.accept(NO_CONTENT);
+        } else {
+            exchange.getRequestReceiver().receiveFullBytes((ex, content) -> then.accept(content));
+        }
+    }
+
+    /** Reads the request's content on the calling thread, which blocks until it is in (a worker pool thread). */
+    static byte[] readContentBlocking(HttpServerExchange exchange) throws IOException {
+        if (exchange.getRequestContentLength() <= 0) return NO_CONTENT;
+        if (!exchange.isBlocking()) exchange.startBlocking();
+        return exchange.getInputStream().readNBytes((int) exchange.getRequestContentLength());
+    }
+
+    /** @return the request's header fields, names and values alternating, for {@link kiln.server.AbstractRouter#begin} */
+    static List<String> headers(HttpServerExchange exchange) {
+        HeaderMap map = exchange.getRequestHeaders();
+        List<String> fields = new ArrayList<>(2 * map.size());
+        for (HeaderValues values : map) {
+            for (String value : values) {
+                fields.add(values.getHeaderName().toString());
+                fields.add(value);
+            }
+        }
+        return fields;
+    }
+
+    /**
+     * Routes the request with everything Undertow parsed: method, raw path and query, header fields,
+     * {@code content} and the client's address.
+     */
+    static <H> kiln.server.AbstractRouter.Exchange<H> begin(kiln.server.AbstractRouter<H, ?> router, HttpServerExchange exchange, byte[] content) {
+        return router.begin(exchange.getRequestMethod().toString(), rawPath(exchange), exchange.getQueryString(), headers(exchange),
+            content, exchange.getSourceAddress());
+    }
+
+    /**
+     * Sets status and headers (no Content-Length for a streamed reply: Undertow chunks it) for a
+     * reply whose body the caller writes itself; an error in the form the request's {@code Accept}
+     * prefers. See {@link #send} for the header order.
+     */
+    static void head(HttpServerExchange exchange, Reply reply) {
+        exchange.setStatusCode(reply.status);
+        // Undertow's own phrases differ from RFC 9110's for some codes (505 "HTTP Version not supported").
+        exchange.setReasonPhrase(Http.reason(reply.status));
+        HeaderMap headers = exchange.getResponseHeaders();
+        headers.put(Headers.SERVER, Http.SERVER);
+        headers.put(Headers.DATE, HttpDate.now());
+        if (reply.contentType != null) headers.put(Headers.CONTENT_TYPE, reply.contentType);
+        // A 204 has no Content-Length (RFC 9110 section 8.6); Undertow writes no body for it.
+        if (reply.status != 204 && reply.stream == null) headers.put(Headers.CONTENT_LENGTH, reply.body.length);
+        for (int i = 0; i < reply.headerCount(); i++) headers.add(HttpString.tryFromString(reply.headerName(i)), reply.headerValue(i));
+        // With ALWAYS_SET_KEEP_ALIVE off (no Connection header on HTTP/1.1 responses), Undertow no
+        // longer confirms an HTTP/1.0 keep-alive either; ApacheBench -k needs that confirmation. A
+        // streamed body on HTTP/1.0 ends with the connection, so it is not confirmed then.
+        if (exchange.isHttp10() && exchange.isPersistent() && reply.stream == null) headers.put(Headers.CONNECTION, Headers.KEEP_ALIVE.toString());
+        // Undertow says it closes for every status but 204, a response it frames without a body conduit.
+        if (reply.status == 204 && !exchange.isPersistent()) headers.put(Headers.CONNECTION, Headers.CLOSE.toString());
+        // Undertow writes the request's version in the status line; the contract answers every
+        // request as HTTP/1.1 (RFC 9110 section 6.2: the highest version the server conforms to).
+        // Persistence was settled when the request was parsed, so this changes only the status line.
+        exchange.setProtocol(Protocols.HTTP_1_1);
+    }
+
+    /** @return {@code reply}, an error in the form the request's {@code Accept} prefers ({@link Reply#negotiated}) */
+    static Reply negotiated(HttpServerExchange exchange, Reply reply) {
+        return reply.status >= 400 ? reply.negotiated(exchange.getRequestHeaders().getFirst(Headers.ACCEPT)) : reply;
+    }
+
+    /**
      * Sets status and headers and sends the body with Undertow's non-blocking sender, which ends
      * the exchange once written; an error in the form the request's {@code Accept} prefers
      * ({@link Reply#negotiated}). Callable from any thread that owns the exchange (a dispatched
@@ -78,26 +160,8 @@ final class Exchanges {
      * adds {@code Connection: close} itself when it will close (RFC 9112 section 9.3).
      */
     static void send(HttpServerExchange exchange, Reply answer) {
-        Reply reply = answer.status >= 400 ? answer.negotiated(exchange.getRequestHeaders().getFirst(Headers.ACCEPT)) : answer;
-        exchange.setStatusCode(reply.status);
-        // Undertow's own phrases differ from RFC 9110's for some codes (505 "HTTP Version not supported").
-        exchange.setReasonPhrase(Http.reason(reply.status));
-        HeaderMap headers = exchange.getResponseHeaders();
-        headers.put(Headers.SERVER, Http.SERVER);
-        headers.put(Headers.DATE, HttpDate.now());
-        if (reply.contentType != null) headers.put(Headers.CONTENT_TYPE, reply.contentType);
-        // A 204 has no Content-Length (RFC 9110 section 8.6); Undertow writes no body for it.
-        if (reply.status != 204) headers.put(Headers.CONTENT_LENGTH, reply.body.length);
-        for (int i = 0; i < reply.headerCount(); i++) headers.add(HttpString.tryFromString(reply.headerName(i)), reply.headerValue(i));
-        // With ALWAYS_SET_KEEP_ALIVE off (no Connection header on HTTP/1.1 responses), Undertow no
-        // longer confirms an HTTP/1.0 keep-alive either; ApacheBench -k needs that confirmation.
-        if (exchange.isHttp10() && exchange.isPersistent()) headers.put(Headers.CONNECTION, Headers.KEEP_ALIVE.toString());
-        // Undertow says it closes for every status but 204, a response it frames without a body conduit.
-        if (reply.status == 204 && !exchange.isPersistent()) headers.put(Headers.CONNECTION, Headers.CLOSE.toString());
-        // Undertow writes the request's version in the status line; the contract answers every
-        // request as HTTP/1.1 (RFC 9110 section 6.2: the highest version the server conforms to).
-        // Persistence was settled when the request was parsed, so this changes only the status line.
-        exchange.setProtocol(Protocols.HTTP_1_1);
+        Reply reply = negotiated(exchange, answer);
+        head(exchange, reply);
         exchange.getResponseSender().send(ByteBuffer.wrap(reply.body));
     }
 }

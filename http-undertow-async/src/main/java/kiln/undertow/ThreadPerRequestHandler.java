@@ -1,13 +1,16 @@
 package kiln.undertow;
 
 import java.io.IOException;
+import java.io.OutputStream;
 
 import io.undertow.connector.PooledByteBuffer;
 import io.undertow.server.AbstractServerConnection;
 import io.undertow.server.HttpHandler;
 import io.undertow.server.HttpServerExchange;
+import io.undertow.util.Methods;
 import kiln.http.Reply;
 import kiln.server.AbstractRouter.Exchange;
+import kiln.server.OpenStreams;
 import kiln.server.Step;
 import kiln.server.StepHandler;
 import kiln.server.StepRouter;
@@ -30,34 +33,59 @@ import org.xnio.channels.StreamSourceChannel;
  */
 final class ThreadPerRequestHandler implements HttpHandler {
     private final StepRouter router;
+    private final OpenStreams streams;
     /** The most content bytes accepted ({@code --max-content}). */
     private final int maxContent;
 
     /**
-     * @param router     the routes (the demo's endpoints)
+     * @param router     the routes (an app's: the demo's endpoints, the board)
+     * @param streams    the server's open streams: counted, and ended at a stop
      * @param maxContent the most content bytes accepted ({@code --max-content})
      */
-    ThreadPerRequestHandler(StepRouter router, int maxContent) {
+    ThreadPerRequestHandler(StepRouter router, OpenStreams streams, int maxContent) {
         this.router = router;
+        this.streams = streams;
         this.maxContent = maxContent;
     }
 
     @Override
-    public void handleRequest(HttpServerExchange exchange) {
+    public void handleRequest(HttpServerExchange exchange) throws IOException {
         if (exchange.isInIoThread()) {
             if (Exchanges.refuseUnsupportedVersion(exchange) || Exchanges.refuseContent(exchange, maxContent)) return;
             // Never block an IO thread: run this handler again on the worker pool.
             exchange.dispatch(this);
             return;
         }
-        if (clientGone(exchange)) {
+        // A request with content was sent just now (its content is still to be read): the client is there.
+        if (exchange.getRequestContentLength() <= 0 && clientGone(exchange)) {
             IoUtils.safeClose(exchange.getConnection());
             exchange.endExchange();
             return;
         }
-        Exchange<StepHandler> started = router.begin(exchange.getRequestMethod().toString(), Exchanges.rawPath(exchange), exchange.getQueryString());
-        Reply reply = started.answer(Streaming.unlessStreamed(Step.runBlocking(StepRouter.firstStep(started)), "undertow-blocking"));
-        Exchanges.send(exchange, reply);
+        Exchange<StepHandler> started = Exchanges.begin(router, exchange, Exchanges.readContentBlocking(exchange));
+        Reply reply = started.answer(Step.runBlocking(StepRouter.firstStep(started)));
+        if (reply.stream == null || Methods.HEAD.equals(exchange.getRequestMethod())) {
+            Exchanges.send(exchange, reply);
+        } else {
+            stream(exchange, Exchanges.negotiated(exchange, reply), started.request().routeName());
+        }
+    }
+
+    /**
+     * Sends a streamed body on this worker thread, which parks between parts and blocks in each write
+     * ({@link OpenStreams#runBlocking}): each part one flush of Undertow's blocking output, so one
+     * chunk. Every subscriber holds one of the worker pool's threads, the blocking baseline's cost.
+     */
+    private void stream(HttpServerExchange exchange, Reply reply, String name) throws IOException {
+        Exchanges.head(exchange, reply);
+        if (!exchange.isBlocking()) exchange.startBlocking();
+        OutputStream out = exchange.getOutputStream();
+        String reason = streams.runBlocking(reply.stream, (bytes, length) -> {
+            out.write(bytes, 0, length);
+            out.flush();  // the first, with no bytes, sends the head at once
+        }, name);
+        // without the last chunk: the client sees a cut body; else returning ends the exchange and the body
+        if (Streaming.cut(reason)) IoUtils.safeClose(exchange.getConnection());
     }
 
     /**

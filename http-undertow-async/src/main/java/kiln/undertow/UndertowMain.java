@@ -1,17 +1,17 @@
 package kiln.undertow;
 
-import kiln.demo.DemoDb;
-import kiln.demo.Endpoints;
+import kiln.demo.AppOption;
 import kiln.server.Launcher;
 import kiln.server.ModeOptions;
 import kiln.server.ServerOptions;
+import kiln.server.StepRouter;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 
 /**
  * {@code java -jar kiln-undertow.jar [--port N] [--bind ADDR] [--data DIR] [--threads N]
- * [--mode async|blocking] [--workers N]}: opens (and on first start fills) the database, serves the
- * endpoint registry with Undertow's core handlers, and on SIGTERM or Ctrl-C stops accepting, finishes
+ * [--mode async|blocking] [--workers N] [--app demo|board]}: opens (and on first start fills) the
+ * database, serves the endpoint registry (or the message board: {@link AppOption}) with Undertow's core handlers, and on SIGTERM or Ctrl-C stops accepting, finishes
  * requests in flight, commits queued writes and closes LMDB.
  */
 @Command(name = "kiln-undertow", mixinStandardHelpOptions = true, version = "kiln-undertow 0.1.0",
@@ -28,10 +28,12 @@ public final class UndertowMain {
 
     public static void main(String[] args) {
         UndertowMain command = new UndertowMain();
-        ServerOptions options = ServerOptions.parseOrExit(command, Endpoints.usage(), args);
+        AppOption app = new AppOption();
+        ServerOptions options = ServerOptions.parseOrExit(command, AppOption.usage(), args, app);
         command.threading.refuseLoom(NAME);
         Launcher.run(NAME, options, db -> {
-            UndertowServer server = new UndertowServer(options, command.threading.mode, command.threading.workers, DemoDb.open(db));
+            UndertowServer server = new UndertowServer(options, command.threading.mode, command.threading.workers,
+                app.addTo(new StepRouter(options.metrics(db)), db));
             server.start();
             return server;
         });

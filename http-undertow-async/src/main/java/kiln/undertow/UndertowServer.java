@@ -8,18 +8,18 @@ import io.undertow.UndertowOptions;
 import io.undertow.server.HttpHandler;
 import io.undertow.server.handlers.GracefulShutdownHandler;
 import kiln.server.ConnectionWatch;
-import kiln.demo.DemoDb;
-import kiln.demo.Endpoints;
 import kiln.server.StepRouter;
 import kiln.server.Launcher;
 import kiln.http.Limits;
 import kiln.server.ModeOptions;
+import kiln.server.OpenStreams;
 import kiln.server.ServerOptions;
 import kiln.server.WorkerPool;
 import org.xnio.Options;
 
 /**
- * Undertow serving the demo endpoints with one core {@link HttpHandler} (no servlet layer).
+ * Undertow serving an app's routes (a {@link StepRouter}: the demo's endpoints, the board, a user's)
+ * with one core {@link HttpHandler} (no servlet layer).
  *
  * <h2>Threads</h2>
  * <ul>
@@ -49,23 +49,26 @@ final class UndertowServer implements Launcher.Server {
     /** async mode only, else null */
     private final WorkerPool workerPool;
     private final int maxConnections;
+    /** The streams being sent: ended first at a stop, so the graceful stop need not wait for them. */
+    private final OpenStreams streams;
     private ConnectionWatch<Object> watch;
 
     /**
      * @param options   --bind, --port, --threads (IO threads), and the limits
      * @param mode      async (queue + workers) or blocking (worker pool, thread per request)
      * @param workers   worker threads in async mode, 1..3
-     * @param demo      the demo tables
+     * @param routes    the app's routes, with its metrics ({@code options.applyTo} is applied here)
      */
-    UndertowServer(ServerOptions options, ModeOptions.Mode mode, int workers, DemoDb demo) {
+    UndertowServer(ServerOptions options, ModeOptions.Mode mode, int workers, StepRouter routes) {
         HttpHandler handler;
-        StepRouter router = options.applyTo(Endpoints.addTo(new StepRouter(options.metrics(demo.db())), demo));
+        StepRouter router = options.applyTo(routes);
+        streams = new OpenStreams(router.metrics());
         if (mode == ModeOptions.Mode.ASYNC) {
             workerPool = new WorkerPool(workers);
-            handler = new AsyncHandler(router, workerPool, options.maxContentBytes);
+            handler = new AsyncHandler(router, workerPool, streams, options.maxContentBytes);
         } else {
             workerPool = null;
-            handler = new ThreadPerRequestHandler(router, options.maxContentBytes);
+            handler = new ThreadPerRequestHandler(router, streams, options.maxContentBytes);
         }
         graceful = new GracefulShutdownHandler(handler);
         maxConnections = options.maxConnectionsOrDefault(HEAP_PER_CONNECTION);
@@ -126,6 +129,7 @@ final class UndertowServer implements Launcher.Server {
     @Override
     public void stop(long graceMillis) {
         if (watch != null) watch.stop();
+        streams.stop();  // open streams end now, so the grace period is for requests
         graceful.shutdown();
         try {
             graceful.awaitShutdown(graceMillis);

@@ -184,7 +184,17 @@ public final class ServerOptions {
      * @return the parsed ServerOptions of {@code command}
      */
     public static ServerOptions parseOrExit(Object command, String endpoints, String[] args) {
+        return parseOrExit(command, endpoints, args, new Object[0]);
+    }
+
+    /**
+     * As {@link #parseOrExit(Object, String, String[])}, with more options: each of {@code mixins} is
+     * a picocli mixin (an object with {@code @Option} fields, e.g. the demo's {@code --app}) whose
+     * fields are set from {@code args} too.
+     */
+    public static ServerOptions parseOrExit(Object command, String endpoints, String[] args, Object... mixins) {
         CommandLine cmd = new CommandLine(command);
+        for (int i = 0; i < mixins.length; i++) cmd.addMixin("extra" + i, mixins[i]);
         cmd.getCommandSpec().usageMessage().footer("%nEndpoints:%n" + endpoints.replace("%", "%%"));
         return parseOrExit(cmd, args);
     }

@@ -10,14 +10,15 @@ import java.util.logging.Logger;
 
 import kiln.http.BodyOutput;
 import kiln.http.BodyStream;
-import kiln.http.Reply;
 
 /**
  * How a front end sends a streamed body ({@link BodyStream}, {@link kiln.http.Reply#stream}): poll it,
  * write the part, wait for the future it returned (or send a heartbeat after its silence limit),
  * until it completes, the client goes away, or the server stops. {@link #runBlocking} is that loop for
  * a thread that may block (a virtual thread, a blocking server's thread); Kilim's connection fiber
- * runs the same loop, pausing where this one parks.
+ * runs the same loop, pausing where this one parks, and {@link OpenStreams#runAsync} runs it in
+ * callbacks for the library front ends whose threads must not block. The library front ends count
+ * and stop their streams in one place, {@link OpenStreams}.
  *
  * <p>The reasons a stream ends are the {@code reason} label of {@code http_streams_ended_total}
  * ({@link Metrics#streamEnded}).
@@ -109,18 +110,6 @@ public final class Streaming {
         } finally {
             waiter.thread = null;  // a future that completes later (a feed's shared one) must not keep this thread
         }
-    }
-
-    /**
-     * For a front end that cannot send a streamed body yet: {@code reply} itself when it has none,
-     * else 501 Not Implemented naming the front ends that can.
-     *
-     * @param frontEnd this front end's name, e.g. {@code undertow-async}
-     */
-    public static Reply unlessStreamed(Reply reply, String frontEnd) {
-        if (reply.stream == null) return reply;
-        return Reply.error(501, "streamed replies (server-sent events) are not supported by the " + frontEnd
-            + " front end yet; the kilim, loom, jetty-blocking and jetty-loom front ends send them");
     }
 
     /**

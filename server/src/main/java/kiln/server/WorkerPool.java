@@ -27,6 +27,11 @@ public final class WorkerPool {
         return workers;
     }
 
+    /** @return the timer thread: ends delays, and schedules the heartbeats of streams sent asynchronously ({@link OpenStreams#runAsync}) */
+    public ScheduledExecutorService timer() {
+        return timer;
+    }
+
     /**
      * Runs {@code step} on the workers without blocking any of them ({@link Step#runAsync}): after a
      * write or a delay the rest of the request continues on a worker.

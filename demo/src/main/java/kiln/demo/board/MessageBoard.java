@@ -1,6 +1,4 @@
-package kiln.kilim.example;
-
-import static kiln.kilim.Fibers.await;
+package kiln.demo.board;
 
 import java.nio.charset.StandardCharsets;
 import java.security.SecureRandom;
@@ -29,16 +27,19 @@ import kiln.http.Json;
 import kiln.http.Reply;
 import kiln.http.Request;
 import kiln.http.ServerSentEvents;
-import kiln.kilim.KilimMain;
-import kiln.kilim.Router;
+import kiln.server.AbstractRouter;
+import kiln.server.Step;
 
 /**
- * A live message board on fiber handlers, the worked example of docs/data.md: users with a unique
+ * A live message board, the worked example of docs/data.md, written once as {@link Step}s so that it
+ * runs on every front end (kilim, loom, Jetty, Undertow, Comsat): users with a unique
  * e-mail address, sessions that expire, rooms of messages read newest first in pages, a count and
  * the last message's time per room, a user's messages by an index, and each room's messages as
  * server-sent events. No key is encoded by hand, no count is kept by hand, no reader scans other
- * rooms' changes. Tested by MessageBoardTest; run it with
- * {@code make demo APP=kiln.kilim.example.MessageBoard}, then:
+ * rooms' changes. A write is one {@link Step#after} (the handler continues once the commit is durable,
+ * however its front end waits); a read runs inline. Tested by MessageBoardTest and the conformance
+ * suite's BoardTest; serve it with {@code --app board} on any front end's jar
+ * ({@code make demo APP=board [SERVER=...]}), then:
  * <pre>
  * curl --json '{"name":"ada","email":"ada@example.org"}' http://127.0.0.1:8080/users
  * curl --json '{"email":"ada@example.org"}' http://127.0.0.1:8080/sessions          # {"token":"..."}
@@ -49,8 +50,17 @@ import kiln.kilim.Router;
  * A session is had by naming an e-mail address: the example shows expiring rows, not authentication.
  */
 public final class MessageBoard {
-    /** How long a session lasts unless {@link #routes(Db, Duration)} says otherwise. */
+    /** How long a session lasts unless {@link #addTo(AbstractRouter, Db, Duration)} says otherwise. */
     public static final Duration SESSION = Duration.ofHours(12);
+    /** The routes, as lines for {@code --help}. */
+    public static final String USAGE = String.join("\n",
+        "  POST /users                       {\"name\":..,\"email\":..}: a user (409 when the e-mail is taken)",
+        "  POST /sessions                    {\"email\":..}: {\"token\":..}, a session that expires",
+        "  POST /rooms/{room}/messages       {\"text\":..} with Authorization: Bearer TOKEN",
+        "  GET  /rooms/{room}/messages       newest first, ?limit=N&after=NEXT for the next page",
+        "  GET  /rooms/{room}                the room's message count and last time",
+        "  GET  /users/{name}/messages       a user's messages, newest first",
+        "  GET  /rooms/{room}/events         server-sent events: the room's new messages (Last-Event-ID resumes)") + "\n";
     /** Change sets of the messages table kept for a subscriber to resume from (Last-Event-ID). */
     static final int WINDOW = 10_000;
 
@@ -65,13 +75,24 @@ public final class MessageBoard {
     public record Message(String room, long id, String author, String text, long at) {
     }
 
-    /** @return the board's routes over {@code db}, with 12-hour sessions */
-    public static Router routes(Db db) {
-        return routes(db, SESSION);
+    /**
+     * Registers the board's routes over {@code db}, with 12-hour sessions, on any front end's router.
+     *
+     * @return {@code router}, for chaining
+     */
+    public static <R extends AbstractRouter<?, R>> R addTo(R router, Db db) {
+        return addTo(router, db, SESSION);
     }
 
-    /** @return the board's routes over {@code db}, whose sessions last {@code session} */
-    public static Router routes(Db db, Duration session) {
+    /**
+     * Registers the board's routes over {@code db}, whose sessions last {@code session}: {@code POST
+     * /users}, {@code POST /sessions}, {@code POST /rooms/{room}/messages} (Authorization: Bearer),
+     * {@code GET /rooms/{room}/messages?limit=N&after=C}, {@code GET /rooms/{room}}, {@code GET
+     * /users/{name}/messages}, {@code GET /rooms/{room}/events} (server-sent events, Last-Event-ID).
+     *
+     * @return {@code router}, for chaining
+     */
+    public static <R extends AbstractRouter<?, R>> R addTo(R router, Db db, Duration session) {
         // the data model: five declarations, no encoding by hand
         Table<Long, User> users = db.table("board.users", Codec.LONG, Codec.json(User.class));
         Index<String, Long, User> byEmail = db.uniqueIndex(users, "board.users.by-email", Codec.STRING, (id, u) -> u.email());
@@ -84,37 +105,37 @@ public final class MessageBoard {
         Sequence messageIds = db.sequence("board.messages");
         SecureRandom random = new SecureRandom();
 
-        return new Router()
-            .post("/users", req -> {
+        return router
+            .steps("POST", "/users", req -> {
                 User asked = req.json(User.class);
                 if (blank(asked.name()) || blank(asked.email())) throw new HttpException(400, "a user needs a name and an email");
-                User user = await(db.write(txn -> {
+                return Step.after(db.write(txn -> {
                     User u = new User(userIds.next(txn), asked.name(), asked.email());
                     users.put(txn, u.id(), u);             // the unique index refuses a taken e-mail: 409
                     return u;
-                }));
-                return Reply.created("/users/" + user.id(), user);
+                }), user -> Step.of(Reply.created("/users/" + user.id(), user)));
             })
-            .post("/sessions", req -> {
+            .steps("POST", "/sessions", req -> {
                 String email = req.json(User.class).email();
                 byte[] bytes = new byte[18];
                 random.nextBytes(bytes);
                 String token = Base64.getUrlEncoder().withoutPadding().encodeToString(bytes);
-                Long user = await(db.write(txn -> {
+                return Step.after(db.write(txn -> {
                     User u = byEmail.get(txn, email == null ? "" : email);
                     if (u == null) return null;
                     sessions.put(txn, token, u.id());        // expires after the table's time to live
                     return u.id();
-                }));
-                if (user == null) throw new HttpException(404, "no user with that email");
-                return Reply.created("/sessions/" + token, Map.of("token", token, "user", user));
+                }), user -> {
+                    if (user == null) throw new HttpException(404, "no user with that email");
+                    return Step.of(Reply.created("/sessions/" + token, Map.of("token", token, "user", user)));
+                });
             })
-            .post("/rooms/{room}/messages", req -> {
+            .steps("POST", "/rooms/{room}/messages", req -> {
                 String room = req.pathParam("room");
                 String text = req.json(Message.class).text();
                 if (blank(text)) throw new HttpException(400, "a message needs a text");
                 String token = bearer(req);
-                Message sent = await(db.write(txn -> {
+                return Step.after(db.write(txn -> {
                     Long userId = sessions.get(txn, token);   // an expired session reads as none
                     User author = userId == null ? null : users.get(txn, userId);
                     if (author == null) return null;
@@ -122,18 +143,19 @@ public final class MessageBoard {
                     Message m = new Message(room, id, author.name(), text, System.currentTimeMillis());
                     messages.put(txn, Tuple.of(room, id), m);   // the author index follows in the same write
                     return m;
-                }));
-                if (sent == null) throw new HttpException(401, "sign in first: POST /sessions, then Authorization: Bearer TOKEN");
-                return Reply.created("/rooms/" + room + "/messages/" + sent.id(), sent);
+                }), sent -> {
+                    if (sent == null) throw new HttpException(401, "sign in first: POST /sessions, then Authorization: Bearer TOKEN");
+                    return Step.of(Reply.created("/rooms/" + room + "/messages/" + sent.id(), sent));
+                });
             })
-            .get("/rooms/{room}/messages", req -> {
+            .steps("GET", "/rooms/{room}/messages", req -> {
                 Range<Tuple> newest = Range.prefix(Tuple.of(req.pathParam("room"))).reverse()
                     .limit(req.intParam("limit", 20, 1, 100)).after(req.param("after"));   // a forged ?after=: 400
-                return page(await(db.read(txn -> messages.range(txn, newest))));
+                return Step.of(page(db.read(txn -> messages.range(txn, newest)).join()));   // a read runs inline: done
             })
-            .get("/rooms/{room}", req -> {
+            .steps("GET", "/rooms/{room}", req -> {
                 String room = req.pathParam("room");
-                Map<String, Object> about = await(db.read(txn -> {
+                Map<String, Object> about = db.read(txn -> {
                     Range<Tuple> all = Range.prefix(Tuple.of(room));
                     Page<Tuple, Message> last = messages.range(txn, all.reverse().limit(1));
                     Map<String, Object> r = new LinkedHashMap<>();
@@ -141,17 +163,17 @@ public final class MessageBoard {
                     r.put("messages", messages.count(txn, all));   // counts keys, decodes no message
                     r.put("lastAt", last.rows().isEmpty() ? null : last.rows().get(0).value().at());
                     return r;
-                }));
-                return Reply.json(about);
+                }).join();
+                return Step.of(Reply.json(about));
             })
-            .get("/users/{name}/messages", req -> {
+            .steps("GET", "/users/{name}/messages", req -> {
                 Range<Tuple> newest = Range.prefix(Tuple.of(req.pathParam("name"))).reverse()
                     .limit(req.intParam("limit", 20, 1, 100)).after(req.param("after"));
-                return page(await(db.read(txn -> byAuthor.range(txn, newest))));
+                return Step.of(page(db.read(txn -> byAuthor.range(txn, newest)).join()));
             })
-            .get("/rooms/{room}/events", req -> {
+            .steps("GET", "/rooms/{room}/events", req -> {
                 PrefixFeed<Tuple, Message> room = feed.prefix(Tuple.of(req.pathParam("room")));
-                return ServerSentEvents.reply(new RoomEvents(room, ServerSentEvents.lastEventId(req, room.lastSeq())));
+                return Step.of(ServerSentEvents.reply(new RoomEvents(room, ServerSentEvents.lastEventId(req, room.lastSeq()))));
             });
     }
 
@@ -209,10 +231,5 @@ public final class MessageBoard {
 
     private static String json(Object value) {
         return new String(Json.write(value), StandardCharsets.UTF_8);
-    }
-
-    /** {@code make demo APP=kiln.kilim.example.MessageBoard}; the standard options, {@code --help} for them. */
-    public static void main(String[] args) {
-        KilimMain.serve("message-board", args, MessageBoard::routes);
     }
 }

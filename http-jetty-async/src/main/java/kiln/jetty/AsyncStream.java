@@ -1,0 +1,66 @@
+package kiln.jetty;
+
+import java.io.IOException;
+
+import jakarta.servlet.AsyncContext;
+import jakarta.servlet.ServletOutputStream;
+import jakarta.servlet.WriteListener;
+import jakarta.servlet.http.HttpServletRequest;
+
+import kiln.server.WhenReadySink;
+import org.eclipse.jetty.ee10.servlet.ServletContextRequest;
+
+/**
+ * A streamed body written with servlet async I/O (a {@link WriteListener}, {@link WhenReadySink}):
+ * each part one non-blocking write and flush, so one chunk (Jetty chunks a body without
+ * Content-Length on HTTP/1.1, and ends it with the connection on HTTP/1.0). A client that does not
+ * read is cut by Jetty's idle timeout, which fails the pending write.
+ */
+final class AsyncStream extends WhenReadySink {
+    private final AsyncContext async;
+    private final ServletOutputStream out;
+
+    AsyncStream(AsyncContext async) throws IOException {
+        this.async = async;
+        this.out = async.getResponse().getOutputStream();
+        out.setWriteListener(new WriteListener() {
+            @Override
+            public void onWritePossible() {
+                AsyncStream.this.onWritePossible();
+            }
+
+            @Override
+            public void onError(Throwable t) {
+                AsyncStream.this.onError(t);
+            }
+        });
+    }
+
+    @Override
+    protected boolean isReady() {
+        return out.isReady();
+    }
+
+    @Override
+    protected void writeNow(byte[] bytes, int length) throws IOException {
+        out.write(bytes, 0, length);
+    }
+
+    @Override
+    protected void flushNow() throws IOException {
+        out.flush();
+    }
+
+    @Override
+    public void finish(boolean complete) {
+        try {
+            if (!complete) {
+                // close the connection without the last chunk: the client sees a cut body, not a complete one
+                ServletContextRequest.getServletContextRequest((HttpServletRequest) async.getRequest()).getServletChannel()
+                    .abort(new IOException("streamed body cut"));
+            }
+        } finally {
+            async.complete();
+        }
+    }
+}

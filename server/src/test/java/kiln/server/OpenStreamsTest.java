@@ -1,0 +1,173 @@
+package kiln.server;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
+
+import kiln.http.BodyOutput;
+import kiln.http.BodyStream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** The library front ends' streams: the asynchronous loop against a sink in memory, and each stream counted once. */
+@Timeout(30)
+class OpenStreamsTest {
+    private final ExecutorService workers = Executors.newFixedThreadPool(2);
+    private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor();
+    private final Metrics metrics = Metrics.off();
+    private final OpenStreams streams = new OpenStreams(metrics);
+    /** Streams counted open by other tests on the shared {@link Metrics#off()}. */
+    private final int before = metrics.streamsOpen();
+
+    @AfterEach
+    void stopThreads() {
+        workers.shutdownNow();
+        timer.shutdownNow();
+    }
+
+    /** Records the writes (completing each on another thread, as a library's IO thread would); fails after {@code failAfter} parts. */
+    private static final class Recorder implements OpenStreams.AsyncSink {
+        final List<String> parts = new CopyOnWriteArrayList<>();
+        final AtomicInteger flushes = new AtomicInteger();
+        final AtomicInteger finishes = new AtomicInteger();
+        volatile Boolean complete;
+        volatile int failAfter = Integer.MAX_VALUE;
+        volatile Throwable failure;
+
+        @Override
+        public void write(byte[] bytes, int length, Consumer<Throwable> written) {
+            CompletableFuture.runAsync(() -> {
+                if (length == 0) {
+                    flushes.incrementAndGet();
+                    written.accept(null);
+                } else if (parts.size() >= failAfter) {
+                    written.accept(failure);
+                } else {
+                    parts.add(new String(bytes, 0, length, StandardCharsets.UTF_8));
+                    written.accept(null);
+                }
+            });
+        }
+
+        @Override
+        public void finish(boolean complete) {
+            finishes.incrementAndGet();
+            this.complete = complete;
+        }
+    }
+
+    /** Writes "tick" each time {@code ticks} gives a new future; ends after {@code count} ticks. */
+    private static BodyStream ticks(List<CompletableFuture<Void>> ticks, long heartbeatMs) {
+        AtomicInteger at = new AtomicInteger();
+        return new BodyStream() {
+            @Override
+            public CompletableFuture<?> poll(BodyOutput out) {
+                int i = at.getAndIncrement();
+                if (i > 0) out.write("tick" + i + "\n");
+                return i < ticks.size() ? ticks.get(i) : null;
+            }
+
+            @Override
+            public byte[] heartbeat() {
+                return ":\n".getBytes(StandardCharsets.UTF_8);
+            }
+
+            @Override
+            public long heartbeatMillis() {
+                return heartbeatMs;
+            }
+        };
+    }
+
+    @Test
+    void partsGoOutAsTheFuturesCompleteAndTheStreamIsCountedOnce() throws Exception {
+        List<CompletableFuture<Void>> ticks = List.of(new CompletableFuture<>(), new CompletableFuture<>());
+        Recorder sink = new Recorder();
+        CompletableFuture<String> ended = streams.runAsync(ticks(ticks, 60_000), sink, "GET /ticks", workers, timer);
+        Thread.sleep(100);
+        assertEquals(before + 1, metrics.streamsOpen());
+        assertEquals(1, sink.flushes.get(), "the head went out before any part");
+        assertTrue(sink.parts.isEmpty());
+        ticks.get(0).complete(null);
+        ticks.get(1).complete(null);
+        assertEquals(Streaming.COMPLETE, ended.get(5, TimeUnit.SECONDS));
+        assertEquals(List.of("tick1\n", "tick2\n"), sink.parts);
+        assertEquals(Boolean.TRUE, sink.complete);
+        assertEquals(1, sink.finishes.get());
+        assertEquals(before, metrics.streamsOpen());
+    }
+
+    @Test
+    void aSilentStreamSendsHeartbeats() throws Exception {
+        Recorder sink = new Recorder();
+        CompletableFuture<String> ended = streams.runAsync(ticks(List.of(new CompletableFuture<>()), 50), sink, "GET /ticks", workers, timer);
+        Thread.sleep(400);
+        assertTrue(sink.parts.size() >= 3, "heartbeats every 50 ms: " + sink.parts);
+        assertTrue(sink.parts.stream().allMatch(":\n"::equals));
+        streams.stop();
+        assertEquals(Streaming.STOP, ended.get(5, TimeUnit.SECONDS));
+    }
+
+    @Test
+    void aStopEndsAWaitingStreamAtOnceWithItsLastChunk() throws Exception {
+        Recorder sink = new Recorder();
+        CompletableFuture<String> ended = streams.runAsync(ticks(List.of(new CompletableFuture<>()), 60_000), sink, "GET /ticks", workers, timer);
+        Thread.sleep(100);
+        streams.stop();
+        assertEquals(Streaming.STOP, ended.get(2, TimeUnit.SECONDS));
+        assertEquals(Boolean.TRUE, sink.complete);
+        assertEquals(before, metrics.streamsOpen());
+        Recorder late = new Recorder();
+        assertEquals(Streaming.STOP, streams.runAsync(ticks(List.of(new CompletableFuture<>()), 60_000), late, "GET /ticks", workers, timer)
+            .get(2, TimeUnit.SECONDS), "a stream begun after the stop ends at once");
+    }
+
+    @Test
+    void aFailedWriteCutsTheStreamAsClientOrTimeout() throws Exception {
+        Recorder gone = new Recorder();
+        gone.failAfter = 0;
+        gone.failure = new IOException("broken pipe");
+        List<CompletableFuture<Void>> done = List.of(CompletableFuture.completedFuture(null));
+        assertEquals(Streaming.CLIENT, streams.runAsync(ticks(done, 60_000), gone, "GET /ticks", workers, timer).get(5, TimeUnit.SECONDS));
+        assertEquals(Boolean.FALSE, gone.complete, "a cut body closes the connection without the last chunk");
+        Recorder stuck = new Recorder();
+        stuck.failAfter = 0;
+        stuck.failure = new IOException(new TimeoutException("idle timeout"));
+        assertEquals(Streaming.TIMEOUT, streams.runAsync(ticks(done, 60_000), stuck, "GET /ticks", workers, timer).get(5, TimeUnit.SECONDS));
+        assertEquals(before, metrics.streamsOpen());
+    }
+
+    @Test
+    void aThrowingBodyEndsAsErrorWithoutTheLastChunk() throws Exception {
+        Recorder sink = new Recorder();
+        String reason = streams.runAsync(out -> { throw new IllegalStateException("broken on purpose"); }, sink, "GET /x", workers, timer)
+            .get(5, TimeUnit.SECONDS);
+        assertEquals(Streaming.ERROR, reason);
+        assertEquals(Boolean.FALSE, sink.complete);
+    }
+
+    @Test
+    void theBlockingLoopIsCountedAndStoppedHereToo() throws Exception {
+        CompletableFuture<Void> never = new CompletableFuture<>();
+        CompletableFuture<String> ended = CompletableFuture.supplyAsync(() -> streams.runBlocking(ticks(List.of(never), 60_000),
+            (bytes, length) -> { }, "GET /ticks"), workers);
+        Thread.sleep(100);
+        assertEquals(before + 1, metrics.streamsOpen());
+        streams.stop();
+        assertEquals(Streaming.STOP, ended.get(2, TimeUnit.SECONDS));
+        assertEquals(before, metrics.streamsOpen());
+    }
+}
