@@ -14,7 +14,7 @@ import kiln.server.OpenStreams;
 import kiln.server.Step;
 import kiln.server.StepHandler;
 import kiln.server.StepRouter;
-import kiln.server.Streaming;
+import kiln.http.StreamEnd;
 
 /**
  * The blocking baseline: the classic servlet. Each request holds one of Jetty's pool threads from
@@ -71,6 +71,6 @@ final class BlockingServlet extends HttpServlet {
             out.flush();
         }, name);
         // Jetty aborts a response whose servlet threw after committing it: the client sees a cut body, not a complete one
-        if (reason.equals(Streaming.ERROR)) throw new IOException("the streamed body of " + name + " failed (logged above)");
+        if (reason.equals(StreamEnd.ERROR)) throw new IOException("the streamed body of " + name + " failed (logged above)");
     }
 }

@@ -6,7 +6,10 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.function.Consumer;
 
+import io.undertow.io.IoCallback;
+import io.undertow.io.Sender;
 import io.undertow.server.HttpServerExchange;
+import io.undertow.server.protocol.http.HttpContinue;
 import io.undertow.util.HeaderMap;
 import io.undertow.util.HeaderValues;
 import io.undertow.util.Headers;
@@ -15,6 +18,7 @@ import io.undertow.util.Protocols;
 import kiln.http.Http;
 import kiln.http.HttpDate;
 import kiln.http.Reply;
+import org.xnio.IoUtils;
 
 /** Sends {@link Reply}s on Undertow exchanges. */
 final class Exchanges {
@@ -81,6 +85,20 @@ final class Exchanges {
     static void readContent(HttpServerExchange exchange, Consumer<byte[]> then) {
         if (exchange.getRequestContentLength() <= 0) {
             then.accept(NO_CONTENT);
+        } else if (HttpContinue.requiresContinueResponse(exchange)) {
+            // the client waits for 100 Continue before it sends the content (RFC 9110 section 10.1.1)
+            HttpContinue.sendContinueResponse(exchange, new IoCallback() {
+                @Override
+                public void onComplete(HttpServerExchange ex, Sender sender) {
+                    ex.getRequestReceiver().receiveFullBytes((e, content) -> then.accept(content));
+                }
+
+                @Override
+                public void onException(HttpServerExchange ex, Sender sender, IOException failure) {
+                    IoUtils.safeClose(ex.getConnection());
+                    ex.endExchange();
+                }
+            });
         } else {
             exchange.getRequestReceiver().receiveFullBytes((ex, content) -> then.accept(content));
         }
@@ -89,6 +107,7 @@ final class Exchanges {
     /** Reads the request's content on the calling thread, which blocks until it is in (a worker pool thread). */
     static byte[] readContentBlocking(HttpServerExchange exchange) throws IOException {
         if (exchange.getRequestContentLength() <= 0) return NO_CONTENT;
+        if (HttpContinue.requiresContinueResponse(exchange)) HttpContinue.sendContinueResponseBlocking(exchange);
         if (!exchange.isBlocking()) exchange.startBlocking();
         return exchange.getInputStream().readNBytes((int) exchange.getRequestContentLength());
     }
@@ -106,12 +125,19 @@ final class Exchanges {
         return fields;
     }
 
+    /** @return the server's idle timeout ({@code IDLE_TIMEOUT}, {@code --idle-timeout}), ms; 0 for none */
+    static long idleTimeoutMs(HttpServerExchange exchange) {
+        Integer ms = exchange.getConnection().getUndertowOptions().get(io.undertow.UndertowOptions.IDLE_TIMEOUT);
+        return ms == null ? 0 : Math.max(0, ms);
+    }
+
     /**
      * Routes the request with everything Undertow parsed: method, raw path and query, header fields,
      * {@code content} and the client's address.
      */
     static <H> kiln.server.AbstractRouter.Exchange<H> begin(kiln.server.AbstractRouter<H, ?> router, HttpServerExchange exchange, byte[] content) {
-        return router.begin(exchange.getRequestMethod().toString(), rawPath(exchange), exchange.getQueryString(), headers(exchange),
+        String query = exchange.getQueryString();  // "" without one: Undertow does not tell "/x" from "/x?"
+        return router.begin(exchange.getRequestMethod().toString(), rawPath(exchange), query.isEmpty() ? null : query, headers(exchange),
             content, exchange.getSourceAddress());
     }
 

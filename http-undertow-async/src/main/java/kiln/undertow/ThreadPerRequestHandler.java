@@ -14,7 +14,7 @@ import kiln.server.OpenStreams;
 import kiln.server.Step;
 import kiln.server.StepHandler;
 import kiln.server.StepRouter;
-import kiln.server.Streaming;
+import kiln.http.StreamEnd;
 import org.xnio.IoUtils;
 import org.xnio.channels.StreamSourceChannel;
 
@@ -75,17 +75,43 @@ final class ThreadPerRequestHandler implements HttpHandler {
      * Sends a streamed body on this worker thread, which parks between parts and blocks in each write
      * ({@link OpenStreams#runBlocking}): each part one flush of Undertow's blocking output, so one
      * chunk. Every subscriber holds one of the worker pool's threads, the blocking baseline's cost.
+     * A write that takes the idle timeout (a client that does not read) is cut by a timer on the
+     * connection's IO thread: Undertow's own idle timeout does not fire while a response write waits
+     * ({@link ChannelStream}).
      */
     private void stream(HttpServerExchange exchange, Reply reply, String name) throws IOException {
         Exchanges.head(exchange, reply);
         if (!exchange.isBlocking()) exchange.startBlocking();
         OutputStream out = exchange.getOutputStream();
-        String reason = streams.runBlocking(reply.stream, (bytes, length) -> {
-            out.write(bytes, 0, length);
-            out.flush();  // the first, with no bytes, sends the head at once
+        long idleNanos = java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(Exchanges.idleTimeoutMs(exchange));
+        String reason = streams.runBlocking(reply.stream, new OpenStreams.BlockingSink() {
+            /** The write under way, or null; the IO thread's timer cuts it after the idle timeout. */
+            private volatile Object writing;
+            private volatile boolean cut;
+
+            @Override
+            public void part(byte[] bytes, int length) throws IOException {
+                Object write = new Object();
+                writing = write;
+                if (idleNanos > 0) {
+                    exchange.getIoThread().executeAfter(() -> {
+                        if (writing != write) return;
+                        cut = true;
+                        IoUtils.safeClose(exchange.getConnection());  // the blocked write fails
+                    }, idleNanos, java.util.concurrent.TimeUnit.NANOSECONDS);
+                }
+                out.write(bytes, 0, length);
+                out.flush();  // the first, with no bytes, sends the head at once
+                writing = null;
+            }
+
+            @Override
+            public String writeFailed(Throwable failure) {
+                return cut ? StreamEnd.TIMEOUT : StreamEnd.CLIENT;
+            }
         }, name);
         // without the last chunk: the client sees a cut body; else returning ends the exchange and the body
-        if (Streaming.cut(reason)) IoUtils.safeClose(exchange.getConnection());
+        if (StreamEnd.cut(reason)) IoUtils.safeClose(exchange.getConnection());
     }
 
     /**

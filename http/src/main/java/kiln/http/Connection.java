@@ -1,15 +1,10 @@
 package kiln.http;
 
 import java.io.IOException;
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.VarHandle;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.TimeUnit;
-import java.util.function.BiConsumer;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
@@ -74,16 +69,6 @@ import java.util.logging.Logger;
  */
 public final class Connection {
     private static final Logger LOG = Logger.getLogger(Connection.class.getName());
-    private static final VarHandle WAKE;
-
-    static {
-        try {
-            WAKE = MethodHandles.lookup().findVarHandle(Connection.class, "wake", Runnable.class);
-        } catch (ReflectiveOperationException e) {
-            throw new ExceptionInInitializerError(e);
-        }
-    }
-
     /** What the front end's loop does next ({@link #next}). */
     public enum Action {
         /** Read into {@link #readBuffer()}, then {@link #read(int)}: more of a request, or a lingering close's discards. */
@@ -127,6 +112,8 @@ public final class Connection {
     private ByteBuffer in;
     /** Bytes of {@link #in} taken by requests already parsed since the last read. */
     private int consumed;
+    /** Every byte read so far was parsed and no request is complete: parse again only after a read. */
+    private boolean needInput;
     private final Output out = new Output();
     /** No more requests: close once the output is written (after a lingering close when {@link #refused}). */
     private boolean close;
@@ -155,23 +142,11 @@ public final class Connection {
     private long deadlineBeforeWrite;
 
     /** The streamed body being sent, or null. */
-    private BodyStream stream;
-    /** Its route, e.g. {@code GET /updates/events}, for the log. */
-    private String streamName;
+    private volatile StreamedBody sending;
     /** Whether it is sent chunked (HTTP/1.1) or ends with the connection (HTTP/1.0). */
     private boolean chunked;
-    /** What the body last said to wait for; null before its first poll. */
-    private CompletableFuture<?> streamNext;
-    /** Wakes the connection when a future the body returned completes; registered once per future. */
-    private StreamWatch watch;
-    private long heartbeatNanos;
-    /** System.nanoTime() of the last part or heartbeat appended. */
-    private long lastSent;
+    /** Set by a server's stop: a streamed body ends at its next step, one begun later at once. */
     private volatile boolean streamStopped;
-    /** System.nanoTime() when a parked stream's heartbeat is due, checked by the reaper; 0 for none. */
-    private volatile long heartbeatAt;
-    /** The loop's wake-up while it waits ({@link #park}); whoever swaps it out runs it. */
-    @SuppressWarnings("unused") private volatile Runnable wake;
 
     /**
      * What a connection needs of the server that owns it: its timeouts and whether it is stopping,
@@ -239,9 +214,9 @@ public final class Connection {
     public Action next() {
         if (done) return Action.CLOSE;
         if (pending != null) return Action.HANDLE;
-        if (stream != null) return streamStep();
+        if (sending != null) return streamStep();
         if (out.length() >= FLUSH_AT) return Action.WRITE;
-        if (!close && in != null && (pending = parse()) != null) {
+        if (!close && in != null && !needInput && (pending = parse()) != null) {
             owner.requestStarted();
             return Action.HANDLE;
         }
@@ -264,6 +239,7 @@ public final class Connection {
                     throw new HttpException(431, "request larger than " + maxInput + " bytes");
                 }
                 if (progress.takeContinue()) out.put(CONTINUE);  // written before the next read
+                needInput = true;
                 return null;
             }
             consumed += p.length;
@@ -313,58 +289,38 @@ public final class Connection {
     }
 
     private void startStream(BodyStream body, String name) {
-        stream = body;
-        streamName = name.intern();  // a route's name: one string for all its streams
-        heartbeatNanos = TimeUnit.MILLISECONDS.toNanos(body.heartbeatMillis());
-        lastSent = System.nanoTime();
-        streamNext = null;
-        watch = new StreamWatch(this);
+        StreamedBody s = new StreamedBody(body, name.intern());  // a route's name: one string for all its streams
+        sending = s;
         owner.requestStarted();  // a graceful stop waits for the stream to end (it wakes it first)
         owner.streamStarted();
         if (in != null && in.position() == consumed) releaseInput();  // a waiting subscriber holds no buffer
+        if (streamStopped) s.stop();
     }
 
-    /** The streamed body's next step: write what is ready, poll it when it may have more, heartbeat, end, or wait. */
+    /** The streamed body's next step: write what is ready, a part or a heartbeat; wait; or end. */
     private Action streamStep() {
         if (out.length() > 0) return Action.WRITE;
-        while (!streamStopped) {
-            if (streamNext != null && !streamNext.isDone()) {
-                if (System.nanoTime() - lastSent < heartbeatNanos) return Action.WAIT;
-                byte[] heartbeat = stream.heartbeat();
-                lastSent = System.nanoTime();
-                if (heartbeat == null) return Action.WAIT;
-                ResponseWriter.part(out, heartbeat, 0, heartbeat.length, chunked);
+        BodyOutput part = new BodyOutput();
+        switch (sending.next(part)) {
+            case PART -> {
+                ResponseWriter.part(out, part.array(), 0, part.length(), chunked);
                 return Action.WRITE;
             }
-            BodyOutput part = new BodyOutput();
-            CompletableFuture<?> next;
-            try {
-                next = stream.poll(part);
-            } catch (Exception | Error e) {
-                LOG.log(Level.WARNING, "the streamed body of " + streamName + " failed; closing its connection", e);
-                endStream(StreamEnd.ERROR);
+            case WAIT -> {
+                return Action.WAIT;
+            }
+            default -> {
+                endStream(sending.reason());
                 return next();
             }
-            if (part.length() > 0) {
-                ResponseWriter.part(out, part.array(), 0, part.length(), chunked);
-                lastSent = System.nanoTime();
-            }
-            if (next == null) {
-                endStream(StreamEnd.COMPLETE);
-                return next();
-            }
-            if (next != streamNext) {
-                streamNext = next;
-                next.whenComplete(watch);  // once per future: a feed returns the same one until it changes
-            }
-            if (out.length() > 0) return Action.WRITE;
         }
-        endStream(StreamEnd.STOP);
-        return next();
     }
 
     /** Ends the streamed body: the last chunk unless it was cut; the connection closes after a cut or a stop. */
     private void endStream(String reason) {
+        StreamedBody s = sending;
+        sending = null;
+        s.end(reason);
         if (StreamEnd.cut(reason)) {
             out.release();  // a cut body: close without writing what may wait
             close = true;
@@ -373,65 +329,34 @@ public final class Connection {
             if (chunked) ResponseWriter.lastChunk(out);
             if (reason.equals(StreamEnd.STOP) || owner.isStopping()) close = true;
         }
-        stream = null;
-        streamNext = null;
-        watch.connection = null;  // a later completion of a shared future finds an empty shell
-        watch = null;
-        heartbeatAt = 0;
-        wake = null;
         owner.streamEnded(reason);
         owner.requestEnded();
     }
 
     /**
-     * For {@link Action#WAIT}: waits for the streamed body without the loop's thread or fiber. The
-     * loop's {@code wake} runs once, from any thread, when there may be work: the body's future
-     * completed, the heartbeat fell due (the reaper checks once a second), the server stops, or
-     * {@link #wake()} was called.
+     * For {@link Action#WAIT}: waits for the streamed body without the loop's thread or fiber
+     * ({@link StreamedBody#park}). The loop's {@code wake} runs once, from any thread, when there
+     * may be work: the body's future completed, the heartbeat fell due (the reaper checks once a
+     * second), the server stops, or {@link #wake()} was called.
      *
      * @return true when parked: the loop must not touch the connection until {@code wake} runs;
      *         false when there is work already: call {@link #next} at once (wake will not run)
      */
     public boolean park(Runnable wake) {
-        long due = lastSent + heartbeatNanos;
-        heartbeatAt = due;
-        WAKE.setVolatile(this, wake);
-        if (streamNext.isDone() || streamStopped || System.nanoTime() - due >= 0) {
-            return !WAKE.compareAndSet(this, wake, null);  // a waker that swapped it out first runs it
-        }
-        return true;
+        return sending.park(wake);
     }
 
     /** From any thread: runs the parked loop's wake-up ({@link #park}), once; nothing when none is parked. */
     public void wake() {
-        Runnable w = (Runnable) WAKE.getAndSet(this, null);
-        if (w != null) w.run();
-    }
-
-    /** Wakes a parked stream when a future its body returned completes. */
-    private static final class StreamWatch implements BiConsumer<Object, Throwable> {
-        volatile Connection connection;
-
-        StreamWatch(Connection connection) {
-            this.connection = connection;
-        }
-
-        @Override
-        public void accept(Object result, Throwable failure) {
-            Connection c = connection;
-            if (c != null) c.wake();
-        }
+        StreamedBody s = sending;
+        if (s != null) s.wake();
     }
 
     /** For a server's stop, from any thread: a streamed body being sent ends at its next step. */
     public void stopStream() {
         streamStopped = true;
-        wake();
-    }
-
-    /** @return true while a streamed body is being sent */
-    public boolean streaming() {
-        return stream != null;
+        StreamedBody s = sending;
+        if (s != null) s.stop();
     }
 
     /**
@@ -455,7 +380,7 @@ public final class Connection {
     /** A write failed (the client went away, or the reaper cut a client that did not read): the connection closes. */
     public void writeFailed(IOException failure) {
         out.release();
-        if (stream != null) endStream(expired == WRITE ? StreamEnd.TIMEOUT : StreamEnd.CLIENT);
+        if (sending != null) endStream(expired == WRITE ? StreamEnd.TIMEOUT : StreamEnd.CLIENT);
         done = true;
     }
 
@@ -475,7 +400,7 @@ public final class Connection {
         if (lingering) return in.clear();
         in = compact(in, consumed);
         consumed = 0;
-        if (stream == null) {
+        if (sending == null) {
             if (in.position() == 0) {
                 arm(IDLE, owner.idleTimeoutNanos());
             } else if (phase != HEADER) {
@@ -493,6 +418,7 @@ public final class Connection {
      *          closes (after a 408 when the header timeout expired, RFC 9110 section 15.5.9)
      */
     public void read(int n) {
+        if (n > 0) needInput = false;
         if (lingering) {
             discarded += Math.max(n, 0);
             if (n < 0 || discarded >= LINGER_MAX_BYTES) {
@@ -501,12 +427,12 @@ public final class Connection {
             }
         } else if (n < 0) {
             inputEnded = true;
-            if (stream != null) {
+            if (sending != null) {
                 endStream(StreamEnd.CLIENT);
             } else if (expired == HEADER && !close) {
                 refuse(Reply.error(408, "request not received within " + owner.headerTimeoutNanos() / 1_000_000_000L + " s"), false);
             }
-        } else if (stream != null && !in.hasRemaining() && in.capacity() >= maxInput) {
+        } else if (sending != null && !in.hasRemaining() && in.capacity() >= maxInput) {
             endStream(StreamEnd.CLIENT);  // a client that sends more than a request's worth while a stream runs
         }
     }
@@ -578,7 +504,7 @@ public final class Connection {
 
     /** The loop ended (the channel is closed): what was open is counted as ended, a stream as the client's leaving. */
     public void closed() {
-        if (stream != null) endStream(StreamEnd.CLIENT);
+        if (sending != null) endStream(StreamEnd.CLIENT);
         if (pending != null) {
             pending = null;
             owner.requestEnded();
@@ -610,10 +536,10 @@ public final class Connection {
      * @return true if the connection was expired
      */
     public boolean expireIfOverdue(long now) {
-        long beat = heartbeatAt;
-        if (beat != 0 && now - beat >= 0) {
-            heartbeatAt = 0;
-            wake();
+        StreamedBody s = sending;
+        if (s != null) {
+            long beat = s.heartbeatAt();
+            if (beat != 0 && now - beat >= 0) s.wake();
         }
         int p = phase;
         if (p == NONE || now - deadline < 0 || expired == p) return false;

@@ -51,7 +51,7 @@ import kiln.http.Reply;
  *       not the socket write).</li>
  *   <li>{@code http_connections_open}: client connections open now, as the front end counts them.</li>
  *   <li>{@code http_streams_open}, {@code http_streams_ended_total{reason}}: streamed replies
- *       (server-sent events) being sent now, and those that ended, by why ({@link Streaming}): a
+ *       (server-sent events) being sent now, and those that ended, by why ({@link kiln.http.StreamEnd}): a
  *       {@code client} that went away, a {@code timeout} writing to a client that does not read, the
  *       server's {@code stop}, an {@code error} in the body, or {@code complete}.</li>
  *   <li>{@code kiln_db_commits_total}, {@code kiln_db_commit_batch_size} (histogram of writes per
@@ -175,7 +175,7 @@ public final class Metrics {
         streamsOpen.incrementAndGet();
     }
 
-    /** @param reason why it ended, one of {@link Streaming}'s reasons: the label of {@code http_streams_ended_total} */
+    /** @param reason why it ended, one of {@link kiln.http.StreamEnd}'s reasons: the label of {@code http_streams_ended_total} */
     public void streamEnded(String reason) {
         streamsOpen.decrementAndGet();
         if (streamsEnded != null) streamsEnded.labelValues(reason).inc();

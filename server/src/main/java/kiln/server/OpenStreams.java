@@ -10,10 +10,13 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
 
 import kiln.http.BodyOutput;
 import kiln.http.BodyStream;
+import kiln.http.StreamEnd;
+import kiln.http.StreamedBody;
 
 /**
  * The streamed replies a library front end (Jetty, Undertow, Comsat) is sending: each counted in the
@@ -21,15 +24,15 @@ import kiln.http.BodyStream;
  * reason), and all woken and ended by a server stop, so that a graceful stop does not wait its whole
  * grace period for streams that would never end by themselves. One per server.
  *
- * <p>Two ways to send a stream, by how the front end's thread may wait between parts:
- * {@link #runBlocking} parks the calling thread ({@link Streaming#runBlocking}), {@link #runAsync}
- * holds no thread: the body's future, a heartbeat timer or the stop continues the stream on an
- * executor, and every write is asynchronous ({@link AsyncSink}).
+ * <p>Each stream is a {@link StreamedBody}, the same state machine kiln's own connections run; here
+ * are the two loops around it, by how the front end's thread may wait between parts:
+ * {@link #runBlocking} parks the calling thread, {@link #runAsync} holds no thread (the body's
+ * future, a heartbeat timer or the stop continues the stream on an executor, and every write is
+ * asynchronous, {@link AsyncSink}).
  */
 public final class OpenStreams {
     private final Metrics metrics;
-    /** The wake of each open stream's wait. */
-    private final Set<Runnable> wakes = ConcurrentHashMap.newKeySet();
+    private final Set<StreamedBody> open = ConcurrentHashMap.newKeySet();
     private volatile boolean stopping;
 
     /** @param metrics where streams are counted ({@code http_streams_open}, {@code http_streams_ended_total}) */
@@ -44,6 +47,15 @@ public final class OpenStreams {
 
         /** Writes the end of the body (the last chunk); by default nothing: the front end's return ends it. */
         default void end() throws IOException {
+        }
+
+        /**
+         * @param failure what the failed write threw
+         * @return why it failed: {@link StreamEnd#TIMEOUT} when a {@link java.util.concurrent.TimeoutException}
+         *         is among the causes (as Jetty reports its idle timeout), else {@link StreamEnd#CLIENT}
+         */
+        default String writeFailed(Throwable failure) {
+            return OpenStreams.writeFailed(failure);
         }
     }
 
@@ -66,54 +78,53 @@ public final class OpenStreams {
          * Ends the response.
          *
          * @param complete true: end the body properly (the last chunk); false: the body was cut
-         *                 ({@link Streaming#cut}), close the connection without it
+         *                 ({@link StreamEnd#cut}), close the connection without it
          */
         void finish(boolean complete);
 
-        /** @return {@link Streaming#TIMEOUT} when a {@link java.util.concurrent.TimeoutException} is among the causes, else {@link Streaming#CLIENT} */
+        /** @return {@link StreamEnd#TIMEOUT} when a {@link java.util.concurrent.TimeoutException} is among the causes, else {@link StreamEnd#CLIENT} */
         default String writeFailed(Throwable failure) {
-            for (Throwable t = failure; t != null; t = t.getCause()) {
-                if (t instanceof java.util.concurrent.TimeoutException) return Streaming.TIMEOUT;
-            }
-            return Streaming.CLIENT;
+            return OpenStreams.writeFailed(failure);
         }
+    }
+
+    static String writeFailed(Throwable failure) {
+        for (Throwable t = failure; t != null; t = t.getCause()) {
+            if (t instanceof java.util.concurrent.TimeoutException) return StreamEnd.TIMEOUT;
+        }
+        return StreamEnd.CLIENT;
     }
 
     /**
      * Sends {@code body} on the calling thread, which parks between parts, counted from start to end.
      *
      * @param name names the stream in the log, e.g. {@code GET /updates/events}
-     * @return why it ended ({@link Streaming}'s reasons); after a {@link Streaming#cut} reason the
+     * @return why it ended ({@link StreamEnd}'s reasons); after a {@link StreamEnd#cut} reason the
      *         body is unfinished: close the connection
      */
     public String runBlocking(BodyStream body, BlockingSink sink, String name) {
-        Counted counted = open();
-        String reason = Streaming.CLIENT;
+        StreamedBody s = open(body, name);
+        Thread thread = Thread.currentThread();
+        Runnable unpark = () -> LockSupport.unpark(thread);
         try {
-            reason = Streaming.runBlocking(body, new Streaming.Sink() {
-                @Override
-                public void part(byte[] bytes, int length) throws IOException {
-                    sink.part(bytes, length);
+            while (true) {
+                BodyOutput part = new BodyOutput();
+                switch (s.next(part)) {
+                    case PART -> sink.part(part.array(), part.length());
+                    case WAIT -> {
+                        if (s.park(unpark)) LockSupport.parkNanos(s, Math.max(1, s.heartbeatAt() - System.nanoTime()));
+                    }
+                    case END -> {
+                        if (!StreamEnd.cut(s.reason())) sink.end();
+                        return s.reason();
+                    }
                 }
-
-                @Override
-                public void end() throws IOException {
-                    sink.end();
-                }
-
-                @Override
-                public boolean stopped() {
-                    return stopping;
-                }
-
-                @Override
-                public void whenStopped(Runnable wake) {
-                    counted.whenStopped(wake);
-                }
-            }, name);
-            return reason;
+            }
+        } catch (IOException e) {
+            s.end(sink.writeFailed(e));
+            return s.reason();
         } finally {
-            counted.end(reason);
+            close(s);
         }
     }
 
@@ -130,15 +141,15 @@ public final class OpenStreams {
      */
     public CompletableFuture<String> runAsync(BodyStream body, AsyncSink sink, String name, Executor executor,
                                               ScheduledExecutorService timer) {
-        Pump pump = new Pump(body, sink, name, executor, timer, open());
-        pump.start();
+        Pump pump = new Pump(open(body, name), sink, executor, timer);
+        sink.write(new byte[0], 0, pump::afterWrite);  // the head at once, before the body has anything to say
         return pump.ended;
     }
 
     /** Ends every open stream at its next step, and any begun later: call it before the server's graceful stop waits. */
     public void stop() {
         stopping = true;
-        for (Runnable wake : wakes) wake.run();
+        for (StreamedBody s : open) s.stop();
     }
 
     /** @return true once {@link #stop} was called */
@@ -146,161 +157,90 @@ public final class OpenStreams {
         return stopping;
     }
 
-    private Counted open() {
+    private StreamedBody open(BodyStream body, String name) {
+        StreamedBody s = new StreamedBody(body, name);
         metrics.streamStarted();
-        return new Counted();
+        open.add(s);
+        if (stopping) s.stop();
+        return s;
     }
 
-    /** One stream's count: started when made, ended exactly once. */
-    private final class Counted {
-        private final AtomicBoolean ended = new AtomicBoolean();
-        private volatile Runnable wake;
-
-        void whenStopped(Runnable w) {
-            wake = w;
-            wakes.add(w);
-            if (stopping) w.run();
-        }
-
-        void end(String reason) {
-            if (!ended.compareAndSet(false, true)) return;
-            Runnable w = wake;
-            if (w != null) wakes.remove(w);
-            metrics.streamEnded(reason);
-        }
+    private void close(StreamedBody s) {
+        s.end(StreamEnd.ERROR);  // unless it ended already: a sink that threw something unexpected
+        if (open.remove(s)) metrics.streamEnded(s.reason());
     }
 
     /**
-     * The asynchronous loop: poll → write → wait (future | heartbeat | stop) → poll ..., as
-     * {@link Streaming#runBlocking} does on a thread. {@code waiting} lets exactly one of the wait's
-     * three wakers continue the stream.
+     * The asynchronous loop around one {@link StreamedBody}: next → write → next ..., and on
+     * {@link StreamedBody.Next#WAIT} a park whose wake-up (the body's future, the stop, or the
+     * heartbeat timer) continues it on the executor.
      */
     private final class Pump {
         final CompletableFuture<String> ended = new CompletableFuture<>();
-        private final BodyStream body;
+        private final StreamedBody body;
         private final AsyncSink sink;
-        private final String name;
         private final Executor executor;
         private final ScheduledExecutorService timer;
-        private final Counted counted;
-        private final AtomicBoolean waiting = new AtomicBoolean();
+        private final Runnable step = this::step;
+        private final Runnable wake = () -> run(step);
         private final AtomicBoolean finished = new AtomicBoolean();
-        private final Runnable wake = this::wake;
-        private volatile CompletableFuture<?> next;
-        private CompletableFuture<?> armed;
         private volatile ScheduledFuture<?> heartbeat;
 
-        Pump(BodyStream body, AsyncSink sink, String name, Executor executor, ScheduledExecutorService timer, Counted counted) {
+        Pump(StreamedBody body, AsyncSink sink, Executor executor, ScheduledExecutorService timer) {
             this.body = body;
             this.sink = sink;
-            this.name = name;
             this.executor = executor;
             this.timer = timer;
-            this.counted = counted;
         }
 
-        void start() {
-            counted.whenStopped(wake);
-            // the head at once, before the body has anything to say
-            sink.write(new byte[0], 0, failure -> continueOn(failure, this::poll));
-        }
-
-        private void poll() {
-            if (stopping) {
-                finish(Streaming.STOP);
-                return;
-            }
+        private void step() {
+            ScheduledFuture<?> h = heartbeat;
+            if (h != null) h.cancel(false);
             BodyOutput part = new BodyOutput();
-            CompletableFuture<?> after;
-            try {
-                after = body.poll(part);
-            } catch (Exception | Error e) {
-                finish(Streaming.failed(name, e));
-                return;
-            }
-            next = after;
-            if (part.length() == 0) {
-                afterPart();
-            } else {
-                sink.write(part.array(), part.length(), failure -> continueOn(failure, this::afterPart));
-            }
-        }
-
-        private void afterPart() {
-            if (next == null) {
-                finish(Streaming.COMPLETE);
-            } else {
-                await();
-            }
-        }
-
-        private void await() {
-            CompletableFuture<?> f = next;
-            waiting.set(true);
-            if (armed != f) {
-                armed = f;  // once per future: a heartbeat's wait registers nothing new
-                f.whenComplete((r, t) -> wake());
-            }
-            try {
-                heartbeat = timer.schedule(this::beat, body.heartbeatMillis(), TimeUnit.MILLISECONDS);
-            } catch (RejectedExecutionException e) {
-                waiting.set(false);
-                finish(Streaming.STOP);
-                return;
-            }
-            if (f.isDone() || stopping) wake();
-        }
-
-        /** The future completed or the server stops: poll again (which sees a stop). */
-        private void wake() {
-            if (!waiting.compareAndSet(true, false)) return;
-            ScheduledFuture<?> h = heartbeat;
-            if (h != null) h.cancel(false);
-            run(this::poll);
-        }
-
-        /** Silence for the heartbeat interval: send the heartbeat, then wait again. */
-        private void beat() {
-            if (!waiting.compareAndSet(true, false)) return;
-            run(() -> {
-                byte[] bytes = body.heartbeat();
-                if (stopping) {
-                    finish(Streaming.STOP);
-                } else if (bytes == null) {
-                    await();
-                } else {
-                    sink.write(bytes, bytes.length, failure -> continueOn(failure, this::await));
+            switch (body.next(part)) {
+                case PART -> sink.write(part.array(), part.length(), this::afterWrite);
+                case WAIT -> {
+                    if (!body.park(wake)) {
+                        run(step);
+                        return;
+                    }
+                    try {
+                        heartbeat = timer.schedule(body::wake, Math.max(1, body.heartbeatAt() - System.nanoTime()), TimeUnit.NANOSECONDS);
+                    } catch (RejectedExecutionException e) {
+                        body.stop();  // the server stops
+                    }
                 }
-            });
+                case END -> finish();
+            }
         }
 
-        /** After a write: the next step on the executor (a write's callback may run on a library's IO thread), or the end. */
-        private void continueOn(Throwable failure, Runnable then) {
+        /** After a write (a library's IO thread may call it): the next step on the executor, or the end. */
+        void afterWrite(Throwable failure) {
             if (failure != null) {
-                finish(sink.writeFailed(failure));
+                body.end(sink.writeFailed(failure));
+                finish();
             } else {
-                run(then);
+                run(step);
             }
         }
 
-        /** Runs {@code step} on the executor; one that no longer takes tasks (the server stops) ends the stream. */
-        private void run(Runnable step) {
+        /** Runs {@code task} on the executor; one that no longer takes tasks (the server stops) ends the stream. */
+        private void run(Runnable task) {
             try {
-                executor.execute(step);
+                executor.execute(task);
             } catch (RejectedExecutionException e) {
-                finish(Streaming.STOP);
+                body.end(StreamEnd.STOP);
+                finish();
             }
         }
 
-        private void finish(String reason) {
+        private void finish() {
             if (!finished.compareAndSet(false, true)) return;
-            ScheduledFuture<?> h = heartbeat;
-            if (h != null) h.cancel(false);
             try {
-                sink.finish(!Streaming.cut(reason));
+                sink.finish(!StreamEnd.cut(body.reason()));
             } finally {
-                counted.end(reason);
-                ended.complete(reason);
+                close(body);
+                ended.complete(body.reason());
             }
         }
     }

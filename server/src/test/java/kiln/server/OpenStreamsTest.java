@@ -16,6 +16,7 @@ import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 
+import kiln.http.StreamEnd;
 import kiln.http.BodyOutput;
 import kiln.http.BodyStream;
 import org.junit.jupiter.api.AfterEach;
@@ -103,7 +104,7 @@ class OpenStreamsTest {
         assertTrue(sink.parts.isEmpty());
         ticks.get(0).complete(null);
         ticks.get(1).complete(null);
-        assertEquals(Streaming.COMPLETE, ended.get(5, TimeUnit.SECONDS));
+        assertEquals(StreamEnd.COMPLETE, ended.get(5, TimeUnit.SECONDS));
         assertEquals(List.of("tick1\n", "tick2\n"), sink.parts);
         assertEquals(Boolean.TRUE, sink.complete);
         assertEquals(1, sink.finishes.get());
@@ -118,7 +119,7 @@ class OpenStreamsTest {
         assertTrue(sink.parts.size() >= 3, "heartbeats every 50 ms: " + sink.parts);
         assertTrue(sink.parts.stream().allMatch(":\n"::equals));
         streams.stop();
-        assertEquals(Streaming.STOP, ended.get(5, TimeUnit.SECONDS));
+        assertEquals(StreamEnd.STOP, ended.get(5, TimeUnit.SECONDS));
     }
 
     @Test
@@ -127,11 +128,11 @@ class OpenStreamsTest {
         CompletableFuture<String> ended = streams.runAsync(ticks(List.of(new CompletableFuture<>()), 60_000), sink, "GET /ticks", workers, timer);
         Thread.sleep(100);
         streams.stop();
-        assertEquals(Streaming.STOP, ended.get(2, TimeUnit.SECONDS));
+        assertEquals(StreamEnd.STOP, ended.get(2, TimeUnit.SECONDS));
         assertEquals(Boolean.TRUE, sink.complete);
         assertEquals(before, metrics.streamsOpen());
         Recorder late = new Recorder();
-        assertEquals(Streaming.STOP, streams.runAsync(ticks(List.of(new CompletableFuture<>()), 60_000), late, "GET /ticks", workers, timer)
+        assertEquals(StreamEnd.STOP, streams.runAsync(ticks(List.of(new CompletableFuture<>()), 60_000), late, "GET /ticks", workers, timer)
             .get(2, TimeUnit.SECONDS), "a stream begun after the stop ends at once");
     }
 
@@ -141,12 +142,12 @@ class OpenStreamsTest {
         gone.failAfter = 0;
         gone.failure = new IOException("broken pipe");
         List<CompletableFuture<Void>> done = List.of(CompletableFuture.completedFuture(null));
-        assertEquals(Streaming.CLIENT, streams.runAsync(ticks(done, 60_000), gone, "GET /ticks", workers, timer).get(5, TimeUnit.SECONDS));
+        assertEquals(StreamEnd.CLIENT, streams.runAsync(ticks(done, 60_000), gone, "GET /ticks", workers, timer).get(5, TimeUnit.SECONDS));
         assertEquals(Boolean.FALSE, gone.complete, "a cut body closes the connection without the last chunk");
         Recorder stuck = new Recorder();
         stuck.failAfter = 0;
         stuck.failure = new IOException(new TimeoutException("idle timeout"));
-        assertEquals(Streaming.TIMEOUT, streams.runAsync(ticks(done, 60_000), stuck, "GET /ticks", workers, timer).get(5, TimeUnit.SECONDS));
+        assertEquals(StreamEnd.TIMEOUT, streams.runAsync(ticks(done, 60_000), stuck, "GET /ticks", workers, timer).get(5, TimeUnit.SECONDS));
         assertEquals(before, metrics.streamsOpen());
     }
 
@@ -155,7 +156,7 @@ class OpenStreamsTest {
         Recorder sink = new Recorder();
         String reason = streams.runAsync(out -> { throw new IllegalStateException("broken on purpose"); }, sink, "GET /x", workers, timer)
             .get(5, TimeUnit.SECONDS);
-        assertEquals(Streaming.ERROR, reason);
+        assertEquals(StreamEnd.ERROR, reason);
         assertEquals(Boolean.FALSE, sink.complete);
     }
 
@@ -167,7 +168,7 @@ class OpenStreamsTest {
         Thread.sleep(100);
         assertEquals(before + 1, metrics.streamsOpen());
         streams.stop();
-        assertEquals(Streaming.STOP, ended.get(2, TimeUnit.SECONDS));
+        assertEquals(StreamEnd.STOP, ended.get(2, TimeUnit.SECONDS));
         assertEquals(before, metrics.streamsOpen());
     }
 }

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 
+import kiln.http.StreamEnd;
 import kiln.http.Reply;
 import kiln.http.Request;
 import org.junit.jupiter.api.Test;
@@ -28,7 +29,7 @@ class StreamCapTest {
         assertEquals(503, refused.status);
         assertEquals("1", refused.header("Retry-After"));
         assertEquals(200, answer(router, "HEAD").status, "a HEAD gets the head only: no stream opens");
-        metrics.streamEnded(Streaming.COMPLETE);
+        metrics.streamEnded(StreamEnd.COMPLETE);
         assertNotNull(answer(router, "GET").stream, "one ended: room again");
         assertNotNull(answer(new StepRouter(metrics).steps("GET", "/events", request -> Step.of(Reply.text("x"))), "GET").stream,
             "no cap unless set");

@@ -5,8 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -14,18 +14,19 @@ import java.util.function.BiConsumer;
 
 import kiln.http.BodyOutput;
 import kiln.http.BodyStream;
+import kiln.http.StreamEnd;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-/** The blocking stream loop (loom, Jetty's blocking and loom modes), against a sink in memory. */
+/** The blocking stream loop (Jetty's blocking and loom modes, Undertow's blocking one), against a sink in memory. */
 @Timeout(30)
-class StreamingTest {
+class OpenStreamsBlockingTest {
+    private final OpenStreams streams = new OpenStreams(Metrics.off());
+
     /** Records the parts written; fails writes after {@code failAfter} parts with {@code failure}. */
-    private static final class Recorder implements Streaming.Sink {
-        final List<String> parts = new ArrayList<>();
-        volatile boolean stopped;
-        volatile Runnable wake;
-        boolean ended;
+    private static final class Recorder implements OpenStreams.BlockingSink {
+        final List<String> parts = new CopyOnWriteArrayList<>();
+        volatile boolean ended;
         int failAfter = Integer.MAX_VALUE;
         IOException failure;
 
@@ -38,16 +39,6 @@ class StreamingTest {
         @Override
         public void end() {
             ended = true;
-        }
-
-        @Override
-        public boolean stopped() {
-            return stopped;
-        }
-
-        @Override
-        public void whenStopped(Runnable wake) {
-            this.wake = wake;
         }
     }
 
@@ -88,10 +79,10 @@ class StreamingTest {
     void partsFollowTheirFuturesWithHeartbeatsBetweenAndTheBodyEnds() throws Exception {
         CountingFuture tick = new CountingFuture();
         Recorder sink = new Recorder();
-        CompletableFuture<String> reason = CompletableFuture.supplyAsync(() -> Streaming.runBlocking(waitingFor(tick), sink, "GET /ticks"));
+        CompletableFuture<String> reason = CompletableFuture.supplyAsync(() -> streams.runBlocking(waitingFor(tick), sink, "GET /ticks"));
         Thread.sleep(300);  // six heartbeat intervals of silence
         tick.complete(null);
-        assertEquals(Streaming.COMPLETE, reason.get());
+        assertEquals(StreamEnd.COMPLETE, reason.get());
         assertTrue(sink.ended, "the body's end was written");
         long heartbeats = sink.parts.stream().filter(": ka\n"::equals).count();
         assertTrue(heartbeats >= 3, sink.parts.toString());
@@ -102,12 +93,11 @@ class StreamingTest {
     @Test
     void aStopWakesTheWaitAndEndsTheBody() throws Exception {
         Recorder sink = new Recorder();
-        CompletableFuture<String> reason = CompletableFuture.supplyAsync(
-            () -> Streaming.runBlocking(waitingFor(new CountingFuture()), sink, "GET /ticks"));
-        while (sink.wake == null) Thread.sleep(5);
-        sink.stopped = true;
-        sink.wake.run();
-        assertEquals(Streaming.STOP, reason.get());
+        CountingFuture tick = new CountingFuture();
+        CompletableFuture<String> reason = CompletableFuture.supplyAsync(() -> streams.runBlocking(waitingFor(tick), sink, "GET /ticks"));
+        while (tick.registrations.get() == 0) Thread.sleep(5);  // waiting
+        streams.stop();
+        assertEquals(StreamEnd.STOP, reason.get());
         assertTrue(sink.ended);
     }
 
@@ -116,15 +106,15 @@ class StreamingTest {
         Recorder gone = new Recorder();
         gone.failAfter = 0;
         gone.failure = new IOException("Broken pipe");
-        assertEquals(Streaming.CLIENT, Streaming.runBlocking(out -> { out.write("x"); return null; }, gone, "GET /x"));
+        assertEquals(StreamEnd.CLIENT, streams.runBlocking(out -> { out.write("x"); return null; }, gone, "GET /x"));
 
         Recorder stuck = new Recorder();
         stuck.failAfter = 0;
         stuck.failure = new IOException(new TimeoutException("Idle timeout expired: 1500/1500 ms"));
-        assertEquals(Streaming.TIMEOUT, Streaming.runBlocking(out -> { out.write("x"); return null; }, stuck, "GET /x"));
+        assertEquals(StreamEnd.TIMEOUT, streams.runBlocking(out -> { out.write("x"); return null; }, stuck, "GET /x"));
 
         Recorder sink = new Recorder();
-        assertEquals(Streaming.ERROR, Streaming.runBlocking(out -> { throw new IllegalStateException("broken on purpose"); }, sink, "GET /x"));
+        assertEquals(StreamEnd.ERROR, streams.runBlocking(out -> { throw new IllegalStateException("broken on purpose"); }, sink, "GET /x"));
         assertTrue(!sink.ended, "a failed body is not ended as if complete");
     }
 }

@@ -1,0 +1,205 @@
+package kiln.http;
+
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BiConsumer;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+/**
+ * A streamed reply's body while it is sent ({@link Reply#stream}): the one loop of every front end,
+ * as a state machine that does no I/O. It polls the {@link BodyStream}, says when a part or a
+ * heartbeat is to be written and when to wait, and why the body ended; the front end writes and
+ * waits its own way:
+ *
+ * <pre>{@code
+ * StreamedBody s = new StreamedBody(body, "GET /updates/events");
+ * while (true) {
+ *     BodyOutput part = new BodyOutput();
+ *     switch (s.next(part)) {
+ *         case PART -> write(part);                      // a failed write ends it: s.end(StreamEnd.CLIENT)
+ *         case WAIT -> { if (s.park(wake)) wait until wake runs, or until s.heartbeatAt(); }
+ *         case END  -> { finish the response, or cut it when StreamEnd.cut(s.reason()); return; }
+ *     }
+ * }
+ * }</pre>
+ *
+ * The wait ends with the first of: the body's future completing, {@link #stop} (a server's stop,
+ * from any thread), {@link #wake} (the front end's own: its client left, or the heartbeat is due).
+ * Kiln's own HTTP layer runs it inside its {@link Connection}; the library front ends in
+ * {@code kiln.server.OpenStreams}, on a parking thread or in callbacks.
+ */
+public final class StreamedBody {
+    private static final Logger LOG = Logger.getLogger(StreamedBody.class.getName());
+    private static final VarHandle WAKE;
+
+    static {
+        try {
+            WAKE = MethodHandles.lookup().findVarHandle(StreamedBody.class, "wake", Runnable.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    /** What the front end does next ({@link #next}). */
+    public enum Next {
+        /** Write the bytes appended (a part, or a heartbeat), then {@link #next} again. */
+        PART,
+        /** Wait: {@link #park}, then {@link #next} again once woken (or at {@link #heartbeatAt()}). */
+        WAIT,
+        /** The body ended, for {@link #reason()}. */
+        END
+    }
+
+    private final BodyStream body;
+    private final String name;
+    private final long heartbeatNanos;
+    /** System.nanoTime() of the last part or heartbeat. */
+    private long lastSent = System.nanoTime();
+    /** What the body last said to wait for; null before its first poll. */
+    private CompletableFuture<?> waitingFor;
+    /** Wakes a parked loop when a future the body returned completes; registered once per future. */
+    private final Watch watch = new Watch(this);
+    /** Why the body ended, once it has ({@link Next#END}). */
+    private String reason;
+    /** The body said it is complete with a part still to write: {@link #reason} once it is written. */
+    private boolean completeAfterPart;
+    private volatile boolean stopped;
+    /** System.nanoTime() when a parked body's heartbeat is due; 0 while not parked. */
+    private volatile long heartbeatAt;
+    /** The parked loop's wake-up ({@link #park}); whoever swaps it out runs it. */
+    @SuppressWarnings("unused") private volatile Runnable wake;
+
+    /**
+     * @param body the body to send
+     * @param name the route, e.g. {@code GET /updates/events}, for the log line of a body that throws
+     */
+    public StreamedBody(BodyStream body, String name) {
+        this.body = body;
+        this.name = name;
+        this.heartbeatNanos = TimeUnit.MILLISECONDS.toNanos(body.heartbeatMillis());
+    }
+
+    /**
+     * @param out where a part or a heartbeat is appended (empty, made for this call)
+     * @return {@link Next#PART} when {@code out} has bytes to write, {@link Next#WAIT} to wait,
+     *         {@link Next#END} when the body ended ({@link #reason()})
+     */
+    public Next next(BodyOutput out) {
+        while (reason == null) {
+            if (completeAfterPart) {
+                reason = StreamEnd.COMPLETE;
+                break;
+            }
+            if (stopped) {
+                reason = StreamEnd.STOP;
+                break;
+            }
+            if (waitingFor != null && !waitingFor.isDone()) {
+                long now = System.nanoTime();
+                if (now - lastSent < heartbeatNanos) return Next.WAIT;
+                lastSent = now;
+                byte[] heartbeat = body.heartbeat();
+                if (heartbeat == null) return Next.WAIT;
+                out.write(heartbeat);
+                return Next.PART;
+            }
+            CompletableFuture<?> next;
+            try {
+                next = body.poll(out);
+            } catch (Exception | Error e) {
+                LOG.log(Level.WARNING, "the streamed body of " + name + " failed; closing its connection", e);
+                reason = StreamEnd.ERROR;
+                return Next.END;  // what it appended is not sent: the body is cut
+            }
+            if (next == null) {
+                completeAfterPart = true;
+            } else if (next != waitingFor) {
+                waitingFor = next;
+                next.whenComplete(watch);  // once per future: a feed returns the same one until it changes
+            }
+            if (out.length() > 0) {
+                lastSent = System.nanoTime();
+                return Next.PART;
+            }
+        }
+        return Next.END;
+    }
+
+    /** @return why the body ended, one of {@link StreamEnd}'s; null before {@link Next#END} */
+    public String reason() {
+        return reason;
+    }
+
+    /**
+     * Ends the body from outside: a write failed ({@link StreamEnd#CLIENT}, {@link StreamEnd#TIMEOUT})
+     * or the client left, even after the body said it was complete (its last part was not written).
+     * Nothing when it has ended already. Detaches it from the futures it waited on.
+     */
+    public void end(String why) {
+        if (reason == null) reason = why;
+        detach();
+    }
+
+    /** Drops what a later completion of a shared future, or a late wake-up, could reach. */
+    public void detach() {
+        watch.body = null;
+        heartbeatAt = 0;
+        wake = null;
+    }
+
+    /**
+     * For {@link Next#WAIT}: the front end's {@code wake} runs once, from any thread, when there may
+     * be work: the body's future completed, {@link #stop}, or {@link #wake()} (the front end's: at
+     * {@link #heartbeatAt()}, or its client left).
+     *
+     * @return true when parked: wait until {@code wake} runs; false when there is work already: call
+     *         {@link #next} at once ({@code wake} will not run)
+     */
+    public boolean park(Runnable wake) {
+        long due = lastSent + heartbeatNanos;
+        heartbeatAt = due;
+        WAKE.setVolatile(this, wake);
+        if (waitingFor.isDone() || stopped || System.nanoTime() - due >= 0) {
+            return !WAKE.compareAndSet(this, wake, null);  // a waker that swapped it out first runs it
+        }
+        return true;
+    }
+
+    /** @return the {@link System#nanoTime()} when a parked body's heartbeat is due (wake it then); 0 while not parked */
+    public long heartbeatAt() {
+        return heartbeatAt;
+    }
+
+    /** From any thread: runs the parked loop's wake-up, once; nothing when none is parked. */
+    public void wake() {
+        Runnable w = (Runnable) WAKE.getAndSet(this, null);
+        if (w != null) {
+            heartbeatAt = 0;
+            w.run();
+        }
+    }
+
+    /** For a server's stop, from any thread: the body ends at its next step ({@link StreamEnd#STOP}: a complete body). */
+    public void stop() {
+        stopped = true;
+        wake();
+    }
+
+    /** Wakes the body's parked loop when a future it returned completes; emptied once the body ends. */
+    private static final class Watch implements BiConsumer<Object, Throwable> {
+        volatile StreamedBody body;
+
+        Watch(StreamedBody body) {
+            this.body = body;
+        }
+
+        @Override
+        public void accept(Object result, Throwable failure) {
+            StreamedBody b = body;
+            if (b != null) b.wake();
+        }
+    }
+}
