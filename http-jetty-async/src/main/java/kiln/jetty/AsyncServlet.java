@@ -78,7 +78,7 @@ final class AsyncServlet extends HttpServlet {
     }
 
     private void send(AsyncContext async, HttpServletRequest request, Exchange<StepHandler> exchange, Reply answer) {
-        Reply reply = Responses.negotiated(request, exchange.answer(answer));
+        Reply reply = exchange.answer(answer);
         try {
             HttpServletResponse response = (HttpServletResponse) async.getResponse();
             Responses.head(request, response, reply);

@@ -46,7 +46,7 @@ final class BlockingServlet extends HttpServlet {
         if (Responses.refused(request, response, maxContent)) return;
         Exchange<StepHandler> exchange = router.begin(request.getMethod(), request.getRequestURI(), request.getQueryString(),
             Responses.headers(request), Content.readBlocking(request), Content.remote(request));
-        Reply reply = Responses.negotiated(request, exchange.answer(Step.runBlocking(StepRouter.firstStep(exchange))));
+        Reply reply = exchange.answer(Step.runBlocking(StepRouter.firstStep(exchange)));
         Responses.head(request, response, reply);
         if (reply.stream == null) {
             response.getOutputStream().write(reply.body);

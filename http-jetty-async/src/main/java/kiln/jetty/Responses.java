@@ -67,7 +67,7 @@ final class Responses {
         String transferEncoding = codings.hasMoreElements() ? String.join(",", Collections.list(codings)) : null;
         Reply refusal = Reply.refuseRequest(fields, request.getContentLengthLong(), transferEncoding, request.getHeader("Host"), maxContent);
         if (refusal == null) return false;
-        refusal = negotiated(request, refusal);
+        refusal = refusal.negotiated(request.getHeader("Accept"));
         head(request, response, refusal);
         ServletContextResponse.getServletContextResponse(response).getHeaders().put(CONNECTION_CLOSE);
         if (!"HEAD".equals(request.getMethod())) response.getOutputStream().write(refusal.body);  // RFC 9110 section 9.3.2
@@ -92,11 +92,6 @@ final class Responses {
                 return 2 * fields.size();
             }
         };
-    }
-
-    /** @return {@code reply}, an error in the form the request's {@code Accept} prefers ({@link Reply#negotiated}) */
-    static Reply negotiated(HttpServletRequest request, Reply reply) {
-        return reply.status >= 400 ? reply.negotiated(request.getHeader("Accept")) : reply;
     }
 
     /**

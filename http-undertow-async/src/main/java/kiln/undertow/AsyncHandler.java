@@ -65,7 +65,7 @@ final class AsyncHandler implements HttpHandler {
         Reply reply = started.answer(answer);
         try {
             if (reply.stream != null && !Methods.HEAD.equals(exchange.getRequestMethod())) {
-                Exchanges.head(exchange, Exchanges.negotiated(exchange, reply));
+                Exchanges.head(exchange, reply);
                 streams.runAsync(reply.stream, new ChannelStream(exchange), started.request().routeName(), workers.queue(), workers.timer());
                 return;
             }

@@ -55,7 +55,7 @@ final class Exchanges {
         if (exchange.isHttp11() || exchange.isHttp10()) return false;
         String protocol = exchange.getProtocol().toString();
         exchange.setPersistent(false);
-        send(exchange, Reply.versionNotSupported(protocol.substring(protocol.indexOf('/') + 1)));
+        send(exchange, Reply.versionNotSupported(protocol.substring(protocol.indexOf('/') + 1)).negotiated(accept(exchange)));
         return true;
     }
 
@@ -72,7 +72,7 @@ final class Exchanges {
             codings == null || codings.isEmpty() ? null : String.join(",", codings), exchange.getRequestHeaders().getFirst(Headers.HOST), maxContent);
         if (refusal == null) return false;
         exchange.setPersistent(false);
-        send(exchange, refusal);
+        send(exchange, refusal.negotiated(accept(exchange)));
         return true;
     }
 
@@ -169,15 +169,14 @@ final class Exchanges {
         exchange.setProtocol(Protocols.HTTP_1_1);
     }
 
-    /** @return {@code reply}, an error in the form the request's {@code Accept} prefers ({@link Reply#negotiated}) */
-    static Reply negotiated(HttpServerExchange exchange, Reply reply) {
-        return reply.status >= 400 ? reply.negotiated(exchange.getRequestHeaders().getFirst(Headers.ACCEPT)) : reply;
+    private static String accept(HttpServerExchange exchange) {
+        return exchange.getRequestHeaders().getFirst(Headers.ACCEPT);
     }
 
     /**
      * Sets status and headers and sends the body with Undertow's non-blocking sender, which ends
-     * the exchange once written; an error in the form the request's {@code Accept} prefers
-     * ({@link Reply#negotiated}). Callable from any thread that owns the exchange (a dispatched
+     * the exchange once written (the pipeline's answers come negotiated by {@code Accept}; the
+     * refusals here are negotiated where they are made). Callable from any thread that owns the exchange (a dispatched
      * exchange belongs to whichever thread runs its task).
      *
      * <p>Header order: Undertow writes the fields in its {@link HeaderMap}'s hash-table order, not
@@ -185,8 +184,7 @@ final class Exchanges {
      * conformance suite's deviation {@code HEADER_ORDER_HASHED}). Undertow
      * adds {@code Connection: close} itself when it will close (RFC 9112 section 9.3).
      */
-    static void send(HttpServerExchange exchange, Reply answer) {
-        Reply reply = negotiated(exchange, answer);
+    static void send(HttpServerExchange exchange, Reply reply) {
         head(exchange, reply);
         exchange.getResponseSender().send(ByteBuffer.wrap(reply.body));
     }

@@ -67,7 +67,7 @@ final class ThreadPerRequestHandler implements HttpHandler {
         if (reply.stream == null || Methods.HEAD.equals(exchange.getRequestMethod())) {
             Exchanges.send(exchange, reply);
         } else {
-            stream(exchange, Exchanges.negotiated(exchange, reply), started.request().routeName());
+            stream(exchange, reply, started.request().routeName());
         }
     }
 

@@ -266,8 +266,8 @@ public final class Connection {
     }
 
     /**
-     * The handler of {@link #request()} answered {@code reply}: appends it (head only for HEAD), an
-     * error reply in the form the request's {@code Accept} prefers ({@link Reply#negotiated}). The
+     * The handler of {@link #request()} answered {@code reply} (through the router, which put an
+     * error in the form the request's {@code Accept} prefers): appends it, head only for HEAD. The
      * connection closes after it unless both sides keep it alive and the server is not stopping; a
      * streamed reply's body follows ({@link Action#WAIT} and {@link Action#WRITE}).
      */
@@ -277,7 +277,6 @@ public final class Connection {
         current = null;
         owner.requestEnded();
         boolean keepAlive = request.keepAlive() && !owner.isStopping();
-        if (reply.status >= 400) reply = reply.negotiated(request.header("Accept"));
         boolean head = "HEAD".equals(request.method());
         if (reply.stream != null && !head) {
             chunked = request.minorVersion() >= 1;

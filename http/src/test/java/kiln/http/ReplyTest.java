@@ -75,15 +75,4 @@ class ReplyTest {
         Reply handlerMade = Reply.of(409, Http.TEXT_PLAIN, "taken\n".getBytes(StandardCharsets.UTF_8));
         assertSame(handlerMade, handlerMade.negotiated("application/json"), "a body a handler wrote itself is its own");
     }
-
-    @Test
-    void kilnsLayerNegotiatesErrorsByTheRequestsAccept() {
-        String asJson = onTheWire("GET /nope HTTP/1.1\r\nHost: h\r\nAccept: application/json\r\n\r\n", Reply.notFound("/nope"));
-        String body = "{\"type\":\"about:blank\",\"title\":\"Not Found\",\"status\":404,\"detail\":\"no such path: /nope\"}";
-        assertEquals("HTTP/1.1 404 Not Found\r\nServer: kiln\r\nDate: D\r\nContent-Type: application/problem+json\r\nContent-Length: "
-            + body.length() + "\r\n\r\n" + body, asJson);
-        String asText = onTheWire("GET /nope HTTP/1.1\r\nHost: h\r\nAccept: */*\r\n\r\n", Reply.notFound("/nope"));
-        assertEquals("HTTP/1.1 404 Not Found\r\nServer: kiln\r\nDate: D\r\nContent-Type: text/plain; charset=UTF-8\r\nContent-Length: 35\r\n\r\n"
-            + "404 Not Found: no such path: /nope\n", asText);
-    }
 }

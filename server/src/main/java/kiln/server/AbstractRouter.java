@@ -314,7 +314,8 @@ public abstract class AbstractRouter<H, R extends AbstractRouter<H, R>> {
 
         /**
          * Ends the exchange: a streamed reply past the router's {@link #maxStreams} is answered 503
-         * instead (counted within a few: the streams already begun are those counted open); the
+         * instead (counted within a few: the streams already begun are those counted open); an error
+         * takes the form the request's {@code Accept} prefers ({@link Reply#negotiated}); the
          * filters' {@link Filter#after} see the reply, innermost first; the request is recorded with
          * the final status and its duration, once (404s and 405s under the endpoint label
          * {@value Metrics#UNMATCHED}).
@@ -325,6 +326,7 @@ public abstract class AbstractRouter<H, R extends AbstractRouter<H, R>> {
             if (reply.stream != null && !"HEAD".equals(request.method()) && router.metrics.streamsOpen() >= router.maxStreams) {
                 reply = Reply.unavailable("too many event streams open (" + router.maxStreams + ", --max-streams); retry later");
             }
+            if (reply.status >= 400) reply = reply.negotiated(request.header("Accept"));
             for (int i = entered - 1; i >= 0; i--) {
                 try {
                     reply = filters[i].after(request, reply);

@@ -195,6 +195,25 @@ class MiddlewareTest {
     }
 
     @Test
+    void errorsTakeTheFormTheAcceptPrefersBeforeTheFiltersSeeThem() {
+        List<String> seen = new ArrayList<>();
+        StepRouter router = router().filter(new Filter() {
+            @Override
+            public Reply after(Request request, Reply reply) {
+                seen.add(reply.contentType);
+                return reply;
+            }
+        });
+        Reply json = serve(router, "GET", "/nope", "Accept", "application/json");
+        assertEquals("application/problem+json", json.contentType);
+        assertEquals("{\"type\":\"about:blank\",\"title\":\"Not Found\",\"status\":404,\"detail\":\"no such path: /nope\"}",
+            new String(json.body, StandardCharsets.UTF_8));
+        assertEquals("404 Not Found: no such path: /nope\n", new String(serve(router, "GET", "/nope", "Accept", "*/*").body,
+            StandardCharsets.UTF_8));
+        assertEquals(List.of("application/problem+json", "text/plain; charset=UTF-8"), seen, "the filters saw the forms sent");
+    }
+
+    @Test
     void accessLogEscapesWhatCouldForgeALine() {
         assertEquals("a\\\"b\\\\c\\x0a\\x1b", AccessLog.escape("a\"b\\c\n\u001b"));
     }
