@@ -202,29 +202,21 @@ public abstract class AbstractRouter<H, R extends AbstractRouter<H, R>> {
     }
 
     /**
-     * Routes a request a server library parsed: its path is put in normal form first ({@link Paths}),
-     * a path without one answered 400. Never throws.
+     * Routes a method and a raw target with no header fields and no content (for tests, and code
+     * that asks the router what it would answer): as {@link #begin(String, String, String, List, byte[],
+     * java.net.InetSocketAddress)}. Never throws.
      *
      * @param rawPath  the path as sent (not percent-decoded), or {@code *}
      * @param rawQuery the query without '?', still percent-encoded, or null
      */
     public final Exchange<H> begin(String method, String rawPath, String rawQuery) {
-        return begin(method, rawPath, rawQuery, List.of());
-    }
-
-    /**
-     * As {@link #begin(String, String, String)}, with the request's header fields, which handlers
-     * read with {@link Request#header} (e.g. {@code Last-Event-ID}).
-     *
-     * @param headers field names and values, alternating, as the library parsed them
-     */
-    public final Exchange<H> begin(String method, String rawPath, String rawQuery, List<String> headers) {
-        return begin(method, rawPath, rawQuery, headers, new byte[0], null);
+        return begin(method, rawPath, rawQuery, List.of(), new byte[0], null);
     }
 
     /**
      * Routes a request a server library parsed, whole: what a library front end hands to the
-     * pipeline, so that a handler sees the same request on every front end.
+     * pipeline, so that a handler sees the same request on every front end. Its path is put in
+     * normal form first ({@link Paths}); a path without one is answered 400. Never throws.
      *
      * @param rawPath  the path as sent (not percent-decoded), or {@code *}
      * @param rawQuery the query without '?', still percent-encoded, or null
