@@ -146,7 +146,7 @@ bench-feeds:
 # A request trickled one byte per read through kiln's own parser (http); about 20 s.
 bench-parser:
 	$(MVN) -DskipTests -pl http -am package
-	$(JAVA) -cp http/target/classes:http/target/test-classes kiln.http.TrickleBench
+	$(JAVA) -cp http/target/classes:http/target/test-classes kiln.http.spi.TrickleBench
 
 # Bytes per idle keep-alive connection (heap from jcmd's class histogram, RSS), every front end of
 # frontends.conf beside the dummy and nginx anchors: ./ab-sweep.sh --memory (README, "Benchmark sweep").

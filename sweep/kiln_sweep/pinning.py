@@ -90,7 +90,7 @@ def _frame_text(frame):
 
 def where(values):
     """Where an event pinned: the first frames of its stack below the JDK's parking machinery (up to 3),
-    e.g. "kiln.db.Foo.bar:12 < kiln.http.Connection.run:80"."""
+    e.g. "kiln.db.Foo.bar:12 < kiln.http.spi.Connection.run:80"."""
     frames = ((values.get("stackTrace") or {}).get("frames")) or []
     own = [f for f in frames if not ((f.get("method") or {}).get("type") or {}).get("name", "").startswith(_MACHINERY)]
     picked = own[:3] or frames[:3]

@@ -46,7 +46,7 @@ def test_not_a_histogram_is_an_error_that_shows_what_came_back():
 
 @pytest.mark.parametrize("name, readable", [
     ("[B", "byte[]"), ("[[I", "int[][]"), ("[Ljava.lang.Object;", "java.lang.Object[]"),
-    ("[[Ljava.lang.String;", "java.lang.String[][]"), ("kiln.http.Connection", "kiln.http.Connection")])
+    ("[[Ljava.lang.String;", "java.lang.String[][]"), ("kiln.http.spi.Connection", "kiln.http.spi.Connection")])
 def test_descriptors_read_as_java(name, readable):
     assert idle.readable_class(name) == readable
 
@@ -64,7 +64,7 @@ def test_diff_per_connection_of_the_captured_kilim_histograms():
     by_class = {c: (n, b) for c, n, b in top}
     assert by_class["sun.nio.ch.SocketChannelImpl"] == (1999 / 2000, (224000 - 112) / 2000)
     assert by_class["kiln.kilim.HttpConnection"] == (1999 / 2000, 1999 * 80 / 2000)
-    assert by_class["kiln.http.Connection"] == (1999 / 2000, 1999 * 80 / 2000)
+    assert by_class["kiln.http.spi.Connection"] == (1999 / 2000, 1999 * 80 / 2000)
 
 
 def test_diff_counts_classes_that_appear_or_disappear():

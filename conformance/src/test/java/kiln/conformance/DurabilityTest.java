@@ -199,7 +199,7 @@ class DurabilityTest {
     @ParameterizedTest(name = "{0}")
     @MethodSource("servers")
     void outOfMemoryExitsAtOnceAndLosesNoAcknowledgedWrite(FrontEnd fe) throws Exception {
-        assumeTrue(fe.connectionClass.equals("kiln.http.Connection"), fe.id + " does not buffer request content before its handler");
+        assumeTrue(fe.connectionClass.equals("kiln.http.spi.Connection"), fe.id + " does not buffer request content before its handler");
         ServerProcess first = ServerProcess.start(fe, "DurabilityTest-oom");
         Path dir = first.dataDir;
         assertEquals(0, first.stop(), "exit code after SIGTERM");

@@ -1,6 +1,6 @@
 package kiln.demo;
 
-import kiln.http.Routes;
+import kiln.http.PathTemplate;
 import kiln.server.AbstractRouter;
 import kiln.server.StepHandler;
 
@@ -33,7 +33,7 @@ public final class Endpoint {
 
     Endpoint(String method, String path, String usage, String example, String description, Binding binding) {
         int q = example.indexOf('?');
-        if (!Routes.matches(path, q < 0 ? example : example.substring(0, q))) {
+        if (!PathTemplate.parse(path).matches(q < 0 ? example : example.substring(0, q))) {
             throw new IllegalArgumentException("example " + example + " is not a target of " + path);
         }
         this.method = method;

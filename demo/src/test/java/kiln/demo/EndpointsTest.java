@@ -33,7 +33,7 @@ import kiln.http.Http;
 import kiln.server.Step;
 import kiln.server.Failures;
 import kiln.http.HttpException;
-import kiln.http.ResponseWriter;
+import kiln.http.spi.ResponseWriter;
 
 /** The endpoint registry's logic on a real database, run with each way of waiting a {@link Step} has. */
 class EndpointsTest {

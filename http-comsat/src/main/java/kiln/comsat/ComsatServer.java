@@ -13,6 +13,7 @@ import kiln.server.StepRouter;
 import kiln.server.Launcher;
 import kiln.http.Limits;
 import kiln.http.Reply;
+import kiln.http.spi.RequestParser;
 import kiln.server.OpenStreams;
 import kiln.server.ServerOptions;
 import kiln.server.WorkerPool;
@@ -160,7 +161,7 @@ final class ComsatServer implements Launcher.Server {
     }
 
     /**
-     * Applies {@link Reply#refuseRequest} on Jetty's thread, before a fiber is started: answers 431
+     * Applies {@link RequestParser#refuseRequest} on Jetty's thread, before a fiber is started: answers 431
      * or 413 with {@code Connection: close} without reading the content.
      */
     private static final class Refusals extends HandlerWrapper {
@@ -177,7 +178,7 @@ final class ComsatServer implements Launcher.Server {
             throws IOException, ServletException {
             String length = base.getHeader("Content-Length"); // Jetty has rejected a malformed or overflowing one
             java.util.List<String> codings = java.util.Collections.list(base.getHeaders("Transfer-Encoding"));
-            Reply refusal = Reply.refuseRequest(base.getHttpFields().size(), length == null ? -1 : Long.parseLong(length.trim()),
+            Reply refusal = RequestParser.refuseRequest(base.getHttpFields().size(), length == null ? -1 : Long.parseLong(length.trim()),
                 codings.isEmpty() ? null : String.join(",", codings), base.getHeader("Host"), maxContent);
             if (refusal == null) {
                 // Comsat hands the fiber a Servlet 3.0 wrapper of the request: the fiber reaches Jetty's own

@@ -12,7 +12,7 @@ import org.eclipse.jetty.util.Callback;
 
 /**
  * Answers {@code OPTIONS *} (the asterisk-form, RFC 9112 section 3.2.4) as every front end does,
- * from the router ({@link kiln.http.Routes#miss}: 200, {@code Allow}). Jetty's servlet
+ * from the router ({@link kiln.http.spi.Routes#miss}: 200, {@code Allow}). Jetty's servlet
  * context is mapped at {@code /} and never sees the target {@code *}: without this, Jetty answers
  * its own 404. Jetty's parser refuses {@code *} with any other method (400) before it gets here.
  * Runs on the thread that parsed the request; the reply needs no wait.

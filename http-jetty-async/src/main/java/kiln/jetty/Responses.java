@@ -13,6 +13,7 @@ import jakarta.servlet.http.HttpServletResponse;
 import kiln.http.Http;
 import kiln.http.HttpDate;
 import kiln.http.Reply;
+import kiln.http.spi.RequestParser;
 import org.eclipse.jetty.ee10.servlet.ServletContextRequest;
 import org.eclipse.jetty.ee10.servlet.ServletContextResponse;
 import org.eclipse.jetty.http.HttpField;
@@ -54,7 +55,7 @@ final class Responses {
     }
 
     /**
-     * Applies {@link Reply#refuseRequest}: answers 400, 431 or 413 and closes when the request is
+     * Applies {@link RequestParser#refuseRequest}: answers 400, 431 or 413 and closes when the request is
      * refused, without reading its content.
      *
      * @param maxContent the most content bytes accepted ({@code --max-content})
@@ -65,7 +66,7 @@ final class Responses {
         int fields = ServletContextRequest.getServletContextRequest(request).getHeaders().size();
         Enumeration<String> codings = request.getHeaders("Transfer-Encoding");
         String transferEncoding = codings.hasMoreElements() ? String.join(",", Collections.list(codings)) : null;
-        Reply refusal = Reply.refuseRequest(fields, request.getContentLengthLong(), transferEncoding, request.getHeader("Host"), maxContent);
+        Reply refusal = RequestParser.refuseRequest(fields, request.getContentLengthLong(), transferEncoding, request.getHeader("Host"), maxContent);
         if (refusal == null) return false;
         refusal = refusal.negotiated(request.getHeader("Accept"));
         head(request, response, refusal);

@@ -9,7 +9,7 @@ import java.util.logging.Logger;
 import kilim.Pausable;
 import kilim.PauseReason;
 import kilim.Task;
-import kiln.http.Connection;
+import kiln.http.spi.Connection;
 
 /**
  * The fiber that serves one connection while it has work: the loop of kiln's connection state
@@ -46,7 +46,7 @@ final class ConnectionFiber extends Task<Object> implements PauseReason, Carrier
      * the run queue and reads; on an idle one the selector takes over.
      */
     private boolean drained;
-    /** The connection's streamed body waiting without a fiber, once one has waited; handed to the fiber it wakes. */
+    /** What waits for the connection's streamed body while no fiber runs, once this fiber has parked it. */
     private Parked parked;
 
     /** @param arrived the bytes the poller read before starting this fiber (no buffer is lent to a connection waiting for a carrier), or null */
@@ -146,7 +146,7 @@ final class ConnectionFiber extends Task<Object> implements PauseReason, Carrier
      */
     private boolean waitForStream() throws IOException {
         drained = false;  // the client may send more while the body streams
-        if (parked == null) parked = new Parked(this);
+        if (parked == null) parked = new Parked(poller, key, connection);
         if (parked.readable) {
             parked.readable = false;
             connection.read(poller.read(connection.channel(), connection.readBuffer()));
@@ -165,26 +165,21 @@ final class ConnectionFiber extends Task<Object> implements PauseReason, Carrier
      * side closed, most likely) does too, after noting it.
      */
     private static final class Parked implements Runnable, Poller.Ready {
-        private final Router router;
-        private final Carriers carriers;
         private final Poller poller;
         private final SelectionKey key;
         private final Connection connection;
         volatile boolean readable;
 
-        Parked(ConnectionFiber f) {
-            router = f.router;
-            carriers = f.carriers;
-            poller = f.poller;
-            key = f.key;
-            connection = f.connection;
+        Parked(Poller poller, SelectionKey key, Connection connection) {
+            this.poller = poller;
+            this.key = key;
+            this.connection = connection;
         }
 
+        /** The wake-up: a new fiber goes on with the connection (and makes its own Parked: the selector reports a readable socket again). */
         @Override
         public void run() {
-            ConnectionFiber fiber = new ConnectionFiber(router, carriers, poller, key, connection, null);
-            fiber.parked = this;
-            fiber.start();
+            poller.serve(key, connection);
         }
 
         @Override

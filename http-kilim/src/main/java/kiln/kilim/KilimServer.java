@@ -35,7 +35,7 @@ import kiln.server.Launcher;
  *       carriers in turn, and fires due timers. Handlers run on the carriers and must never block
  *       (see {@link Handler}).</li>
  *   <li>{@code kiln-reaper}: once a second, half-closes connections past their idle, header or
- *       write deadline (kiln's shared {@link kiln.server.Connections}; see {@link kiln.http.Connection}).</li>
+ *       write deadline (kiln's shared {@link kiln.server.Connections}; see {@link kiln.http.spi.Connection}).</li>
  *   <li>{@code kiln-carrier-watch}: hands a carrier whose thread a fiber holds (a blocking call, a
  *       long loop) to a new thread after 20 ms, so that the selector and the carrier's other fibers
  *       go on; reports the handler after 100 ms; tells {@link #blockedProblem} after 5 s
@@ -49,7 +49,7 @@ import kiln.server.Launcher;
  * An idle keep-alive connection has no fiber and no buffers: a fiber runs only while its
  * connection has bytes to read, requests to answer or responses to write, and hands the connection
  * back to the selector when a read finds nothing more; the buffers are lent from a pool meanwhile.
- * What stays is the socket, its selection key and a small {@link kiln.http.Connection}. (Kilim's
+ * What stays is the socket, its selection key and a small {@link kiln.http.spi.Connection}. (Kilim's
  * own {@code kilim.nio} keeps a paused fiber, a mailbox and its events per connection.)
  */
 public final class KilimServer implements Launcher.Server {

@@ -16,7 +16,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
-import kiln.http.Connection;
+import kiln.http.spi.Connection;
 import kiln.server.Connections;
 
 /**
@@ -304,6 +304,11 @@ final class Poller implements Runnable {
             }
         }
         serve.start(this, key, c, arrived);
+    }
+
+    /** Starts a fiber that goes on with a connection that has work (a streamed body woken), from any thread. */
+    void serve(SelectionKey key, Connection c) {
+        serve.start(this, key, c, null);
     }
 
     /** Closes a connection, from any thread, once nothing else will touch it (its fiber's last act). */

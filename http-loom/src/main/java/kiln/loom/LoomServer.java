@@ -15,7 +15,7 @@ import java.util.logging.Logger;
 import kiln.server.Launcher;
 import kiln.http.Limits;
 import kiln.server.VirtualThreads;
-import kiln.http.Connection;
+import kiln.http.spi.Connection;
 import kiln.server.Connections;
 
 /**
@@ -54,8 +54,6 @@ public final class LoomServer implements Launcher.Server {
     private final Connections connections;
     private ServerSocketChannel channel;
     private Thread acceptor;
-    /** Starts the virtual threads that watch a waiting stream's client ({@link #watchClient}). */
-    private ThreadFactory watchers;
 
     /**
      * @param bindAddress address to listen on, e.g. "0.0.0.0" or "127.0.0.1"
@@ -113,7 +111,6 @@ public final class LoomServer implements Launcher.Server {
      */
     public void start() throws IOException {
         ThreadFactory virtualThreads = VirtualThreads.factory("kiln-conn-");
-        watchers = VirtualThreads.factory("kiln-watch-");
         ServerSocketChannel ssc = ServerSocketChannel.open();
         try {
             ssc.setOption(StandardSocketOptions.SO_REUSEADDR, true);
@@ -206,31 +203,16 @@ public final class LoomServer implements Launcher.Server {
     private void serve(Connection c) {
         SocketChannel ch = c.channel();
         connections.opened(c);
-        CompletableFuture<byte[]> watch = null;  // what the client sent while a stream waited
         try {
             while (true) {
                 switch (c.next()) {
-                    case READ -> {
-                        if (watch == null) {
-                            c.read(ch.read(c.readBuffer()));
-                        } else {
-                            received(c, watch.join());  // the watcher's read comes first
-                            watch = null;
-                        }
-                    }
+                    case READ -> c.read(ch.read(c.readBuffer()));
                     case WRITE -> write(c);
                     case HANDLE -> c.answer(router.dispatch(c.request()));
                     case WAIT -> {
-                        if (watch == null) watch = watchClient(c);
+                        // a streamed body between parts; its client's leaving shows at the next write
                         CompletableFuture<Void> woken = new CompletableFuture<>();
-                        if (c.park(() -> woken.complete(null))) {
-                            if (watch.isDone()) c.wake();  // the watcher finished before the park: its wake found none
-                            woken.join();  // parks the virtual thread
-                        }
-                        if (watch.isDone()) {
-                            received(c, watch.join());
-                            watch = null;
-                        }
+                        if (c.park(() -> woken.complete(null))) woken.join();  // parks the virtual thread
                     }
                     case CLOSE -> {
                         return;
@@ -242,37 +224,6 @@ public final class LoomServer implements Launcher.Server {
         } finally {
             Connections.closeQuietly(ch);
             connections.closed(c);
-        }
-    }
-
-    /**
-     * While a streamed body waits, a virtual thread of its own reads the socket, so that a client
-     * that leaves is noticed at once (its read returns end of stream) rather than at the next
-     * heartbeat's failed write; it wakes the parked connection with what it read.
-     *
-     * @return the bytes the client sent, or null at end of stream (or a failed read)
-     */
-    private CompletableFuture<byte[]> watchClient(Connection c) {
-        CompletableFuture<byte[]> got = new CompletableFuture<>();
-        watchers.newThread(() -> {
-            ByteBuffer b = ByteBuffer.allocate(512);
-            byte[] bytes = null;
-            try {
-                if (c.channel().read(b) > 0) bytes = java.util.Arrays.copyOf(b.array(), b.position());
-            } catch (IOException e) {
-                LOG.log(Level.FINE, "watching a stream's client", e);
-            }
-            got.complete(bytes);
-            c.wake();
-        }).start();
-        return got;
-    }
-
-    private static void received(Connection c, byte[] bytes) {
-        if (bytes == null) {
-            c.read(-1);
-        } else {
-            c.received(bytes);
         }
     }
 

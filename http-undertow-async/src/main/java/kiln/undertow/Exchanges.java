@@ -18,6 +18,7 @@ import io.undertow.util.Protocols;
 import kiln.http.Http;
 import kiln.http.HttpDate;
 import kiln.http.Reply;
+import kiln.http.spi.RequestParser;
 import org.xnio.IoUtils;
 
 /** Sends {@link Reply}s on Undertow exchanges. */
@@ -60,7 +61,7 @@ final class Exchanges {
     }
 
     /**
-     * Applies {@link Reply#refuseRequest}: answers 413 and closes when the request's content is
+     * Applies {@link RequestParser#refuseRequest}: answers 413 and closes when the request's content is
      * refused, without reading it (Undertow's parser already rejects more than {@code MAX_HEADERS}
      * fields, so the field count never trips here). Call it on the IO thread, first thing.
      *
@@ -68,7 +69,7 @@ final class Exchanges {
      */
     static boolean refuseContent(HttpServerExchange exchange, int maxContent) {
         HeaderValues codings = exchange.getRequestHeaders().get(Headers.TRANSFER_ENCODING);
-        Reply refusal = Reply.refuseRequest(exchange.getRequestHeaders().size(), exchange.getRequestContentLength(),
+        Reply refusal = RequestParser.refuseRequest(exchange.getRequestHeaders().size(), exchange.getRequestContentLength(),
             codings == null || codings.isEmpty() ? null : String.join(",", codings), exchange.getRequestHeaders().getFirst(Headers.HOST), maxContent);
         if (refusal == null) return false;
         exchange.setPersistent(false);

@@ -3,7 +3,7 @@ package kiln.http;
 /**
  * The limits and constants every front end applies, in one place. kiln's own HTTP layer enforces
  * them all; the front ends on a server library configure the library with them, or check them in
- * front of it ({@link Reply#refuseRequest}).
+ * front of it ({@code kiln.http.spi.RequestParser#refuseRequest}).
  */
 public final class Limits {
     /** Longest request line, bytes; beyond it 414 when the target makes it long (RFC 9112 section 3). */

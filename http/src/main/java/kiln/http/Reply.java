@@ -266,45 +266,6 @@ public final class Reply {
         return error(505, "HTTP version " + version + " not supported; use HTTP/1.1");
     }
 
-    /**
-     * The checks a server library does not apply itself, for front ends whose library parses
-     * requests, as kiln's own parser does: a Host that is no {@code uri-host [":" port]} is 400 (RFC
-     * 9112 section 3.2); a Transfer-Encoding that does not end in {@code chunked}, once, is 400 (the
-     * body's length cannot be known: section 6.3); more than {@link Limits#MAX_HEADERS} header fields
-     * is 431 (RFC 6585 section 5); content is never read, so a request declaring more than
-     * {@code maxContent} bytes, or chunked content (whose framing cannot be checked without
-     * reading it), is 413 (RFC 9110 section 15.5.14). Checked before any endpoint runs. Send the
-     * refusal with {@code Connection: close}: unread content must not be taken for a request; to a
-     * HEAD, its head only.
-     *
-     * @param headerCount      how many header fields the request has
-     * @param contentLength    the request's Content-Length, or -1 when it has none
-     * @param transferEncoding the request's Transfer-Encoding (its field lines joined by ","), or null
-     * @param host             the request's Host, or null when it has none
-     * @param maxContent       the most content bytes accepted (the server's {@code --max-content})
-     * @return the refusal to send and close, or null to serve the request
-     */
-    public static Reply refuseRequest(int headerCount, long contentLength, String transferEncoding, String host, int maxContent) {
-        if (host != null && !RequestParser.validHost(host)) {
-            return error(400, "invalid Host header (RFC 9112 section 3.2): " + host);
-        }
-        if (headerCount > Limits.MAX_HEADERS) {
-            return error(431, headerCount + " header fields; at most " + Limits.MAX_HEADERS + " accepted");
-        }
-        if (transferEncoding != null) {
-            try {
-                RequestParser.checkTransferCodings(transferEncoding);
-            } catch (HttpException e) {
-                if (e.status() == 400) return error(400, e.getMessage());
-            }
-            return error(413, "chunked request content is not accepted; the endpoints take no content");
-        }
-        if (contentLength > maxContent) {
-            return error(413, "request content of " + contentLength + " bytes; at most " + maxContent + " accepted");
-        }
-        return null;
-    }
-
     /** @return 500 with a short body; the cause belongs in the server log, not in the response */
     public static Reply internalError() {
         return error(500, "internal error (see the server log)");

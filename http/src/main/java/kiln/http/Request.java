@@ -24,13 +24,13 @@ public final class Request {
     private final byte[] body;
     private final boolean keepAlive;
     /** The route the router matched, for {@link #pathParam}; null until it is routed. */
-    private Routes.Route<?> route;
+    private PathTemplate route;
     /** The client's address as the front end saw it, or null when unknown. */
     private InetSocketAddress remoteAddress;
     /** What middleware learned of this request (its id, the authenticated user), by name; null until the first. */
     private java.util.Map<String, Object> attributes;
 
-    Request(String method, String target, String path, String rawQuery, int minorVersion,
+    private Request(String method, String target, String path, String rawQuery, int minorVersion,
             List<String> headers, byte[] body, boolean keepAlive) {
         this.method = method;
         this.target = target;
@@ -40,6 +40,23 @@ public final class Request {
         this.headers = headers;
         this.body = body;
         this.keepAlive = keepAlive;
+    }
+
+    /**
+     * A request an HTTP layer parsed itself, whole: for kiln's parser ({@code kiln.http.spi.RequestParser})
+     * and a front end of your own.
+     *
+     * @param target       the request-target as sent
+     * @param path         its path in the normal form ({@link Paths#normalize})
+     * @param rawQuery     its query without '?', still percent-encoded, or null
+     * @param minorVersion 0 for HTTP/1.0, 1 for HTTP/1.1
+     * @param headers      field names and values, alternating, in the order received
+     * @param body         the content, empty for none (not copied)
+     * @param keepAlive    whether the connection stays open after the response (RFC 9112 section 9.3)
+     */
+    public static Request parsed(String method, String target, String path, String rawQuery, int minorVersion,
+                                 List<String> headers, byte[] body, boolean keepAlive) {
+        return new Request(method, target, path, rawQuery, minorVersion, headers, body, keepAlive);
     }
 
     /**
@@ -239,7 +256,7 @@ public final class Request {
     }
 
     /** Remembers the route the router matched, so that {@link #pathParam} reads its template. */
-    public void routed(Routes.Route<?> matched) {
+    public void routed(PathTemplate matched) {
         route = matched;
     }
 

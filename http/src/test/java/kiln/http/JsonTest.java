@@ -61,7 +61,7 @@ class JsonTest {
 
     private static Request post(String contentType, String json) {
         java.util.List<String> headers = contentType == null ? List.of() : List.of("Content-Type", contentType);
-        return new Request("POST", "/orders", "/orders", null, 1, headers, json.getBytes(StandardCharsets.UTF_8), true);
+        return Request.parsed("POST", "/orders", "/orders", null, 1, headers, json.getBytes(StandardCharsets.UTF_8), true);
     }
 
     /** A body that says it is something else is refused (415): a form or text/plain post may come cross-site without a preflight. */

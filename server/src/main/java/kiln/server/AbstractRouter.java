@@ -6,7 +6,7 @@ import kiln.http.HttpException;
 import kiln.http.Paths;
 import kiln.http.Reply;
 import kiln.http.Request;
-import kiln.http.Routes;
+import kiln.http.spi.Routes;
 
 /**
  * The one request pipeline every front end runs: a table of handlers of type {@code H} matched by
@@ -176,7 +176,7 @@ public abstract class AbstractRouter<H, R extends AbstractRouter<H, R>> {
         long started = metrics.start();
         Routes.Route<Entry<H>> route = routes.find(request.method(), request.path());
         if (route == null) return filtered(routes.miss(request.method(), request.path()), request, metrics.unmatched(), null, started);
-        request.routed(route);
+        request.routed(route.template);
         return filtered(null, request, route.handler.series, route.handler.handler, started);
     }
 

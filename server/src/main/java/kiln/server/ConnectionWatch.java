@@ -9,7 +9,7 @@ import java.util.function.Supplier;
 import java.util.logging.Logger;
 
 import kiln.http.Reply;
-import kiln.http.ResponseWriter;
+import kiln.http.spi.ResponseWriter;
 
 /**
  * The header-read timeout (slowloris) and the connection-cap report for server libraries that lack

@@ -9,9 +9,9 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.logging.Logger;
 
-import kiln.http.Connection;
+import kiln.http.spi.Connection;
 import kiln.http.Reply;
-import kiln.http.ResponseWriter;
+import kiln.http.spi.ResponseWriter;
 
 /**
  * The server side of kiln's own HTTP layer, shared by the front ends that use it: the limits

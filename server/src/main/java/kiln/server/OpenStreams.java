@@ -16,7 +16,7 @@ import java.util.function.Consumer;
 import kiln.http.BodyOutput;
 import kiln.http.BodyStream;
 import kiln.http.StreamEnd;
-import kiln.http.StreamedBody;
+import kiln.http.spi.StreamedBody;
 
 /**
  * The streamed replies a library front end (Jetty, Undertow, Comsat) is sending: each counted in the

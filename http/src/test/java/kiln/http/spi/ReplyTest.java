@@ -1,4 +1,4 @@
-package kiln.http;
+package kiln.http.spi;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -9,6 +9,9 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 
 import org.junit.jupiter.api.Test;
+
+import kiln.http.Http;
+import kiln.http.Reply;
 
 /** Reply's shapes, and the bytes kiln's own layer writes for them (ResponseWriter, through a Connection). */
 class ReplyTest {

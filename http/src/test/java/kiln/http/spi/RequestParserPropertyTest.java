@@ -1,13 +1,13 @@
-package kiln.http;
+package kiln.http.spi;
 
-import static kiln.http.ParserChecks.allPrefixes;
-import static kiln.http.ParserChecks.checkAtLimit;
-import static kiln.http.ParserChecks.checkPrefixesConsistent;
-import static kiln.http.ParserChecks.concat;
-import static kiln.http.ParserChecks.errorStatus;
-import static kiln.http.ParserChecks.escape;
-import static kiln.http.ParserChecks.latin1;
-import static kiln.http.RequestGenerator.CRLF;
+import static kiln.http.spi.ParserChecks.allPrefixes;
+import static kiln.http.spi.ParserChecks.checkAtLimit;
+import static kiln.http.spi.ParserChecks.checkPrefixesConsistent;
+import static kiln.http.spi.ParserChecks.concat;
+import static kiln.http.spi.ParserChecks.errorStatus;
+import static kiln.http.spi.ParserChecks.escape;
+import static kiln.http.spi.ParserChecks.latin1;
+import static kiln.http.spi.RequestGenerator.CRLF;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 
@@ -20,9 +20,9 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-import kiln.http.ParserChecks.Outcome;
-import kiln.http.RequestGenerator.Field;
-import kiln.http.RequestGenerator.Generated;
+import kiln.http.spi.ParserChecks.Outcome;
+import kiln.http.spi.RequestGenerator.Field;
+import kiln.http.spi.RequestGenerator.Generated;
 
 /**
  * Grammar-based properties of {@link RequestParser}, each over a fixed number of requests drawn from

@@ -1,4 +1,4 @@
-package kiln.http;
+package kiln.http.spi;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -9,6 +9,9 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 
 import org.junit.jupiter.api.Test;
+
+import kiln.http.Reply;
+import kiln.http.Request;
 
 /** The content limit is the server's (--max-content): kiln's own layer reads up to it, and refuses more with 413. */
 class ContentLimitTest {
@@ -49,10 +52,10 @@ class ContentLimitTest {
 
     @Test
     void theLibraryFrontEndsRefuseByTheSameLimit() {
-        assertNull(Reply.refuseRequest(3, 100_000, null, "h", 200_000));
-        Reply r = Reply.refuseRequest(3, 11, null, "h", 10);
+        assertNull(RequestParser.refuseRequest(3, 100_000, null, "h", 200_000));
+        Reply r = RequestParser.refuseRequest(3, 11, null, "h", 10);
         assertEquals(413, r.status);
-        assertEquals(400, Reply.refuseRequest(3, -1, "chunked, identity", "h", 10).status);
-        assertEquals(400, Reply.refuseRequest(3, -1, null, "a/b", 10).status);
+        assertEquals(400, RequestParser.refuseRequest(3, -1, "chunked, identity", "h", 10).status);
+        assertEquals(400, RequestParser.refuseRequest(3, -1, null, "a/b", 10).status);
     }
 }

@@ -1,8 +1,8 @@
-package kiln.http;
+package kiln.http.spi;
 
-import static kiln.http.ParserChecks.concat;
-import static kiln.http.ParserChecks.escape;
-import static kiln.http.ParserChecks.latin1;
+import static kiln.http.spi.ParserChecks.concat;
+import static kiln.http.spi.ParserChecks.escape;
+import static kiln.http.spi.ParserChecks.latin1;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
@@ -14,6 +14,10 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Random;
 import java.util.Set;
+
+import kiln.http.HttpException;
+import kiln.http.Paths;
+import kiln.http.Request;
 
 
 /**

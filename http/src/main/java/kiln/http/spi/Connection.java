@@ -1,4 +1,4 @@
-package kiln.http;
+package kiln.http.spi;
 
 import java.io.IOException;
 import java.net.InetSocketAddress;
@@ -7,6 +7,14 @@ import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.util.logging.Level;
 import java.util.logging.Logger;
+
+import kiln.http.BodyOutput;
+import kiln.http.BodyStream;
+import kiln.http.HttpException;
+import kiln.http.Limits;
+import kiln.http.Reply;
+import kiln.http.Request;
+import kiln.http.StreamEnd;
 
 
 /**
@@ -102,8 +110,6 @@ public final class Connection {
 
     private final Owner owner;
     private final SocketChannel channel;
-    /** Largest request the parser's limits allow, plus chunk framing; more means the parser already refused it. */
-    private final int maxInput;
     private InetSocketAddress remote;
 
     /** How far the request being received has been parsed, so each read parses only what is new; null while idle. */
@@ -127,10 +133,8 @@ public final class Connection {
     /** {@link Action#CLOSE} from now on. */
     private boolean done;
 
-    /** The request whose handler is to run or runs now ({@link Action#HANDLE}), or null. */
-    private Request pending;
-    /** The same, for watchers on other threads ({@link #handlerName}). */
-    private volatile Request current;
+    /** The request whose handler is to run or runs now ({@link Action#HANDLE}), or null; volatile for {@link #handlerName}. */
+    private volatile Request pending;
 
     /** System.nanoTime() after which the reaper may end the connection; meaningful when {@link #phase} != NONE. */
     private volatile long deadline;
@@ -201,7 +205,6 @@ public final class Connection {
     public Connection(Owner owner, SocketChannel channel) {
         this.owner = owner;
         this.channel = channel;
-        this.maxInput = RequestParser.MAX_REQUEST_LINE + RequestParser.MAX_HEADER_BYTES + 2 * owner.maxContentBytes();
         arm(IDLE, owner.idleTimeoutNanos());  // a client that connects and never sends is reaped
     }
 
@@ -235,8 +238,8 @@ public final class Connection {
         try {
             RequestParser.Parsed p = RequestParser.parse(in.array(), consumed, in.position(), progress);
             if (p == null) {
-                if (consumed == 0 && !in.hasRemaining() && in.capacity() >= maxInput) {
-                    throw new HttpException(431, "request larger than " + maxInput + " bytes");
+                if (consumed == 0 && !in.hasRemaining() && in.capacity() >= maxInput()) {
+                    throw new HttpException(431, "request larger than " + maxInput() + " bytes");
                 }
                 if (progress.takeContinue()) out.put(CONTINUE);  // written before the next read
                 needInput = true;
@@ -244,7 +247,6 @@ public final class Connection {
             }
             consumed += p.length;
             phase = NONE;
-            current = p.request;
             return p.request.remoteAddress(remote());
         } catch (HttpException e) {
             // a refused HEAD gets the head only (RFC 9110 section 9.3.2), as every answer to a HEAD
@@ -274,7 +276,6 @@ public final class Connection {
     public void answer(Reply reply) {
         Request request = pending;
         pending = null;
-        current = null;
         owner.requestEnded();
         boolean keepAlive = request.keepAlive() && !owner.isStopping();
         boolean head = "HEAD".equals(request.method());
@@ -431,7 +432,7 @@ public final class Connection {
             } else if (expired == HEADER && !close) {
                 refuse(Reply.error(408, "request not received within " + owner.headerTimeoutNanos() / 1_000_000_000L + " s"), false);
             }
-        } else if (sending != null && !in.hasRemaining() && in.capacity() >= maxInput) {
+        } else if (sending != null && !in.hasRemaining() && in.capacity() >= maxInput()) {
             endStream(StreamEnd.CLIENT);  // a client that sends more than a request's worth while a stream runs
         }
     }
@@ -497,7 +498,7 @@ public final class Connection {
 
     /** @return the handler now running, e.g. {@code GET /todos/{id}}, for a report, or null between requests */
     public String handlerName() {
-        Request r = current;
+        Request r = pending;
         return r == null ? null : r.routeName();
     }
 
@@ -509,6 +510,11 @@ public final class Connection {
             owner.requestEnded();
         }
         done = true;
+    }
+
+    /** @return the largest request the parser's limits allow, plus chunk framing: more means the parser already refused it */
+    private int maxInput() {
+        return RequestParser.MAX_REQUEST_LINE + RequestParser.MAX_HEADER_BYTES + 2 * owner.maxContentBytes();
     }
 
     private InetSocketAddress remote() {
@@ -572,7 +578,7 @@ public final class Connection {
             if (remaining == 0 && in.capacity() > BufferPool.BUFFER_BYTES) return BufferPool.take();
         }
         if (!in.hasRemaining()) {
-            ByteBuffer bigger = ByteBuffer.allocate(Math.min(maxInput, in.capacity() * 2));
+            ByteBuffer bigger = ByteBuffer.allocate(Math.min(maxInput(), in.capacity() * 2));
             bigger.put(in.array(), 0, in.position());
             BufferPool.give(in);
             return bigger;

@@ -1,4 +1,4 @@
-package kiln.http;
+package kiln.http.spi;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -9,6 +9,9 @@ import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.Set;
 import java.util.TreeSet;
+
+import kiln.http.HttpException;
+import kiln.http.Request;
 
 
 /**

@@ -1,4 +1,4 @@
-package kiln.http;
+package kiln.http.spi;
 
 import com.code_intelligence.jazzer.junit.DictionaryEntries;
 import com.code_intelligence.jazzer.junit.FuzzTest;

@@ -1,10 +1,13 @@
-package kiln.http;
+package kiln.http.spi;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import org.junit.jupiter.api.Test;
+
+import kiln.http.HttpException;
+import kiln.http.Reply;
 
 /** The routing every front end shares: exact paths, templates, HEAD, 404 and 405. */
 class RoutesTest {

@@ -1,4 +1,4 @@
-package kiln.http;
+package kiln.http.spi;
 
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;

@@ -1,9 +1,12 @@
-package kiln.http;
+package kiln.http.spi;
 
 import java.net.InetSocketAddress;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
+
+import kiln.http.Limits;
+import kiln.http.Reply;
 
 /**
  * A {@link Connection.Owner} for tests that drive a connection by hand: 1 s timeouts, a content

@@ -1,4 +1,4 @@
-package kiln.http;
+package kiln.http.spi;
 
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
@@ -8,6 +8,12 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+
+import kiln.http.Http;
+import kiln.http.HttpException;
+import kiln.http.PathTemplate;
+import kiln.http.Paths;
+import kiln.http.Reply;
 
 /**
  * Routing, written once for every front end: (method, path) to a handler of type {@code H}.
@@ -31,17 +37,17 @@ import java.util.Set;
  */
 public final class Routes<H> {
     private final Map<String, Map<String, Route<H>>> exact = new HashMap<>();
-    private final List<Template> templates = new ArrayList<>();
-    /** Keyed by identity: {@link #add} reuses the one Template of a pattern. */
-    private final Map<Template, Map<String, Route<H>>> byTemplate = new HashMap<>();
+    private final List<PathTemplate> templates = new ArrayList<>();
+    /** Keyed by identity: {@link #add} reuses the one PathTemplate of a pattern. */
+    private final Map<PathTemplate, Map<String, Route<H>>> byTemplate = new HashMap<>();
 
     /** A matched route: its handler and the template that reads path parameters. */
     public static final class Route<H> {
         public final String method;
         public final H handler;
-        final Template template;
+        public final PathTemplate template;
 
-        Route(String method, H handler, Template template) {
+        Route(String method, H handler, PathTemplate template) {
             this.method = method;
             this.handler = handler;
             this.template = template;
@@ -60,7 +66,7 @@ public final class Routes<H> {
 
         /** @return the path as registered, e.g. {@code /todos/{id}} */
         public String pattern() {
-            return template.pattern;
+            return template.pattern();
         }
     }
 
@@ -75,14 +81,14 @@ public final class Routes<H> {
      */
     public Routes<H> add(String method, String path, H handler) {
         if (method.isEmpty() || !method.chars().allMatch(Http::isTokenChar)) throw new IllegalArgumentException("method is not a token: " + method);
-        Template t = Template.parse(path);
+        PathTemplate t = PathTemplate.parse(path);
         Map<String, Route<H>> byMethod;
         if (t.isExact()) {
             byMethod = exact.computeIfAbsent(path, p -> new HashMap<>());
         } else {
-            for (Template other : templates) {
+            for (PathTemplate other : templates) {
                 if (!other.sameShape(t)) continue;
-                if (!other.pattern.equals(path)) throw new IllegalArgumentException(path + " clashes with " + other.pattern);
+                if (!other.pattern().equals(path)) throw new IllegalArgumentException(path + " clashes with " + other.pattern());
                 t = other;
             }
             byMethod = byTemplate.get(t);
@@ -104,7 +110,7 @@ public final class Routes<H> {
      * @throws IllegalArgumentException when the template is malformed
      */
     public static boolean matches(String template, String path) {
-        return Template.parse(template).matches(path);
+        return PathTemplate.parse(template).matches(path);
     }
 
     /** @return the route for {@code method} on {@code path} ({@code HEAD} falls back to {@code GET}), or null: answer {@link #miss} */
@@ -151,98 +157,11 @@ public final class Routes<H> {
     private Map<String, Route<H>> methodsOf(String path) {
         Map<String, Route<H>> byMethod = exact.get(path);
         if (byMethod != null || templates.isEmpty()) return byMethod;
-        for (Template t : templates) {
+        for (PathTemplate t : templates) {
             if (t.matches(path)) return byTemplate.get(t);
         }
         return null;
     }
 
-    /** A path split at '/', each segment a literal or a {@code {name}} parameter. */
-    static final class Template {
-        final String pattern;
-        private final String[] segments;
-        private final boolean[] isParam;
-
-        private Template(String pattern, String[] segments, boolean[] isParam) {
-            this.pattern = pattern;
-            this.segments = segments;
-            this.isParam = isParam;
-        }
-
-        static Template parse(String path) {
-            if (!path.startsWith("/")) throw new IllegalArgumentException("path must start with '/': " + path);
-            if (path.indexOf('?') >= 0) throw new IllegalArgumentException("path must not hold a query: " + path);
-            String[] segments = path.substring(1).split("/", -1);
-            boolean[] isParam = new boolean[segments.length];
-            Set<String> names = new LinkedHashSet<>();
-            for (int i = 0; i < segments.length; i++) {
-                String s = segments[i];
-                if (s.startsWith("{") && s.endsWith("}") && s.length() > 2) {
-                    String name = s.substring(1, s.length() - 1);
-                    if (name.indexOf('{') >= 0 || name.indexOf('}') >= 0 || !names.add(name)) {
-                        throw new IllegalArgumentException("bad or repeated parameter " + s + " in " + path);
-                    }
-                    segments[i] = name;
-                    isParam[i] = true;
-                } else if (s.indexOf('{') >= 0 || s.indexOf('}') >= 0) {
-                    throw new IllegalArgumentException("a parameter must be a whole segment, like /todos/{id}: " + path);
-                }
-            }
-            return new Template(path, segments, isParam);
-        }
-
-        boolean isExact() {
-            for (boolean p : isParam) {
-                if (p) return false;
-            }
-            return true;
-        }
-
-        /** @return true when both match the same paths (same literals, parameters in the same places) */
-        boolean sameShape(Template o) {
-            if (o.segments.length != segments.length) return false;
-            for (int i = 0; i < segments.length; i++) {
-                if (isParam[i] != o.isParam[i] || (!isParam[i] && !segments[i].equals(o.segments[i]))) return false;
-            }
-            return true;
-        }
-
-        boolean matches(String path) {
-            if (!path.startsWith("/")) return false;
-            int start = 1;
-            for (int i = 0; i < segments.length; i++) {
-                int end = path.indexOf('/', start);
-                boolean last = i == segments.length - 1;
-                if (last != (end < 0)) return false;
-                if (end < 0) end = path.length();
-                if (isParam[i]) {
-                    if (end == start) return false;
-                } else if (end - start != segments[i].length() || !path.startsWith(segments[i], start)) {
-                    return false;
-                }
-                start = end + 1;
-            }
-            return true;
-        }
-
-        String param(String path, String name) {
-            int start = 1;
-            for (int i = 0; i < segments.length; i++) {
-                int end = path.indexOf('/', start);
-                if (end < 0) end = path.length();
-                if (isParam[i] && segments[i].equals(name)) return decode(path.substring(start, end));
-                start = end + 1;
-            }
-            throw new IllegalArgumentException(pattern + " has no parameter {" + name + "}");
-        }
-
-        private static String decode(String segment) {
-            if (segment.indexOf('%') < 0) return segment;
-            try {
-                return URLDecoder.decode(segment.replace("+", "%2B"), StandardCharsets.UTF_8);
-            } catch (IllegalArgumentException e) {
-                throw new HttpException(400, "malformed path: " + e.getMessage());
-            }
-        }
-    }
+    
 }

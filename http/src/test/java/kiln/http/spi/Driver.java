@@ -1,4 +1,4 @@
-package kiln.http;
+package kiln.http.spi;
 
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -6,6 +6,9 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayDeque;
 import java.util.function.Function;
+
+import kiln.http.Reply;
+import kiln.http.Request;
 
 /**
  * A front end's loop over a {@link Connection}, with bytes in memory instead of a socket: how the

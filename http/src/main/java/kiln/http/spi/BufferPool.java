@@ -1,4 +1,4 @@
-package kiln.http;
+package kiln.http.spi;
 
 import java.nio.ByteBuffer;
 import java.util.concurrent.atomic.AtomicReferenceArray;

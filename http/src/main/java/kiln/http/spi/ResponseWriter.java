@@ -1,8 +1,12 @@
-package kiln.http;
+package kiln.http.spi;
 
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.ConcurrentHashMap;
+
+import kiln.http.Http;
+import kiln.http.HttpDate;
+import kiln.http.Reply;
 
 
 /**

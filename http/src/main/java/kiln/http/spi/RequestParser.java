@@ -1,9 +1,16 @@
-package kiln.http;
+package kiln.http.spi;
 
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+
+import kiln.http.Http;
+import kiln.http.HttpException;
+import kiln.http.Limits;
+import kiln.http.Paths;
+import kiln.http.Reply;
+import kiln.http.Request;
 
 
 /**
@@ -32,7 +39,7 @@ import java.util.List;
  * Limits (defaults): request line 8 KiB (414 when the target is what makes it long), header section
  * 16 KiB and 100 fields (431; the same for a chunked body's trailer section), body 64 KiB (413).
  */
-final class RequestParser {
+public final class RequestParser {
     static final int MAX_REQUEST_LINE = Limits.MAX_REQUEST_LINE;
     static final int MAX_HEADER_BYTES = Limits.MAX_HEADER_BYTES;
     static final int MAX_HEADERS = Limits.MAX_HEADERS;
@@ -349,7 +356,7 @@ final class RequestParser {
         }
         String path = Paths.normalize(q < 0 ? pathAndQuery : pathAndQuery.substring(0, q));
         String rawQuery = q < 0 ? null : pathAndQuery.substring(q + 1);
-        return new Parsed(new Request(p.method, target, path, rawQuery, p.minor, p.headers, body, p.keepAlive), length);
+        return new Parsed(Request.parsed(p.method, target, path, rawQuery, p.minor, p.headers, body, p.keepAlive), length);
     }
 
     /** Moves past a complete line: the next one starts unscanned at {@code offset}. */
@@ -630,5 +637,44 @@ final class RequestParser {
             }
         }
         throw new HttpException(400, "invalid quoted chunk extension value");
+    }
+
+    /**
+     * The checks a server library does not apply itself, for front ends whose library parses
+     * requests, as kiln's own parser does: a Host that is no {@code uri-host [":" port]} is 400 (RFC
+     * 9112 section 3.2); a Transfer-Encoding that does not end in {@code chunked}, once, is 400 (the
+     * body's length cannot be known: section 6.3); more than {@link Limits#MAX_HEADERS} header fields
+     * is 431 (RFC 6585 section 5); content is never read, so a request declaring more than
+     * {@code maxContent} bytes, or chunked content (whose framing cannot be checked without
+     * reading it), is 413 (RFC 9110 section 15.5.14). Checked before any endpoint runs. Send the
+     * refusal with {@code Connection: close}: unread content must not be taken for a request; to a
+     * HEAD, its head only.
+     *
+     * @param headerCount      how many header fields the request has
+     * @param contentLength    the request's Content-Length, or -1 when it has none
+     * @param transferEncoding the request's Transfer-Encoding (its field lines joined by ","), or null
+     * @param host             the request's Host, or null when it has none
+     * @param maxContent       the most content bytes accepted (the server's {@code --max-content})
+     * @return the refusal to send and close, or null to serve the request
+     */
+    public static Reply refuseRequest(int headerCount, long contentLength, String transferEncoding, String host, int maxContent) {
+        if (host != null && !validHost(host)) {
+            return Reply.error(400, "invalid Host header (RFC 9112 section 3.2): " + host);
+        }
+        if (headerCount > Limits.MAX_HEADERS) {
+            return Reply.error(431, headerCount + " header fields; at most " + Limits.MAX_HEADERS + " accepted");
+        }
+        if (transferEncoding != null) {
+            try {
+                checkTransferCodings(transferEncoding);
+            } catch (HttpException e) {
+                if (e.status() == 400) return Reply.error(400, e.getMessage());
+            }
+            return Reply.error(413, "chunked request content is not accepted; the endpoints take no content");
+        }
+        if (contentLength > maxContent) {
+            return Reply.error(413, "request content of " + contentLength + " bytes; at most " + maxContent + " accepted");
+        }
+        return null;
     }
 }

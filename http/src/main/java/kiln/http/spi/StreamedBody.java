@@ -1,4 +1,4 @@
-package kiln.http;
+package kiln.http.spi;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
@@ -7,6 +7,11 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.BiConsumer;
 import java.util.logging.Level;
 import java.util.logging.Logger;
+
+import kiln.http.BodyOutput;
+import kiln.http.BodyStream;
+import kiln.http.Reply;
+import kiln.http.StreamEnd;
 
 /**
  * A streamed reply's body while it is sent ({@link Reply#stream}): the one loop of every front end,
@@ -31,7 +36,7 @@ import java.util.logging.Logger;
  * Kiln's own HTTP layer runs it inside its {@link Connection}; the library front ends in
  * {@code kiln.server.OpenStreams}, on a parking thread or in callbacks.
  */
-public final class StreamedBody {
+public final class StreamedBody implements BiConsumer<Object, Throwable> {
     private static final Logger LOG = Logger.getLogger(StreamedBody.class.getName());
     private static final VarHandle WAKE;
 
@@ -53,15 +58,13 @@ public final class StreamedBody {
         END
     }
 
-    private final BodyStream body;
+    /** The body; null once it ended, so that a registration on a shared future holds only this shell. */
+    private BodyStream body;
     private final String name;
-    private final long heartbeatNanos;
     /** System.nanoTime() of the last part or heartbeat. */
     private long lastSent = System.nanoTime();
     /** What the body last said to wait for; null before its first poll. */
     private CompletableFuture<?> waitingFor;
-    /** Wakes a parked loop when a future the body returned completes; registered once per future. */
-    private final Watch watch = new Watch(this);
     /** Why the body ended, once it has ({@link Next#END}). */
     private String reason;
     /** The body said it is complete with a part still to write: {@link #reason} once it is written. */
@@ -79,7 +82,6 @@ public final class StreamedBody {
     public StreamedBody(BodyStream body, String name) {
         this.body = body;
         this.name = name;
-        this.heartbeatNanos = TimeUnit.MILLISECONDS.toNanos(body.heartbeatMillis());
     }
 
     /**
@@ -99,7 +101,7 @@ public final class StreamedBody {
             }
             if (waitingFor != null && !waitingFor.isDone()) {
                 long now = System.nanoTime();
-                if (now - lastSent < heartbeatNanos) return Next.WAIT;
+                if (now - lastSent < heartbeatNanos()) return Next.WAIT;
                 lastSent = now;
                 byte[] heartbeat = body.heartbeat();
                 if (heartbeat == null) return Next.WAIT;
@@ -118,7 +120,7 @@ public final class StreamedBody {
                 completeAfterPart = true;
             } else if (next != waitingFor) {
                 waitingFor = next;
-                next.whenComplete(watch);  // once per future: a feed returns the same one until it changes
+                next.whenComplete(this);  // once per future: a feed returns the same one until it changes
             }
             if (out.length() > 0) {
                 lastSent = System.nanoTime();
@@ -126,6 +128,10 @@ public final class StreamedBody {
             }
         }
         return Next.END;
+    }
+
+    private long heartbeatNanos() {
+        return TimeUnit.MILLISECONDS.toNanos(body.heartbeatMillis());
     }
 
     /** @return why the body ended, one of {@link StreamEnd}'s; null before {@link Next#END} */
@@ -145,9 +151,16 @@ public final class StreamedBody {
 
     /** Drops what a later completion of a shared future, or a late wake-up, could reach. */
     public void detach() {
-        watch.body = null;
+        body = null;
+        waitingFor = null;
         heartbeatAt = 0;
         wake = null;
+    }
+
+    /** A future the body returned completed: {@link #wake()}. */
+    @Override
+    public void accept(Object result, Throwable failure) {
+        wake();
     }
 
     /**
@@ -159,7 +172,7 @@ public final class StreamedBody {
      *         {@link #next} at once ({@code wake} will not run)
      */
     public boolean park(Runnable wake) {
-        long due = lastSent + heartbeatNanos;
+        long due = lastSent + heartbeatNanos();
         heartbeatAt = due;
         WAKE.setVolatile(this, wake);
         if (waitingFor.isDone() || stopped || System.nanoTime() - due >= 0) {
@@ -186,20 +199,5 @@ public final class StreamedBody {
     public void stop() {
         stopped = true;
         wake();
-    }
-
-    /** Wakes the body's parked loop when a future it returned completes; emptied once the body ends. */
-    private static final class Watch implements BiConsumer<Object, Throwable> {
-        volatile StreamedBody body;
-
-        Watch(StreamedBody body) {
-            this.body = body;
-        }
-
-        @Override
-        public void accept(Object result, Throwable failure) {
-            StreamedBody b = body;
-            if (b != null) b.wake();
-        }
     }
 }

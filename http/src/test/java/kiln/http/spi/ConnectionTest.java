@@ -1,4 +1,4 @@
-package kiln.http;
+package kiln.http.spi;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -10,8 +10,14 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicInteger;
 
-import kiln.http.Connection.Action;
+import kiln.http.spi.Connection.Action;
 import org.junit.jupiter.api.Test;
+
+import kiln.http.BodyOutput;
+import kiln.http.BodyStream;
+import kiln.http.Reply;
+import kiln.http.Request;
+import kiln.http.StreamEnd;
 
 /**
  * The connection state machine without a network: what it says to do for the bytes read, the
