@@ -150,6 +150,7 @@ final class ConnectionFiber extends Task<Object> implements PauseReason, Carrier
         if (parked.readable) {
             parked.readable = false;
             connection.read(poller.read(connection.channel(), connection.readBuffer()));
+            connection.releaseIfIdle();  // nothing was there after all: a waiting stream holds no buffer
             return false;
         }
         if (!poller.await(key, SelectionKey.OP_READ, parked)) throw new IOException("server stopping");

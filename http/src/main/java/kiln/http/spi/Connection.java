@@ -104,7 +104,7 @@ public final class Connection {
     private static final int LINGER = 4;
 
     /** A lingering close reads and discards at most this much of what the client still sends... */
-    private static final long LINGER_MAX_BYTES = 1 << 20;
+    private static final int LINGER_MAX_BYTES = 1 << 20;
     /** ...for at most this long (the reaper ends it, 0-1 s later: it checks once a second). */
     private static final long LINGER_NANOS = 2_000_000_000L;
 
@@ -128,8 +128,8 @@ public final class Connection {
     /** The connection closes because a request was refused: its content may still be arriving. */
     private boolean refused;
     private boolean lingering;
-    /** Bytes discarded by a lingering close so far. */
-    private long discarded;
+    /** Bytes discarded by a lingering close so far (at most {@value #LINGER_MAX_BYTES}). */
+    private int discarded;
     /** {@link Action#CLOSE} from now on. */
     private boolean done;
 

@@ -61,7 +61,11 @@ public final class StreamedBody implements BiConsumer<Object, Throwable> {
     /** The body; null once it ended, so that a registration on a shared future holds only this shell. */
     private BodyStream body;
     private final String name;
-    /** System.nanoTime() of the last part or heartbeat. */
+    /**
+     * System.nanoTime() of the last part or heartbeat. {@link #heartbeatAt()} reads it (and
+     * {@link #body}) on other threads without a fence: a stale value wakes the loop early, and it
+     * parks again, or a second late.
+     */
     private long lastSent = System.nanoTime();
     /** What the body last said to wait for; null before its first poll. */
     private CompletableFuture<?> waitingFor;
@@ -70,8 +74,6 @@ public final class StreamedBody implements BiConsumer<Object, Throwable> {
     /** The body said it is complete with a part still to write: {@link #reason} once it is written. */
     private boolean completeAfterPart;
     private volatile boolean stopped;
-    /** System.nanoTime() when a parked body's heartbeat is due; 0 while not parked. */
-    private volatile long heartbeatAt;
     /** The parked loop's wake-up ({@link #park}); whoever swaps it out runs it. */
     @SuppressWarnings("unused") private volatile Runnable wake;
 
@@ -153,7 +155,6 @@ public final class StreamedBody implements BiConsumer<Object, Throwable> {
     public void detach() {
         body = null;
         waitingFor = null;
-        heartbeatAt = 0;
         wake = null;
     }
 
@@ -173,7 +174,6 @@ public final class StreamedBody implements BiConsumer<Object, Throwable> {
      */
     public boolean park(Runnable wake) {
         long due = lastSent + heartbeatNanos();
-        heartbeatAt = due;
         WAKE.setVolatile(this, wake);
         if (waitingFor.isDone() || stopped || System.nanoTime() - due >= 0) {
             return !WAKE.compareAndSet(this, wake, null);  // a waker that swapped it out first runs it
@@ -183,16 +183,14 @@ public final class StreamedBody implements BiConsumer<Object, Throwable> {
 
     /** @return the {@link System#nanoTime()} when a parked body's heartbeat is due (wake it then); 0 while not parked */
     public long heartbeatAt() {
-        return heartbeatAt;
+        BodyStream b = body;  // null once ended, from any thread
+        return wake == null || b == null ? 0 : lastSent + TimeUnit.MILLISECONDS.toNanos(b.heartbeatMillis());
     }
 
     /** From any thread: runs the parked loop's wake-up, once; nothing when none is parked. */
     public void wake() {
         Runnable w = (Runnable) WAKE.getAndSet(this, null);
-        if (w != null) {
-            heartbeatAt = 0;
-            w.run();
-        }
+        if (w != null) w.run();
     }
 
     /** For a server's stop, from any thread: the body ends at its next step ({@link StreamEnd#STOP}: a complete body). */
