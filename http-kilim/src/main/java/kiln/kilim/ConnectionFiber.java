@@ -49,14 +49,21 @@ final class ConnectionFiber extends Task<Object> implements PauseReason, Carrier
     /** What waits for the connection's streamed body while no fiber runs, once this fiber has parked it. */
     private Parked parked;
 
-    /** @param arrived the bytes the poller read before starting this fiber (no buffer is lent to a connection waiting for a carrier), or null */
-    ConnectionFiber(Router router, Carriers carriers, Poller poller, SelectionKey key, Connection connection, byte[] arrived) {
+    /**
+     * @param arrived the bytes the poller read before starting this fiber (no buffer is lent to a
+     *                connection waiting for a carrier), or null
+     * @param waiting the {@link Parked} stream that woke this fiber, or null: it goes on with it, so
+     *                a readable socket it was told of is read (a new one would wait for the report again)
+     */
+    ConnectionFiber(Router router, Carriers carriers, Poller poller, SelectionKey key, Connection connection, byte[] arrived,
+                    Poller.Ready waiting) {
         this.router = router;
         this.carriers = carriers;
         this.poller = poller;
         this.key = key;
         this.connection = connection;
         this.arrived = arrived;
+        this.parked = waiting instanceof Parked p ? p : null;
         setScheduler(carriers);
     }
 
@@ -177,10 +184,10 @@ final class ConnectionFiber extends Task<Object> implements PauseReason, Carrier
             this.connection = connection;
         }
 
-        /** The wake-up: a new fiber goes on with the connection (and makes its own Parked: the selector reports a readable socket again). */
+        /** The wake-up: a new fiber goes on with the connection, and with this. */
         @Override
         public void run() {
-            poller.serve(key, connection);
+            poller.serve(key, connection, this);
         }
 
         @Override

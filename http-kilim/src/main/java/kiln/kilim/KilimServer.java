@@ -193,7 +193,7 @@ public final class KilimServer implements Launcher.Server {
         pollers = new Poller[threads];
         try {
             Carriers on = carriers;
-            Poller.Serve serve = (poller, key, c, arrived) -> new ConnectionFiber(router, on, poller, key, c, arrived).start();
+            Poller.Serve serve = (poller, key, c, arrived, waiting) -> new ConnectionFiber(router, on, poller, key, c, arrived, waiting).start();
             for (int i = 0; i < threads; i++) pollers[i] = new Poller(serve, connections, carriers, i, i == 0 ? ssc : null);
         } catch (IOException e) {
             ssc.close();

@@ -108,8 +108,12 @@ final class Poller implements Runnable {
 
     /** Starts a fiber ({@link ConnectionFiber}) on this poller's carrier to serve a connection that has work. */
     interface Serve {
-        /** @param arrived the bytes read for it, or null when it has work without them (a 408 to write) */
-        void start(Poller poller, SelectionKey key, Connection c, byte[] arrived);
+        /**
+         * @param arrived the bytes read for it, or null when it has work without them (a 408 to write)
+         * @param waiting what waited for the connection's streamed body and woke (it carries what the
+         *                selector reported to the fiber), or null
+         */
+        void start(Poller poller, SelectionKey key, Connection c, byte[] arrived, Ready waiting);
     }
 
     /** What waits on a socket with this poller: resumed (or woken) when the socket is ready. */
@@ -303,12 +307,12 @@ final class Poller implements Runnable {
                 return;
             }
         }
-        serve.start(this, key, c, arrived);
+        serve.start(this, key, c, arrived, null);
     }
 
-    /** Starts a fiber that goes on with a connection that has work (a streamed body woken), from any thread. */
-    void serve(SelectionKey key, Connection c) {
-        serve.start(this, key, c, null);
+    /** Starts a fiber that goes on with a connection whose streamed body {@code waiting} woke, from any thread. */
+    void serve(SelectionKey key, Connection c, Ready waiting) {
+        serve.start(this, key, c, null, waiting);
     }
 
     /** Closes a connection, from any thread, once nothing else will touch it (its fiber's last act). */

@@ -39,7 +39,7 @@ import kiln.server.Step;
  * rooms' changes. A write is one {@link Step#after} (the handler continues once the commit is durable,
  * however its front end waits); a read runs inline. Tested by MessageBoardTest and the conformance
  * suite's BoardTest; serve it with {@code --app board} on any front end's jar
- * ({@code make demo APP=board [SERVER=...]}), then:
+ * ({@code make demo ARGS="--app board" [SERVER=...]}), then:
  * <pre>
  * curl --json '{"name":"ada","email":"ada@example.org"}' http://127.0.0.1:8080/users
  * curl --json '{"email":"ada@example.org"}' http://127.0.0.1:8080/sessions          # {"token":"..."}
