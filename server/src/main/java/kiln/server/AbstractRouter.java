@@ -12,15 +12,16 @@ import kiln.http.spi.Routes;
  * The one request pipeline every front end runs: a table of handlers of type {@code H} matched by
  * {@link Routes} (exact paths and templates such as {@code /todos/{id}}, HEAD answered by GET,
  * OPTIONS answered with {@code Allow}, 404 for an unknown path, 405 with {@code Allow} for a known
- * path asked with another method), the failure policy ({@link Failures}) and the metrics, recorded
- * once per request.
+ * path asked with another method), the middleware ({@link #filter}: CORS, the access log, request
+ * ids, authentication, around every request), errors in the form the request's {@code Accept}
+ * prefers, the failure policy ({@link Failures}) and the metrics, recorded once per request.
  *
  * <p>Front ends differ only in how a handler runs and waits, so each says only that. A request goes
- * through {@link #begin}, which routes it and starts its clock, then the front end runs the handler
+ * through {@link #begin}, which routes it, runs the filters' way in and starts its clock, then the front end runs the handler
  * its own way and ends the {@link Exchange} once:
  * <pre>{@code
  * Exchange<Handler> x = router.begin(request);
- * if (x.isAnswered()) return x.answer(x.reply());        // 400, 404, 405, OPTIONS: no handler runs
+ * if (x.isAnswered()) return x.answer(x.reply());        // 400, 404, 405, OPTIONS, a filter's 401: no handler runs
  * try {
  *     return x.answer(x.handler().handle(request));      // a fiber pauses in it, a thread blocks
  * } catch (Exception e) {
