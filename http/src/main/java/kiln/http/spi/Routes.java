@@ -104,15 +104,6 @@ public final class Routes<H> {
         return this;
     }
 
-    /**
-     * @param template an exact path or a template, e.g. {@code /worlds/{id}}
-     * @return true when {@code path} is one the template matches, e.g. {@code /worlds/42}
-     * @throws IllegalArgumentException when the template is malformed
-     */
-    public static boolean matches(String template, String path) {
-        return PathTemplate.parse(template).matches(path);
-    }
-
     /** @return the route for {@code method} on {@code path} ({@code HEAD} falls back to {@code GET}), or null: answer {@link #miss} */
     public Route<H> find(String method, String path) {
         Map<String, Route<H>> byMethod = methodsOf(path);
