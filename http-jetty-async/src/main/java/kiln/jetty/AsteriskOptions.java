@@ -28,13 +28,8 @@ final class AsteriskOptions extends Handler.Wrapper {
     @Override
     public boolean handle(Request request, Response response, Callback callback) throws Exception {
         if (!"*".equals(request.getHttpURI().getPath())) return super.handle(request, response, callback);
-        java.util.List<String> headers = new java.util.ArrayList<>();
-        for (org.eclipse.jetty.http.HttpField f : request.getHeaders()) {
-            headers.add(f.getName());
-            headers.add(f.getValue());
-        }
         java.net.SocketAddress remote = request.getConnectionMetaData().getRemoteSocketAddress();
-        AbstractRouter.Exchange<?> exchange = router.begin(request.getMethod(), "*", null, headers, new byte[0],
+        AbstractRouter.Exchange<?> exchange = router.begin(request.getMethod(), "*", null, Responses.headers(request.getHeaders()), new byte[0],
             remote instanceof java.net.InetSocketAddress a ? a : null);
         Reply reply = exchange.answer(exchange.reply());
         response.setStatus(reply.status);

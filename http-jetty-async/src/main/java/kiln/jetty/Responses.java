@@ -80,7 +80,11 @@ final class Responses {
      *         ({@code Last-Event-ID}): a view of Jetty's list, not a copy, since few handlers look
      */
     static List<String> headers(HttpServletRequest request) {
-        HttpFields fields = ServletContextRequest.getServletContextRequest(request).getHeaders();
+        return headers(ServletContextRequest.getServletContextRequest(request).getHeaders());
+    }
+
+    /** @return {@code fields}, names and values alternating: a view, not a copy */
+    static List<String> headers(HttpFields fields) {
         return new AbstractList<>() {
             @Override
             public String get(int i) {

@@ -185,17 +185,17 @@ public abstract class AbstractRouter<H, R extends AbstractRouter<H, R>> {
     private Exchange<H> filtered(Reply answer, Request request, Metrics.Route series, H handler, long started) {
         Filter[] fs = filters;
         int entered = 0;
-        while (entered < fs.length) {
+        for (; entered < fs.length; entered++) {
             Reply early;
             try {
-                early = fs[entered++].before(request, answer);
+                early = fs[entered].before(request, answer);
             } catch (RuntimeException | Error e) {
-                early = Failures.toReply(e, request);
-                entered--;
+                answer = Failures.toReply(e, request);  // a filter that throws is not entered: its after does not run
+                break;
             }
             if (early != null) {
                 answer = early;
-                handler = null;
+                entered++;  // the filter that answered sees its answer on the way out
                 break;
             }
         }

@@ -103,7 +103,7 @@ public final class StreamedBody implements BiConsumer<Object, Throwable> {
             }
             if (waitingFor != null && !waitingFor.isDone()) {
                 long now = System.nanoTime();
-                if (now - lastSent < heartbeatNanos()) return Next.WAIT;
+                if (now - lastSent < heartbeatNanos(body)) return Next.WAIT;
                 lastSent = now;
                 byte[] heartbeat = body.heartbeat();
                 if (heartbeat == null) return Next.WAIT;
@@ -132,7 +132,7 @@ public final class StreamedBody implements BiConsumer<Object, Throwable> {
         return Next.END;
     }
 
-    private long heartbeatNanos() {
+    private static long heartbeatNanos(BodyStream body) {
         return TimeUnit.MILLISECONDS.toNanos(body.heartbeatMillis());
     }
 
@@ -173,7 +173,7 @@ public final class StreamedBody implements BiConsumer<Object, Throwable> {
      *         {@link #next} at once ({@code wake} will not run)
      */
     public boolean park(Runnable wake) {
-        long due = lastSent + heartbeatNanos();
+        long due = lastSent + heartbeatNanos(body);
         WAKE.setVolatile(this, wake);
         if (waitingFor.isDone() || stopped || System.nanoTime() - due >= 0) {
             return !WAKE.compareAndSet(this, wake, null);  // a waker that swapped it out first runs it
@@ -184,7 +184,7 @@ public final class StreamedBody implements BiConsumer<Object, Throwable> {
     /** @return the {@link System#nanoTime()} when a parked body's heartbeat is due (wake it then); 0 while not parked */
     public long heartbeatAt() {
         BodyStream b = body;  // null once ended, from any thread
-        return wake == null || b == null ? 0 : lastSent + TimeUnit.MILLISECONDS.toNanos(b.heartbeatMillis());
+        return wake == null || b == null ? 0 : lastSent + heartbeatNanos(b);
     }
 
     /** From any thread: runs the parked loop's wake-up, once; nothing when none is parked. */
