@@ -43,7 +43,17 @@ import java.util.concurrent.CompletableFuture;
  *
  * <h2>Threads</h2>
  * Every method may be called from any thread. {@link #after}'s futures and the watches complete on
- * the database's writer thread: keep their callbacks short (a fiber's resume, a thread's unpark).
+ * the database's writer thread, or, for sets committed by another server over a shared engine
+ * (PostgreSQL), on the engine's notification thread: keep their callbacks short (a fiber's resume,
+ * a thread's unpark).
+ *
+ * <h2>Many servers over one engine</h2>
+ * Over PostgreSQL every server appends to the same log: a write numbers its set after the log's
+ * newest in its own (serializable) transaction, so two servers appending at once conflict and one
+ * runs again, and the numbers stay gap-free in commit order. Each server publishes its own sets after
+ * its commit and learns of the others' from the engine ({@link KvEngine#onCommits}: LISTEN/NOTIFY,
+ * and a poll every second in case a notification was missed), reading them from the log: a reader
+ * on any server gets every set, in order, and resumes after its sequence number on any server.
  *
  * @param <K> the table's key type; {@link #watch} compares keys with {@code equals}
  * @param <V> the table's value type; the feed delivers each value decoded from the bytes the table got at
@@ -71,10 +81,13 @@ public final class ChangeFeed<K, V> {
     private long nextMadeAt = System.nanoTime();
     /** Pending watches by key; guarded by itself. */
     private final Map<K, List<Watch<K, V>>> watches = new HashMap<>();
-    // Writer thread only: the sequence numbers handed out in the batch being run, the sets published and not yet woken for.
+    // Writer thread only: the sequence numbers handed out in the batch being run. Under this object's
+    // lock (the writer's thread or the engine's, see catchUp): the sets published and not yet woken for.
     private long staged;
     private long stagedBatch = -1;
     private final List<ChangeSet<K, V>> unannounced = new ArrayList<>();
+    /** Set by {@link #start}: before it, {@link #catchUp} has no place in the log to go on from. */
+    private volatile boolean started;
     /** The readers of {@link #prefix} feeds, by prefix. */
     private final PrefixGroups<K, V> prefixes;
 
@@ -174,11 +187,11 @@ public final class ChangeFeed<K, V> {
 
     private void readLog(long from, long to, List<ChangeSet<K, V>> into) {
         int before = into.size();
-        db.read(txn -> log.scan(txn, from, (s, logged) -> {
+        db.readInline(txn -> log.scan(txn, from, (s, logged) -> {  // inline: a fiber's carrier may not join a pending future
             if (s > to) return false;
             into.add(logged.changeSet(s));
             return true;
-        })).join();
+        }));
         if (into.size() == before || into.get(before).seq() != from) throw new DbException.Expired(behind(from - 1));
     }
 
@@ -257,7 +270,11 @@ public final class ChangeFeed<K, V> {
     ChangeSet<K, V> stage(long batch, Txn parent, List<Recorded<K, V>> changes, long committedAt) {
         if (stagedBatch != batch) {
             stagedBatch = batch;
-            staged = lastSeq;
+            // the log's newest in this transaction, not lastSeq: over a shared engine another server may
+            // have appended sets this one has not published yet; reading it also makes two servers that
+            // append at once conflict (one runs again), so numbers stay gap-free in commit order
+            Long logged = log.lastKey(parent);
+            staged = logged == null ? 0 : logged;
         }
         Logged<K, V> logged = new Logged<>(committedAt, List.copyOf(changes));
         ChangeSet<K, V> set = logged.changeSet(++staged);
@@ -266,19 +283,60 @@ public final class ChangeFeed<K, V> {
         return set;
     }
 
-    /** On the writer thread, once {@code set}'s commit is durable: keeps it, newest. Then {@link #wake}. */
-    void publish(ChangeSet<K, V> set) {
+    /**
+     * On the writer thread, once {@code set}'s commit is durable: keeps it, newest, after the sets
+     * other processes committed before it (read from the log), unless {@link #catchUp} kept it
+     * already. Then {@link #wake}.
+     */
+    synchronized void publish(ChangeSet<K, V> set) {
+        if (set.seq() <= lastSeq) return;  // kept by catchUp, from the log
+        if (set.seq() > lastSeq + 1) keepLogged(set.seq() - 1);
+        keep(set);
+    }
+
+    private void keep(ChangeSet<K, V> set) {
         ring[(int) (set.seq() % ring.length)] = set;
         oldestSeq = Math.max(oldestSeq, set.seq() - window + 1);
         lastSeq = set.seq();
         unannounced.add(set);
     }
 
+    /** Keeps the sets the log has after {@link #lastSeq}, up to {@code to}: those other processes committed. */
+    private void keepLogged(long to) {
+        while (lastSeq < to) {
+            long from = lastSeq + 1;
+            List<ChangeSet<K, V>> found = new ArrayList<>();
+            db.readInline(txn -> log.scan(txn, from, (s, logged) -> {
+                if (s > to) return false;
+                found.add(logged.changeSet(s));
+                return found.size() < MAX_IN_MEMORY;
+            }));
+            if (found.isEmpty()) return;
+            for (ChangeSet<K, V> set : found) keep(set);  // a gap the window trimmed meanwhile: readers of it get Expired
+        }
+    }
+
     /**
-     * On the writer thread, after the batch's {@link #publish}es: completes the readers' shared future
-     * and the watches of the keys changed; nothing when nothing was published since the last call.
+     * When another process sharing the engine committed to the log ({@link KvEngine#onCommits}), on
+     * the engine's thread: keeps and announces the sets this process has not published yet.
      */
-    void wake() {
+    synchronized void catchUp() {
+        if (!started) return;
+        keepLogged(Long.MAX_VALUE);
+        wake();
+    }
+
+    /** @return the name of the table that logs the sets */
+    String logName() {
+        return log.name();
+    }
+
+    /**
+     * After the batch's {@link #publish}es (on the writer thread) or a {@link #catchUp}: completes the
+     * readers' shared future and the watches of the keys changed; nothing when nothing was published
+     * since the last call.
+     */
+    synchronized void wake() {
         if (unannounced.isEmpty()) return;
         List<ChangeSet<K, V>> published = List.copyOf(unannounced);
         unannounced.clear();
@@ -336,7 +394,7 @@ public final class ChangeFeed<K, V> {
     }
 
     /** Opens the feed: reads where the log is, within the write query that switches the table's recording on. */
-    void start(Txn txn) {
+    synchronized void start(Txn txn) {
         Long last = log.lastKey(txn);
         Long first = log.firstKey(txn);
         lastSeq = last == null ? 0 : last;
@@ -347,6 +405,7 @@ public final class ChangeFeed<K, V> {
             first = log.firstKey(txn);
             oldestSeq = first;
         }
+        started = true;
     }
 
     /** At {@link Db#close}: wakes every reader and watch with {@link DbException.Closed}. */

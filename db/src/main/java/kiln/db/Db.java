@@ -90,6 +90,22 @@ public final class Db implements AutoCloseable {
         this.writer = new Writer(this, engine, b.maxBatch, b.queueCapacity, b.betweenCommitAndPublish);
         this.meta = new Table<>(META, openSpace(META), Codec.STRING, Codec.BYTES, null);
         this.continuations = new Continuations(secret());
+        engine.onCommits(this::committedElsewhere);
+    }
+
+    /**
+     * On the engine's thread, when another process sharing it committed to {@code space} (null: to
+     * any): the feeds whose log it is publish what they have not yet.
+     */
+    private void committedElsewhere(String space) {
+        for (ChangeFeed<?, ?> feed : feedList) {
+            if (space != null && !space.equals(feed.logName())) continue;
+            try {
+                feed.catchUp();
+            } catch (RuntimeException e) {  // the database unreachable: the next notification or poll tries again
+                java.util.logging.Logger.getLogger(Db.class.getName()).fine(() -> "catching up on " + feed + ": " + e);
+            }
+        }
     }
 
     /** The table of the database's own settings: name → bytes. */
@@ -475,19 +491,57 @@ public final class Db implements AutoCloseable {
     }
 
     /**
-     * Runs a read-only query on the calling thread against a consistent snapshot.
+     * Runs a read-only query against a consistent snapshot: on the calling thread (LMDB), or, on an
+     * engine whose reads block on the network (PostgreSQL: {@link KvEngine#readExecutor}), on one of
+     * the engine's reader threads.
      *
-     * @return a future that is already complete: with the result, the query's exception, or a
-     *         {@link DbException} ({@link DbException.Closed}, {@link DbException.ReadersFull})
+     * @return a future: on LMDB already complete, with the result, the query's exception, or a
+     *         {@link DbException} ({@link DbException.Closed}, {@link DbException.ReadersFull}); on a
+     *         network engine completed on a reader thread (fibers and virtual threads await it;
+     *         {@link DbException.Unavailable} when the database cannot be reached)
      */
     public <R> QueryFuture<R> read(Query<R> query) {
         QueryFuture<R> f = new QueryFuture<>();
+        java.util.concurrent.Executor readers = engine.readExecutor();
+        if (readers == null) {
+            runRead(query, f);
+            return f;
+        }
+        if (writer.isRunningQuery()) {
+            f.fail(new IllegalStateException("db.read() inside a write query: use the write transaction you were given"));
+            return f;
+        }
+        try {
+            readers.execute(() -> runRead(query, f));
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            f.fail(closed ? new DbException.Closed("database " + dir + " is closed") : new DbException.Overloaded("too many reads waiting; retry shortly"));
+        }
+        return f;
+    }
+
+    private <R> void runRead(Query<R> query, QueryFuture<R> f) {
         try {
             f.succeed(readNow(query));
         } catch (Throwable t) {
             f.fail(t);
         }
-        return f;
+    }
+
+    /**
+     * Runs a read query on the calling thread on every engine, for the layers' own rare reads that
+     * cannot wait asynchronously (a change feed reading sets older than it keeps in memory): on
+     * PostgreSQL it holds the caller for one round trip.
+     *
+     * @throws RuntimeException the query's failure (a checked one wrapped)
+     */
+    <R> R readInline(Query<R> query) {
+        try {
+            return readNow(query);
+        } catch (RuntimeException e) {
+            throw e;
+        } catch (Exception e) {
+            throw new java.util.concurrent.CompletionException(e);
+        }
     }
 
     private <R> R readNow(Query<R> query) throws Exception {

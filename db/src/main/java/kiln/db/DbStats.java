@@ -30,12 +30,18 @@ public final class DbStats {
     public final int readTxnsPooled;
     /** Reader slots this process may hold, in use and pooled together ({@link Db.Builder#maxReaders} less those left to other processes). */
     public final int readSlots;
+    /**
+     * Runs of a batch of writes that conflicted with another process's writes over a shared engine
+     * (PostgreSQL's serialization failures, {@link KvTxn.Conflict}) and were run again or failed; 0 on LMDB.
+     */
+    public final long conflicts;
     /** Buckets of {@link #commitsByBatchSize}: batch sizes 1, 2, 3..4, 5..8, ..., up to 2^31. */
     static final int BATCH_SIZE_BUCKETS = 32;
     private final long[] commitsByBatchSize;
 
     DbStats(long commits, long writes, long failedWrites, long largestBatch, long mapSize, int queued,
-            long[] commitsByBatchSize, long batchedWrites, long usedBytes, int readTxnsInUse, int readTxnsPooled, int readSlots) {
+            long[] commitsByBatchSize, long batchedWrites, long usedBytes, int readTxnsInUse, int readTxnsPooled, int readSlots,
+            long conflicts) {
         this.commits = commits;
         this.writes = writes;
         this.failedWrites = failedWrites;
@@ -48,6 +54,7 @@ public final class DbStats {
         this.readTxnsInUse = readTxnsInUse;
         this.readTxnsPooled = readTxnsPooled;
         this.readSlots = readSlots;
+        this.conflicts = conflicts;
     }
 
     /**
@@ -76,6 +83,6 @@ public final class DbStats {
         return "DbStats{commits=" + commits + ", writes=" + writes + ", failedWrites=" + failedWrites
             + ", largestBatch=" + largestBatch + ", mapSize=" + mapSize + ", queued=" + queued + ", batchedWrites=" + batchedWrites
             + ", usedBytes=" + usedBytes + ", readTxnsInUse=" + readTxnsInUse + ", readTxnsPooled=" + readTxnsPooled
-            + ", readSlots=" + readSlots + '}';
+            + ", readSlots=" + readSlots + ", conflicts=" + conflicts + '}';
     }
 }

@@ -14,8 +14,8 @@ import java.util.List;
  *
  * <h2>Threading, as {@link Db} uses it</h2>
  * <ul>
- *   <li>{@link #beginRead} is called from any thread, many at once; a read transaction is used by one
- *       thread at a time and closed by it.</li>
+ *   <li>{@link #beginRead} is called from any thread, many at once (from {@link #readExecutor}'s
+ *       when it has one); a read transaction is used by one thread at a time and closed by it.</li>
  *   <li>{@link #beginWrite} is called by the database's one writer thread only, and only one write
  *       transaction (with its {@link KvTxn#nested} children) is open at a time. A space is opened in
  *       one ({@link #space}).</li>
@@ -26,8 +26,10 @@ import java.util.List;
  *
  * <h2>Errors</h2>
  * A write that does not fit ({@link KvTxn.TooLarge}) fails the transaction and the writer retries
- * its writes apart; {@link #fatalCause} tells which other errors mean the engine must not be used
- * again; every other exception fails only the query that met it.
+ * its writes apart; one that cannot be serialized with another process's ({@link KvTxn.Conflict})
+ * is run again whole; an engine that cannot be reached throws {@link DbException.Unavailable}
+ * (the queries it met fail with it); {@link #fatalCause} tells which other errors mean the engine
+ * must not be used again; every other exception fails only the query that met it.
  */
 public interface KvEngine extends AutoCloseable {
     /**
@@ -83,6 +85,32 @@ public interface KvEngine extends AutoCloseable {
 
     /** @return the engine's counters now: sizes and read transactions (zeros where it has none) */
     KvStats stats();
+
+    /**
+     * Where read queries run when a read may block (an engine over the network: JDBC waits on a
+     * socket). {@link Db#read} then runs each read there and returns its future at once, completed
+     * on that executor's thread; fibers and virtual threads wait on it without holding a thread.
+     * Its threads bound the reads running at once, so it has as many as the engine has connections.
+     *
+     * @return the executor, or null (the default) when reads never block for long and run inline on
+     *         the caller, as on LMDB
+     */
+    default java.util.concurrent.Executor readExecutor() {
+        return null;
+    }
+
+    /**
+     * Asks to hear of commits made by other processes that share the engine's data (other servers
+     * over one PostgreSQL): {@code changed} is called with the name of a space a commit wrote, on a
+     * thread of the engine's, at least once after every such commit and possibly more; with null when
+     * the engine may have missed some (a notification connection broke and came back), meaning "look
+     * at every space", and at least every few seconds with null as a fallback. The database uses it to
+     * publish change sets committed elsewhere ({@link ChangeFeed}).
+     *
+     * <p>The default does nothing: the engine's data has one writer, this process (LMDB).
+     */
+    default void onCommits(java.util.function.Consumer<String> changed) {
+    }
 
     /** Closes the engine; see the class comment for when it is called. */
     @Override

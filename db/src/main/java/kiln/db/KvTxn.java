@@ -75,4 +75,20 @@ public interface KvTxn extends AutoCloseable {
             this.full = full;
         }
     }
+
+    /**
+     * The transaction cannot be serialized with another process's that committed first (PostgreSQL's
+     * SQLSTATE 40001 serialization_failure or 40P01 deadlock_detected; FoundationDB's
+     * {@code not_committed}): it is rolled back whole, and the writer runs its write queries again on a
+     * fresh snapshot (they are re-runnable: see {@link Query}). An engine with one writer never
+     * throws it. Once thrown, every later call of the transaction throws it too, so a write query that
+     * catches it cannot commit half a transaction.
+     */
+    final class Conflict extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        public Conflict(String message, Throwable cause) {
+            super(message, cause);
+        }
+    }
 }

@@ -80,6 +80,8 @@ final class Writer implements Runnable {
     private volatile long writes;
     private volatile long failedWrites;
     private volatile long largestBatch;
+    /** Runs of a batch (or of a write alone) that conflicted with another process's writes and were run again or failed. */
+    private volatile long conflicts;
     /** Commits by batch size: [0] one write, [i] 2^(i-1)+1..2^i writes; see {@link DbStats#commitsByBatchSize}. */
     private final AtomicLongArray commitsByBatchSize = new AtomicLongArray(DbStats.BATCH_SIZE_BUCKETS);
     /** Writes in committed batches, rolled-back ones included: the sum of the batch sizes. */
@@ -159,7 +161,8 @@ final class Writer implements Runnable {
         long[] byBatchSize = new long[commitsByBatchSize.length()];
         for (int i = 0; i < byBatchSize.length; i++) byBatchSize[i] = commitsByBatchSize.get(i);
         return new DbStats(commits, writes, failedWrites, largestBatch, kv.mapSize(), queue.size(),
-            byBatchSize, batchedWrites, kv.usedBytes(), kv.readTxnsInUse(), kv.readTxnsPooled(), kv.readSlots());
+            byBatchSize, batchedWrites, kv.usedBytes(), kv.readTxnsInUse(), kv.readTxnsPooled(), kv.readSlots(),
+            conflicts);
     }
 
     /** Refuses new writes, commits everything queued, and waits for the thread to end. */
@@ -221,46 +224,99 @@ final class Writer implements Runnable {
         return true;
     }
 
-    /** Commits one batch, splitting it when it is too large for the engine. */
+    /**
+     * How many times a batch that conflicts with other processes' writes ({@link KvTxn.Conflict}) is
+     * run before its writes fail with {@link DbException.Overloaded}.
+     */
+    static final int MAX_CONFLICTS = 20;
+
+    /**
+     * Before the {@code attempt}th run of a batch that conflicted: a random wait up to 1 ms doubled
+     * per conflict, at most 100 ms, so that two servers that conflicted do not meet again at once.
+     *
+     * @return false when the writer is stopping (no more waits then: the batch fails)
+     */
+    private boolean backOff(int attempt) {
+        long most = Math.min(100_000_000L, 1_000_000L << Math.min(attempt, 20));
+        java.util.concurrent.locks.LockSupport.parkNanos(java.util.concurrent.ThreadLocalRandom.current().nextLong(most / 2, most));
+        return !Thread.currentThread().isInterrupted();
+    }
+
+    private static DbException contended(int attempts, KvTxn.Conflict last) {
+        DbException e = new DbException.Overloaded("the write conflicted with other servers' writes " + attempts
+            + " times in a row (the same rows written from several servers at once); retry shortly");
+        e.initCause(last);
+        return e;
+    }
+
+    /** Commits one batch, running it again when it conflicts and splitting it when it is too large for the engine. */
     private void commit(List<Pending<?>> batch) {
-        if (failedFatal(batch)) return;
-        try {
-            runBatch(batch);
-        } catch (KvTxn.TooLarge r) {
-            if (batch.size() > 1) {
-                for (Pending<?> p : batch) commit(List.of(p));
+        for (int attempt = 1; ; attempt++) {
+            if (failedFatal(batch)) return;
+            try {
+                runBatch(batch);
+                return;
+            } catch (KvTxn.Conflict c) {
+                conflicts++;
+                if (attempt == MAX_CONFLICTS || !backOff(attempt)) {
+                    DbException failure = contended(attempt, c);
+                    for (Pending<?> p : batch) p.future.fail(failure);
+                    return;
+                }
+            } catch (KvTxn.TooLarge r) {
+                splitOrFail(batch, r);
+                return;
+            } catch (DbException.Unavailable e) {
+                for (Pending<?> p : batch) p.future.fail(e);
+                return;
+            } catch (RuntimeException e) {
+                DbException failure = db.fatalIf(e);
+                if (failure == null) {
+                    failure = new DbException.CommitFailed("commit of " + batch.size() + " writes failed: " + e.getMessage(), e);
+                    LOG.log(Level.SEVERE, failure.getMessage(), e);
+                }
+                for (Pending<?> p : batch) p.future.fail(failure);
                 return;
             }
-            Pending<?> p = batch.get(0);
-            p.error = r.full
-                ? new DbException.DatabaseFull("database full: this write does not fit in the " + (db.stats().mapSize >> 20)
-                    + " MiB the database may hold (Db.builder(dir).maxMapSize; by default what the disk held at start, less a reserve);"
-                    + " delete data, or free disk space and restart")
-                : new DbException("write too large for one LMDB transaction (MDB_TXN_FULL)");
-            failedWrites++;
-            writes++;
-            p.complete();
-        } catch (RuntimeException e) {
-            DbException failure = db.fatalIf(e);
-            if (failure == null) {
-                failure = new DbException.CommitFailed("commit of " + batch.size() + " writes failed: " + e.getMessage(), e);
-                LOG.log(Level.SEVERE, failure.getMessage(), e);
-            }
-            for (Pending<?> p : batch) p.future.fail(failure);
         }
     }
 
-    /** Runs one {@link #submitAlone} query in its own write transaction and commits it. */
-    private void commitAlone(Pending<?> p) {
-        if (failedFatal(List.of(p))) return;
-        try (KvTxn txn = engine.beginWrite()) {
-            p.run(new Txn(txn));
-            txn.commit();  // not counted in commits: those are the write queries' (DbStats)
-        } catch (Exception e) {
-            DbException fatal = e instanceof RuntimeException r ? db.fatalIf(r) : null;
-            p.error = fatal != null ? fatal : e;
+    /** A batch did not fit: its writes are committed one at a time; a single write that does not fit fails. */
+    private void splitOrFail(List<Pending<?>> batch, KvTxn.TooLarge r) {
+        if (batch.size() > 1) {
+            for (Pending<?> p : batch) commit(List.of(p));
+            return;
         }
+        Pending<?> p = batch.get(0);
+        p.error = r.full
+            ? new DbException.DatabaseFull("database full: this write does not fit in the " + (db.stats().mapSize >> 20)
+                + " MiB the database may hold (Db.builder(dir).maxMapSize; by default what the disk held at start, less a reserve);"
+                + " delete data, or free disk space and restart")
+            : new DbException("write too large for one LMDB transaction (MDB_TXN_FULL)");
+        failedWrites++;
+        writes++;
         p.complete();
+    }
+
+    /** Runs one {@link #submitAlone} query in its own write transaction and commits it, again when it conflicts. */
+    private void commitAlone(Pending<?> p) {
+        for (int attempt = 1; ; attempt++) {
+            if (failedFatal(List.of(p))) return;
+            p.error = null;
+            try (KvTxn txn = engine.beginWrite()) {
+                p.run(new Txn(txn));
+                txn.commit();  // not counted in commits: those are the write queries' (DbStats)
+            } catch (KvTxn.Conflict c) {
+                conflicts++;
+                if (attempt < MAX_CONFLICTS && backOff(attempt)) continue;
+                p.error = contended(attempt, c);
+            } catch (Exception e) {
+                DbException fatal = e instanceof RuntimeException r ? db.fatalIf(r) : null;
+                p.error = fatal != null ? fatal : e;
+            }
+            p.complete();
+            return;
+        }
     }
 
     /** @throws KvTxn.TooLarge when the batch does not fit in one transaction or in the engine */
@@ -282,8 +338,8 @@ final class Writer implements Runnable {
                             runningQuery = false;
                         }
                         child.commit();
-                    } catch (KvTxn.TooLarge e) {
-                        throw e;
+                    } catch (KvTxn.TooLarge | KvTxn.Conflict | DbException.Unavailable e) {
+                        throw e;  // the whole batch's: too large, run again, or the engine is out of reach
                     } catch (Exception | StackOverflowError e) {
                         if (e instanceof RuntimeException r && db.isFatal(r)) throw r;  // the engine's fault, not the query's
                         p.error = e;

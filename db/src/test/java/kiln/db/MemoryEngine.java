@@ -4,7 +4,6 @@ import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
@@ -19,7 +18,7 @@ import java.util.concurrent.ConcurrentSkipListMap;
  *
  * <p>Multi-version: each key keeps its versions, newest first, each stamped with the commit that
  * made it; a read transaction sees the newest version at or below the commit it began at. A write
- * transaction (and each nested one) keeps its writes in a sorted overlay until it commits into its
+ * transaction (and each nested one) keeps its writes in a {@link KvWriteBuffer} until it commits into its
  * parent, or, at the top, into the versions under a new commit number, published last. Nothing is
  * ever collected, nothing is durable, nothing is too large. A store lives as long as the JVM and is
  * found again by its directory ({@link #at}), so a test that closes and reopens a database finds
@@ -27,8 +26,6 @@ import java.util.concurrent.ConcurrentSkipListMap;
  */
 final class MemoryEngine implements KvEngine {
     private static final Map<Path, MemoryEngine> STORES = new ConcurrentHashMap<>();
-    /** The value of a deleted key in an overlay (compared by identity). */
-    private static final byte[] DELETED = new byte[0];
 
     private final Map<String, Space> spaces = new ConcurrentHashMap<>();
     /** The newest commit: read transactions begin at it. Written by the one writer thread. */
@@ -82,12 +79,12 @@ final class MemoryEngine implements KvEngine {
 
     @Override
     public KvTxn beginRead() {
-        return new Txn(null, true, committed);
+        return new Txn(null, true, committed, true);
     }
 
     @Override
     public KvTxn beginWrite() {
-        return new Txn(null, false, committed);
+        return new Txn(new KvWriteBuffer(), false, committed, true);
     }
 
     @Override
@@ -116,17 +113,17 @@ final class MemoryEngine implements KvEngine {
     }
 
     private final class Txn implements KvTxn {
-        private final Txn parent;
         private final boolean readOnly;
         private final long snapshot;
-        /** This transaction's own writes, by space; null in a read transaction. */
-        private final Map<Space, TreeMap<byte[], byte[]>> writes;
+        /** This transaction's writes (and its parents'); null in a read transaction. */
+        private final KvWriteBuffer writes;
+        private final boolean top;
 
-        Txn(Txn parent, boolean readOnly, long snapshot) {
-            this.parent = parent;
+        Txn(KvWriteBuffer writes, boolean readOnly, long snapshot, boolean top) {
             this.readOnly = readOnly;
             this.snapshot = snapshot;
-            this.writes = readOnly ? null : new HashMap<>();
+            this.writes = writes;
+            this.top = top;
         }
 
         @Override
@@ -136,10 +133,12 @@ final class MemoryEngine implements KvEngine {
 
         /** @return the value as this transaction sees it: its own writes, its parents', then the snapshot */
         private byte[] lookup(Space s, byte[] key) {
-            for (Txn t = this; t != null && t.writes != null; t = t.parent) {
-                TreeMap<byte[], byte[]> w = t.writes.get(s);
-                byte[] v = w == null ? null : w.get(key);
-                if (v != null) return v == DELETED ? null : v;
+            if (writes != null) {
+                switch (writes.known(s, key)) {
+                    case WRITTEN: return writes.get(s, key);
+                    case DELETED: return null;
+                    default: break;
+                }
             }
             Version v = s.rows.get(key);
             return v == null ? null : v.at(snapshot);
@@ -151,47 +150,22 @@ final class MemoryEngine implements KvEngine {
             return v == null ? null : ByteBuffer.wrap(v).asReadOnlyBuffer();
         }
 
-        /** @return the writes of this transaction and its parents in {@code [begin, end)}, the nearest winning; deletes as {@link #DELETED} */
-        private NavigableMap<byte[], byte[]> overlay(Space s, byte[] begin, byte[] end) {
-            TreeMap<byte[], byte[]> merged = new TreeMap<>(Arrays::compareUnsigned);
-            List<Txn> chain = new ArrayList<>();
-            for (Txn t = this; t != null && t.writes != null; t = t.parent) chain.add(0, t);
-            for (Txn t : chain) {
-                TreeMap<byte[], byte[]> w = t.writes.get(s);
-                if (w != null) merged.putAll(sub(w, begin, end));
-            }
-            return merged;
-        }
-
-        /** Walks the committed versions lazily, merged with this transaction's overlay (materialized: it is small). */
+        /** Walks the committed versions lazily, merged with this transaction's writes. */
         @Override
         public KvRange range(KvSpace space, byte[] begin, byte[] end, boolean reverse, int limitHint) {
             Space s = (Space) space;
             NavigableMap<byte[], Version> committedRows = sub(s.rows, begin, end);
-            NavigableMap<byte[], byte[]> mine = readOnly ? new TreeMap<>(Arrays::compareUnsigned) : overlay(s, begin, end);
             Iterator<Map.Entry<byte[], Version>> base = (reverse ? committedRows.descendingMap() : committedRows).entrySet().iterator();
-            Iterator<Map.Entry<byte[], byte[]>> over = (reverse ? mine.descendingMap() : mine).entrySet().iterator();
-            return new KvRange() {
-                private Map.Entry<byte[], Version> b = base.hasNext() ? base.next() : null;
-                private Map.Entry<byte[], byte[]> o = over.hasNext() ? over.next() : null;
+            KvRange committed = new KvRange() {
                 private byte[] key;
                 private byte[] value;
 
                 @Override
                 public boolean next() {
-                    while (b != null || o != null) {
-                        int c = b == null ? 1 : o == null ? -1 : Arrays.compareUnsigned(b.getKey(), o.getKey());
-                        if (reverse && b != null && o != null) c = -c;
-                        if (c < 0) {
-                            key = b.getKey();
-                            value = b.getValue().at(snapshot);
-                            b = base.hasNext() ? base.next() : null;
-                        } else {
-                            if (c == 0) b = base.hasNext() ? base.next() : null;  // the overlay's write wins
-                            key = o.getKey();
-                            value = o.getValue() == DELETED ? null : o.getValue();
-                            o = over.hasNext() ? over.next() : null;
-                        }
+                    while (base.hasNext()) {
+                        Map.Entry<byte[], Version> e = base.next();
+                        key = e.getKey();
+                        value = e.getValue().at(snapshot);
                         if (value != null) return true;
                     }
                     return false;
@@ -211,6 +185,7 @@ final class MemoryEngine implements KvEngine {
                 public void close() {
                 }
             };
+            return readOnly ? committed : writes.merge(space, committed, begin, end, reverse);
         }
 
         @Override
@@ -222,42 +197,41 @@ final class MemoryEngine implements KvEngine {
             return n;
         }
 
-        private TreeMap<byte[], byte[]> mine(KvSpace space) {
+        private void writable() {
             if (readOnly) throw new IllegalStateException("a write in a read-only transaction");
-            return writes.computeIfAbsent((Space) space, s -> new TreeMap<>(Arrays::compareUnsigned));
         }
 
         @Override
         public ByteBuffer reserve(KvSpace space, ByteBuffer key, int size) {
-            byte[] value = new byte[size];
-            mine(space).put(bytes(key), value);
-            return ByteBuffer.wrap(value);
+            writable();
+            return writes.reserve(space, bytes(key), size);
         }
 
         @Override
         public boolean delete(KvSpace space, ByteBuffer key) {
+            writable();
             byte[] k = bytes(key);
             boolean there = lookup((Space) space, k) != null;
-            if (there) mine(space).put(k, DELETED);
+            if (there) writes.delete(space, k);
             return there;
         }
 
         @Override
         public KvTxn nested() {
             if (readOnly) throw new IllegalStateException("a nested transaction in a read-only one");
-            return new Txn(this, false, snapshot);
+            return new Txn(writes.nested(), false, snapshot, false);
         }
 
         @Override
         public void commit() {
             if (readOnly) return;
-            if (parent != null) {
-                writes.forEach((s, w) -> parent.mine(s).putAll(w));
+            if (!top) {
+                writes.commitToParent();
                 return;
             }
             long commit = committed + 1;
-            writes.forEach((s, w) -> w.forEach((k, v) ->
-                s.rows.compute(k, (key, older) -> new Version(commit, v == DELETED ? null : v, older))));
+            writes.toApply().forEach((s, w) -> w.forEach(e ->
+                ((Space) s).rows.compute(e.getKey(), (key, older) -> new Version(commit, e.getValue(), older))));
             committed = commit;
         }
 

@@ -21,6 +21,8 @@ import kiln.http.Reply;
  *       {@link BlockingPool}'s);</li>
  *   <li>{@link DbException.Fatal}: 503 naming the error (the process is about to exit for its
  *       supervisor to restart it), logged once by the database;</li>
+ *   <li>{@link DbException.Unavailable}: 503 with its message (PostgreSQL is down or restarting;
+ *       the server answers again once it is back);</li>
  *   <li>{@link DbException.DatabaseFull}: 507 Insufficient Storage (RFC 4918 section 11.5) with
  *       its message;</li>
  *   <li>{@link DbException.BadContinuation}: 400 with its message (a page token the client altered,
@@ -53,7 +55,9 @@ public final class Failures {
         }
         if (cause instanceof HttpException) return Reply.error(((HttpException) cause).status(), cause.getMessage());
         if (cause instanceof DbException.Overloaded) return Reply.unavailable("the database is overloaded; retry shortly");
-        if (cause instanceof DbException.ReadersFull || cause instanceof DbException.Fatal) return Reply.unavailable(cause.getMessage());
+        if (cause instanceof DbException.ReadersFull || cause instanceof DbException.Fatal || cause instanceof DbException.Unavailable) {
+            return Reply.unavailable(cause.getMessage());
+        }
         if (cause instanceof DbException.DatabaseFull) return Reply.error(507, cause.getMessage());
         if (cause instanceof DbException.BadContinuation) return Reply.error(400, cause.getMessage());
         if (cause instanceof DbException.UniqueViolation) return Reply.error(409, cause.getMessage());

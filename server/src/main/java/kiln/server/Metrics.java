@@ -282,6 +282,9 @@ public final class Metrics {
                 CounterSnapshot.builder().name("kiln_db_commits")
                     .help("Durable write transactions committed, one fsync each (group commit)")
                     .dataPoint(CounterSnapshot.CounterDataPointSnapshot.builder().value(s.commits).build()).build(),
+                CounterSnapshot.builder().name("kiln_db_write_conflicts")
+                    .help("Batches of writes run again because another server's writes committed first (PostgreSQL serialization failures)")
+                    .dataPoint(CounterSnapshot.CounterDataPointSnapshot.builder().value(s.conflicts).build()).build(),
                 HistogramSnapshot.builder().name("kiln_db_commit_batch_size")
                     .help("Writes per commit: how many writes one fsync made durable")
                     .dataPoint(HistogramSnapshot.HistogramDataPointSnapshot.builder()

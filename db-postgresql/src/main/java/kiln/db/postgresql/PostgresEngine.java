@@ -1,0 +1,488 @@
+package kiln.db.postgresql;
+
+import java.net.URI;
+import java.net.URLDecoder;
+import java.net.URLEncoder;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.Executor;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+
+import kiln.db.DbException;
+import kiln.db.KvEngine;
+import kiln.db.KvSpace;
+import kiln.db.KvStats;
+import kiln.db.KvTxn;
+
+/**
+ * kiln's ordered key-value engine on PostgreSQL, so that the same tables, indexes and change feeds
+ * run on many servers over one database. Each key space is a PostgreSQL table
+ * {@code (k bytea PRIMARY KEY, v bytea NOT NULL)}, named as the space where PostgreSQL allows it
+ * (see {@link #relationName}); {@code bytea} compares bytewise, shorter first, as LMDB orders keys,
+ * so ranges, pages and tuple keys read the same. A registry table, {@value #REGISTRY}, maps spaces
+ * to tables.
+ *
+ * <pre>{@code
+ * Db db = Db.builder(Path.of("postgresql")).engine(PostgresEngine.open("postgresql://127.0.0.1:5432/kiln?user=kiln")).open();
+ * }</pre>
+ *
+ * <h2>Transactions</h2>
+ * <ul>
+ *   <li><b>Reads</b> run in {@code REPEATABLE READ, READ ONLY} transactions (a snapshot, as LMDB's
+ *       readers) on a pool of {@code readers} connections (HikariCP), each on one of as many
+ *       threads ({@link #readExecutor}): JDBC blocks, so a read never runs on a fiber's carrier.</li>
+ *   <li><b>Writes</b> run on the database's one writer thread, in {@code SERIALIZABLE}
+ *       transactions on a connection of their own. A batch's write queries and their nested
+ *       transactions keep their writes in memory ({@link kiln.db.KvWriteBuffer}: no savepoints, no
+ *       subtransactions) and the commit sends them in one batch of statements, then
+ *       {@code COMMIT}. A serialization failure (SQLSTATE 40001, or a deadlock, 40P01) is a
+ *       {@link KvTxn.Conflict}: the writer runs the batch again, as FoundationDB re-runs a transaction,
+ *       which is why write queries must be re-runnable and touch nothing outside their transaction.</li>
+ *   <li><b>Other servers' commits</b>: every commit sends {@code NOTIFY kiln_commits, '<space>'} for
+ *       each space it wrote; {@link #onCommits} listens on a connection of its own, and also reports
+ *       "anything" every {@value #POLL_MILLIS} ms and after a reconnect, in case a notification was
+ *       missed.</li>
+ * </ul>
+ *
+ * <h2>Errors</h2>
+ * A connection that fails or cannot be had (the server down, restarting, out of connections, a
+ * standby that will not write) is {@link DbException.Unavailable}: the query fails at once (503),
+ * and while the server stays unreachable later queries fail at once too, but for one attempt every
+ * {@value #RETRY_MILLIS} ms, which notices its return. A connection lost during {@code COMMIT}
+ * leaves the outcome unknown, and the message says so. Nothing is fatal: PostgreSQL keeps the data.
+ */
+public final class PostgresEngine implements KvEngine {
+    private static final Logger LOG = Logger.getLogger(PostgresEngine.class.getName());
+    /** The table that names every space's table. */
+    static final String REGISTRY = "kiln_spaces";
+    /** The notification channel of commits. */
+    static final String CHANNEL = "kiln_commits";
+    /** How often the listener reports "anything may have changed", ms. */
+    static final int POLL_MILLIS = 1000;
+    /** While the server is unreachable, how often one query tries it again, ms. */
+    static final int RETRY_MILLIS = 500;
+    /** Default number of read connections (and reader threads). */
+    public static final int DEFAULT_READERS = 8;
+    /** Reads that may wait for a reader thread before {@link DbException.Overloaded}. */
+    private static final int READ_QUEUE = 16_384;
+
+    private final String jdbcUrl;
+    private final String shownUrl;
+    private final HikariDataSource reads;
+    private final HikariDataSource writes;
+    private final ThreadPoolExecutor readers;
+    /** System.nanoTime() until which the server counts as unreachable (0: reachable); see {@link #connect}. */
+    private volatile long unreachableUntil;
+    private volatile String unreachableWhy;
+    private volatile boolean closed;
+    private Thread listener;
+
+    private PostgresEngine(String url, int readerCount) {
+        this.jdbcUrl = jdbcUrl(url);
+        this.shownUrl = redact(jdbcUrl);
+        this.reads = pool("kiln-pg-reads", readerCount, true);
+        this.writes = pool("kiln-pg-writes", 1, false);
+        AtomicInteger n = new AtomicInteger();
+        this.readers = new ThreadPoolExecutor(readerCount, readerCount, 0, TimeUnit.SECONDS, new ArrayBlockingQueue<>(READ_QUEUE), r -> {
+            Thread t = new Thread(r, "kiln-pg-reader-" + n.incrementAndGet());
+            t.setDaemon(true);
+            return t;
+        });
+    }
+
+    /**
+     * Opens the engine on the PostgreSQL database at {@code url} with {@value #DEFAULT_READERS}
+     * read connections, or as many as the URL's {@code readers} parameter says. It creates the
+     * registry table (and the schema named by {@code currentSchema}, if any) when missing.
+     *
+     * @param url {@code postgresql://[user[:password]@]host[:port]/database[?param=value&...]} (libpq's form) or
+     *            {@code jdbc:postgresql://...}; parameters are PgJDBC's ({@code user}, {@code password},
+     *            {@code currentSchema}, {@code sslmode}, ...) and {@code readers}
+     * @throws IllegalArgumentException when the URL is neither form
+     * @throws DbException.Unavailable when the database cannot be reached
+     */
+    public static PostgresEngine open(String url) {
+        Map<String, String> params = params(url);
+        String readers = params.remove("readers");
+        int n = DEFAULT_READERS;
+        if (readers != null) {
+            try {
+                n = Integer.parseInt(readers);
+            } catch (NumberFormatException e) {
+                n = 0;
+            }
+            if (n < 1 || n > 1000) throw new IllegalArgumentException("readers must be 1..1000, got '" + readers + "'");
+        }
+        PostgresEngine engine = new PostgresEngine(withParams(url, params), n);
+        try {
+            engine.createRegistry(params.get("currentSchema"));
+        } catch (RuntimeException e) {
+            engine.close();
+            throw e;
+        }
+        return engine;
+    }
+
+    /** @return whether {@code url} names a PostgreSQL database ({@code postgresql://} or {@code jdbc:postgresql://}) */
+    public static boolean isUrl(String url) {
+        return url.startsWith("postgresql://") || url.startsWith("postgres://") || url.startsWith("jdbc:postgresql:");
+    }
+
+    /** @return the JDBC URL without its password, for logs and messages */
+    public String url() {
+        return shownUrl;
+    }
+
+    private HikariDataSource pool(String name, int size, boolean readOnly) {
+        HikariConfig c = new HikariConfig();
+        c.setPoolName(name);
+        c.setJdbcUrl(jdbcUrl);
+        c.setMaximumPoolSize(size);
+        c.setMinimumIdle(size);
+        c.setAutoCommit(false);
+        c.setReadOnly(readOnly);
+        c.setTransactionIsolation(readOnly ? "TRANSACTION_REPEATABLE_READ" : "TRANSACTION_SERIALIZABLE");
+        c.setConnectionTimeout(1000);
+        c.setValidationTimeout(500);
+        c.setInitializationFailTimeout(-1);  // open even while the server is down; queries say so
+        c.addDataSourceProperty("tcpKeepAlive", "true");
+        if (!jdbcUrl.contains("socketTimeout=")) c.addDataSourceProperty("socketTimeout", "30");
+        if (!jdbcUrl.contains("connectTimeout=")) c.addDataSourceProperty("connectTimeout", "2");
+        return new HikariDataSource(c);
+    }
+
+    private void createRegistry(String schema) {
+        try (Connection c = connect(writes)) {
+            try (Statement s = c.createStatement()) {
+                if (schema != null) s.execute("CREATE SCHEMA IF NOT EXISTS " + quote(schema));
+                s.execute("CREATE TABLE IF NOT EXISTS " + REGISTRY + " (name text COLLATE \"C\" PRIMARY KEY, relname text NOT NULL UNIQUE)");
+                c.commit();
+            } catch (SQLException e) {
+                c.rollback();
+                if (!"23505".equals(e.getSQLState()) && !"42P06".equals(e.getSQLState())) throw e;  // another server made it meanwhile
+            }
+        } catch (SQLException e) {
+            throw failure(e, "creating the registry table " + REGISTRY, false);
+        }
+    }
+
+    @Override
+    public KvSpace space(KvTxn txn, String name, boolean create) {
+        PostgresTxn t = (PostgresTxn) txn;
+        try {
+            try (PreparedStatement s = t.connection().prepareStatement("SELECT relname FROM " + REGISTRY + " WHERE name = ?")) {
+                s.setString(1, name);
+                try (ResultSet r = s.executeQuery()) {
+                    if (r.next()) return new Space(name, r.getString(1));
+                }
+            }
+            if (!create) return null;
+            String relname = relationName(name);
+            try (Statement s = t.connection().createStatement()) {
+                s.execute("CREATE TABLE IF NOT EXISTS " + quote(relname) + " (k bytea PRIMARY KEY, v bytea NOT NULL)");
+            }
+            try (PreparedStatement s = t.connection().prepareStatement("INSERT INTO " + REGISTRY + " (name, relname) VALUES (?, ?)")) {
+                s.setString(1, name);
+                s.setString(2, relname);
+                s.executeUpdate();
+            }
+            return new Space(name, relname);
+        } catch (SQLException e) {
+            if ("23505".equals(e.getSQLState()) || "42P07".equals(e.getSQLState())) {
+                // another server created it at the same moment: run again, and find it
+                throw t.conflict(new KvTxn.Conflict("space '" + name + "' was created by another server meanwhile", e));
+            }
+            throw t.failed(e, "opening space '" + name + "'");
+        }
+    }
+
+    /**
+     * @return the table name of space {@code name}: the name itself when PostgreSQL can hold it (at
+     *         most 63 bytes, no NUL, not the registry's), else its first characters, {@code #} and 8
+     *         hex digits of its SHA-256
+     */
+    static String relationName(String name) {
+        byte[] utf8 = name.getBytes(StandardCharsets.UTF_8);
+        if (utf8.length <= 63 && name.indexOf('\0') < 0 && !name.equals(REGISTRY)) return name;
+        StringBuilder b = new StringBuilder();
+        for (int i = 0; i < name.length() && b.toString().getBytes(StandardCharsets.UTF_8).length < 48; ) {
+            int cp = name.codePointAt(i);
+            if (cp != 0) b.appendCodePoint(cp);
+            i += Character.charCount(cp);
+        }
+        try {
+            byte[] h = java.security.MessageDigest.getInstance("SHA-256").digest(utf8);
+            return b + "#" + java.util.HexFormat.of().formatHex(h, 0, 4);
+        } catch (java.security.NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    static String quote(String identifier) {
+        return '"' + identifier.replace("\"", "\"\"") + '"';
+    }
+
+    @Override
+    public List<String> spaceNames(KvTxn txn) {
+        PostgresTxn t = (PostgresTxn) txn;
+        List<String> names = new ArrayList<>();
+        try (Statement s = t.connection().createStatement();
+             ResultSet r = s.executeQuery("SELECT name FROM " + REGISTRY + " ORDER BY name")) {  // COLLATE "C": UTF-8 byte order
+            while (r.next()) names.add(r.getString(1));
+        } catch (SQLException e) {
+            throw t.failed(e, "listing the spaces");
+        }
+        return names;
+    }
+
+    @Override
+    public KvTxn beginRead() {
+        return new PostgresTxn(this, connect(reads), true);
+    }
+
+    @Override
+    public KvTxn beginWrite() {
+        return new PostgresTxn(this, connect(writes), false);
+    }
+
+    /**
+     * @return a connection of {@code pool}; while the server is unreachable, fails at once but for one
+     *         attempt every {@value #RETRY_MILLIS} ms
+     * @throws DbException.Unavailable when none can be had
+     */
+    private Connection connect(HikariDataSource pool) {
+        if (closed) throw new DbException.Closed("the PostgreSQL engine at " + shownUrl + " is closed");
+        long until = unreachableUntil;
+        if (until != 0 && System.nanoTime() - until < 0) {
+            throw new DbException.Unavailable("PostgreSQL at " + shownUrl + " is unreachable: " + unreachableWhy + " (trying again every "
+                + RETRY_MILLIS + " ms)", null);
+        }
+        try {
+            Connection c = pool.getConnection();
+            unreachableUntil = 0;
+            return c;
+        } catch (SQLException e) {
+            unreachable(e);
+            throw new DbException.Unavailable("PostgreSQL at " + shownUrl + " is unreachable: " + e.getMessage(), e);
+        }
+    }
+
+    /** Counts the server unreachable for the next {@value #RETRY_MILLIS} ms. */
+    void unreachable(SQLException e) {
+        unreachableWhy = e.getMessage();
+        if (unreachableUntil == 0) LOG.warning("PostgreSQL at " + shownUrl + " is unreachable: " + e.getMessage());
+        unreachableUntil = (System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(RETRY_MILLIS)) | 1;
+    }
+
+    /**
+     * @param commit true when {@code e} came from {@code COMMIT}: a lost connection then leaves the outcome unknown
+     * @return what {@code e} means to the database: a {@link KvTxn.Conflict}, {@link DbException.Unavailable}
+     *         when the server or the connection failed, else a {@link DbException} with PostgreSQL's message
+     */
+    RuntimeException failure(SQLException e, String what, boolean commit) {
+        String state = e.getSQLState() == null ? "" : e.getSQLState();
+        if (state.equals("40001") || state.equals("40P01")) {
+            return new KvTxn.Conflict(what + ": " + e.getMessage(), e);
+        }
+        if (state.startsWith("08") || state.startsWith("57P") || state.equals("53300") || state.equals("25006")
+                || e instanceof java.sql.SQLTransientConnectionException || e instanceof java.sql.SQLNonTransientConnectionException) {
+            if (!state.equals("25006")) unreachable(e);
+            String outcome = commit ? "; the connection broke during COMMIT, so whether the writes were applied is unknown" : "";
+            return new DbException.Unavailable("PostgreSQL at " + shownUrl + " failed " + what + ": " + e.getMessage() + outcome, e);
+        }
+        return new DbException("PostgreSQL failed " + what + " (SQLSTATE " + state + "): " + e.getMessage(), e);
+    }
+
+    @Override
+    public long verify(KvTxn txn, KvSpace space) {
+        PostgresTxn t = (PostgresTxn) txn;
+        long n = 0;
+        byte[] last = null;
+        try (kiln.db.KvRange r = t.range(space, null, null, false, 0)) {
+            while (r.next()) {
+                byte[] key = PostgresTxn.bytes(r.key());
+                if (last != null && java.util.Arrays.compareUnsigned(last, key) >= 0) {
+                    throw new IllegalStateException("space '" + space.name() + "': keys out of order after entry " + n);
+                }
+                last = key;
+                n++;
+            }
+        }
+        long counted = t.count(space);
+        if (counted != n) throw new IllegalStateException("space '" + space.name() + "': " + n + " entries read, count(*) says " + counted);
+        return n;
+    }
+
+    @Override
+    public Path backup(Path target, long mark) {
+        throw new UnsupportedOperationException("a database on PostgreSQL is backed up by PostgreSQL (pg_basebackup, or pg_dump of "
+            + shownUrl + "): see docs/scaling.md");
+    }
+
+    @Override
+    public String fatalCause(RuntimeException e) {
+        return null;  // PostgreSQL keeps the data: a failure is a query's, or the server's for a while
+    }
+
+    @Override
+    public KvStats stats() {
+        var pool = reads.getHikariPoolMXBean();
+        if (pool == null) return new KvStats(0, 0, 0, 0, reads.getMaximumPoolSize());
+        return new KvStats(0, 0, pool.getActiveConnections(), pool.getIdleConnections(), reads.getMaximumPoolSize());
+    }
+
+    @Override
+    public Executor readExecutor() {
+        return readers;
+    }
+
+    @Override
+    public synchronized void onCommits(Consumer<String> changed) {
+        if (listener != null) throw new IllegalStateException("onCommits was called already");
+        listener = new Thread(() -> listen(changed), "kiln-pg-listener");
+        listener.setDaemon(true);
+        listener.start();
+    }
+
+    /**
+     * The listener's loop: LISTEN on a connection of its own, report each notification's space, and
+     * "anything" ({@code null}) every {@value #POLL_MILLIS} ms and after every (re)connect; a broken
+     * connection is made again every second until {@link #close}.
+     */
+    private void listen(Consumer<String> changed) {
+        boolean warned = false;
+        while (!closed) {
+            try (Connection c = java.sql.DriverManager.getConnection(jdbcUrl)) {
+                try (Statement s = c.createStatement()) {
+                    s.execute("LISTEN " + CHANNEL);
+                }
+                if (warned) LOG.info("listening for commits on " + shownUrl + " again");
+                warned = false;
+                org.postgresql.PGConnection pg = c.unwrap(org.postgresql.PGConnection.class);
+                tell(changed, null);
+                long polled = System.nanoTime();
+                while (!closed) {
+                    org.postgresql.PGNotification[] got = pg.getNotifications(POLL_MILLIS);
+                    if (got != null) {
+                        for (org.postgresql.PGNotification n : got) tell(changed, n.getParameter());
+                    }
+                    if (System.nanoTime() - polled >= TimeUnit.MILLISECONDS.toNanos(POLL_MILLIS)) {
+                        tell(changed, null);
+                        polled = System.nanoTime();
+                    }
+                }
+            } catch (SQLException e) {
+                if (closed) return;
+                if (!warned) LOG.warning("listening for commits on " + shownUrl + " failed (" + e.getMessage() + "); polling until it is back");
+                warned = true;
+                tell(changed, null);
+                try {
+                    Thread.sleep(POLL_MILLIS);
+                } catch (InterruptedException ie) {
+                    return;
+                }
+            }
+        }
+    }
+
+    private static void tell(Consumer<String> changed, String space) {
+        try {
+            changed.accept(space);
+        } catch (RuntimeException e) {
+            LOG.log(Level.WARNING, "a commit listener failed", e);
+        }
+    }
+
+    @Override
+    public void close() {
+        Thread l;
+        synchronized (this) {
+            if (closed) return;
+            closed = true;
+            l = listener;
+        }
+        readers.shutdown();
+        try {
+            if (!readers.awaitTermination(5, TimeUnit.SECONDS)) LOG.warning("reads still running at close: " + readers.getActiveCount());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        if (l != null) l.interrupt();
+        reads.close();
+        writes.close();
+    }
+
+    // ---- URLs ----
+
+    /** @return {@code url} as PgJDBC takes it: {@code jdbc:postgresql://host:port/db?...}, user and password as parameters */
+    static String jdbcUrl(String url) {
+        if (url.startsWith("jdbc:postgresql:")) return url;
+        if (!url.startsWith("postgresql://") && !url.startsWith("postgres://")) {
+            throw new IllegalArgumentException("not a PostgreSQL URL (postgresql://host:port/database or jdbc:postgresql://...): " + redact(url));
+        }
+        URI u = URI.create(url);
+        Map<String, String> params = params(url);
+        String info = u.getRawUserInfo();
+        if (info != null) {
+            int colon = info.indexOf(':');
+            params.putIfAbsent("user", decode(colon < 0 ? info : info.substring(0, colon)));
+            if (colon >= 0) params.putIfAbsent("password", decode(info.substring(colon + 1)));
+        }
+        String host = u.getHost() == null ? "localhost" : u.getHost();
+        String port = u.getPort() < 0 ? "" : ":" + u.getPort();
+        String db = u.getRawPath() == null || u.getRawPath().length() <= 1 ? "/" : u.getRawPath();
+        return withParams("jdbc:postgresql://" + host + port + db, params);
+    }
+
+    /** @return the URL's query parameters, decoded, in order */
+    static Map<String, String> params(String url) {
+        Map<String, String> params = new LinkedHashMap<>();
+        int q = url.indexOf('?');
+        if (q < 0) return params;
+        for (String pair : url.substring(q + 1).split("&")) {
+            if (pair.isEmpty()) continue;
+            int eq = pair.indexOf('=');
+            params.put(decode(eq < 0 ? pair : pair.substring(0, eq)), eq < 0 ? "" : decode(pair.substring(eq + 1)));
+        }
+        return params;
+    }
+
+    private static String withParams(String url, Map<String, String> params) {
+        int q = url.indexOf('?');
+        StringBuilder b = new StringBuilder(q < 0 ? url : url.substring(0, q));
+        char sep = '?';
+        for (Map.Entry<String, String> e : params.entrySet()) {
+            b.append(sep).append(URLEncoder.encode(e.getKey(), StandardCharsets.UTF_8)).append('=')
+                .append(URLEncoder.encode(e.getValue(), StandardCharsets.UTF_8));
+            sep = '&';
+        }
+        return b.toString();
+    }
+
+    private static String decode(String s) {
+        return URLDecoder.decode(s, StandardCharsets.UTF_8);
+    }
+
+    /** @return {@code url} with its password replaced by {@code ***} */
+    static String redact(String url) {
+        return url.replaceAll("(?i)(password=)[^&]*", "$1***").replaceAll("(//[^/:@]*:)[^@/]*@", "$1***@");
+    }
+}
