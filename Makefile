@@ -8,6 +8,8 @@ SERVER ?= kilim
 PORT   ?= 8080
 BIND   ?= 0.0.0.0
 DATA   ?= data
+# A PostgreSQL database to serve from instead of LMDB in $(DATA): postgresql://USER@HOST:PORT/DATABASE (docs/scaling.md)
+DB     ?=
 # A main class to run instead of the demo's, from SERVER's jar: the in-tree examples
 # (e.g. kiln.kilim.example.HitCounter). Your own app lives in its own project: make new-app.
 APP    ?=
@@ -50,6 +52,7 @@ MAIN_SOURCES := $(shell find . \( -path ./conformance -o -path ./starter \) -pru
 
 help:
 	@echo "make demo [SERVER=$(SERVER_NAMES)] [PORT=8080] [DATA=data] [HEAP=256m] [ARGS=\"--threads 2\"]   build if needed and start a server"
+	@echo "make demo DB=postgresql://kiln@127.0.0.1:5432/kiln   the same over PostgreSQL instead of LMDB (docs/scaling.md)"
 	@echo "make demo APP=kiln.kilim.example.TodoApp   build and run an in-tree example instead of the demo (SERVER=loom for kiln.loom.example.*)"
 	@echo "make demo ARGS=\"--app board\"              the message board example (docs/data.md) on any SERVER="
 	@echo "make install                               put kiln's artifacts (with sources and javadoc jars) and its Kilim weaver plugin into ~/.m2 (tests skipped)"
@@ -87,9 +90,9 @@ $(JAR): $(MAIN_SOURCES)
 	$(MVN) -DskipTests -pl $(MODULE) -am package
 
 demo: check-server $(JAR)
-	@echo "Starting $(or $(APP),kiln ($(SERVER))) on http://$(BIND):$(PORT)/ with data in $(DATA), heap up to $(HEAP_MAX). Ctrl-C stops it cleanly."
+	@echo "Starting $(or $(APP),kiln ($(SERVER))) on http://$(BIND):$(PORT)/ with $(if $(DB),the database $(DB),data in $(DATA)), heap up to $(HEAP_MAX). Ctrl-C stops it cleanly."
 	@$(if $(APP),true,echo "  try: curl http://127.0.0.1:$(PORT)/db    curl 'http://127.0.0.1:$(PORT)/updates?queries=5'")
-	exec $(SERVER_JAVA) $(JAVA_FLAGS) $(NEW_JDK_FLAGS) $(if $(APP),-cp $(JAR) $(APP),-jar $(JAR)) --port $(PORT) --bind $(BIND) --data $(DATA) $(if $(APP),,$(FRONTEND_ARGS)) $(ARGS)
+	exec $(SERVER_JAVA) $(JAVA_FLAGS) $(NEW_JDK_FLAGS) $(if $(APP),-cp $(JAR) $(APP),-jar $(JAR)) --port $(PORT) --bind $(BIND) $(if $(DB),--db '$(DB)',--data $(DATA)) $(if $(APP),,$(FRONTEND_ARGS)) $(ARGS)
 
 # A consistent, compacted copy of $(DATA) in $(TO)/data.mdb, safe while a server serves $(DATA) (README,
 # "Backup and restore"). Any front end's jar can do it; the heap is small, the copy is not on the heap.

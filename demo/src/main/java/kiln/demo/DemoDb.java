@@ -2,7 +2,6 @@ package kiln.demo;
 
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.logging.Logger;
 
@@ -100,44 +99,6 @@ public final class DemoDb {
         return ThreadLocalRandom.current().nextInt(1, WORLD_ROWS + 1);
     }
 
-    /** @return one World row with a random id, read now on the calling thread (the single query test) */
-    public World readRandomWorld() {
-        return readNow(randomWorld());
-    }
-
-    /** @return the World row with {@code id} (1..10000), read now */
-    public World readWorld(int id) {
-        return readNow(world(id));
-    }
-
-    /** @return {@code n} World rows with random ids, one read each (the multiple queries test) */
-    public World[] readRandomWorlds(int n) {
-        World[] rows = new World[n];
-        for (int i = 0; i < n; i++) rows[i] = readNow(randomWorld());
-        return rows;
-    }
-
-    /** @return every fortune in the table, in id order, read now */
-    public List<Fortune> readFortunes() {
-        return readNow(allFortunes());
-    }
-
-    /**
-     * Runs a read query: {@link Db#read} completes it on this thread before it returns, so no thread
-     * ever waits here.
-     *
-     * @throws RuntimeException the query's exception (a checked one wrapped in a {@link CompletionException})
-     */
-    private <R> R readNow(Query<R> query) {
-        try {
-            return db.read(query).join();
-        } catch (CompletionException e) {
-            if (e.getCause() instanceof RuntimeException) throw (RuntimeException) e.getCause();
-            if (e.getCause() instanceof Error) throw (Error) e.getCause();
-            throw e;
-        }
-    }
-
     /** @return a read query for one World row with a random id (the single query test) */
     public Query<World> randomWorld() {
         return world(randomId());
@@ -146,6 +107,20 @@ public final class DemoDb {
     /** @return a read query for the World row with {@code id}, 1..10000 (every one exists) */
     public Query<World> world(int id) {
         return txn -> new World(id, worlds.get(txn, id));
+    }
+
+    /**
+     * @return a read query for {@code n} World rows with random ids, each its own lookup (the multiple
+     *         queries test: on PostgreSQL one {@code SELECT} each, in one snapshot)
+     */
+    public Query<World[]> randomWorlds(int n) {
+        int[] ids = new int[n];
+        for (int i = 0; i < n; i++) ids[i] = randomId();
+        return txn -> {
+            World[] rows = new World[n];
+            for (int i = 0; i < n; i++) rows[i] = new World(ids[i], worlds.get(txn, ids[i]));
+            return rows;
+        };
     }
 
     /** @return a read query for every fortune in the table, in id order */

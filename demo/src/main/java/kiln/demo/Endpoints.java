@@ -37,11 +37,11 @@ public final class Endpoints {
         get("/json", "/json", "a JSON message",
             (demo, router) -> request -> Step.of(Reply.ok(Http.APPLICATION_JSON, Bodies.helloJson()))),
         get("/db", "/db", "one random World row",
-            (demo, router) -> request -> Step.of(fresh(Reply.json(demo.readRandomWorld())))),
+            (demo, router) -> request -> Step.after(demo.db().read(demo.randomWorld()), row -> Step.of(fresh(Reply.json(row))))),
         get("/worlds/{id}", "/worlds/42", "the World row with that id (1..10000)",
             (demo, router) -> request -> {
                 int id = Params.worldId(request.pathParam("id"));
-                return Step.of(fresh(Reply.json(demo.readWorld(id))));
+                return Step.after(demo.db().read(demo.world(id)), row -> Step.of(fresh(Reply.json(row))));
             }),
         get("/worlds/{id}/events", "/worlds/42/events", "server-sent events: every committed change of that row (curl -N)",
             (demo, router) -> request -> {
@@ -50,12 +50,13 @@ public final class Endpoints {
                 return Step.of(ServerSentEvents.reply(live.subscriber(ServerSentEvents.lastEventId(request, live.lastSeq()), id)));
             }),
         get("/queries?queries=N", "/queries?queries=20", "N random rows (1..500)",
-            (demo, router) -> request -> Step.of(fresh(Reply.json(demo.readRandomWorlds(Params.queries(request.param("queries"))))))),
+            (demo, router) -> request -> Step.after(demo.db().read(demo.randomWorlds(Params.queries(request.param("queries")))),
+                rows -> Step.of(fresh(Reply.json(rows))))),
         get("/updates?queries=N", "/updates?queries=20", "N rows updated durably",
             (demo, router) -> request -> {
-                World[] rows = demo.readRandomWorlds(Params.queries(request.param("queries")));
-                return Step.after(demo.db().write(demo.updateWithNewRandomNumbers(rows)),
-                    updated -> Step.of(fresh(Reply.json(updated))));  // answered once the commit is durable
+                return Step.after(demo.db().read(demo.randomWorlds(Params.queries(request.param("queries")))),
+                    rows -> Step.after(demo.db().write(demo.updateWithNewRandomNumbers(rows)),
+                        updated -> Step.of(fresh(Reply.json(updated)))));  // answered once the commit is durable
             }),
         get("/updates/events", "/updates/events", "server-sent events: every committed /updates, id = its commit sequence number",
             (demo, router) -> request -> {
@@ -82,7 +83,8 @@ public final class Endpoints {
                 };
             }),
         get("/fortunes", "/fortunes", "the fortunes table as HTML",
-            (demo, router) -> request -> Step.of(fresh(Reply.ok(Http.TEXT_HTML, Bodies.fortunesHtml(demo.readFortunes()))))),
+            (demo, router) -> request -> Step.after(demo.db().read(demo.allFortunes()),
+                fortunes -> Step.of(fresh(Reply.ok(Http.TEXT_HTML, Bodies.fortunesHtml(fortunes)))))),
         get("/hello?delay=MS", "/hello?delay=100", "HelloWorld after an asynchronous sleep",
             (demo, router) -> {
                 Step hello = Step.of(Reply.ok(Http.TEXT_PLAIN, Bodies.HELLO));
@@ -92,7 +94,7 @@ public final class Endpoints {
                 };
             }),
         get("/healthz", "/healthz", "200 ok while the database answers reads, its writer runs and no handler holds a thread for long, else 503",
-            (demo, router) -> request -> Step.of(fresh(Health.check(demo, router.health())))),
+            (demo, router) -> request -> Health.check(demo, router.health())),
         get("/metrics", "/metrics", "Prometheus metrics: requests, latency, connections, the database, the JVM",
             (demo, router) -> request -> Step.of(fresh(router.metrics().reply()))));
 
@@ -144,7 +146,7 @@ public final class Endpoints {
      *         changes from one request to the next, so no cache (a proxy, a browser's heuristic
      *         freshness, RFC 9111 section 4.2.2) may keep it
      */
-    private static Reply fresh(Reply reply) {
+    static Reply fresh(Reply reply) {
         return reply.header("Cache-Control", "no-store");
     }
 

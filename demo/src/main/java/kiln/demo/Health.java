@@ -2,6 +2,7 @@ package kiln.demo;
 
 import kiln.db.DbHealth;
 import kiln.server.ServerHealth;
+import kiln.server.Step;
 import kiln.http.Reply;
 import kiln.http.Http;
 
@@ -18,17 +19,21 @@ final class Health {
     private Health() {
     }
 
-    /** @return the reply to {@code GET /healthz} for {@code demo}'s database and {@code server}, now */
-    static Reply check(DemoDb demo, ServerHealth server) {
+    /**
+     * @return the answer to {@code GET /healthz} for {@code demo}'s database and {@code server}: a
+     *         read of real data, through the same path {@code /db} takes, awaited as it awaits it
+     */
+    static Step check(DemoDb demo, ServerHealth server) {
         DbHealth health = demo.db().health();
-        if (!health.isOk()) return Reply.unavailable(health.problem());
+        if (!health.isOk()) return Step.of(Endpoints.fresh(Reply.unavailable(health.problem())));
         String problem = server.problem();
-        if (problem != null) return Reply.unavailable(problem);
-        try {
-            demo.readRandomWorld();  // a read of real data, through the same path /db takes
-        } catch (RuntimeException e) {
-            return Reply.unavailable("the database does not answer reads: " + e.getMessage());
-        }
-        return Reply.ok(Http.TEXT_PLAIN, OK);
+        if (problem != null) return Step.of(Endpoints.fresh(Reply.unavailable(problem)));
+        return Step.after(demo.db().read(demo.randomWorld()).handle((row, failure) -> failure),
+            failure -> Step.of(Endpoints.fresh(failure == null ? Reply.ok(Http.TEXT_PLAIN, OK)
+                : Reply.unavailable("the database does not answer reads: " + cause(failure).getMessage()))));
+    }
+
+    private static Throwable cause(Throwable failure) {
+        return failure instanceof java.util.concurrent.CompletionException && failure.getCause() != null ? failure.getCause() : failure;
     }
 }

@@ -288,12 +288,22 @@ class EndpointsTest {
 
     @Test
     void aFailedWaitOrContinuationBecomesAnErrorReply() {
+        // complete already: the step goes on at once
         Step overloaded = Step.after(CompletableFuture.failedFuture(new DbException.Overloaded("queue full")), v -> Step.of(Reply.text("no")));
-        assertEquals(503, overloaded.next().reply().status);
+        assertEquals(503, overloaded.reply().status);
         Step throwing = Step.after(CompletableFuture.completedFuture(1), v -> {
             throw new HttpException(409, "taken");
         });
-        assertEquals(409, throwing.next().reply().status);
+        assertEquals(409, throwing.reply().status);
+        // complete later: next() once it is
+        CompletableFuture<Integer> later = new CompletableFuture<>();
+        Step waiting = Step.after(later, v -> {
+            throw new HttpException(409, "taken");
+        });
+        assertFalse(waiting.isDone());
+        later.complete(1);
+        assertEquals(409, waiting.next().reply().status);
+        assertEquals(503, Failures.toReply(new DbException.Unavailable("PostgreSQL at ... is unreachable", null), null).status);
     }
 
     @Test

@@ -63,7 +63,7 @@ class LiveWorldsTest {
 
     private World[] update(int... ids) {
         World[] rows = new World[ids.length];
-        for (int i = 0; i < ids.length; i++) rows[i] = demo.readWorld(ids[i]);
+        for (int i = 0; i < ids.length; i++) rows[i] = db.read(demo.world(ids[i])).join();
         return db.write(demo.updateWithNewRandomNumbers(rows)).join();
     }
 

@@ -59,7 +59,7 @@ public final class Launcher {
         exitOnOutOfMemory(name);
         Db db = null;
         try {
-            db = Db.builder(options.data).queueCapacity(options.dbQueue).maxReaders(options.dbMaxReaders)
+            db = options.database()
                 .onFatal(e -> {
                     System.err.println(name + ": " + e.getMessage() + "; stopping (exit status " + EXIT_DATABASE_FATAL + ")");
                     Shutdown.exit(EXIT_DATABASE_FATAL);

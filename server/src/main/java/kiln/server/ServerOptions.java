@@ -27,6 +27,12 @@ public final class ServerOptions {
         description = "LMDB data directory, created on first start; the demo endpoints fill their tables then (default: ./${DEFAULT-VALUE}).")
     public Path data;
 
+    @Option(names = "--db", paramLabel = "URL",
+        description = "Serve from PostgreSQL instead of LMDB in --data: postgresql://[USER[:PASSWORD]@]HOST[:PORT]/DATABASE[?readers=N]"
+            + " or jdbc:postgresql://...; several servers may share one database (docs/scaling.md). readers: connections for reads"
+            + " (default 8). Default: LMDB.")
+    public String db;
+
     @Option(names = "--threads", paramLabel = "N",
         description = "Carrier (worker) threads that run handlers; default: the number of CPU cores (${sys:kiln.cores}).")
     public Integer threads;
@@ -160,6 +166,31 @@ public final class ServerOptions {
         if (maxConnections != null) requireRange(cmd, "--max-connections", maxConnections, 1, Long.MAX_VALUE, "");
         requireRange(cmd, "--max-content", maxContentBytes, 0, kiln.http.Limits.MAX_CONTENT_CEILING, " bytes");
         if (maxStreams != null) requireRange(cmd, "--max-streams", maxStreams, 0, Integer.MAX_VALUE, "");
+        if (db != null && !kiln.db.postgresql.PostgresEngine.isUrl(db)) {
+            throw new CommandLine.ParameterException(cmd, "--db must be a PostgreSQL URL (postgresql://HOST[:PORT]/DATABASE or"
+                + " jdbc:postgresql://...), got '" + db + "'");
+        }
+        if (db != null && backup != null) {
+            throw new CommandLine.ParameterException(cmd, "--backup copies an LMDB --data directory; a PostgreSQL database is backed up"
+                + " by PostgreSQL (pg_basebackup or pg_dump; docs/scaling.md)");
+        }
+    }
+
+    /**
+     * @return a builder of the database these options name: PostgreSQL with {@link #db}, else LMDB in
+     *         {@link #data}, with the writer's queue and LMDB's readers as given
+     * @throws kiln.db.DbException.Unavailable when PostgreSQL cannot be reached
+     */
+    public kiln.db.Db.Builder database() {
+        kiln.db.Db.Builder b;
+        if (db == null) {
+            b = kiln.db.Db.builder(data).maxReaders(dbMaxReaders);
+        } else {
+            kiln.db.postgresql.PostgresEngine engine = kiln.db.postgresql.PostgresEngine.open(db);
+            java.util.logging.Logger.getLogger(ServerOptions.class.getName()).info("database: PostgreSQL at " + engine.url());
+            b = kiln.db.Db.builder(Path.of("postgresql")).engine(engine);
+        }
+        return b.queueCapacity(dbQueue);
     }
 
     /**

@@ -57,11 +57,14 @@ public final class Step {
      * @param future what to wait for, e.g. {@code db.write(query)}
      * @param then   the rest of the logic, given the future's result; runs on the front end's
      *               thread after the wait (never on the thread that completed the future)
-     * @return a step that waits for {@code future}; if it fails, the answer is the failure policy's
+     * @return a step that waits for {@code future}; if it fails, the answer is the failure policy's.
+     *         A future complete already (a read on LMDB, which runs inline) is not waited for: {@code then}
+     *         runs now, on the calling thread, and its step is returned
      */
     @SuppressWarnings("unchecked")
     public static <T> Step after(CompletableFuture<T> future, Function<? super T, Step> then) {
-        return new Step(null, future, 0, (Function<Object, Step>) then, null);
+        Step wait = new Step(null, future, 0, (Function<Object, Step>) then, null);
+        return future.isDone() ? wait.next() : wait;
     }
 
     /**
