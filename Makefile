@@ -48,7 +48,7 @@ NEW_JDK_FLAGS = $(shell v=$$($(SERVER_JAVA) -version 2>&1 | sed -n 's/.*version 
 # A jar is rebuilt when any main source or pom changed since it was made.
 MAIN_SOURCES := $(shell find . \( -path ./conformance -o -path ./starter \) -prune -o \( -path '*/src/main/*' -o -name pom.xml \) -type f -print 2>/dev/null)
 
-.PHONY: help build install new-app demo backup test powercut bench-db bench-feeds bench-parser bench-memory bench-traps clean check-server
+.PHONY: help build install new-app demo backup cluster cluster-stop test powercut bench-db bench-feeds bench-parser bench-memory bench-traps clean check-server
 
 help:
 	@echo "make demo [SERVER=$(SERVER_NAMES)] [PORT=8080] [DATA=data] [HEAP=256m] [ARGS=\"--threads 2\"]   build if needed and start a server"
@@ -58,6 +58,8 @@ help:
 	@echo "make install                               put kiln's artifacts (with sources and javadoc jars) and its Kilim weaver plugin into ~/.m2 (tests skipped)"
 	@echo "make new-app DIR=../myapp [KIND=loom]      a new app of your own in DIR, on Kilim fibers (or virtual threads); then: cd DIR && make run"
 	@echo "make backup TO=DIR [DATA=data]             compacted copy of the database into DIR/data.mdb (also while a server runs)"
+	@echo "make cluster [SERVER=kilim] [PORT=8080]     PostgreSQL primary + hot standby, two servers over it, nginx in front (docs/scaling.md)"
+	@echo "make cluster-stop                          stop all of it (the data stays in ./$(CLUSTER_DIR))"
 	@echo "make test                                  run every test (unit, database, HTTP conformance, nginx, sweep)"
 	@echo "make powercut [CUTS=20] [NOSYNC=1]          power cuts under a load of durable writes, each followed by checks of the reopened database (needs FUSE)"
 	@echo "make build                                 build every runnable jar (skips tests)"
@@ -99,6 +101,15 @@ demo: check-server $(JAR)
 backup: check-server $(JAR)
 	@if [ -z "$(TO)" ]; then echo "make backup: give TO=DIR, a new or empty directory (e.g. make backup TO=backups/$$(date +%F))" >&2; exit 2; fi
 	$(SERVER_JAVA) -Xmx64m $(LMDB_FLAGS) -jar $(JAR) --data $(DATA) --backup $(TO)
+
+# Beyond one box, on one machine (docs/scaling.md): PostgreSQL primary + hot standby, two SERVER servers
+# over it, nginx in front on PORT; the data stays in CLUSTER_DIR between runs.
+CLUSTER_DIR ?= cluster
+cluster: check-server $(JAR)
+	JAR=$(JAR) JAVA="$(SERVER_JAVA)" JAVA_FLAGS="$(JAVA_FLAGS) $(NEW_JDK_FLAGS)" PORT=$(PORT) scripts/cluster.sh start $(CLUSTER_DIR)
+
+cluster-stop:
+	scripts/cluster.sh stop $(CLUSTER_DIR)
 
 # Maven prints each module's surefire summary; the sweep's pytest suite (sweep/tests) its own closing line.
 # install, not verify: conformance's StarterTest builds a new app against the installed artifacts.

@@ -1,6 +1,5 @@
 package kiln.db.postgresql;
 
-import java.net.URI;
 import java.net.URLDecoder;
 import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
@@ -113,7 +112,7 @@ public final class PostgresEngine implements KvEngine {
      * read connections, or as many as the URL's {@code readers} parameter says. It creates the
      * registry table (and the schema named by {@code currentSchema}, if any) when missing.
      *
-     * @param url {@code postgresql://[user[:password]@]host[:port]/database[?param=value&...]} (libpq's form) or
+     * @param url {@code postgresql://[user[:password]@]host[:port][,host[:port]...]/database[?param=value&...]} (libpq's form) or
      *            {@code jdbc:postgresql://...}; parameters are PgJDBC's ({@code user}, {@code password},
      *            {@code currentSchema}, {@code sslmode}, ...) and {@code readers}
      * @throws IllegalArgumentException when the URL is neither form
@@ -438,18 +437,22 @@ public final class PostgresEngine implements KvEngine {
         if (!url.startsWith("postgresql://") && !url.startsWith("postgres://")) {
             throw new IllegalArgumentException("not a PostgreSQL URL (postgresql://host:port/database or jdbc:postgresql://...): " + redact(url));
         }
-        URI u = URI.create(url);
+        String rest = url.substring(url.indexOf("://") + 3);
+        int q = rest.indexOf('?');
+        if (q >= 0) rest = rest.substring(0, q);
+        int slash = rest.indexOf('/');
+        String authority = slash < 0 ? rest : rest.substring(0, slash);
+        String db = slash < 0 ? "/" : rest.substring(slash);
+        int at = authority.lastIndexOf('@');
+        String hosts = authority.substring(at + 1);  // host[:port][,host[:port]...]: PgJDBC takes the same list
         Map<String, String> params = params(url);
-        String info = u.getRawUserInfo();
-        if (info != null) {
+        if (at >= 0) {
+            String info = authority.substring(0, at);
             int colon = info.indexOf(':');
             params.putIfAbsent("user", decode(colon < 0 ? info : info.substring(0, colon)));
             if (colon >= 0) params.putIfAbsent("password", decode(info.substring(colon + 1)));
         }
-        String host = u.getHost() == null ? "localhost" : u.getHost();
-        String port = u.getPort() < 0 ? "" : ":" + u.getPort();
-        String db = u.getRawPath() == null || u.getRawPath().length() <= 1 ? "/" : u.getRawPath();
-        return withParams("jdbc:postgresql://" + host + port + db, params);
+        return withParams("jdbc:postgresql://" + (hosts.isEmpty() ? "localhost" : hosts) + db, params);
     }
 
     /** @return the URL's query parameters, decoded, in order */
