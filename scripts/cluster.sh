@@ -6,6 +6,8 @@
 #   scripts/cluster.sh start DIR   # start it all in DIR (made on first use); prints the URL
 #   scripts/cluster.sh stop DIR    # stop it all (the data stays in DIR; start again resumes)
 #   scripts/cluster.sh status DIR  # what runs
+#   scripts/cluster.sh nginx DIR   # only nginx, in front of KILN_PORTS (./ab-sweep.sh --postgres); its pid in
+#                                  # DIR/nginx/nginx.pid
 #
 # Environment: JAR (a front end's jar, e.g. http-kilim/target/kiln-kilim.jar), JAVA and JAVA_FLAGS (how
 # to run it), PORT (nginx, default 8080), KILN_PORTS (default "8081 8082"), PG_PORTS (primary and
@@ -16,7 +18,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 usage() {
-  sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -132,6 +134,9 @@ case "$cmd" in
     start_nginx
     say "up: http://127.0.0.1:$PORT/ (kiln ${names[0]} and ${names[1]} behind nginx, PostgreSQL primary ${pg_ports[0]}, standby ${pg_ports[1]})"
     say "try: curl -N http://127.0.0.1:${kiln_ports[1]}/updates/events & curl 'http://127.0.0.1:${kiln_ports[0]}/updates?queries=2'"
+    ;;
+  nginx)
+    start_nginx
     ;;
   stop)
     if [ -s "$dir/nginx/nginx.pid" ]; then stop_pid "$dir/nginx/nginx.pid" nginx; fi

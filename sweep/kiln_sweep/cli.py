@@ -8,7 +8,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from kiln_sweep import ROOT, SweepError, charts_venv, nmt, note, perf, pinning, plan, records, registry, run
+from kiln_sweep import ROOT, SweepError, charts_venv, database, nmt, note, perf, pinning, plan, records, registry, run
 
 DESCRIPTION = """\
 Starts each SERVER on a free loopback port, loads it with ApacheBench keep-alive connections at
@@ -120,6 +120,13 @@ def parser():
         f"{plan.FANOUT_DURATION_S}), deliveries per second, commit-to-receipt latency p50/p99/max over every delivery, "
         "events lost, streams dropped, reloads and server CPU us per delivery. N is capped by the open-files limit "
         "(19500 under a limit of 20000). No anchors; with --vps the subscribers share the server's CPU"))
+    o.add_argument("--postgres", action="store_true", help=(
+        "the database table instead of the sweep: per front end named (default kilim), GET /db, /queries?queries=20 "
+        "and /updates?queries=5 on it over LMDB, over PostgreSQL, two of it behind nginx over PostgreSQL, and the "
+        "peer anchor Vert.x with its reactive PostgreSQL client (bench-vertx) over the same PostgreSQL (one server for "
+        "the run, by scripts/postgres.sh); req/s and CPU per request of the servers and of PostgreSQL, at one "
+        "--concurrency (default 256), medians over --rounds (default 3); results/<date>-postgres-<servers>/table.md. "
+        "Needs the postgresql package; nothing is pinned"))
     o.add_argument("--rate", metavar="R", type=_bounded("--rate", 1, 1000, " per second"),
                    help=f"--subscribers: commits per second in the publish phase (default {plan.FANOUT_RATE})")
     o.add_argument("--client-processes", metavar="K", type=_bounded("--client-processes", 1, 64),
@@ -183,7 +190,8 @@ def parse(argv):
     opts = parser().parse_intermixed_args(argv)
     # --vps is a mode of its own for the sweep, and a setting of --subscribers (checked below).
     modes = [m for m, on in (("--latency", opts.latency), ("--vps", opts.vps and not opts.subscribers),
-                             ("--memory", opts.memory)) if on]
+                             ("--memory", opts.memory), ("--subscribers", opts.postgres and opts.subscribers),
+                             ("--postgres", opts.postgres)) if on]
     if len(modes) > 1:
         raise SweepError(f"{' and '.join(modes)} do not go together: choose one", usage=True)
     if opts.memory and any(a == "--client" or a.startswith("--client=") for a in argv):
@@ -220,6 +228,8 @@ def main(argv=None):
                 raise SweepError(f"{opts.report} holds no {records.RUNS}: not an ab-sweep results directory "
                                  "(directories written before the sweep moved to Python hold runs.tsv instead)")
             return charts_venv.write_report(opts.report, charts_venv.setup(opts.install))
+        if opts.postgres:
+            return database.main(opts)
         if not opts.servers:
             raise SweepError("name a SERVER (or all)", usage=True)
         return run.main(opts)

@@ -13,7 +13,7 @@ def test_help_documents_every_option_and_every_front_end():
     assert done.returncode == 0, done.stderr
     for opt in ("--path", "--quick", "--latency", "--client", "--concurrency", "--duration", "--rounds", "--heap",
                 "--no-pin", "--no-anchors", "--no-build", "--port", "--out", "--plan-only", "--setup",
-                "--no-install", "--report", "--vps", "--memory", "--no-jfr", "--perf", "--nmt"):
+                "--no-install", "--report", "--vps", "--memory", "--no-jfr", "--perf", "--nmt", "--postgres"):
         assert opt in done.stdout, f"--help does not document {opt}"
     for name in conf_names() + ["dummy", "nginx", "all"]:
         assert f" {name}" in done.stdout, f"--help does not name {name}"

@@ -49,16 +49,20 @@ import kiln.db.KvTxn;
  *       readers) on a pool of {@code readers} connections (HikariCP), each on one of as many
  *       threads ({@link #readExecutor}): JDBC blocks, so a read never runs on a fiber's carrier.</li>
  *   <li><b>Writes</b> run on the database's one writer thread, in {@code SERIALIZABLE}
- *       transactions on a connection of their own. A batch's write queries and their nested
+ *       transactions on a connection of their own, one server at a time: a server's writer holds a
+ *       PostgreSQL advisory lock while it runs and commits a batch ({@link #beginWrite}), so batches of
+ *       two servers never conflict (every server appends to a change feed's log: optimistic
+ *       writers would conflict on nearly every batch). A batch's write queries and their nested
  *       transactions keep their writes in memory ({@link kiln.db.KvWriteBuffer}: no savepoints, no
  *       subtransactions) and the commit sends them in one batch of statements, then
- *       {@code COMMIT}. A serialization failure (SQLSTATE 40001, or a deadlock, 40P01) is a
- *       {@link KvTxn.Conflict}: the writer runs the batch again, as FoundationDB re-runs a transaction,
- *       which is why write queries must be re-runnable and touch nothing outside their transaction.</li>
+ *       {@code COMMIT}. A serialization failure (SQLSTATE 40001, or a deadlock, 40P01: with another
+ *       client writing kiln's tables) is a {@link KvTxn.Conflict}: the writer runs the batch again,
+ *       as FoundationDB re-runs a transaction, which is why write queries must be re-runnable and
+ *       touch nothing outside their transaction.</li>
  *   <li><b>Other servers' commits</b>: every commit sends {@code NOTIFY kiln_commits, '<space>'} for
- *       each space it wrote; {@link #onCommits} listens on a connection of its own, and also reports
- *       "anything" every {@value #POLL_MILLIS} ms and after a reconnect, in case a notification was
- *       missed.</li>
+ *       each space it wrote; {@link #onCommits} listens on a connection of its own (passing over
+ *       the notifications of this engine's own writer), and also reports "anything" every
+ *       {@value #POLL_MILLIS} ms and after a reconnect, in case a notification was missed.</li>
  * </ul>
  *
  * <h2>Errors</h2>
@@ -85,6 +89,10 @@ public final class PostgresEngine implements KvEngine {
 
     private final String jdbcUrl;
     private final String shownUrl;
+    /** The advisory lock key the writers of every server over this schema take turns with; see {@link #beginWrite}. */
+    private final int writeLock;
+    /** The PostgreSQL backend (process id) of this engine's write connection: its own commits' notifications are not news. */
+    private volatile int writerBackend;
     private final HikariDataSource reads;
     private final HikariDataSource writes;
     private final ThreadPoolExecutor readers;
@@ -94,7 +102,8 @@ public final class PostgresEngine implements KvEngine {
     private volatile boolean closed;
     private Thread listener;
 
-    private PostgresEngine(String url, int readerCount) {
+    private PostgresEngine(String url, int readerCount, String schema) {
+        this.writeLock = ("kiln.writer:" + schema).hashCode();
         this.jdbcUrl = jdbcUrl(url);
         this.shownUrl = redact(jdbcUrl);
         this.reads = pool("kiln-pg-reads", readerCount, true);
@@ -130,7 +139,7 @@ public final class PostgresEngine implements KvEngine {
             }
             if (n < 1 || n > 1000) throw new IllegalArgumentException("readers must be 1..1000, got '" + readers + "'");
         }
-        PostgresEngine engine = new PostgresEngine(withParams(url, params), n);
+        PostgresEngine engine = new PostgresEngine(withParams(url, params), n, params.getOrDefault("currentSchema", "public"));
         try {
             engine.createRegistry(params.get("currentSchema"));
         } catch (RuntimeException e) {
@@ -257,9 +266,41 @@ public final class PostgresEngine implements KvEngine {
         return new PostgresTxn(this, connect(reads), true);
     }
 
+    /**
+     * Begins the writer's transaction once this server holds the write lock: a session-level advisory
+     * lock ({@link #writeLock}), taken outside the transaction so that the transaction's snapshot is
+     * taken after the lock, that is after the last server's commit. Writers on every server take turns,
+     * as on LMDB one writer at a time, and their batches never conflict with each other; each server
+     * still commits all its waiting writes together.
+     */
     @Override
     public KvTxn beginWrite() {
-        return new PostgresTxn(this, connect(writes), false);
+        Connection c = connect(writes);
+        try {
+            c.setAutoCommit(true);
+            try (Statement s = c.createStatement()) {
+                s.execute("SELECT pg_advisory_lock(" + writeLock + ")");
+            }
+            c.setAutoCommit(false);
+            writerBackend = c.unwrap(org.postgresql.PGConnection.class).getBackendPID();
+        } catch (SQLException e) {
+            try {
+                c.close();
+            } catch (SQLException ignored) {
+                // the pool drops a broken connection
+            }
+            throw failure(e, "taking the write lock", false);
+        }
+        return new PostgresTxn(this, c, false);
+    }
+
+    /** Lets the next server's writer go: after the write transaction's commit or rollback. */
+    void releaseWriteLock(Connection c) throws SQLException {
+        c.setAutoCommit(true);
+        try (Statement s = c.createStatement()) {
+            s.execute("SELECT pg_advisory_unlock(" + writeLock + ")");
+        }
+        c.setAutoCommit(false);
     }
 
     /**
@@ -381,7 +422,9 @@ public final class PostgresEngine implements KvEngine {
                 while (!closed) {
                     org.postgresql.PGNotification[] got = pg.getNotifications(POLL_MILLIS);
                     if (got != null) {
-                        for (org.postgresql.PGNotification n : got) tell(changed, n.getParameter());
+                        for (org.postgresql.PGNotification n : got) {
+                            if (n.getPID() != writerBackend) tell(changed, n.getParameter());  // not this server's own commit
+                        }
                     }
                     if (System.nanoTime() - polled >= TimeUnit.MILLISECONDS.toNanos(POLL_MILLIS)) {
                         tell(changed, null);

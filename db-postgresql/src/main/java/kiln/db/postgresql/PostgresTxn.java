@@ -236,8 +236,9 @@ final class PostgresTxn implements KvTxn {
         if (top != this) return;
         try {
             if (!committed) connection.rollback();
+            if (!readOnly) engine.releaseWriteLock(connection);
         } catch (SQLException e) {
-            // the connection is broken: the pool drops it, and PostgreSQL rolled back with it
+            // the connection is broken: the pool drops it, and PostgreSQL rolled back with it and let go of its lock
         } finally {
             try {
                 connection.close();
