@@ -49,8 +49,9 @@ import java.util.concurrent.CompletableFuture;
  *
  * <h2>Many servers over one engine</h2>
  * Over PostgreSQL every server appends to the same log: a write numbers its set after the log's
- * newest in its own (serializable) transaction, so two servers appending at once conflict and one
- * runs again, and the numbers stay gap-free in commit order. Each server publishes its own sets after
+ * newest in its own transaction (the servers' writers take turns, and under serializable isolation
+ * two appending at once would conflict and one run again), so the numbers stay gap-free in commit
+ * order. Each server publishes its own sets after
  * its commit and learns of the others' from the engine ({@link KvEngine#onCommits}: LISTEN/NOTIFY,
  * and a poll every second in case a notification was missed), reading them from the log: a reader
  * on any server gets every set, in order, and resumes after its sequence number on any server.
@@ -271,8 +272,8 @@ public final class ChangeFeed<K, V> {
         if (stagedBatch != batch) {
             stagedBatch = batch;
             // the log's newest in this transaction, not lastSeq: over a shared engine another server may
-            // have appended sets this one has not published yet; reading it also makes two servers that
-            // append at once conflict (one runs again), so numbers stay gap-free in commit order
+            // have appended sets this one has not published yet (reading it also makes two servers that
+            // append at once conflict, so one runs again): numbers stay gap-free in commit order
             Long logged = log.lastKey(parent);
             staged = logged == null ? 0 : logged;
         }

@@ -29,9 +29,13 @@ import org.lmdbjava.EnvFlags;
  *   <li><b>Reads</b> run inline on the calling thread in a read-only transaction (on LMDB a
  *       pooled one, renewed, not reopened: a few hundred ns), so {@link #read} returns an already completed
  *       future and {@code await()} on it never pauses. A read query must be short: it occupies
- *       the caller's (carrier) thread.</li>
+ *       the caller's (carrier) thread. On an engine whose reads block on the network (PostgreSQL,
+ *       {@link KvEngine#readThreads}) they run on reader threads of their own instead, every read
+ *       waiting at once in one read transaction ({@link GroupReader}), and the future completes
+ *       there: callers await it, as they await writes.</li>
  *   <li><b>Writes</b> go to one writer thread, because an LMDB write transaction is bound to the OS
- *       thread that opened it and fibers move between carrier threads. The writer takes every write
+ *       thread that opened it and fibers move between carrier threads (over PostgreSQL, one per
+ *       server, the servers taking turns). The writer takes every write
  *       waiting in its queue, runs each in its own nested transaction, and commits them together:
  *       one fsync serves the whole batch (group commit). A write's future completes only after that
  *       commit is durable on disk.</li>
@@ -52,6 +56,8 @@ public final class Db implements AutoCloseable {
     private final Path dir;
     private final KvEngine engine;
     private final Writer writer;
+    /** The reader threads of an engine whose reads block ({@link KvEngine#readThreads}); null: reads run inline. */
+    private final GroupReader readers;
     /** Reads and backups hold it shared; closing holds it exclusively (an engine must not close under a transaction). */
     private final ReentrantReadWriteLock closeLock = new ReentrantReadWriteLock();
     private final long writerStallNanos;
@@ -88,6 +94,8 @@ public final class Db implements AutoCloseable {
         this.maxWatches = b.maxWatches;
         this.onFatal = b.onFatal;
         this.writer = new Writer(this, engine, b.maxBatch, b.queueCapacity, b.betweenCommitAndPublish);
+        int readThreads = engine.readThreads();
+        this.readers = readThreads > 0 ? new GroupReader(this, engine, closeLock.readLock(), readThreads) : null;
         this.meta = new Table<>(META, openSpace(META), Codec.STRING, Codec.BYTES, null);
         this.continuations = new Continuations(secret());
         engine.onCommits(this::committedElsewhere);
@@ -492,8 +500,9 @@ public final class Db implements AutoCloseable {
 
     /**
      * Runs a read-only query against a consistent snapshot: on the calling thread (LMDB), or, on an
-     * engine whose reads block on the network (PostgreSQL: {@link KvEngine#readExecutor}), on one of
-     * the engine's reader threads.
+     * engine whose reads block on the network (PostgreSQL: {@link KvEngine#readThreads}), on one of
+     * the database's reader threads, with the other reads waiting then, in one read transaction
+     * ({@link GroupReader}).
      *
      * @return a future: on LMDB already complete, with the result, the query's exception, or a
      *         {@link DbException} ({@link DbException.Closed}, {@link DbException.ReadersFull}); on a
@@ -502,29 +511,20 @@ public final class Db implements AutoCloseable {
      */
     public <R> QueryFuture<R> read(Query<R> query) {
         QueryFuture<R> f = new QueryFuture<>();
-        java.util.concurrent.Executor readers = engine.readExecutor();
         if (readers == null) {
-            runRead(query, f);
-            return f;
-        }
-        if (writer.isRunningQuery()) {
+            try {
+                f.succeed(readNow(query));
+            } catch (Throwable t) {
+                f.fail(t);
+            }
+        } else if (writer.isRunningQuery()) {
             f.fail(new IllegalStateException("db.read() inside a write query: use the write transaction you were given"));
-            return f;
-        }
-        try {
-            readers.execute(() -> runRead(query, f));
-        } catch (java.util.concurrent.RejectedExecutionException e) {
-            f.fail(closed ? new DbException.Closed("database " + dir + " is closed") : new DbException.Overloaded("too many reads waiting; retry shortly"));
+        } else if (closed) {
+            f.fail(new DbException.Closed("database " + dir + " is closed"));
+        } else {
+            readers.submit(query, f);
         }
         return f;
-    }
-
-    private <R> void runRead(Query<R> query, QueryFuture<R> f) {
-        try {
-            f.succeed(readNow(query));
-        } catch (Throwable t) {
-            f.fail(t);
-        }
     }
 
     /**
@@ -615,6 +615,7 @@ public final class Db implements AutoCloseable {
         }
         if (s != null) s.stop();
         writer.shutdownAndDrain();
+        if (readers != null) readers.stop();
         synchronized (this) {
             for (ChangeFeed<?, ?> feed : feeds) feed.close();
         }
@@ -761,7 +762,13 @@ public final class Db implements AutoCloseable {
         return closed;
     }
 
-    private void checkOpen() {
+    /** @return the error that makes {@code e}'s engine unusable ({@link #fatalIf}), or {@code e} itself */
+    RuntimeException fatalOr(RuntimeException e) {
+        DbException.Fatal f = fatalIf(e);
+        return f != null ? f : e;
+    }
+
+    void checkOpen() {
         if (closed) throw new DbException.Closed("database " + dir + " is closed");
         DbException.Fatal f = fatal;
         if (f != null) throw f;

@@ -8,12 +8,15 @@ package kiln.db;
  * }</pre>
  *
  * <p>A query must not block and must not pause (it is not a Kilim {@code Pausable} method): it runs
- * to completion while its transaction is open. Read queries run on the calling thread; write
- * queries run on the database's writer thread (see {@link Db#write}).
+ * to completion while its transaction is open. Read queries run on the calling thread (LMDB) or
+ * on the engine's reader threads (PostgreSQL); write queries run on the database's writer thread
+ * (see {@link Db#write}).
  *
  * <p><b>Write queries may be run more than once.</b> When a batch outgrows one transaction or what
  * is left of the map, the database rolls the whole batch back and runs its writes again one at a
- * time. A write query must therefore touch nothing but its transaction: compute random numbers,
+ * time; over PostgreSQL, when PostgreSQL cannot serialize the batch with another client's write
+ * (SQLSTATE 40001), the whole batch runs again on a fresh snapshot, as FoundationDB re-runs a
+ * transaction. A write query must therefore touch nothing but its transaction: compute random numbers,
  * timestamps and other inputs <em>before</em> building the lambda, and do side effects after its
  * future completes.
  *

@@ -40,7 +40,7 @@ public final class Fibers {
     /**
      * Pauses the calling fiber until {@code future} completes; whichever thread completes it (the
      * database's writer, an HTTP client's thread) only signals, and the fiber resumes on a carrier.
-     * A completed future (every {@code db.read}: reads run inline) returns at once, without a pause.
+     * A completed future (every {@code db.read} on LMDB, where reads run inline) returns at once, without a pause.
      *
      * @param future what to wait for, e.g. {@code db.write(query)}
      * @return its result

@@ -43,7 +43,7 @@ public final class App {
             })
             .get("/hits/{page}", req -> {
                 String page = req.pathParam("page");
-                Long count = await(db.read(txn -> hits.get(txn, page)));   // reads run inline
+                Long count = await(db.read(txn -> hits.get(txn, page)));   // on LMDB a read runs inline
                 if (count == null) throw new HttpException(404, "no hits on " + page);
                 return Reply.json(new Hits(page, count));
             });

@@ -41,7 +41,7 @@ public final class App {
             })
             .get("/hits/{page}", req -> {
                 String page = req.pathParam("page");
-                Long count = db.read(txn -> hits.get(txn, page)).join();    // reads run inline
+                Long count = db.read(txn -> hits.get(txn, page)).join();    // on LMDB a read runs inline
                 if (count == null) throw new HttpException(404, "no hits on " + page);
                 return Reply.json(new Hits(page, count));
             });

@@ -13,11 +13,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ArrayBlockingQueue;
-import java.util.concurrent.Executor;
-import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 import java.util.logging.Level;
 import java.util.logging.Logger;
@@ -46,8 +42,9 @@ import kiln.db.KvTxn;
  * <h2>Transactions</h2>
  * <ul>
  *   <li><b>Reads</b> run in {@code REPEATABLE READ, READ ONLY} transactions (a snapshot, as LMDB's
- *       readers) on a pool of {@code readers} connections (HikariCP), each on one of as many
- *       threads ({@link #readExecutor}): JDBC blocks, so a read never runs on a fiber's carrier.</li>
+ *       readers) on a pool of {@code readers} connections (HikariCP), one per reader thread of the
+ *       database ({@link #readThreads}), each running every read waiting at once in one
+ *       transaction: JDBC blocks, so a read never runs on a fiber's carrier.</li>
  *   <li><b>Writes</b> run on the database's one writer thread, in {@code SERIALIZABLE}
  *       transactions on a connection of their own, one server at a time: a server's writer holds a
  *       PostgreSQL advisory lock while it runs and commits a batch ({@link #beginWrite}), so batches of
@@ -84,8 +81,6 @@ public final class PostgresEngine implements KvEngine {
     static final int RETRY_MILLIS = 500;
     /** Default number of read connections (and reader threads). */
     public static final int DEFAULT_READERS = 8;
-    /** Reads that may wait for a reader thread before {@link DbException.Overloaded}. */
-    private static final int READ_QUEUE = 16_384;
 
     private final String jdbcUrl;
     private final String shownUrl;
@@ -95,7 +90,7 @@ public final class PostgresEngine implements KvEngine {
     private volatile int writerBackend;
     private final HikariDataSource reads;
     private final HikariDataSource writes;
-    private final ThreadPoolExecutor readers;
+    private final int readerCount;
     /** System.nanoTime() until which the server counts as unreachable (0: reachable); see {@link #connect}. */
     private volatile long unreachableUntil;
     private volatile String unreachableWhy;
@@ -108,12 +103,7 @@ public final class PostgresEngine implements KvEngine {
         this.shownUrl = redact(jdbcUrl);
         this.reads = pool("kiln-pg-reads", readerCount, true);
         this.writes = pool("kiln-pg-writes", 1, false);
-        AtomicInteger n = new AtomicInteger();
-        this.readers = new ThreadPoolExecutor(readerCount, readerCount, 0, TimeUnit.SECONDS, new ArrayBlockingQueue<>(READ_QUEUE), r -> {
-            Thread t = new Thread(r, "kiln-pg-reader-" + n.incrementAndGet());
-            t.setDaemon(true);
-            return t;
-        });
+        this.readerCount = readerCount;
     }
 
     /**
@@ -298,7 +288,7 @@ public final class PostgresEngine implements KvEngine {
     void releaseWriteLock(Connection c) throws SQLException {
         c.setAutoCommit(true);
         try (Statement s = c.createStatement()) {
-            s.execute("SELECT pg_advisory_unlock(" + writeLock + ")");
+            s.execute("SELECT pg_advisory_unlock_all()");  // all: a lock taken twice on this session is let go too
         }
         c.setAutoCommit(false);
     }
@@ -389,9 +379,10 @@ public final class PostgresEngine implements KvEngine {
         return new KvStats(0, 0, pool.getActiveConnections(), pool.getIdleConnections(), reads.getMaximumPoolSize());
     }
 
+    /** @return the read connections: the database runs as many reader threads, a connection each */
     @Override
-    public Executor readExecutor() {
-        return readers;
+    public int readThreads() {
+        return readerCount;
     }
 
     @Override
@@ -460,12 +451,6 @@ public final class PostgresEngine implements KvEngine {
             if (closed) return;
             closed = true;
             l = listener;
-        }
-        readers.shutdown();
-        try {
-            if (!readers.awaitTermination(5, TimeUnit.SECONDS)) LOG.warning("reads still running at close: " + readers.getActiveCount());
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
         }
         if (l != null) l.interrupt();
         reads.close();

@@ -39,7 +39,7 @@ public final class HitCounter {
                     return next;
                 }));                                       // pauses this fiber until the commit is on disk
 
-                long pages = await(db.read(txn -> hits.count(txn)));    // reads run inline, no pause
+                long pages = await(db.read(txn -> hits.count(txn)));    // on LMDB a read runs inline: no pause
                 return Reply.json(Map.of("page", page, "hits", count, "pages", pages));
             });
         // README-END

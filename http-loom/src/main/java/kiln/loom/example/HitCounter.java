@@ -38,7 +38,7 @@ public final class HitCounter {
                     return next;
                 }).join();                                 // parks this virtual thread until the commit is on disk
 
-                long pages = db.read(txn -> hits.count(txn)).join();    // reads run inline, no wait
+                long pages = db.read(txn -> hits.count(txn)).join();    // on LMDB a read runs inline: no wait
                 return Reply.json(Map.of("page", page, "hits", count, "pages", pages));
             });
         // README-END
