@@ -556,8 +556,7 @@ public final class Db implements AutoCloseable {
                 return query.run(new Txn(t));
             }
         } catch (RuntimeException e) {
-            DbException.Fatal f = fatalIf(e);
-            throw f != null ? f : e;
+            throw fatalOr(e);
         } finally {
             lock.unlock();
         }

@@ -170,6 +170,13 @@ public final class ServerOptions {
             throw new CommandLine.ParameterException(cmd, "--db must be a PostgreSQL URL (postgresql://HOST[:PORT]/DATABASE or"
                 + " jdbc:postgresql://...), got '" + db + "'");
         }
+        if (db != null) {
+            try {
+                kiln.db.postgresql.PostgresEngine.checkUrl(db);
+            } catch (IllegalArgumentException e) {
+                throw new CommandLine.ParameterException(cmd, "--db: " + e.getMessage());
+            }
+        }
         if (db != null && backup != null) {
             throw new CommandLine.ParameterException(cmd, "--backup copies an LMDB --data directory; a PostgreSQL database is backed up"
                 + " by PostgreSQL (pg_basebackup or pg_dump; docs/scaling.md)");

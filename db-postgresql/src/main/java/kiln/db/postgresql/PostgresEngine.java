@@ -118,17 +118,9 @@ public final class PostgresEngine implements KvEngine {
      * @throws DbException.Unavailable when the database cannot be reached
      */
     public static PostgresEngine open(String url) {
+        checkUrl(url);
         Map<String, String> params = params(url);
-        String readers = params.remove("readers");
-        int n = DEFAULT_READERS;
-        if (readers != null) {
-            try {
-                n = Integer.parseInt(readers);
-            } catch (NumberFormatException e) {
-                n = 0;
-            }
-            if (n < 1 || n > 1000) throw new IllegalArgumentException("readers must be 1..1000, got '" + readers + "'");
-        }
+        int n = readers(params.remove("readers"));
         PostgresEngine engine = new PostgresEngine(withParams(url, params), n, params.getOrDefault("currentSchema", "public"));
         try {
             engine.createRegistry(params.get("currentSchema"));
@@ -137,6 +129,29 @@ public final class PostgresEngine implements KvEngine {
             throw e;
         }
         return engine;
+    }
+
+    /**
+     * Checks a URL as {@link #open} takes it, without connecting: for a command line.
+     *
+     * @throws IllegalArgumentException naming what is wrong: not a PostgreSQL URL, or {@code readers}
+     *         not 1..1000
+     */
+    public static void checkUrl(String url) {
+        jdbcUrl(url);
+        readers(params(url).get("readers"));
+    }
+
+    private static int readers(String value) {
+        if (value == null) return DEFAULT_READERS;
+        int n;
+        try {
+            n = Integer.parseInt(value);
+        } catch (NumberFormatException e) {
+            n = 0;
+        }
+        if (n < 1 || n > 1000) throw new IllegalArgumentException("readers must be 1..1000, got '" + value + "'");
+        return n;
     }
 
     /** @return whether {@code url} names a PostgreSQL database ({@code postgresql://} or {@code jdbc:postgresql://}) */
