@@ -10,6 +10,8 @@ BIND   ?= 0.0.0.0
 DATA   ?= data
 # A PostgreSQL database to serve from instead of LMDB in $(DATA): postgresql://USER@HOST:PORT/DATABASE (docs/scaling.md)
 DB     ?=
+# DB as make prints it: without its password (the command line that holds it is not echoed)
+DB_SHOWN = $(shell printf '%s' '$(DB)' | sed -E 's#(//[^/:@]*:)[^@/]*@#\1***@#; s#(password=)[^&]*#\1***#')
 # A main class to run instead of the demo's, from SERVER's jar: the in-tree examples
 # (e.g. kiln.kilim.example.HitCounter). Your own app lives in its own project: make new-app.
 APP    ?=
@@ -92,9 +94,9 @@ $(JAR): $(MAIN_SOURCES)
 	$(MVN) -DskipTests -pl $(MODULE) -am package
 
 demo: check-server $(JAR)
-	@echo "Starting $(or $(APP),kiln ($(SERVER))) on http://$(BIND):$(PORT)/ with $(if $(DB),the database $(DB),data in $(DATA)), heap up to $(HEAP_MAX). Ctrl-C stops it cleanly."
+	@echo "Starting $(or $(APP),kiln ($(SERVER))) on http://$(BIND):$(PORT)/ with $(if $(DB),the database $(DB_SHOWN),data in $(DATA)), heap up to $(HEAP_MAX). Ctrl-C stops it cleanly."
 	@$(if $(APP),true,echo "  try: curl http://127.0.0.1:$(PORT)/db    curl 'http://127.0.0.1:$(PORT)/updates?queries=5'")
-	exec $(SERVER_JAVA) $(JAVA_FLAGS) $(NEW_JDK_FLAGS) $(if $(APP),-cp $(JAR) $(APP),-jar $(JAR)) --port $(PORT) --bind $(BIND) $(if $(DB),--db '$(DB)',--data $(DATA)) $(if $(APP),,$(FRONTEND_ARGS)) $(ARGS)
+	$(if $(DB),@)exec $(SERVER_JAVA) $(JAVA_FLAGS) $(NEW_JDK_FLAGS) $(if $(APP),-cp $(JAR) $(APP),-jar $(JAR)) --port $(PORT) --bind $(BIND) $(if $(DB),--db '$(DB)',--data $(DATA)) $(if $(APP),,$(FRONTEND_ARGS)) $(ARGS)
 
 # A consistent, compacted copy of $(DATA) in $(TO)/data.mdb, safe while a server serves $(DATA) (README,
 # "Backup and restore"). Any front end's jar can do it; the heap is small, the copy is not on the heap.
