@@ -17,14 +17,15 @@ import co.paralleluniverse.fibers.instrument.JavaAgent;
 public final class LauncherAgent {
     /**
      * Quasar's agent option (after {@code -javaagent:kiln-quasar-agent.jar=}, see http-comsat's pom)
-     * that keeps it from instrumenting the Prometheus client, kiln's database and the demo's message
-     * board: nothing there suspends (a fiber waits for the database through a future, in the front
+     * that keeps it from instrumenting the Prometheus client, kiln's database (on LMDB, and on
+     * PostgreSQL with PgJDBC and HikariCP, which blocks on reader threads of its own) and the demo's
+     * message board: nothing there suspends (a fiber waits for the database through a future, in the front
      * end; the board's steps return futures), and Quasar's analyzer fails on the first two, and warned
      * about two of the board's lambdas at every start ("[quasar] ERROR: Unable to instrument class": on
-     * {@code Histogram$DataPoint}, and on {@code kiln.db.Db}'s try-with-resources, since Quasar counts
+     * {@code Histogram$DataPoint}, on HikariCP's {@code UtilityElf}, and on {@code kiln.db.Db}'s try-with-resources, since Quasar counts
      * every {@code AutoCloseable.close()} call as a suspendable call site).
      */
-    static final String EXCLUSIONS = "x(io.prometheus.**;kiln.db;kiln.demo.board)";
+    static final String EXCLUSIONS = "x(io.prometheus.**;kiln.db;kiln.db.postgresql;com.zaxxer.**;org.postgresql.**;kiln.demo.board)";
 
     private LauncherAgent() {
     }
