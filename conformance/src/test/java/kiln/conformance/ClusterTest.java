@@ -3,16 +3,12 @@ package kiln.conformance;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.InputStreamReader;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
@@ -102,9 +98,9 @@ class ClusterTest {
             HttpResponse<String> r = get(nginx, path);
             assertEquals(200, r.statusCode(), () -> path + " through nginx: " + r.body());
         }
-        try (Events events = Events.open(kiln[1], null)) {
+        try (RawConnection events = subscribe(kiln[1], "")) {
             String rows = update(kiln[0]);
-            JsonNode event = events.next(Duration.ofSeconds(10));
+            JsonNode event = ServerSentEventsTest.events(events, 1).get(0).data();
             assertEquals(Contract.JSON.readTree(rows), event.get("worlds"), "the commit made through server a, delivered by server b");
         }
     }
@@ -228,12 +224,11 @@ class ClusterTest {
             for (String rows : acknowledged) missing.add(Contract.JSON.readTree(rows));
         }
         int want = missing.size();
-        try (Events events = Events.open(port, "0")) {
+        try (RawConnection events = subscribe(port, "Last-Event-ID: 0\r\n")) {
             while (!missing.isEmpty()) {
-                JsonNode event = events.next(Duration.ofSeconds(10));
-                missing.remove(event.get("worlds"));
+                for (ServerSentEventsTest.Event e : ServerSentEventsTest.events(events, 1)) missing.remove(e.data().get("worlds"));
             }
-        } catch (AssertionError e) {
+        } catch (AssertionError | java.io.UncheckedIOException e) {
             throw new AssertionError(missing.size() + " of " + want + " acknowledged writes are not in the feed of the server on "
                 + port + ", e.g. " + missing.iterator().next(), e);
         }
@@ -248,54 +243,14 @@ class ClusterTest {
         return c.output.trim();
     }
 
+    /** A subscriber of /updates/events on the server on {@code port}, its head read (see {@link ServerSentEventsTest}). */
+    private static RawConnection subscribe(int port, String extraHeaders) {
+        return ServerSentEventsTest.subscribe(RawConnection.open("kiln on " + port, port, RawConnection.READ_TIMEOUT_MS), extraHeaders);
+    }
+
     private static HttpResponse<String> get(int port, String path) throws IOException, InterruptedException {
         return Contract.CLIENT.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path)).timeout(Duration.ofSeconds(20)).build(),
             HttpResponse.BodyHandlers.ofString());
-    }
-
-    /** A subscriber of /updates/events: its events' data, one at a time. */
-    private static final class Events implements AutoCloseable {
-        private final InputStream body;
-        private final BufferedReader lines;
-        private final ExecutorService reader = Executors.newSingleThreadExecutor();
-
-        private Events(InputStream body) {
-            this.body = body;
-            this.lines = new BufferedReader(new InputStreamReader(body, StandardCharsets.UTF_8));
-        }
-
-        static Events open(int port, String lastEventId) throws IOException, InterruptedException {
-            HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/updates/events"));
-            if (lastEventId != null) b.header("Last-Event-ID", lastEventId);
-            HttpResponse<InputStream> r = Contract.CLIENT.send(b.build(), HttpResponse.BodyHandlers.ofInputStream());
-            assertEquals(200, r.statusCode());
-            return new Events(r.body());
-        }
-
-        /** @return the next event's data, parsed */
-        JsonNode next(Duration timeout) throws Exception {
-            Future<String> data = reader.submit(() -> {
-                String line;
-                while ((line = lines.readLine()) != null) {
-                    if (line.startsWith("data: ")) return line.substring(6);
-                }
-                return null;
-            });
-            String json;
-            try {
-                json = data.get(timeout.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
-            } catch (java.util.concurrent.TimeoutException e) {
-                throw new AssertionError("no event within " + timeout);
-            }
-            if (json == null) throw new AssertionError("the event stream ended");
-            return Contract.JSON.readTree(json);
-        }
-
-        @Override
-        public void close() throws IOException {
-            reader.shutdownNow();
-            body.close();
-        }
     }
 
     private static int freePort() throws IOException {

@@ -33,12 +33,16 @@ class ServerSentEventsTest {
     }
 
     /** An event as received: its id, its type and its data as JSON. */
-    private record Event(long id, String type, JsonNode data) {
+    record Event(long id, String type, JsonNode data) {
     }
 
     /** Opens {@code /updates/events} (with {@code extraHeaders}, CRLF-terminated), checks the head, reads the opening {@code retry}. */
     private static RawConnection subscribe(ServerProcess server, String extraHeaders) {
-        RawConnection c = RawConnection.open(server);
+        return subscribe(RawConnection.open(server), extraHeaders);
+    }
+
+    /** As {@link #subscribe(ServerProcess, String)}, on a connection of the caller's (another test's server, nginx). */
+    static RawConnection subscribe(RawConnection c, String extraHeaders) {
         RawResponse head = c.send("GET /updates/events HTTP/1.1\r\nHost: 127.0.0.1\r\n" + extraHeaders + "\r\n").readStreamHead();
         assertEquals(200, head.status, head.head);
         assertEquals("text/event-stream", head.header("Content-Type"));
@@ -51,7 +55,7 @@ class ServerSentEventsTest {
     }
 
     /** Reads chunks until {@code n} events have arrived (keep-alive comments are skipped). */
-    private static List<Event> events(RawConnection c, int n) throws Exception {
+    static List<Event> events(RawConnection c, int n) throws Exception {
         List<Event> events = new ArrayList<>();
         StringBuilder text = new StringBuilder();
         while (events.size() < n) {
