@@ -12,13 +12,14 @@
 # Environment: JAR (a front end's jar, e.g. http-kilim/target/kiln-kilim.jar), JAVA and JAVA_FLAGS (how
 # to run it), PORT (nginx, default 8080), KILN_PORTS (default "8081 8082"), PG_PORTS (primary and
 # standby, default "55432 55433"). The servers reach PostgreSQL through a URL naming both databases
-# with targetServerType=primary: after `scripts/postgres.sh promote DIR/standby` they reconnect to the
-# promoted standby on their own.
+# with targetServerType=primary: after `scripts/postgres.sh promote DIR/postgres-standby` they
+# reconnect to the promoted standby on their own, and `start` then never starts the old primary again
+# (it would take writes beside the new one): rebuild it as a standby first (docs/scaling.md, 3c).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 usage() {
-  sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -65,8 +66,15 @@ start_postgres() {
     psql_primary -c "ALTER SYSTEM SET synchronous_standby_names = '*'" \
       -c "ALTER SYSTEM SET synchronous_commit = 'remote_apply'" -c "SELECT pg_reload_conf()"
   else
+    local d
     for d in "$primary" "$standby"; do
-      if [ ! -e "$d/postmaster.pid" ]; then scripts/postgres.sh start "$d"; fi
+      if [ -e "$d/postmaster.pid" ]; then continue; fi
+      if [ "$d" = "$primary" ] && [ ! -e "$standby/standby.signal" ]; then
+        echo "cluster: $standby was promoted: not starting the old primary in $primary, which would take writes beside" \
+          "the new one; rebuild it as a standby of the new primary (docs/scaling.md, 3c)" >&2
+        continue
+      fi
+      scripts/postgres.sh start "$d"
     done
   fi
 }
