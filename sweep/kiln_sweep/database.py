@@ -172,10 +172,9 @@ class Started:
         if s is VERTX:
             cmd = [self.java.path, *self.java.flags(None), "-jar", s.jar, "--port", str(port), "--db", self.pg.url]
             ready = f"vertx-anchor listening on http://127.0.0.1:{port}/"
-        else:
-            engine = ["--db", self.pg.url] if self.setup.postgres else ["--data", str(self.tmp / f"lmdb-r{self.rnd}")]
-            cmd = [self.java.path, *self.java.flags(None), "-jar", s.jar, "--port", str(port), "--bind", servers.BIND,
-                   *engine, *s.args]
+        else:  # the sweep's own command line; --db wins over --data (then an empty directory)
+            cmd = servers.command(s, self.java, None, port, self.tmp / f"lmdb-r{self.rnd}-{index}", None,
+                                  args_extra=["--db", self.pg.url] if self.setup.postgres else [])
             ready = f"listening on http://{servers.BIND}:{port}/"
         log = self.out / "logs" / f"r{self.rnd}-{self.setup.name.replace(' ', '_').replace(',', '')}-{index}.log"
         with open(log, "w") as f:

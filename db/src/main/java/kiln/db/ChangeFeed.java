@@ -187,13 +187,23 @@ public final class ChangeFeed<K, V> {
     }
 
     private void readLog(long from, long to, List<ChangeSet<K, V>> into) {
-        int before = into.size();
-        db.readInline(txn -> log.scan(txn, from, (s, logged) -> {  // inline: a fiber's carrier may not join a pending future
+        List<ChangeSet<K, V>> found = logged(from, to, Integer.MAX_VALUE);
+        if (found.isEmpty() || found.get(0).seq() != from) throw new DbException.Expired(behind(from - 1));
+        into.addAll(found);
+    }
+
+    /**
+     * @return the log's sets from {@code from} to {@code to}, oldest first, at most {@code max}; read
+     *         on the calling thread (a fiber's carrier may not join a pending future)
+     */
+    private List<ChangeSet<K, V>> logged(long from, long to, int max) {
+        List<ChangeSet<K, V>> found = new ArrayList<>();
+        db.readInline(txn -> log.scan(txn, from, (s, logged) -> {
             if (s > to) return false;
-            into.add(logged.changeSet(s));
-            return true;
+            found.add(logged.changeSet(s));
+            return found.size() < max;
         }));
-        if (into.size() == before || into.get(before).seq() != from) throw new DbException.Expired(behind(from - 1));
+        return found;
     }
 
     private String behind(long seq) {
@@ -305,13 +315,7 @@ public final class ChangeFeed<K, V> {
     /** Keeps the sets the log has after {@link #lastSeq}, up to {@code to}: those other processes committed. */
     private void keepLogged(long to) {
         while (lastSeq < to) {
-            long from = lastSeq + 1;
-            List<ChangeSet<K, V>> found = new ArrayList<>();
-            db.readInline(txn -> log.scan(txn, from, (s, logged) -> {
-                if (s > to) return false;
-                found.add(logged.changeSet(s));
-                return found.size() < MAX_IN_MEMORY;
-            }));
+            List<ChangeSet<K, V>> found = logged(lastSeq + 1, to, MAX_IN_MEMORY);
             if (found.isEmpty()) return;
             for (ChangeSet<K, V> set : found) keep(set);  // a gap the window trimmed meanwhile: readers of it get Expired
         }

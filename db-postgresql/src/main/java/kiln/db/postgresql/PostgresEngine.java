@@ -118,7 +118,6 @@ public final class PostgresEngine implements KvEngine {
      * @throws DbException.Unavailable when the database cannot be reached
      */
     public static PostgresEngine open(String url) {
-        checkUrl(url);
         Map<String, String> params = params(url);
         int n = readers(params.remove("readers"));
         PostgresEngine engine = new PostgresEngine(withParams(url, params), n, params.getOrDefault("currentSchema", "public"));
