@@ -73,6 +73,11 @@ final class ServerProcess implements AutoCloseable {
 
     /** As {@link #start(FrontEnd, String)}, with {@code args} after the front end's own (e.g. limits). */
     static ServerProcess start(FrontEnd fe, String name, List<String> args) {
+        return start(fe, name, List.of(), args);
+    }
+
+    /** As {@link #start(FrontEnd, String, List)}, with {@code jvmArgs} after the default ones (a later -Xmx wins). */
+    static ServerProcess start(FrontEnd fe, String name, List<String> jvmArgs, List<String> args) {
         checkBuilt(fe);
         Path dataDir;
         try {
@@ -82,7 +87,7 @@ final class ServerProcess implements AutoCloseable {
             throw new UncheckedIOException(e);
         }
         try {
-            return start(fe, dataDir, name, args);
+            return start(fe, dataDir, name, jvmArgs, args);
         } catch (AssertionError e) {
             deleteRecursively(dataDir);
             throw e;

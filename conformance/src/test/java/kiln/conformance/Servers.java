@@ -21,6 +21,7 @@ import org.junit.jupiter.api.extension.TestWatcher;
 final class Servers implements AfterAllCallback, TestWatcher {
     private final String owner;
     private final List<String> args;
+    private List<String> jvmArgs = List.of();
     private final Map<FrontEnd, ServerProcess> running = new LinkedHashMap<>();
     /** A start that failed is not retried for every test of the class: each one fails with the same error. */
     private final Map<FrontEnd, AssertionError> failedStarts = new LinkedHashMap<>();
@@ -28,6 +29,17 @@ final class Servers implements AfterAllCallback, TestWatcher {
     Servers(String owner, String... args) {
         this.owner = owner;
         this.args = List.of(args);
+    }
+
+    /**
+     * Starts the servers with {@code make demo}'s JVM flags ({@code deploy/jvm.options}: its heap,
+     * collector and exit on OutOfMemoryError) instead of the suite's own.
+     *
+     * @return this
+     */
+    Servers withDemoJvmFlags() {
+        jvmArgs = List.of("@" + Dirs.repo().resolve("deploy/jvm.options"));
+        return this;
     }
 
     /** @return {@code fe}, started if this is its first use in the class */
@@ -40,7 +52,7 @@ final class Servers implements AfterAllCallback, TestWatcher {
         AssertionError failed = failedStarts.get(fe);
         if (failed != null) throw new AssertionError("front end '" + fe.id + "' failed to start earlier in " + owner, failed);
         try {
-            s = ServerProcess.start(fe, owner, args);
+            s = ServerProcess.start(fe, owner, jvmArgs, args);
         } catch (AssertionError e) {
             failedStarts.put(fe, e);
             throw e;

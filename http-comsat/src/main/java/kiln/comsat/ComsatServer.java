@@ -15,6 +15,7 @@ import kiln.http.Limits;
 import kiln.http.Reply;
 import kiln.http.spi.RequestParser;
 import kiln.server.OpenStreams;
+import kiln.server.ServerLimits;
 import kiln.server.ServerOptions;
 import kiln.server.WorkerPool;
 import org.eclipse.jetty.io.EndPoint;
@@ -97,15 +98,16 @@ final class ComsatServer implements Launcher.Server {
         connector.setAcceptQueueSize(Limits.BACKLOG);
         connector.setIdleTimeout(options.idleTimeoutMs);
         server.addConnector(connector);
-        connectionLimit = new ConnectionLimit(options.maxConnectionsOrDefault(HEAP_PER_CONNECTION), connector);
+        ServerLimits limits = options.limits(HEAP_PER_CONNECTION);
+        connectionLimit = new ConnectionLimit(limits.maxConnections(), connector);
         server.addBean(connectionLimit);
         headerTimeoutMs = options.headerTimeoutMs;
 
         ServletContextHandler context = new ServletContextHandler(ServletContextHandler.NO_SESSIONS);
         context.setContextPath("/");
         context.setErrorHandler(new JettyErrors());  // errors Jetty raises inside the context
-        StepRouter router = options.applyTo(routes);
-        streams = new OpenStreams(router.metrics());
+        StepRouter router = options.applyTo(routes, limits);
+        streams = new OpenStreams();
         // Jetty's own count of the connector's open connections, kept by the connection limit
         router.metrics().connections(connectionLimit::getConnections);
         ServletHolder holder = new ServletHolder("kiln", new KilnServlet(router, streams, streamWorker));

@@ -13,6 +13,7 @@ import kiln.server.Launcher;
 import kiln.http.Limits;
 import kiln.server.ModeOptions;
 import kiln.server.OpenStreams;
+import kiln.server.ServerLimits;
 import kiln.server.ServerOptions;
 import kiln.server.WorkerPool;
 import org.eclipse.jetty.http.HttpCompliance;
@@ -133,17 +134,18 @@ final class JettyServer implements Launcher.Server {
         connector.setAcceptQueueSize(Limits.BACKLOG);
         connector.setIdleTimeout(options.idleTimeoutMs);
         server.addConnector(connector);
-        connectionLimit = new NetworkConnectionLimit(options.maxConnectionsOrDefault(HEAP_PER_CONNECTION), connector);
+        ServerLimits limits = options.limits(HEAP_PER_CONNECTION);
+        connectionLimit = new NetworkConnectionLimit(limits.maxConnections(), connector);
         server.addBean(connectionLimit);
         headerTimeoutMs = options.headerTimeoutMs;
 
-        StepRouter router = testServlet != null ? null : options.applyTo(routes);
+        StepRouter router = testServlet != null ? null : options.applyTo(routes, limits);
         if (testServlet != null) {
             workerPool = null;
             streams = null;
             servlet = testServlet;
         } else {
-            streams = new OpenStreams(router.metrics());
+            streams = new OpenStreams();
             // Jetty's own count of the connector's open connections, kept by the connection limit
             router.metrics().connections(connectionLimit::getNetworkConnectionCount);
             if (mode == ModeOptions.Mode.ASYNC) {

@@ -4,6 +4,7 @@ import java.util.function.Function;
 
 import kiln.db.Db;
 import kiln.server.Launcher;
+import kiln.server.ServerLimits;
 import kiln.server.ServerOptions;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -60,11 +61,9 @@ public final class KilimMain {
     /** Serves the router {@code routes} builds, with these parsed options (and the carrier watch's: {@link #blockedCarrierMs} ...). */
     void start(String name, ServerOptions options, Function<Db, Router> routes) {
         Launcher.run(name, options, db -> {
-            KilimServer server = new KilimServer(options.bind, options.port, options.threadsOrDefault(), options.applyTo(routes.apply(db)))
-                .idleTimeout(options.idleTimeoutMs)
-                .headerTimeout(options.headerTimeoutMs)
-                .maxContent(options.maxContentBytes)
-                .maxConnections(options.maxConnectionsOrDefault(HEAP_PER_CONNECTION))
+            ServerLimits limits = options.limits(HEAP_PER_CONNECTION);
+            KilimServer server = new KilimServer(options.bind, options.port, options.threadsOrDefault(), options.applyTo(routes.apply(db), limits))
+                .limits(limits)
                 .blockedCarrierThreshold(blockedCarrierMs)
                 .handOffThreshold(handOffMs)
                 .unhealthyThreshold(unhealthyAfterMs);

@@ -11,6 +11,7 @@ import kiln.db.QueryFuture;
 import kiln.http.Limits;
 import kiln.server.Connections;
 import kiln.server.Launcher;
+import kiln.server.ServerLimits;
 
 /**
  * The Kilim fiber HTTP/1.1 server: carrier threads, each an NIO selector over its share of the
@@ -87,38 +88,13 @@ public final class KilimServer implements Launcher.Server {
     }
 
     /**
-     * Sets how long a keep-alive connection may wait for its next request, and how long writing a
-     * response to a client that does not read may take (default 60 s). Call before {@link #start}.
+     * Sets the limits: timeouts and minimum data rates, the connection cap and each client's share,
+     * the most content a request may have (default {@link ServerLimits#defaults()}; the request
+     * memory and the stream limits are the router's, {@link kiln.server.AbstractRouter#limits}).
+     * Call before {@link #start}.
      */
-    public KilimServer idleTimeout(long millis) {
-        connections.idleTimeout(millis);
-        return this;
-    }
-
-    /**
-     * Sets how long a request's head and body may take to arrive once its first byte is in
-     * (default 10 s); a slower client gets 408 and is closed. Call before {@link #start}.
-     */
-    public KilimServer headerTimeout(long millis) {
-        connections.headerTimeout(millis);
-        return this;
-    }
-
-    /**
-     * Sets the most content bytes a request may have (default 64 KiB, {@code --max-content}); 413
-     * beyond it. Call before {@link #start}.
-     */
-    public KilimServer maxContent(int bytes) {
-        connections.maxContent(bytes);
-        return this;
-    }
-
-    /**
-     * Sets the most connections open at once (default: the process's open-files limit minus 64,
-     * kept for LMDB, jars and logs). Call before {@link #start}.
-     */
-    public KilimServer maxConnections(int n) {
-        connections.maxConnections(n);
+    public KilimServer limits(ServerLimits limits) {
+        connections.limits(limits);
         return this;
     }
 
@@ -166,7 +142,7 @@ public final class KilimServer implements Launcher.Server {
 
     /** @return the connection cap in force */
     public int maxConnections() {
-        return connections.maxConnections();
+        return connections.limits().maxConnections();
     }
 
     /**

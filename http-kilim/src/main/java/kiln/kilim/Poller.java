@@ -344,8 +344,9 @@ final class Poller implements Runnable {
                 }
                 continue;
             }
-            if (!connections.admit(ch)) continue;  // over the cap: answered 503 and closed
-            Connection c = new Connection(connections, ch);
+            java.net.InetSocketAddress client = connections.admit(ch);
+            if (client == null) continue;  // over a cap: answered 503 and closed
+            Connection c = new Connection(connections, ch, client);
             connections.opened(c);
             Poller to = pollers[Math.floorMod(dealt++, pollers.length)];
             if (to == this) {

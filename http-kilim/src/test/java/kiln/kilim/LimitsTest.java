@@ -12,6 +12,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 import kiln.http.Reply;
+import kiln.server.ServerLimits;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -28,7 +29,8 @@ class LimitsTest {
     @BeforeEach
     void start() throws IOException {
         Router router = new Router().get("/plaintext", req -> Reply.text("Hello, World!"));
-        server = new KilimServer("127.0.0.1", 0, 2, router).idleTimeout(1_000).headerTimeout(1_000).maxConnections(3);
+        server = new KilimServer("127.0.0.1", 0, 2, router)
+            .limits(ServerLimits.defaults().idleTimeout(1_000).headerTimeout(1_000).maxConnections(3));
         server.start();
     }
 

@@ -13,6 +13,7 @@ import java.util.concurrent.CompletableFuture;
 
 import kiln.http.Reply;
 import kiln.http.ServerSentEvents;
+import kiln.server.ServerLimits;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -53,7 +54,7 @@ class StreamsTest {
         CompletableFuture<Void> never = new CompletableFuture<>();
         KilimServer server = new KilimServer("127.0.0.1", 0, 1, new Router()
             .get("/quiet", req -> ServerSentEvents.reply(events -> never, 300)))
-            .idleTimeout(200);
+            .limits(ServerLimits.defaults().idleTimeout(200));
         server.start();
         try (Socket s = open(server, "/quiet")) {
             String got = readFor(s, 2500);

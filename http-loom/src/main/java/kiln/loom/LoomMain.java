@@ -3,6 +3,7 @@ package kiln.loom;
 import java.util.function.Function;
 
 import kiln.server.Launcher;
+import kiln.server.ServerLimits;
 import kiln.server.ServerOptions;
 import kiln.server.VirtualThreads;
 import kiln.db.Db;
@@ -54,11 +55,8 @@ public final class LoomMain {
         // Before the first virtual thread: the JDK reads it once. An explicit -D wins.
         if (System.getProperty(PARALLELISM) == null) System.setProperty(PARALLELISM, Integer.toString(options.threadsOrDefault()));
         Launcher.run(name, options, db -> {
-            LoomServer server = new LoomServer(options.bind, options.port, options.applyTo(routes.apply(db)))
-                .idleTimeout(options.idleTimeoutMs)
-                .headerTimeout(options.headerTimeoutMs)
-                .maxContent(options.maxContentBytes)
-                .maxConnections(options.maxConnectionsOrDefault(HEAP_PER_CONNECTION));
+            ServerLimits limits = options.limits(HEAP_PER_CONNECTION);
+            LoomServer server = new LoomServer(options.bind, options.port, options.applyTo(routes.apply(db), limits)).limits(limits);
             server.start();
             return server;
         });

@@ -13,6 +13,7 @@ import java.util.logging.Level;
 import java.util.logging.Logger;
 
 import kiln.server.Launcher;
+import kiln.server.ServerLimits;
 import kiln.http.Limits;
 import kiln.server.VirtualThreads;
 import kiln.http.spi.Connection;
@@ -68,38 +69,13 @@ public final class LoomServer implements Launcher.Server {
     }
 
     /**
-     * Sets how long a keep-alive connection may wait for its next request, and how long writing a
-     * response to a client that does not read may take (default 60 s). Call before {@link #start}.
+     * Sets the limits: timeouts and minimum data rates, the connection cap and each client's share,
+     * the most content a request may have (default {@link ServerLimits#defaults()}; the request
+     * memory and the stream limits are the router's, {@link kiln.server.AbstractRouter#limits}).
+     * Call before {@link #start}.
      */
-    public LoomServer idleTimeout(long millis) {
-        connections.idleTimeout(millis);
-        return this;
-    }
-
-    /**
-     * Sets how long a request's head and body may take to arrive once its first byte is in
-     * (default 10 s); a slower client gets 408 and is closed. Call before {@link #start}.
-     */
-    public LoomServer headerTimeout(long millis) {
-        connections.headerTimeout(millis);
-        return this;
-    }
-
-    /**
-     * Sets the most content bytes a request may have (default 64 KiB, {@code --max-content}); 413
-     * beyond it. Call before {@link #start}.
-     */
-    public LoomServer maxContent(int bytes) {
-        connections.maxContent(bytes);
-        return this;
-    }
-
-    /**
-     * Sets the most connections open at once (default: the process's open-files limit minus 64);
-     * beyond it a new connection is answered 503 and closed. Call before {@link #start}.
-     */
-    public LoomServer maxConnections(int n) {
-        connections.maxConnections(n);
+    public LoomServer limits(ServerLimits limits) {
+        connections.limits(limits);
         return this;
     }
 
@@ -177,8 +153,9 @@ public final class LoomServer implements Launcher.Server {
                 if (!sleep(10)) return;
                 continue;
             }
-            if (!connections.admit(ch)) continue;  // over the cap: answered 503 and closed
-            Connection c = new Connection(connections, ch);
+            InetSocketAddress client = connections.admit(ch);
+            if (client == null) continue;  // over a cap: answered 503 and closed
+            Connection c = new Connection(connections, ch, client);
             try {
                 virtualThreads.newThread(() -> serve(c)).start();
             } catch (RuntimeException | OutOfMemoryError e) {

@@ -13,6 +13,7 @@ import kiln.server.Launcher;
 import kiln.http.Limits;
 import kiln.server.ModeOptions;
 import kiln.server.OpenStreams;
+import kiln.server.ServerLimits;
 import kiln.server.ServerOptions;
 import kiln.server.WorkerPool;
 import org.xnio.Options;
@@ -61,8 +62,9 @@ final class UndertowServer implements Launcher.Server {
      */
     UndertowServer(ServerOptions options, ModeOptions.Mode mode, int workers, StepRouter routes) {
         HttpHandler handler;
-        StepRouter router = options.applyTo(routes);
-        streams = new OpenStreams(router.metrics());
+        ServerLimits limits = options.limits(HEAP_PER_CONNECTION);
+        StepRouter router = options.applyTo(routes, limits);
+        streams = new OpenStreams();
         if (mode == ModeOptions.Mode.ASYNC) {
             workerPool = new WorkerPool(workers);
             handler = new AsyncHandler(router, workerPool, streams, options.maxContentBytes);
@@ -71,7 +73,7 @@ final class UndertowServer implements Launcher.Server {
             handler = new ThreadPerRequestHandler(router, streams, options.maxContentBytes);
         }
         graceful = new GracefulShutdownHandler(handler);
-        maxConnections = options.maxConnectionsOrDefault(HEAP_PER_CONNECTION);
+        maxConnections = limits.maxConnections();
         undertow = Undertow.builder()
             .addHttpListener(options.port, options.bind)
             .setIoThreads(options.threadsOrDefault())

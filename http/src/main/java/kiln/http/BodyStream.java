@@ -49,4 +49,15 @@ public interface BodyStream {
     default long heartbeatMillis() {
         return 15_000;
     }
+
+    /**
+     * The body ended, for any reason: it said it was complete, its client left or did not read, the
+     * server stopped, {@link #poll} threw, or the reply was never sent at all. Called at most once,
+     * from the front end's thread; {@link #poll} is not called after it. By default nothing: a body
+     * that holds something (a subscription, a count) lets it go here.
+     *
+     * @param reason one of {@link StreamEnd}'s
+     */
+    default void ended(String reason) {
+    }
 }

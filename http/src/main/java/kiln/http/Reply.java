@@ -208,6 +208,17 @@ public final class Reply {
         return new Reply(status, contentType, body, more, problemDetail, stream);
     }
 
+    /**
+     * @param body gives the parts instead of this reply's streamed body (middleware that wraps a
+     *             stream: counts it, watches it)
+     * @return a copy of this reply whose body is {@code body}
+     * @throws IllegalStateException when this reply is not streamed ({@link #stream} is null)
+     */
+    public Reply withStream(BodyStream body) {
+        if (stream == null) throw new IllegalStateException("withStream on a reply that is not streamed (status " + status + ")");
+        return new Reply(status, contentType, this.body, headers, problemDetail, java.util.Objects.requireNonNull(body, "body"));
+    }
+
     /** @return how many further headers this reply has (besides those the server writes) */
     public int headerCount() {
         return headers.length / 2;

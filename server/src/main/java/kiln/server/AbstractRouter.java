@@ -1,11 +1,18 @@
 package kiln.server;
 
+import java.net.InetAddress;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicBoolean;
 
+import kiln.http.BodyOutput;
+import kiln.http.BodyStream;
 import kiln.http.HttpException;
 import kiln.http.Paths;
 import kiln.http.Reply;
 import kiln.http.Request;
+import kiln.http.StreamEnd;
+import kiln.http.spi.MemoryBudget;
 import kiln.http.spi.Routes;
 
 /**
@@ -38,14 +45,17 @@ public abstract class AbstractRouter<H, R extends AbstractRouter<H, R>> {
     private final Routes<Entry<H>> routes = new Routes<>();
     private final Metrics metrics;
     private final ServerHealth health = new ServerHealth();
-    /** The most streamed replies open at once ({@link #maxStreams}); beyond it a stream is answered 503. */
-    private volatile int maxStreams = Integer.MAX_VALUE;
+    /** The limits the router's server enforces ({@link #limits}); the stream cap and per-client shares are counted here. */
+    private volatile ServerLimits limits = ServerLimits.defaults().maxClientConnections(Integer.MAX_VALUE).maxClientStreams(Integer.MAX_VALUE);
+    private volatile ClientLimits clients = new ClientLimits(limits);
+    private volatile MemoryBudget requestMemory = MemoryBudget.UNLIMITED;
     /** The middleware, outermost first ({@link #filter}); replaced whole when one is added. */
     private volatile Filter[] filters = {};
 
     /** @param metrics where every request is counted and timed; {@link Metrics#off()} for none */
     protected AbstractRouter(Metrics metrics) {
         this.metrics = metrics;
+        metrics.limits(clients, requestMemory);
     }
 
     /** Registers {@code handler} for GET {@code path}; it answers HEAD too (the body dropped). */
@@ -112,10 +122,95 @@ public abstract class AbstractRouter<H, R extends AbstractRouter<H, R>> {
      * @return this router
      */
     public R maxStreams(int n) {
-        if (n < 0) throw new IllegalArgumentException("max streams must be >= 0, got " + n);
-        maxStreams = n;
+        return limits(limits.maxStreams(n));
+    }
+
+    /**
+     * Sets the limits of the server this router serves ({@link ServerLimits}): the router counts
+     * event streams against the cap and each client address's share, and holds the request memory
+     * the front end's connections reserve from ({@link #requestMemory}), both shown on
+     * {@code /metrics}. A router made in code has no per-client limits and no memory limit until
+     * this is called; every front end's main calls it with the command line's. Call before the server starts.
+     *
+     * @return this router
+     */
+    public R limits(ServerLimits limits) {
+        this.limits = limits;
+        clients = new ClientLimits(limits);
+        requestMemory = new MemoryBudget(limits.maxRequestMemory());
+        metrics.limits(clients, requestMemory);
         @SuppressWarnings("unchecked") R self = (R) this;
         return self;
+    }
+
+    /** @return the limits set by {@link #limits} */
+    public ServerLimits serverLimits() {
+        return limits;
+    }
+
+    /** @return the per-client shares of connections and streams, which the front end's accept loop asks too */
+    public ClientLimits clients() {
+        return clients;
+    }
+
+    /** @return the request memory every connection of the server reserves from before it buffers a request's bytes */
+    public MemoryBudget requestMemory() {
+        return requestMemory;
+    }
+
+    /**
+     * Counts a streamed reply to {@code request} against the stream cap and its client's share: the
+     * reply with its body wrapped so that its end gives the count back, or a 503 when either is full.
+     */
+    private Reply countStream(Reply reply, Request request) {
+        InetAddress client = request.remoteAddress() == null ? null : request.remoteAddress().getAddress();
+        ClientLimits counts = clients;
+        String refusal = counts.streamStarted(client);
+        if (refusal != null) return Reply.unavailable(refusal);
+        metrics.streamStarted();
+        return reply.withStream(new CountedStream(reply.stream, counts, client, metrics));
+    }
+
+    /**
+     * A streamed body counted open from its answer until it ends ({@link BodyStream#ended}, which
+     * every front end's stream loop calls once, and a front end that never sent it calls itself).
+     */
+    private static final class CountedStream implements BodyStream {
+        private final BodyStream body;
+        private final ClientLimits counts;
+        private final InetAddress client;
+        private final Metrics metrics;
+        private final AtomicBoolean ended = new AtomicBoolean();
+
+        CountedStream(BodyStream body, ClientLimits counts, InetAddress client, Metrics metrics) {
+            this.body = body;
+            this.counts = counts;
+            this.client = client;
+            this.metrics = metrics;
+        }
+
+        @Override
+        public CompletableFuture<?> poll(BodyOutput out) throws Exception {
+            return body.poll(out);
+        }
+
+        @Override
+        public byte[] heartbeat() {
+            return body.heartbeat();
+        }
+
+        @Override
+        public long heartbeatMillis() {
+            return body.heartbeatMillis();
+        }
+
+        @Override
+        public void ended(String reason) {
+            if (!ended.compareAndSet(false, true)) return;
+            counts.streamEnded(client);
+            metrics.streamEnded(reason);
+            body.ended(reason);
+        }
     }
 
     /**
@@ -306,18 +401,23 @@ public abstract class AbstractRouter<H, R extends AbstractRouter<H, R>> {
         }
 
         /**
-         * Ends the exchange: a streamed reply past the router's {@link #maxStreams} is answered 503
-         * instead (counted within a few: the streams already begun are those counted open); an error
-         * takes the form the request's {@code Accept} prefers ({@link Reply#negotiated}); the
-         * filters' {@link Filter#after} see the reply, innermost first; the request is recorded with
-         * the final status and its duration, once (404s and 405s under the endpoint label
-         * {@value Metrics#UNMATCHED}).
+         * Ends the exchange: a streamed reply is counted open until its body ends, and answered 503
+         * instead when the router's stream cap ({@link #maxStreams}) or its client's share
+         * ({@link ServerLimits#maxClientStreams}) is full; an error takes the form the request's
+         * {@code Accept} prefers ({@link Reply#negotiated}); the filters' {@link Filter#after} see
+         * the reply, innermost first; the request is recorded with the final status and its
+         * duration, once (404s and 405s under the endpoint label {@value Metrics#UNMATCHED}).
+         *
+         * <p>A front end that cannot send a streamed reply this returns (its client left first) ends
+         * its body itself: {@code reply.stream.ended(StreamEnd.CLIENT)}, so that it is counted closed.
          *
          * @return the reply to send: {@code reply}, the 503 that replaces it, or what the filters made of it
          */
         public Reply answer(Reply reply) {
-            if (reply.stream != null && !"HEAD".equals(request.method()) && router.metrics.streamsOpen() >= router.maxStreams) {
-                reply = Reply.unavailable("too many event streams open (" + router.maxStreams + ", --max-streams); retry later");
+            BodyStream counted = null;
+            if (reply.stream != null && !"HEAD".equals(request.method())) {
+                reply = router.countStream(reply, request);
+                counted = reply.stream;
             }
             if (reply.status >= 400) reply = reply.negotiated(request.header("Accept"));
             for (int i = entered - 1; i >= 0; i--) {
@@ -327,6 +427,7 @@ public abstract class AbstractRouter<H, R extends AbstractRouter<H, R>> {
                     reply = Failures.toReply(e, request);
                 }
             }
+            if (counted != null && reply.stream == null) counted.ended(StreamEnd.COMPLETE);  // a filter replaced the stream
             series.record(reply.status, started);
             return reply;
         }

@@ -1,6 +1,7 @@
 package kiln.server;
 
 import java.io.IOException;
+import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
 import java.util.Set;
@@ -11,12 +12,14 @@ import java.util.logging.Logger;
 
 import kiln.http.spi.Connection;
 import kiln.http.Reply;
+import kiln.http.spi.MemoryBudget;
 import kiln.http.spi.ResponseWriter;
 
 /**
  * The server side of kiln's own HTTP layer, shared by the front ends that use it: the limits
- * (idle and header timeouts, the connection cap), the open {@link Connection}s and the reaper
- * thread that expires overdue ones, the one-shot 503 beyond the cap, the requests in flight that
+ * ({@link ServerLimits}: the timeouts and minimum data rates, the connection cap and each client's
+ * share, the request memory), the open {@link Connection}s and the reaper
+ * thread that expires overdue ones, the one-shot 503 beyond the caps, the requests in flight that
  * a graceful stop waits for, and what the connections report to the router (streams begun and
  * ended, in the metrics; requests refused before routing, to the middleware). It never waits for a
  * socket itself: the front end's accept loop and connection loops do, in their own way.
@@ -37,10 +40,10 @@ public final class Connections implements Connection.Owner {
     private final AtomicInteger count = new AtomicInteger();
     private final AtomicInteger inFlight = new AtomicInteger();
     private final Set<Connection> open = ConcurrentHashMap.newKeySet();
-    private long idleTimeoutNanos = TimeUnit.SECONDS.toNanos(60);
-    private long headerTimeoutNanos = TimeUnit.SECONDS.toNanos(10);
-    private int maxConnections = ServerOptions.defaultMaxConnections();
-    private int maxContentBytes = kiln.http.Limits.MAX_CONTENT;
+    private ServerLimits limits = ServerLimits.defaults();
+    private long idleTimeoutNanos;
+    private long headerTimeoutNanos;
+    private long rateGraceNanos;
     private volatile boolean stopping;
     private Reaper reaper;
     // Only the one accept loop touches these.
@@ -52,51 +55,28 @@ public final class Connections implements Connection.Owner {
     public Connections(AbstractRouter<?, ?> router) {
         this.router = router;
         router.metrics().connections(count::get);
+        limits(ServerLimits.defaults());
     }
 
     /**
-     * Sets how long a keep-alive connection may wait for its next request, and how long writing a
-     * response to a client that does not read may take (default 60 s). Call before {@link #start}.
+     * Sets the limits ({@link ServerLimits#defaults()} until then); the router's request memory and
+     * per-client shares are those it was given ({@link AbstractRouter#limits}). Call before {@link #start}.
      */
-    public void idleTimeout(long millis) {
-        if (millis < 1) throw new IllegalArgumentException("idle timeout must be >= 1 ms, got " + millis);
-        idleTimeoutNanos = TimeUnit.MILLISECONDS.toNanos(millis);
+    public void limits(ServerLimits limits) {
+        this.limits = limits;
+        idleTimeoutNanos = TimeUnit.MILLISECONDS.toNanos(limits.idleTimeoutMs());
+        headerTimeoutNanos = TimeUnit.MILLISECONDS.toNanos(limits.headerTimeoutMs());
+        rateGraceNanos = TimeUnit.MILLISECONDS.toNanos(limits.rateGraceMs());
     }
 
-    /**
-     * Sets how long a request's head and body may take to arrive once its first byte is in
-     * (default 10 s); a slower client gets 408 and is closed. Call before {@link #start}.
-     */
-    public void headerTimeout(long millis) {
-        if (millis < 1) throw new IllegalArgumentException("header timeout must be >= 1 ms, got " + millis);
-        headerTimeoutNanos = TimeUnit.MILLISECONDS.toNanos(millis);
-    }
-
-    /**
-     * Sets the most connections open at once (default: the process's open-files limit minus 64,
-     * kept for LMDB, jars and logs). Call before {@link #start}.
-     */
-    public void maxConnections(int n) {
-        if (n < 1) throw new IllegalArgumentException("max connections must be >= 1, got " + n);
-        maxConnections = n;
-    }
-
-    /**
-     * Sets the most content bytes a request may have (default {@link kiln.http.Limits#MAX_CONTENT});
-     * 413 beyond it. Call before {@link #start}.
-     */
-    public void maxContent(int bytes) {
-        maxContentBytes = ServerOptions.checkMaxContent(bytes);
+    /** @return the limits in force */
+    public ServerLimits limits() {
+        return limits;
     }
 
     @Override
     public int maxContentBytes() {
-        return maxContentBytes;
-    }
-
-    /** @return the connection cap in force */
-    public int maxConnections() {
-        return maxConnections;
+        return limits.maxContentBytes();
     }
 
     @Override
@@ -107,6 +87,26 @@ public final class Connections implements Connection.Owner {
     @Override
     public long headerTimeoutNanos() {
         return headerTimeoutNanos;
+    }
+
+    @Override
+    public MemoryBudget requestMemory() {
+        return router.requestMemory();
+    }
+
+    @Override
+    public long minRequestRate() {
+        return limits.minRequestRate();
+    }
+
+    @Override
+    public long minResponseRate() {
+        return limits.minResponseRate();
+    }
+
+    @Override
+    public long rateGraceNanos() {
+        return rateGraceNanos;
     }
 
     /** Starts the reaper thread. */
@@ -135,20 +135,34 @@ public final class Connections implements Connection.Owner {
     }
 
     /**
-     * The accept loop's check of a new connection against the cap, with no wait: under the cap it
-     * is counted (serve it, then {@link #closed}); at the cap it gets one non-blocking write of a 503
-     * with {@code Retry-After: 1} and is closed (the write may be partial; the close is what
-     * matters). Refusals are logged at most once per 10 s, with a count. Call from one thread.
+     * The accept loop's check of a new connection against the cap and its client's share, with no
+     * wait: within both it is counted (serve it, then {@link #closed}); else it gets one
+     * non-blocking write of a 503 with {@code Retry-After: 1} and is closed (the write may be
+     * partial; the close is what matters). Refusals are logged at most once per 10 s, with a count.
+     * Call from one thread.
      *
-     * @return true when the connection is to be served
+     * @return the client's address when the connection is to be served (give it to its
+     *         {@link Connection}); null when it was refused
      */
-    public boolean admit(SocketChannel ch) {
-        if (count.get() < maxConnections) {
+    public InetSocketAddress admit(SocketChannel ch) {
+        InetSocketAddress client;
+        try {
+            client = (InetSocketAddress) ch.getRemoteAddress();
+        } catch (IOException e) {
+            closeQuietly(ch);  // reset before it was accepted
+            return null;
+        }
+        String refusal;
+        if (count.get() >= limits.maxConnections()) {
+            refusal = "too many connections; retry shortly";
+        } else if (!router.clients().connected(client.getAddress())) {
+            refusal = "too many connections from " + client.getAddress().getHostAddress() + "; retry shortly";
+        } else {
             count.incrementAndGet();
-            return true;
+            return client;
         }
         try {
-            ch.write(ByteBuffer.wrap(ResponseWriter.closing(Reply.unavailable("too many connections; retry shortly"))));
+            ch.write(ByteBuffer.wrap(ResponseWriter.closing(Reply.unavailable(refusal))));
         } catch (IOException ignored) {
             // best effort: the client may already be gone
         }
@@ -157,11 +171,12 @@ public final class Connections implements Connection.Owner {
         long now = System.currentTimeMillis();
         if (now - lastRefusalLog > 10_000) {
             LOG.warning("refused " + refusedSinceLog + " connection(s) with 503 since the last report: " + count.get()
-                + " open, the cap is " + maxConnections + " (--max-connections); reporting at most every 10 s");
+                + " open, the cap is " + limits.maxConnections() + " (--max-connections), " + limits.maxClientConnections()
+                + " per client (--max-client-connections); last: " + refusal + "; reporting at most every 10 s");
             lastRefusalLog = now;
             refusedSinceLog = 0;
         }
-        return false;
+        return null;
     }
 
     /**
@@ -186,6 +201,8 @@ public final class Connections implements Connection.Owner {
         c.closed();
         open.remove(c);
         count.decrementAndGet();
+        InetSocketAddress client = c.remoteAddress();
+        if (client != null) router.clients().disconnected(client.getAddress());
     }
 
     @Override
@@ -196,16 +213,6 @@ public final class Connections implements Connection.Owner {
     @Override
     public void requestEnded() {
         inFlight.decrementAndGet();
-    }
-
-    @Override
-    public void streamStarted() {
-        router.metrics().streamStarted();
-    }
-
-    @Override
-    public void streamEnded(String reason) {
-        router.metrics().streamEnded(reason);
     }
 
     @Override

@@ -10,6 +10,7 @@ import java.util.function.IntSupplier;
 import io.prometheus.metrics.core.datapoints.CounterDataPoint;
 import io.prometheus.metrics.core.datapoints.DistributionDataPoint;
 import io.prometheus.metrics.core.metrics.Counter;
+import io.prometheus.metrics.core.metrics.CounterWithCallback;
 import io.prometheus.metrics.core.metrics.GaugeWithCallback;
 import io.prometheus.metrics.core.metrics.Histogram;
 import io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter;
@@ -27,6 +28,7 @@ import io.prometheus.metrics.model.snapshots.Unit;
 import kiln.db.Db;
 import kiln.db.DbStats;
 import kiln.http.Reply;
+import kiln.http.spi.MemoryBudget;
 
 /**
  * A server's metrics, in the Prometheus text format ({@code GET /metrics}), through the Prometheus
@@ -54,6 +56,11 @@ import kiln.http.Reply;
  *       (server-sent events) being sent now, and those that ended, by why ({@link kiln.http.StreamEnd}): a
  *       {@code client} that went away, a {@code timeout} writing to a client that does not read, the
  *       server's {@code stop}, an {@code error} in the body, or {@code complete}.</li>
+ *   <li>{@code kiln_request_memory_bytes}, {@code kiln_request_memory_peak_bytes},
+ *       {@code kiln_request_memory_limit_bytes}: the request bytes the connections hold beyond their
+ *       first KiB, now and at most, and their limit ({@code --max-request-memory});
+ *       {@code kiln_refused_total{limit}}: connections and requests a limit refused
+ *       ({@code request_memory}, {@code client_connections}, {@code client_streams}, {@code streams}).</li>
  *   <li>{@code kiln_db_commits_total}, {@code kiln_db_commit_batch_size} (histogram of writes per
  *       commit), {@code kiln_db_write_queue_depth}, {@code kiln_db_map_size_bytes},
  *       {@code kiln_db_map_used_bytes}: the database's own counters ({@link Db#stats}), read at
@@ -91,6 +98,9 @@ public final class Metrics {
     private volatile IntSupplier openConnections;
     private final Counter streamsEnded;
     private final AtomicInteger streamsOpen = new AtomicInteger();
+    /** The router's limits, read at scrape time ({@link #limits}). */
+    private volatile ClientLimits clients;
+    private volatile MemoryBudget requestMemory;
 
     private Metrics() {
         registry = null;
@@ -120,6 +130,27 @@ public final class Metrics {
         streamsEnded = Counter.builder().name("http_streams_ended_total")
             .help("Streamed replies that ended, by reason: complete, client (went away), timeout (did not read), stop, error")
             .labelNames("reason").withoutExemplars().register(registry);
+        GaugeWithCallback.builder().name("kiln_request_memory_bytes")
+            .help("Request bytes the connections hold now beyond their first KiB (heads, contents until answered)")
+            .callback(callback -> callback.call(requestMemory.used())).register(registry);
+        GaugeWithCallback.builder().name("kiln_request_memory_peak_bytes")
+            .help("The most request bytes the connections held at once since the start")
+            .callback(callback -> callback.call(requestMemory.peak())).register(registry);
+        GaugeWithCallback.builder().name("kiln_request_memory_limit_bytes")
+            .help("The most request bytes the connections may hold at once (--max-request-memory); beyond, 503")
+            .callback(callback -> {
+                if (requestMemory.limit() != Long.MAX_VALUE) callback.call(requestMemory.limit());
+            }).register(registry);
+        CounterWithCallback.builder().name("kiln_refused_total")
+            .help("Connections and requests refused by a limit, by which: request_memory, client_connections, client_streams, streams")
+            .labelNames("limit")
+            .callback(callback -> {
+                long[] byClients = clients.refusals();
+                callback.call(requestMemory.refusals(), "request_memory");
+                callback.call(byClients[0], "client_connections");
+                callback.call(byClients[1], "client_streams");
+                callback.call(byClients[2], "streams");
+            }).register(registry);
         registry.register(new DbCollector(db));
         JvmMemoryMetrics.builder().register(registry);
         JvmGarbageCollectorMetrics.builder().register(registry);
@@ -168,6 +199,15 @@ public final class Metrics {
      */
     public void connections(IntSupplier open) {
         openConnections = open;
+    }
+
+    /**
+     * Sets where the limits' series come from ({@code kiln_request_memory_*}, {@code kiln_refused_total}):
+     * the router's, read at each scrape; the last call wins.
+     */
+    void limits(ClientLimits clients, MemoryBudget requestMemory) {
+        this.clients = clients;
+        this.requestMemory = requestMemory;
     }
 
     /** A streamed reply begins: counted in {@code http_streams_open} until {@link #streamEnded}. */

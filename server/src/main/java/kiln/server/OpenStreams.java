@@ -19,10 +19,11 @@ import kiln.http.StreamEnd;
 import kiln.http.spi.StreamedBody;
 
 /**
- * The streamed replies a library front end (Jetty, Undertow, Comsat) is sending: each counted in the
- * metrics exactly once ({@link Metrics#streamStarted}, then {@link Metrics#streamEnded} with its
- * reason), and all woken and ended by a server stop, so that a graceful stop does not wait its whole
- * grace period for streams that would never end by themselves. One per server.
+ * The streamed replies a library front end (Jetty, Undertow, Comsat) is sending: each body ended
+ * exactly once ({@link StreamedBody#end}, which tells the body, and so the router that counts it open:
+ * {@link AbstractRouter.Exchange#answer}), and all woken and ended by a server stop, so that a
+ * graceful stop does not wait its whole grace period for streams that would never end by
+ * themselves. One per server.
  *
  * <p>Each stream is a {@link StreamedBody}, the same state machine kiln's own connections run; here
  * are the two loops around it, by how the front end's thread may wait between parts:
@@ -31,14 +32,8 @@ import kiln.http.spi.StreamedBody;
  * asynchronous, {@link AsyncSink}).
  */
 public final class OpenStreams {
-    private final Metrics metrics;
     private final Set<StreamedBody> open = ConcurrentHashMap.newKeySet();
     private volatile boolean stopping;
-
-    /** @param metrics where streams are counted ({@code http_streams_open}, {@code http_streams_ended_total}) */
-    public OpenStreams(Metrics metrics) {
-        this.metrics = metrics;
-    }
 
     /** Where a blocking front end writes the parts of a streamed body, each flushed at once. */
     public interface BlockingSink {
@@ -96,7 +91,7 @@ public final class OpenStreams {
     }
 
     /**
-     * Sends {@code body} on the calling thread, which parks between parts, counted from start to end.
+     * Sends {@code body} on the calling thread, which parks between parts, and ends it.
      *
      * @param name names the stream in the log, e.g. {@code GET /updates/events}
      * @return why it ended ({@link StreamEnd}'s reasons); after a {@link StreamEnd#cut} reason the
@@ -159,15 +154,22 @@ public final class OpenStreams {
 
     private StreamedBody open(BodyStream body, String name) {
         StreamedBody s = new StreamedBody(body, name);
-        metrics.streamStarted();
         open.add(s);
         if (stopping) s.stop();
         return s;
     }
 
     private void close(StreamedBody s) {
-        s.end(StreamEnd.ERROR);  // unless it ended already: a sink that threw something unexpected
-        if (open.remove(s)) metrics.streamEnded(s.reason());
+        s.end(StreamEnd.ERROR);  // ERROR unless it ended already: a sink that threw something unexpected
+        open.remove(s);
+    }
+
+    /**
+     * For a front end that could not send a streamed reply at all (its client left before the head
+     * went out): ends its body, so that it is counted closed. Nothing for a reply that is not streamed.
+     */
+    public static void notSent(kiln.http.Reply reply) {
+        if (reply.stream != null) reply.stream.ended(StreamEnd.CLIENT);
     }
 
     /**

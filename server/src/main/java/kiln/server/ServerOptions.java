@@ -45,6 +45,44 @@ public final class ServerOptions {
         description = "Close (408 where the server library allows) a connection whose started request head is not complete after this long: slowloris (default: ${DEFAULT-VALUE}).")
     public long headerTimeoutMs;
 
+    @Option(names = "--min-request-rate", paramLabel = "BYTES_PER_S", defaultValue = "240",
+        description = "Once a request's head is in, its content must arrive at this rate or faster; a client that falls more than"
+            + " --min-rate-grace behind is answered 408 and closed (Kestrel's MinRequestBodyDataRate); 0: no rate, the header timeout"
+            + " covers the content (default: ${DEFAULT-VALUE}).")
+    public long minRequestRate;
+
+    @Option(names = "--min-response-rate", paramLabel = "BYTES_PER_S", defaultValue = "240",
+        description = "A response must be written at this rate or faster once the client's buffers are full; a client that does not read"
+            + " is closed after --min-rate-grace plus the response's bytes at this rate (Kestrel's MinResponseDataRate); 0: no rate,"
+            + " the idle timeout bounds a write (default: ${DEFAULT-VALUE}).")
+    public long minResponseRate;
+
+    @Option(names = "--min-rate-grace", paramLabel = "MS", defaultValue = "5000",
+        description = "How far behind the minimum rates a client may fall before it is cut: a silent client is closed this long after"
+            + " its last byte (default: ${DEFAULT-VALUE}).")
+    public long rateGraceMs;
+
+    @Option(names = "--max-request-memory", paramLabel = "BYTES",
+        description = "The most request bytes all connections may hold at once: heads beyond a connection's first KiB and contents"
+            + " until their handler answers; a request that does not fit is answered 503 with Retry-After (default: a quarter of"
+            + " the heap, -Xmx).")
+    public Long maxRequestMemory;
+
+    @Option(names = "--max-client-connections", paramLabel = "N", defaultValue = "" + ServerLimits.CLIENT_CONNECTIONS,
+        description = "The most connections one client address may hold open; beyond, its new ones are refused (nginx's limit_conn;"
+            + " --proxies are exempt) (default: ${DEFAULT-VALUE}).")
+    public int maxClientConnections;
+
+    @Option(names = "--max-client-streams", paramLabel = "N", defaultValue = "" + ServerLimits.CLIENT_STREAMS,
+        description = "The most event streams one client address may hold open; beyond, 503 with Retry-After (--proxies are exempt)"
+            + " (default: ${DEFAULT-VALUE}).")
+    public int maxClientStreams;
+
+    @Option(names = "--proxies", paramLabel = "ADDR", defaultValue = "127.0.0.1,::1",
+        description = "IP addresses of the reverse proxies in front (nginx), comma-separated, or none: their connections carry many"
+            + " clients, so the per-client limits do not apply to them (default: ${DEFAULT-VALUE}).")
+    public String proxies;
+
     @Option(names = "--max-connections", paramLabel = "N",
         description = "Most connections open at once; beyond it new ones are answered 503 and closed (kilim) or wait in the listen backlog"
             + " (default: the open-files limit minus 64, now ${sys:kiln.maxConnections}, or fewer when the heap (-Xmx) cannot hold"
@@ -115,31 +153,44 @@ public final class ServerOptions {
         return noMetrics ? Metrics.off() : Metrics.create(db);
     }
 
-    /** Heap kept for everything but connections (the endpoints, the database's caches, metrics), bytes. */
+    /** Heap kept for everything but connections and request memory (the endpoints, the database's caches, metrics), bytes. */
     static final long HEAP_RESERVE = 8L << 20;
 
     /**
-     * The connection cap: {@link #maxConnections} when given, else the smaller of
-     * {@link #defaultMaxConnections()} (file descriptors) and what the heap holds, ({@code -Xmx} minus
-     * {@value #HEAP_RESERVE} bytes) / {@code heapBytesPerConnection}, at least 16: new connections are
-     * refused at the cap before the heap runs out. The derived cap is logged with its reason.
+     * The limits these options set, with the defaults derived where no flag was given, logged in
+     * two lines at start: the request memory, a quarter of the heap ({@code -Xmx}); the connection
+     * cap, the smaller of {@link #defaultMaxConnections()} (file descriptors) and what the heap holds
+     * beside the request memory, ({@code -Xmx} minus {@value #HEAP_RESERVE} bytes minus the request
+     * memory) / {@code heapBytesPerConnection}, at least 16: new connections are refused at the cap
+     * before the heap runs out, and requests beyond the request memory with 503.
      *
      * @param heapBytesPerConnection the front end's heap per open connection, bytes: its measured
      *                               bytes per idle connection ({@code make bench-memory}) with room for
-     *                               a request in progress
+     *                               a request in progress (its first buffers)
      */
-    public int maxConnectionsOrDefault(int heapBytesPerConnection) {
-        if (maxConnections != null) return maxConnections;
-        int byFiles = defaultMaxConnections();
+    public ServerLimits limits(int heapBytesPerConnection) {
         long heap = Runtime.getRuntime().maxMemory();
-        long byHeap = Math.max(16, (heap - HEAP_RESERVE) / heapBytesPerConnection);
-        int cap = (int) Math.min(byFiles, byHeap);
-        java.util.logging.Logger.getLogger(ServerOptions.class.getName()).info("connection cap " + cap + ": "
-            + (byHeap < byFiles ? "what a " + (heap >> 20) + " MB heap holds at " + heapBytesPerConnection
-                + " bytes per connection (the open-files limit allows " + byFiles + ")"
-                : "the open-files limit minus 64 (the " + (heap >> 20) + " MB heap would hold " + byHeap + ")")
-            + "; set it with --max-connections");
-        return cap;
+        ServerLimits l = ServerLimits.defaults().idleTimeout(idleTimeoutMs).headerTimeout(headerTimeoutMs).maxContent(maxContentBytes)
+            .minRequestRate(minRequestRate).minResponseRate(minResponseRate).rateGrace(rateGraceMs)
+            .maxClientConnections(maxClientConnections).maxClientStreams(maxClientStreams).proxies(ServerLimits.parseAddresses(proxies));
+        if (maxStreams != null) l = l.maxStreams(maxStreams);
+        if (maxRequestMemory != null) l = l.maxRequestMemory(maxRequestMemory);
+        java.util.logging.Logger log = java.util.logging.Logger.getLogger(ServerOptions.class.getName());
+        if (maxConnections != null) {
+            l = l.maxConnections(maxConnections);
+        } else {
+            int byFiles = defaultMaxConnections();
+            long byHeap = Math.max(16, (heap - HEAP_RESERVE - l.maxRequestMemory()) / heapBytesPerConnection);
+            l = l.maxConnections((int) Math.min(byFiles, byHeap));
+            log.info("connection cap " + l.maxConnections() + ": "
+                + (byHeap < byFiles ? "what a " + (heap >> 20) + " MB heap holds beside " + ServerLimits.megabytes(l.maxRequestMemory())
+                    + " of request memory at " + heapBytesPerConnection + " bytes per connection (the open-files limit allows " + byFiles + ")"
+                    : "the open-files limit minus 64 (the " + (heap >> 20) + " MB heap would hold " + byHeap + " beside "
+                    + ServerLimits.megabytes(l.maxRequestMemory()) + " of request memory)")
+                + "; set it with --max-connections");
+        }
+        log.info(l.describe());
+        return l;
     }
 
     /**
@@ -166,6 +217,24 @@ public final class ServerOptions {
         if (maxConnections != null) requireRange(cmd, "--max-connections", maxConnections, 1, Long.MAX_VALUE, "");
         requireRange(cmd, "--max-content", maxContentBytes, 0, kiln.http.Limits.MAX_CONTENT_CEILING, " bytes");
         if (maxStreams != null) requireRange(cmd, "--max-streams", maxStreams, 0, Integer.MAX_VALUE, "");
+        requireRange(cmd, "--min-request-rate", minRequestRate, 0, Integer.MAX_VALUE, " bytes/s");
+        requireRange(cmd, "--min-response-rate", minResponseRate, 0, Integer.MAX_VALUE, " bytes/s");
+        requireRange(cmd, "--min-rate-grace", rateGraceMs, 1, Integer.MAX_VALUE, " ms");
+        if (maxRequestMemory != null) requireRange(cmd, "--max-request-memory", maxRequestMemory, 1, Long.MAX_VALUE, " bytes");
+        requireRange(cmd, "--max-client-connections", maxClientConnections, 1, Integer.MAX_VALUE, "");
+        requireRange(cmd, "--max-client-streams", maxClientStreams, 0, Integer.MAX_VALUE, "");
+        try {
+            ServerLimits.parseAddresses(proxies);
+        } catch (IllegalArgumentException e) {
+            throw new CommandLine.ParameterException(cmd, "--proxies: " + e.getMessage());
+        }
+        ServerLimits content = ServerLimits.defaults().maxContent(maxContentBytes);
+        long memory = maxRequestMemory != null ? maxRequestMemory : content.maxRequestMemory();
+        if (memory < content.largestRequest()) {
+            throw new CommandLine.ParameterException(cmd, "--max-request-memory " + memory + (maxRequestMemory == null ? " (a quarter of -Xmx)" : "")
+                + " cannot hold one request of --max-content " + maxContentBytes + " (" + content.largestRequest()
+                + " bytes with its head and chunk framing): raise it, or -Xmx, or lower --max-content");
+        }
         if (db != null && !kiln.db.postgresql.PostgresEngine.isUrl(db)) {
             throw new CommandLine.ParameterException(cmd, "--db must be a PostgreSQL URL (postgresql://HOST[:PORT]/DATABASE or"
                 + " jdbc:postgresql://...), got '" + db + "'");
@@ -309,7 +378,8 @@ public final class ServerOptions {
     }
 
     /**
-     * Applies the options that are the request pipeline's to {@code router}: {@code --max-streams},
+     * Applies the options that are the request pipeline's to {@code router}: its {@code limits}
+     * ({@link AbstractRouter#limits}: the stream cap, the per-client shares, the request memory),
      * and the middleware the options turn on, outside any filter the router has already: a
      * {@link RequestId} and the {@link AccessLog} ({@code --access-log}), {@link Cors}
      * ({@code --cors}), {@link Authentication} ({@code --auth-tokens}, {@code --auth-paths}).
@@ -318,8 +388,8 @@ public final class ServerOptions {
      * @throws IllegalArgumentException when the access log or the tokens file cannot be opened or read, or a
      *                                  CORS origin or a path is malformed (the message names the option)
      */
-    public <H, R extends AbstractRouter<H, R>> R applyTo(R router) {
-        if (maxStreams != null) router.maxStreams(maxStreams);
+    public <H, R extends AbstractRouter<H, R>> R applyTo(R router, ServerLimits limits) {
+        router.limits(limits);
         List<Filter> outer = new ArrayList<>();
         if (accessLog != null) {
             outer.add(new RequestId());

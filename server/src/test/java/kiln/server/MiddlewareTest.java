@@ -89,7 +89,7 @@ class MiddlewareTest {
     void optionsPutsTheirFiltersOutsideTheApps() {
         List<String> seen = new ArrayList<>();
         StepRouter router = router().filter(recording("app", seen));
-        ServerOptions.of("--cors", "https://a.example").applyTo(router);
+        ServerOptions.of("--cors", "https://a.example").applyTo(router, ServerLimits.defaults());
         Reply preflight = serve(router, "OPTIONS", "/hello", "Origin", "https://a.example", "Access-Control-Request-Method", "POST");
         assertEquals(204, preflight.status);
         assertTrue(seen.isEmpty(), "the preflight was answered outside the app's filter: " + seen);
@@ -221,14 +221,14 @@ class MiddlewareTest {
     @Test
     void badOptionsNameTheOption(@TempDir Path dir) throws Exception {
         IllegalArgumentException cors = assertThrows(IllegalArgumentException.class,
-            () -> ServerOptions.of("--cors", "a.example").applyTo(router()));
+            () -> ServerOptions.of("--cors", "a.example").applyTo(router(), ServerLimits.defaults()));
         assertTrue(cors.getMessage().startsWith("--cors: "), cors.getMessage());
         Path tokens = Files.writeString(dir.resolve("tokens"), "# ops\nshort\n");
         IllegalArgumentException auth = assertThrows(IllegalArgumentException.class,
-            () -> ServerOptions.of("--auth-tokens", tokens.toString()).applyTo(router()));
+            () -> ServerOptions.of("--auth-tokens", tokens.toString()).applyTo(router(), ServerLimits.defaults()));
         assertTrue(auth.getMessage().startsWith("--auth-tokens "), auth.getMessage());
         IllegalArgumentException log = assertThrows(IllegalArgumentException.class,
-            () -> ServerOptions.of("--access-log", dir.resolve("no/such/dir/log").toString()).applyTo(router()));
+            () -> ServerOptions.of("--access-log", dir.resolve("no/such/dir/log").toString()).applyTo(router(), ServerLimits.defaults()));
         assertTrue(log.getMessage().startsWith("--access-log "), log.getMessage());
     }
 }

@@ -21,7 +21,7 @@ import org.junit.jupiter.api.Timeout;
 /** The blocking stream loop (Jetty's blocking and loom modes, Undertow's blocking one), against a sink in memory. */
 @Timeout(30)
 class OpenStreamsBlockingTest {
-    private final OpenStreams streams = new OpenStreams(Metrics.off());
+    private final OpenStreams streams = new OpenStreams();
 
     /** Records the parts written; fails writes after {@code failAfter} parts with {@code failure}. */
     private static final class Recorder implements OpenStreams.BlockingSink {

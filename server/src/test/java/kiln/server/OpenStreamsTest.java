@@ -23,15 +23,15 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-/** The library front ends' streams: the asynchronous loop against a sink in memory, and each stream counted once. */
+/** The library front ends' streams: the asynchronous loop against a sink in memory, and each body ended exactly once. */
 @Timeout(30)
 class OpenStreamsTest {
     private final ExecutorService workers = Executors.newFixedThreadPool(2);
     private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor();
-    private final Metrics metrics = Metrics.off();
-    private final OpenStreams streams = new OpenStreams(metrics);
-    /** Streams counted open by other tests on the shared {@link Metrics#off()}. */
-    private final int before = metrics.streamsOpen();
+    private final OpenStreams streams = new OpenStreams();
+    /** Bodies of this test not ended yet: made by {@link #ticks}, ended by {@link BodyStream#ended}. */
+    private final AtomicInteger open = new AtomicInteger();
+    private final int before = 0;
 
     @AfterEach
     void stopThreads() {
@@ -70,10 +70,18 @@ class OpenStreamsTest {
         }
     }
 
-    /** Writes "tick" each time {@code ticks} gives a new future; ends after {@code count} ticks. */
-    private static BodyStream ticks(List<CompletableFuture<Void>> ticks, long heartbeatMs) {
+    /** Writes "tick" each time {@code ticks} gives a new future; ends after {@code count} ticks. Counted in {@link #open} until ended. */
+    private BodyStream ticks(List<CompletableFuture<Void>> ticks, long heartbeatMs) {
         AtomicInteger at = new AtomicInteger();
+        AtomicInteger endings = new AtomicInteger();
+        open.incrementAndGet();
         return new BodyStream() {
+            @Override
+            public void ended(String reason) {
+                if (endings.incrementAndGet() > 1) throw new AssertionError("ended twice, the second time as " + reason);
+                open.decrementAndGet();
+            }
+
             @Override
             public CompletableFuture<?> poll(BodyOutput out) {
                 int i = at.getAndIncrement();
@@ -94,12 +102,12 @@ class OpenStreamsTest {
     }
 
     @Test
-    void partsGoOutAsTheFuturesCompleteAndTheStreamIsCountedOnce() throws Exception {
+    void partsGoOutAsTheFuturesCompleteAndTheBodyIsEndedOnce() throws Exception {
         List<CompletableFuture<Void>> ticks = List.of(new CompletableFuture<>(), new CompletableFuture<>());
         Recorder sink = new Recorder();
         CompletableFuture<String> ended = streams.runAsync(ticks(ticks, 60_000), sink, "GET /ticks", workers, timer);
         Thread.sleep(100);
-        assertEquals(before + 1, metrics.streamsOpen());
+        assertEquals(before + 1, open.get());
         assertEquals(1, sink.flushes.get(), "the head went out before any part");
         assertTrue(sink.parts.isEmpty());
         ticks.get(0).complete(null);
@@ -108,7 +116,7 @@ class OpenStreamsTest {
         assertEquals(List.of("tick1\n", "tick2\n"), sink.parts);
         assertEquals(Boolean.TRUE, sink.complete);
         assertEquals(1, sink.finishes.get());
-        assertEquals(before, metrics.streamsOpen());
+        assertEquals(before, open.get());
     }
 
     @Test
@@ -130,7 +138,7 @@ class OpenStreamsTest {
         streams.stop();
         assertEquals(StreamEnd.STOP, ended.get(2, TimeUnit.SECONDS));
         assertEquals(Boolean.TRUE, sink.complete);
-        assertEquals(before, metrics.streamsOpen());
+        assertEquals(before, open.get());
         Recorder late = new Recorder();
         assertEquals(StreamEnd.STOP, streams.runAsync(ticks(List.of(new CompletableFuture<>()), 60_000), late, "GET /ticks", workers, timer)
             .get(2, TimeUnit.SECONDS), "a stream begun after the stop ends at once");
@@ -148,7 +156,7 @@ class OpenStreamsTest {
         stuck.failAfter = 0;
         stuck.failure = new IOException(new TimeoutException("idle timeout"));
         assertEquals(StreamEnd.TIMEOUT, streams.runAsync(ticks(done, 60_000), stuck, "GET /ticks", workers, timer).get(5, TimeUnit.SECONDS));
-        assertEquals(before, metrics.streamsOpen());
+        assertEquals(before, open.get());
     }
 
     @Test
@@ -161,14 +169,14 @@ class OpenStreamsTest {
     }
 
     @Test
-    void theBlockingLoopIsCountedAndStoppedHereToo() throws Exception {
+    void theBlockingLoopEndsItsBodyAndIsStoppedHereToo() throws Exception {
         CompletableFuture<Void> never = new CompletableFuture<>();
         CompletableFuture<String> ended = CompletableFuture.supplyAsync(() -> streams.runBlocking(ticks(List.of(never), 60_000),
             (bytes, length) -> { }, "GET /ticks"), workers);
         Thread.sleep(100);
-        assertEquals(before + 1, metrics.streamsOpen());
+        assertEquals(before + 1, open.get());
         streams.stop();
         assertEquals(StreamEnd.STOP, ended.get(2, TimeUnit.SECONDS));
-        assertEquals(before, metrics.streamsOpen());
+        assertEquals(before, open.get());
     }
 }

@@ -102,6 +102,8 @@ public final class Connection {
     private static final int HEADER = 2;
     private static final int WRITE = 3;
     private static final int LINGER = 4;
+    /** A request's head is in and its content arrives: the minimum data rate's deadline. */
+    private static final int CONTENT = 5;
 
     /** A lingering close reads and discards at most this much of what the client still sends... */
     private static final int LINGER_MAX_BYTES = 1 << 20;
@@ -111,6 +113,15 @@ public final class Connection {
     private final Owner owner;
     private final SocketChannel channel;
     private InetSocketAddress remote;
+    /** The server's request memory ({@link Owner#requestMemory}), which {@link #inCharge} and {@link #contentCharge} are reserved from. */
+    private final MemoryBudget memory;
+    /** Bytes reserved for {@link #in}: its capacity once it outgrew the pool's buffer, else 0 (a connection's first KiB is its own). */
+    private int inCharge;
+    /**
+     * Bytes reserved for request content held outside {@link #in}: chunked content the parser copied
+     * so far, then the parsed request's content until its handler answers.
+     */
+    private int contentCharge;
 
     /** How far the request being received has been parsed, so each read parses only what is new; null while idle. */
     private RequestParser.Progress progress;
@@ -172,20 +183,41 @@ public final class Connection {
             return Limits.MAX_CONTENT;
         }
 
+        /**
+         * @return the server's request memory, from which a connection reserves every byte of a request
+         *         it buffers beyond its first KiB (default: no limit); a request that does not fit is 503
+         */
+        default MemoryBudget requestMemory() {
+            return MemoryBudget.UNLIMITED;
+        }
+
+        /**
+         * @return the least rate, bytes/s, at which a request's content must arrive once its head is in,
+         *         or 0 for none (the header timeout then bounds head and content together)
+         */
+        default long minRequestRate() {
+            return 0;
+        }
+
+        /**
+         * @return the least rate, bytes/s, at which a response must be written to a client that does not
+         *         read, or 0 for none (the idle timeout then bounds each write)
+         */
+        default long minResponseRate() {
+            return 0;
+        }
+
+        /** @return how far behind a minimum rate a client may fall before it is cut, ns (Kestrel's grace period) */
+        default long rateGraceNanos() {
+            return 5_000_000_000L;
+        }
+
         /** A handler is to run, or a streamed body begins: a graceful stop waits until {@link #requestEnded}. */
         default void requestStarted() {
         }
 
         /** The handler answered, or the streamed body ended. */
         default void requestEnded() {
-        }
-
-        /** A streamed body begins. */
-        default void streamStarted() {
-        }
-
-        /** @param reason why a streamed body ended, one of {@link StreamEnd}'s */
-        default void streamEnded(String reason) {
         }
 
         /**
@@ -203,8 +235,18 @@ public final class Connection {
      * @param channel the accepted socket, which the reaper half-closes when overdue; null in tests
      */
     public Connection(Owner owner, SocketChannel channel) {
+        this(owner, channel, null);
+    }
+
+    /**
+     * @param remote the client's address when the front end knows it already (its accept loop
+     *               asked for it), else null: asked of the channel when first needed
+     */
+    public Connection(Owner owner, SocketChannel channel, InetSocketAddress remote) {
         this.owner = owner;
         this.channel = channel;
+        this.remote = remote;
+        this.memory = owner.requestMemory();
         arm(IDLE, owner.idleTimeoutNanos());  // a client that connects and never sends is reaped
     }
 
@@ -238,22 +280,80 @@ public final class Connection {
         try {
             RequestParser.Parsed p = RequestParser.parse(in.array(), consumed, in.position(), progress);
             if (p == null) {
-                if (consumed == 0 && !in.hasRemaining() && in.capacity() >= maxInput()) {
-                    throw new HttpException(431, "request larger than " + maxInput() + " bytes");
+                if (!chargeContent(progress.copiedContent()) || consumed == 0 && !in.hasRemaining() && !grow()) {
+                    refuseForMemory();
+                    return null;
                 }
                 if (progress.takeContinue()) out.put(CONTINUE);  // written before the next read
+                if (progress.inContent() && phase == HEADER && owner.minRequestRate() > 0) arm(CONTENT, owner.rateGraceNanos());
                 needInput = true;
                 return null;
             }
             consumed += p.length;
             phase = NONE;
+            holdContent(p.request.body().length);
             return p.request.remoteAddress(remote());
         } catch (HttpException e) {
             // a refused HEAD gets the head only (RFC 9110 section 9.3.2), as every answer to a HEAD
-            refuse(Reply.error(e.status(), e.getMessage()), progress.refusedHead());
+            refuse(Reply.error(e.status(), e.getMessage()), progress.refusedHead() || progress.isHead());
             refused = true;
             return null;
         }
+    }
+
+    /**
+     * The input buffer is full and holds no whole request: grows it (doubling, up to the largest
+     * request the limits allow) if the server's request memory has room for the bigger one.
+     *
+     * @return false when the memory has no room
+     * @throws HttpException 431 when the buffer holds the largest request allowed already
+     */
+    private boolean grow() {
+        if (in.capacity() >= maxInput()) throw new HttpException(431, "request larger than " + maxInput() + " bytes");
+        int size = Math.min(maxInput(), in.capacity() * 2);
+        if (!memory.reserve(size)) return false;
+        ByteBuffer bigger = ByteBuffer.allocate(size);
+        bigger.put(in.array(), 0, in.position());
+        giveBackInput();
+        in = bigger;
+        inCharge = size;
+        return true;
+    }
+
+    /** Reserves what the parser copied of a chunked body beyond what is reserved already. @return false when it does not fit */
+    private boolean chargeContent(int copied) {
+        if (copied <= contentCharge) return true;
+        if (!memory.reserve(copied - contentCharge)) return false;
+        contentCharge = copied;
+        return true;
+    }
+
+    /**
+     * A request was parsed: its content now lives in its own array until the handler answers. When
+     * the input buffer had grown, the bytes after the request move to a buffer of their size and the
+     * reservation shrinks to the content and that buffer; a request that fit the pool's buffer holds
+     * nothing reserved.
+     */
+    private void holdContent(int length) {
+        int held = inCharge + contentCharge;
+        if (held == 0) return;
+        if (inCharge > 0) {
+            int remaining = in.position() - consumed;
+            ByteBuffer rest = remaining <= BufferPool.BUFFER_BYTES ? BufferPool.take() : ByteBuffer.allocate(remaining);
+            rest.put(in.array(), consumed, remaining);
+            in = rest;
+            consumed = 0;
+            inCharge = rest.capacity() > BufferPool.BUFFER_BYTES ? rest.capacity() : 0;
+        }
+        contentCharge = Math.min(length, held - inCharge);
+        memory.release(held - inCharge - contentCharge);
+    }
+
+    /** The server's request memory has no room for this request: 503 with Retry-After, and the connection closes. */
+    private void refuseForMemory() {
+        refuse(Reply.unavailable("the server holds as many request bytes as it may (--max-request-memory); retry shortly"),
+            progress.isHead());
+        refused = true;
     }
 
     private void refuse(Reply error, boolean head) {
@@ -276,6 +376,7 @@ public final class Connection {
     public void answer(Reply reply) {
         Request request = pending;
         pending = null;
+        releaseContent();
         owner.requestEnded();
         boolean keepAlive = request.keepAlive() && !owner.isStopping();
         boolean head = "HEAD".equals(request.method());
@@ -292,7 +393,6 @@ public final class Connection {
         StreamedBody s = new StreamedBody(body, name.intern());  // a route's name: one string for all its streams
         sending = s;
         owner.requestStarted();  // a graceful stop waits for the stream to end (it wakes it first)
-        owner.streamStarted();
         if (in != null && in.position() == consumed) releaseInput();  // a waiting subscriber holds no buffer
         if (streamStopped) s.stop();
     }
@@ -329,7 +429,6 @@ public final class Connection {
             if (chunked) ResponseWriter.lastChunk(out);
             if (reason.equals(StreamEnd.STOP) || owner.isStopping()) close = true;
         }
-        owner.streamEnded(reason);
         owner.requestEnded();
     }
 
@@ -360,13 +459,16 @@ public final class Connection {
     }
 
     /**
-     * Starts writing: arms the write deadline (a client that does not read is cut after the idle
-     * timeout). Write all of the returned bytes, then call {@link #written}.
+     * Starts writing: arms the write deadline, by which a client that does not read is cut: the
+     * grace period plus the time the bytes take at the minimum response rate (Kestrel's
+     * {@code MinResponseDataRate}), or the idle timeout when there is no minimum rate. Write all of
+     * the returned bytes, then call {@link #written}.
      */
     public ByteBuffer output() {
         phaseBeforeWrite = phase;
         deadlineBeforeWrite = deadline;
-        arm(WRITE, owner.idleTimeoutNanos());
+        long rate = owner.minResponseRate();
+        arm(WRITE, rate > 0 ? owner.rateGraceNanos() + out.length() * 1_000_000_000L / rate : owner.idleTimeoutNanos());
         return out.toByteBuffer();
     }
 
@@ -398,12 +500,11 @@ public final class Connection {
             progress = new RequestParser.Progress(owner.maxContentBytes());
         }
         if (lingering) return in.clear();
-        in = compact(in, consumed);
-        consumed = 0;
+        compact();
         if (sending == null) {
             if (in.position() == 0) {
                 arm(IDLE, owner.idleTimeoutNanos());
-            } else if (phase != HEADER) {
+            } else if (phase != HEADER && phase != CONTENT) {
                 arm(HEADER, owner.headerTimeoutNanos());
             }
         }
@@ -418,7 +519,14 @@ public final class Connection {
      *          closes (after a 408 when the header timeout expired, RFC 9110 section 15.5.9)
      */
     public void read(int n) {
-        if (n > 0) needInput = false;
+        if (n > 0) {
+            needInput = false;
+            // Each byte of content buys 1/rate s; a client may be at most the grace period behind.
+            if (phase == CONTENT) {
+                long now = System.nanoTime();
+                deadline = Math.min(now + owner.rateGraceNanos(), deadline + n * 1_000_000_000L / owner.minRequestRate());
+            }
+        }
         if (lingering) {
             discarded += Math.max(n, 0);
             if (n < 0 || discarded >= LINGER_MAX_BYTES) {
@@ -431,9 +539,13 @@ public final class Connection {
                 endStream(StreamEnd.CLIENT);
             } else if (expired == HEADER && !close) {
                 refuse(Reply.error(408, "request not received within " + owner.headerTimeoutNanos() / 1_000_000_000L + " s"), false);
+            } else if (expired == CONTENT && !close) {
+                refuse(Reply.error(408, "request content arrived slower than " + owner.minRequestRate() + " bytes/s"), false);
             }
-        } else if (sending != null && !in.hasRemaining() && in.capacity() >= maxInput()) {
-            endStream(StreamEnd.CLIENT);  // a client that sends more than a request's worth while a stream runs
+        } else if (sending != null && !in.hasRemaining()) {
+            // A stream's client has nothing to send: what it sends waits in the connection's first
+            // buffer (a request pipelined after the stream), and a client that fills it ends the stream.
+            endStream(StreamEnd.CLIENT);
         }
     }
 
@@ -444,10 +556,22 @@ public final class Connection {
      */
     public void received(byte[] bytes) {
         int off = 0;
-        while (off < bytes.length && !done) {
+        while (off < bytes.length && !done && !close) {
             ByteBuffer b = readBuffer();
+            if (!b.hasRemaining()) {
+                try {
+                    if (sending != null || !grow()) {
+                        if (sending == null) refuseForMemory();
+                        return;
+                    }
+                } catch (HttpException e) {
+                    refuse(Reply.error(e.status(), e.getMessage()), progress.isHead());
+                    refused = true;
+                    return;
+                }
+                b = in;
+            }
             int k = Math.min(b.remaining(), bytes.length - off);
-            if (k == 0) return;
             b.put(bytes, off, k);
             off += k;
             read(k);
@@ -465,10 +589,23 @@ public final class Connection {
     }
 
     private void releaseInput() {
-        BufferPool.give(in);
+        giveBackInput();
         in = null;
         progress = null;
         consumed = 0;
+    }
+
+    /** Gives {@link #in} back to the pool (a grown one to the garbage collector) and its reservation to the memory. */
+    private void giveBackInput() {
+        BufferPool.give(in);
+        if (inCharge > 0) memory.release(inCharge);
+        inCharge = 0;
+    }
+
+    /** The handler answered (or the connection ended): the request's content is no longer held here. */
+    private void releaseContent() {
+        if (contentCharge > 0) memory.release(contentCharge);
+        contentCharge = 0;
     }
 
     /**
@@ -490,6 +627,10 @@ public final class Connection {
         } catch (IOException e) {
             return false;  // the client reset the connection: nothing is left to protect
         }
+        if (in == null || inCharge > 0) {
+            if (in != null) giveBackInput();
+            in = BufferPool.take();  // what is discarded needs no more room than this
+        }
         arm(LINGER, LINGER_NANOS);
         lingering = true;
         discarded = 0;
@@ -509,12 +650,19 @@ public final class Connection {
             pending = null;
             owner.requestEnded();
         }
+        releaseContent();
+        if (in != null) releaseInput();
         done = true;
     }
 
     /** @return the largest request the parser's limits allow, plus chunk framing: more means the parser already refused it */
     private int maxInput() {
         return RequestParser.MAX_REQUEST_LINE + RequestParser.MAX_HEADER_BYTES + 2 * owner.maxContentBytes();
+    }
+
+    /** @return the client's address: given when the connection was made, or asked of the socket; null when unknown */
+    public InetSocketAddress remoteAddress() {
+        return remote();
     }
 
     private InetSocketAddress remote() {
@@ -551,8 +699,8 @@ public final class Connection {
         expired = p;
         try {
             channel.shutdownInput();
-            // keep the write side open after a header timeout so that the 408 can still be sent
-            if (p != HEADER) channel.shutdownOutput();
+            // keep the write side open after a header or content timeout so that the 408 can still be sent
+            if (p != HEADER && p != CONTENT) channel.shutdownOutput();
         } catch (IOException e) {
             LOG.log(Level.FINE, "half-closing an expired connection", e);
         }
@@ -569,20 +717,16 @@ public final class Connection {
         }
     }
 
-    /** Drops the consumed bytes; grows the buffer when a partial request fills it (a grown buffer is not pooled). */
-    private ByteBuffer compact(ByteBuffer in, int consumed) {
-        if (consumed > 0) {
-            int remaining = in.position() - consumed;
-            System.arraycopy(in.array(), consumed, in.array(), 0, remaining);
-            in.position(remaining);
-            if (remaining == 0 && in.capacity() > BufferPool.BUFFER_BYTES) return BufferPool.take();
+    /** Drops the consumed bytes; a grown buffer left empty goes back for one of the pool's (the parse grows it: {@link #grow}). */
+    private void compact() {
+        if (consumed == 0) return;
+        int remaining = in.position() - consumed;
+        System.arraycopy(in.array(), consumed, in.array(), 0, remaining);
+        in.position(remaining);
+        consumed = 0;
+        if (remaining == 0 && inCharge > 0) {
+            giveBackInput();
+            in = BufferPool.take();
         }
-        if (!in.hasRemaining()) {
-            ByteBuffer bigger = ByteBuffer.allocate(Math.min(maxInput(), in.capacity() * 2));
-            bigger.put(in.array(), 0, in.position());
-            BufferPool.give(in);
-            return bigger;
-        }
-        return in;
     }
 }

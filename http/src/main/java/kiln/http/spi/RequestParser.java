@@ -122,6 +122,21 @@ public final class RequestParser {
             return true;
         }
 
+        /** @return true when the request being parsed is a HEAD (its request line is in): its refusal gets no body */
+        boolean isHead() {
+            return "HEAD".equals(method);
+        }
+
+        /** @return true once the request's head is in and its content is awaited (the minimum data rate applies) */
+        boolean inContent() {
+            return stage >= FIXED_BODY;
+        }
+
+        /** @return the bytes of chunked content copied out of the input so far (the request's own array once it is whole) */
+        int copiedContent() {
+            return chunks == null ? 0 : chunks.size();
+        }
+
         /** Set when the request just refused was a HEAD (its request line was in): its refusal gets no body. */
         private boolean refusedHead;
 

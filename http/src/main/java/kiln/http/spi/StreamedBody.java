@@ -142,20 +142,23 @@ public final class StreamedBody implements BiConsumer<Object, Throwable> {
     }
 
     /**
-     * Ends the body from outside: a write failed ({@link StreamEnd#CLIENT}, {@link StreamEnd#TIMEOUT})
-     * or the client left, even after the body said it was complete (its last part was not written).
-     * Nothing when it has ended already. Detaches it from the futures it waited on.
+     * Ends the body: after {@link Next#END}, with its {@link #reason()}; from outside, when a write
+     * failed ({@link StreamEnd#CLIENT}, {@link StreamEnd#TIMEOUT}) or the client left, even after the
+     * body said it was complete (its last part was not written). The first call tells the body
+     * ({@link BodyStream#ended}) and detaches it from the futures it waited on; later calls do nothing.
      */
     public void end(String why) {
         if (reason == null) reason = why;
-        detach();
-    }
-
-    /** Drops what a later completion of a shared future, or a late wake-up, could reach. */
-    public void detach() {
+        BodyStream b = body;
+        if (b == null) return;
         body = null;
         waitingFor = null;
-        wake = null;
+        wake = null;  // what a later completion of a shared future, or a late wake-up, could reach is dropped
+        try {
+            b.ended(reason);
+        } catch (RuntimeException e) {
+            LOG.log(Level.WARNING, "the streamed body of " + name + " failed as it ended", e);
+        }
     }
 
     /** A future the body returned completed: {@link #wake()}. */

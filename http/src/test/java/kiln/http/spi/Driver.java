@@ -76,7 +76,7 @@ final class Driver {
                         c.written();
                     }
                 }
-                case HANDLE -> c.answer(handler.apply(c.request()));
+                case HANDLE -> c.answer(owner.counted(c.request(), handler.apply(c.request())));
                 case WAIT, CLOSE -> {
                     return a;
                 }

@@ -2,9 +2,12 @@ package kiln.http.spi;
 
 import java.net.InetSocketAddress;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 
+import kiln.http.BodyOutput;
+import kiln.http.BodyStream;
 import kiln.http.Limits;
 import kiln.http.Reply;
 
@@ -58,15 +61,36 @@ final class TestOwner implements Connection.Owner {
         inFlight.decrementAndGet();
     }
 
-    @Override
-    public void streamStarted() {
+    /**
+     * Counts a streamed reply open until its body's {@link BodyStream#ended}, as a server's router
+     * does: the connection must end every body it started exactly once.
+     */
+    Reply counted(kiln.http.Request request, Reply reply) {
+        if (reply.stream == null || "HEAD".equals(request.method())) return reply;
+        BodyStream body = reply.stream;
         streamsOpen.incrementAndGet();
-    }
+        return reply.withStream(new BodyStream() {
+            @Override
+            public CompletableFuture<?> poll(BodyOutput out) throws Exception {
+                return body.poll(out);
+            }
 
-    @Override
-    public void streamEnded(String reason) {
-        streamsOpen.decrementAndGet();
-        streamsEnded.add(reason);
+            @Override
+            public byte[] heartbeat() {
+                return body.heartbeat();
+            }
+
+            @Override
+            public long heartbeatMillis() {
+                return body.heartbeatMillis();
+            }
+
+            @Override
+            public void ended(String reason) {
+                streamsOpen.decrementAndGet();
+                streamsEnded.add(reason);
+            }
+        });
     }
 
     @Override
