@@ -160,6 +160,30 @@ class MiddlewareTest {
         assertThrows(IllegalArgumentException.class, () -> Authentication.bearerTokens("kiln", List.of("short")));
     }
 
+    /** A request's path is compared in its normal form, so a prefix that is not normal would protect nothing: refused at start. */
+    @Test
+    void aProtectedPathMustBeInNormalForm(@TempDir Path dir) throws Exception {
+        Authentication bearer = Authentication.bearerTokens("kiln", List.of(TOKEN));
+        IllegalArgumentException encoded = assertThrows(IllegalArgumentException.class, () -> bearer.on("/metrics", "/wor%6Cds"));
+        assertEquals("a protected path must be in normal form: '/wor%6Cds' is '/worlds' (RFC 3986 section 6.2.2)", encoded.getMessage());
+        assertEquals("a protected path must be in normal form: '/admin/./users' is '/admin/users' (RFC 3986 section 6.2.2)",
+            assertThrows(IllegalArgumentException.class, () -> bearer.on("/admin/./users")).getMessage());
+        assertEquals("a protected path must be in normal form: '/a%2fb' is '/a%2Fb' (RFC 3986 section 6.2.2)",
+            assertThrows(IllegalArgumentException.class, () -> bearer.on("/a%2fb")).getMessage());
+        assertEquals("a protected path must be in normal form: '/../admin' has none (the path climbs above the root with '..')",
+            assertThrows(IllegalArgumentException.class, () -> bearer.on("/../admin")).getMessage());
+        assertEquals("a protected path must be in normal form: '/a%zz' has none "
+            + "(malformed percent-encoding in the path (RFC 3986 section 2.1))",
+            assertThrows(IllegalArgumentException.class, () -> bearer.on("/a%zz")).getMessage());
+        assertEquals(401, serve(router().filter(bearer.on("/admin/", "/a%2Fb")), "GET", "/admin/users").status, "normal prefixes are taken");
+
+        Path tokens = Files.writeString(dir.resolve("tokens"), TOKEN + "\n");
+        IllegalArgumentException option = assertThrows(IllegalArgumentException.class,
+            () -> ServerOptions.of("--auth-tokens", tokens.toString(), "--auth-paths", "/metrics,/wor%6Cds").applyTo(router()));
+        assertEquals("--auth-paths: a protected path must be in normal form: '/wor%6Cds' is '/worlds' (RFC 3986 section 6.2.2)",
+            option.getMessage());
+    }
+
     @Test
     void requestIdIsTakenWhenPlausibleElseMadeAndEchoed() {
         StepRouter router = router().filter(new RequestId());
