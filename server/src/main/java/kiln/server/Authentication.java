@@ -107,7 +107,8 @@ public final class Authentication implements Filter {
     /**
      * A prefix is compared with the request's path in its normal form ({@link Paths}), so one that
      * is not normal ({@code /wor%6Cds}, {@code /a/./b}) would match no request and protect nothing:
-     * it is refused.
+     * it is refused. A prefix covers only the paths that spell it, so a handler below it must serve
+     * each resource under one path ({@link Request#pathParamLong}: {@code /worlds/05} is not {@code /worlds/5}).
      *
      * @param pathPrefixes paths in normal form, e.g. {@code /metrics}; each protects itself and what is below it
      * @return a copy protecting only those paths

@@ -184,6 +184,20 @@ class MiddlewareTest {
             option.getMessage());
     }
 
+    /** Issue 36: with --auth-paths /worlds/5, /worlds/05 and /worlds/%2B5 answered row 5, as the handler parsed leniently. */
+    @Test
+    void aRuleOnAPathProtectsWhatItsHandlerServes() {
+        StepRouter router = new StepRouter(Metrics.off())
+            .steps("GET", "/worlds/{id}", request -> Step.of(Reply.text("row " + request.pathParamLong("id"))))
+            .filter(Authentication.bearerTokens("kiln", List.of(TOKEN)).on("/worlds/5"));
+        assertEquals(401, serve(router, "GET", "/worlds/5").status);
+        assertEquals("row 5", new String(serve(router, "GET", "/worlds/5", "Authorization", "Bearer " + TOKEN).body, StandardCharsets.UTF_8));
+        for (String other : new String[] {"/worlds/05", "/worlds/+5", "/worlds/%2B5", "/worlds/%D9%A5"}) {
+            assertEquals(404, serve(router, "GET", other).status, other + " is not row 5");
+        }
+        assertEquals("row 6", new String(serve(router, "GET", "/worlds/6").body, StandardCharsets.UTF_8), "only /worlds/5 is protected");
+    }
+
     @Test
     void requestIdIsTakenWhenPlausibleElseMadeAndEchoed() {
         StepRouter router = router().filter(new RequestId());
