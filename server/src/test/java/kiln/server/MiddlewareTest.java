@@ -256,6 +256,21 @@ class MiddlewareTest {
         assertEquals("a\\\"b\\\\c\\x0a\\x1b", AccessLog.escape("a\"b\\c\n\u001b"));
     }
 
+    /**
+     * Bytes 0x80-0x9F of a header reached the log as C1 controls (U+0085 is a line break to many
+     * readers: a forged line): every byte outside printable ASCII is {@code \xhh}, as nginx writes it.
+     */
+    @Test
+    void accessLogEscapesEveryByteOutsidePrintableAscii() {
+        assertEquals("curl\\x85forged \\x7f\\x80\\x9f\\xa0\\xe9\\xff", AccessLog.escape("curl\u0085forged \u007f\u0080\u009f\u00a0\u00e9\u00ff"),
+            "a header's bytes, decoded one char per byte (ISO-8859-1): each one \\xhh");
+        assertEquals("\\xc4\\x80\\xe2\\x80\\xa8\\xe2\\x82\\xac\\xf0\\x9f\\x98\\x80", AccessLog.escape("\u0100\u2028\u20ac\ud83d\ude00"),
+            "a char above 0xFF (a Basic user name, UTF-8): its UTF-8 bytes");
+        String printable = " !#$%&'()*+,-./09:;<=>?@AZ[]^_`az{|}~";
+        assertEquals(printable, AccessLog.escape(printable), "printable ASCII as it is");
+        assertEquals("GET /x\\xc3\\xa9 HTTP/1.1", AccessLog.escape("GET /x\u00c3\u00a9 HTTP/1.1"), "the bytes as the client sent them");
+    }
+
     @Test
     void badOptionsNameTheOption(@TempDir Path dir) throws Exception {
         IllegalArgumentException cors = assertThrows(IllegalArgumentException.class,
