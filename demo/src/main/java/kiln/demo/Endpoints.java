@@ -40,12 +40,12 @@ public final class Endpoints {
             (demo, router) -> request -> Step.after(demo.db().read(demo.randomWorld()), row -> Step.of(fresh(Reply.json(row))))),
         get("/worlds/{id}", "/worlds/42", "the World row with that id (1..10000)",
             (demo, router) -> request -> {
-                int id = Params.worldId(request.pathParam("id"));
+                int id = Params.worldId(request);
                 return Step.after(demo.db().read(demo.world(id)), row -> Step.of(fresh(Reply.json(row))));
             }),
         get("/worlds/{id}/events", "/worlds/42/events", "server-sent events: every committed change of that row (curl -N)",
             (demo, router) -> request -> {
-                int id = Params.worldId(request.pathParam("id"));
+                int id = Params.worldId(request);
                 LiveWorlds live = demo.live();
                 return Step.of(ServerSentEvents.reply(live.subscriber(ServerSentEvents.lastEventId(request, live.lastSeq()), id)));
             }),

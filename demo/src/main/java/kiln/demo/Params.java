@@ -1,6 +1,7 @@
 package kiln.demo;
 
 import kiln.http.HttpException;
+import kiln.http.Request;
 
 /** The demo endpoints' parameter rules (TechEmpower test types 3 and 5, /worlds/{id}, /hello?delay=MS). */
 public final class Params {
@@ -30,19 +31,25 @@ public final class Params {
     }
 
     /**
-     * The {@code {id}} of {@code /worlds/{id}}: a World id, 1..10000.
+     * The {@code {id}} of {@code /worlds/{id}}: a World id, 1..10000, in its canonical decimal form
+     * ({@link Request#pathParamLong}), so that a row has one path and a rule on it
+     * ({@code --auth-paths /worlds/5}) covers what serves the row: {@code /worlds/05},
+     * {@code /worlds/+5} and {@code /worlds/%2B5} are no World.
      *
-     * @throws HttpException 404 when it is not an id the table has (the resource does not exist)
+     * @param request a request routed to a template with {@code {id}}
+     * @throws HttpException 404 when it is not an id the table has (the resource does not exist):
+     *                       {@code no World with id '05'}, {@code no World with id 0; ids are 1..10000}
      */
-    public static int worldId(String raw) {
-        int id;
+    public static int worldId(Request request) {
+        long id;
         try {
-            id = Integer.parseInt(raw);
-        } catch (NumberFormatException e) {
-            throw new HttpException(404, "no World with id '" + raw + "'");
+            id = request.pathParamLong("id");
+        } catch (HttpException notAnId) {
+            if (notAnId.status() != 404) throw notAnId;
+            throw new HttpException(404, "no World with id '" + request.pathParam("id") + "'");
         }
         if (id < 1 || id > DemoDb.WORLD_ROWS) throw new HttpException(404, "no World with id " + id + "; ids are 1.." + DemoDb.WORLD_ROWS);
-        return id;
+        return (int) id;
     }
 
     /**

@@ -210,6 +210,19 @@ class EndpointsTest {
         assertEquals(405, now("POST", "/worlds/7", null).status);
     }
 
+    /** One row, one path: a rule keyed on /worlds/5 (--auth-paths) must not be passed by /worlds/05 serving the same row. */
+    @Test
+    void aWorldIsServedOnlyUnderItsCanonicalId() throws Exception {
+        for (String id : new String[] {"05", "+5", "%2B5", "007", "%D9%A5", "5%20"}) {
+            Reply other = now("GET", "/worlds/" + id, null);
+            assertEquals(404, other.status, id + " answered " + text(other));
+            assertTrue(text(other).startsWith("404 Not Found: no World with id '"), text(other));
+        }
+        assertEquals("404 Not Found: no World with id '+5'\n", text(now("GET", "/worlds/%2B5", null)), "named as decoded");
+        assertEquals(404, now("GET", "/worlds/05/events", null).status, "the row's events too");
+        assertEquals(5, JSON.readTree(now("GET", "/worlds/%35", null).body).get("id").intValue(), "/worlds/%35 is /worlds/5 itself");
+    }
+
     @Test
     void cachedQueriesServeNRowsFromTheWorldTableAsLoadedAtStart() throws Exception {
         assertEquals(1, JSON.readTree(now("GET", "/cached-queries", null).body).size());

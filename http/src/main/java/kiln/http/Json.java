@@ -61,11 +61,15 @@ public final class Json {
      * server's Java class: {@code unknown field 'colour' (known fields: done, id, title)},
      * {@code field 'done' must be true or false, got a string}, {@code field 'items[2].qty' must be
      * an integer, got a string}, {@code the body must be an object, got an array},
-     * {@code malformed JSON at line 1, column 10: Unexpected end-of-input...}.
+     * {@code malformed JSON at line 1, column 10: Unexpected end-of-input...}. A body of
+     * {@code null} binds to nothing ({@code the body must be an object, got null}), and one JSON
+     * value is the whole body: whitespace may follow it, nothing else
+     * ({@code trailing content after the JSON value at line 1, column 9}; RFC 8259 section 2).
      *
      * @param json UTF-8 JSON, e.g. a request's content
-     * @return {@code json} bound to {@code type}
-     * @throws HttpException            400 naming what is wrong when it is empty or does not bind
+     * @return {@code json} bound to {@code type}, never null
+     * @throws HttpException            400 naming what is wrong when it is empty, {@code null}, has
+     *                                  content after its value, or does not bind
      * @throws IllegalArgumentException when {@code type} cannot be bound at all (no creator Jackson
      *                                  can use: a server bug, answered 500)
      */
@@ -79,7 +83,19 @@ public final class Json {
             throw new IllegalStateException("a parser over bytes in memory", e);
         }
         try {
-            return MAPPER.readValue(parser, type);
+            T value = MAPPER.readValue(parser, type);
+            if (value == null) {
+                String expected = jsonType(type);
+                String got = got(parser);
+                throw new HttpException(400, "the body must be " + (expected == null ? "a value" : expected) + ", got "
+                    + (got == null ? "null" : got));
+            }
+            // Checked here, not with Jackson's FAIL_ON_TRAILING_TOKENS: its error names the Java type, not where the content is.
+            int trailing = afterWhitespace(json, (int) parser.currentLocation().getByteOffset());
+            if (trailing < json.length) {
+                throw new HttpException(400, "trailing content after the JSON value at " + lineAndColumn(json, trailing));
+            }
+            return value;
         } catch (InvalidDefinitionException e) {
             throw unbindable(type, e);
         } catch (MismatchedInputException e) {
@@ -95,6 +111,29 @@ public final class Json {
                 // nothing to release: the input is a byte array
             }
         }
+    }
+
+    /** @return the index of the first byte at or after {@code from} that is not JSON whitespace (RFC 8259 section 2), or the length */
+    private static int afterWhitespace(byte[] json, int from) {
+        int i = from;
+        while (i < json.length && (json[i] == ' ' || json[i] == '\t' || json[i] == '\n' || json[i] == '\r')) i++;
+        return i;
+    }
+
+    /** @return where byte {@code at} of UTF-8 {@code json} is, as {@code line 1, column 9}: both from 1, columns in characters */
+    private static String lineAndColumn(byte[] json, int at) {
+        int line = 1;
+        int column = 1;
+        for (int i = 0; i < at; i++) {
+            byte b = json[i];
+            if (b == '\n' || b == '\r' && (i + 1 == json.length || json[i + 1] != '\n')) {
+                line++;
+                column = 1;
+            } else if (b != '\r' && (b & 0xc0) != 0x80) {  // a UTF-8 continuation byte is part of the character before
+                column++;
+            }
+        }
+        return "line " + line + ", column " + column;
     }
 
     private static IllegalArgumentException unbindable(Class<?> type, JsonProcessingException e) {

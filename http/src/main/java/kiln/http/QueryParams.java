@@ -87,8 +87,8 @@ public final class QueryParams {
         return min + ".." + max;
     }
 
-    /** A client's value as echoed in a 400: at most 40 characters. */
-    private static String shortened(String raw) {
+    /** A client's value as echoed in a 400 (or a path parameter's in a 404): at most 40 characters. */
+    static String shortened(String raw) {
         return raw.length() <= 40 ? raw : raw.substring(0, 40) + "...";
     }
 

@@ -196,6 +196,43 @@ public final class Request {
     }
 
     /**
+     * Reads a numeric path parameter, such as the id of {@code /todos/{id}}, in its canonical
+     * decimal form only: {@code 0}, or a digit 1-9 followed by digits 0-9 (ASCII), up to
+     * {@link Long#MAX_VALUE}. Every other spelling of a number names nothing: {@code /todos/05},
+     * {@code /todos/+5}, {@code /todos/%2B5} (decoded to {@code +5}), {@code /todos/%205},
+     * another script's digits ({@code /todos/%D9%A5}, which {@code Long.parseLong} takes as 5).
+     *
+     * <p>Why: a rule keyed on paths ({@code --auth-paths /todos/5}, a cache, a rate limit, nginx's
+     * {@code location}) compares path strings, even in their normal form ({@link Paths}); a handler
+     * that parses leniently serves one resource under many paths, and the rule covers only the one
+     * it names. With one path per resource, a rule on the path protects what the handler serves.
+     *
+     * @param name a parameter of the route's path template, e.g. {@code id} of {@code /todos/{id}}
+     * @return its value, 0..{@link Long#MAX_VALUE}
+     * @throws HttpException            404 naming the parameter and its value (decoded, at most 40
+     *                                  characters) when it is not in that form or above
+     *                                  {@link Long#MAX_VALUE}: {@code path parameter 'id' names nothing:
+     *                                  '05' is not a number in canonical form (decimal digits, no sign or
+     *                                  leading zero)}; 400 when the segment is badly percent-encoded
+     * @throws IllegalArgumentException when the route has no such parameter
+     * @throws IllegalStateException    before the request was routed
+     */
+    public long pathParamLong(String name) {
+        String value = pathParam(name);
+        boolean canonical = !value.isEmpty() && (value.equals("0") || value.charAt(0) != '0');
+        for (int i = 0; canonical && i < value.length(); i++) {
+            canonical = value.charAt(i) >= '0' && value.charAt(i) <= '9';
+        }
+        String named = "path parameter '" + name + "' names nothing: '" + QueryParams.shortened(value) + "' is ";
+        if (!canonical) throw new HttpException(404, named + "not a number in canonical form (decimal digits, no sign or leading zero)");
+        try {
+            return Long.parseLong(value);
+        } catch (NumberFormatException tooLarge) {
+            throw new HttpException(404, named + "above " + Long.MAX_VALUE);
+        }
+    }
+
+    /**
      * Reads the content as JSON with Jackson. A request that says its content is something else
      * ({@code Content-Type: text/plain}, or {@code application/x-www-form-urlencoded}, what
      * {@code curl -d} and an HTML form send) is refused: a browser sends those cross-origin without

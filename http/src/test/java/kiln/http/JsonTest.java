@@ -106,6 +106,27 @@ class JsonTest {
         assertEquals("expected a JSON body, got none", refusal(""));
     }
 
+    /** A body of null bound to null, and the handler failed on it with a 500 and a stack trace: the client's mistake is a 400. */
+    @Test
+    void aNullBodyIsA400() {
+        assertEquals("the body must be an object, got null", refusal("null"));
+        assertEquals("the body must be an object, got null", refusal(" null\n"));
+        HttpException e = assertThrows(HttpException.class, () -> Json.read("null".getBytes(StandardCharsets.UTF_8), Integer.class));
+        assertEquals("the body must be an integer, got null", e.getMessage());
+    }
+
+    /** One body, one value: what follows it would be silently dropped. */
+    @Test
+    void trailingContentAfterTheValueIsA400() {
+        assertEquals("trailing content after the JSON value at line 1, column 20", refusal("{\"customer\":\"ann\"} xyz"));
+        assertEquals("trailing content after the JSON value at line 1, column 19", refusal("{\"customer\":\"ann\"}{\"paid\":true}"));
+        assertEquals("trailing content after the JSON value at line 3, column 2", refusal("{\"customer\":\"ann\"}\r\n\n\t}"), "CRLF is one line break, a tab one column");
+        assertEquals("trailing content after the JSON value at line 1, column 19", refusal("{\"customer\":\"\u00e9\u20ac\"} ,"),
+            "columns count characters, not UTF-8 bytes");
+        assertEquals("ann", Json.read("\n {\"customer\":\"ann\"} \r\n\t".getBytes(StandardCharsets.UTF_8), Order.class).customer,
+            "whitespace around the value is no content (RFC 8259 section 2)");
+    }
+
     @Test
     void aTypeJacksonCannotBindIsAServerBugNotA400() {
         for (Class<?> type : List.of(Unbindable.class, Runnable.class)) {

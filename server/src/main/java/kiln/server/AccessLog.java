@@ -38,8 +38,12 @@ import kiln.http.Request;
  * Behind nginx the host is nginx's: its own access log has the client's. Every request gets its
  * line: answered by a handler, by the router (404, 405, OPTIONS), by the failure policy, and on kiln's
  * own HTTP layer also those refused before routing (400, 408, 413, 431, with the request line
- * {@code "-"}). Quotes, backslashes and control characters in logged values are escaped as
- * {@code \"}, {@code \\} and {@code \xhh}, so a client cannot forge a line.
+ * {@code "-"}). Quotes and backslashes in logged values are escaped as {@code \"} and {@code \\},
+ * and every byte outside printable ASCII (0x20-0x7E) as {@code \xhh}, as nginx does: C0 and C1
+ * controls (U+0085 and U+2028 are line breaks to many readers) and DEL included, so a client cannot
+ * forge a line, and the log stays ASCII. A header value's bytes reach kiln one char per byte
+ * (ISO-8859-1, on kiln's parser, Jetty and Undertow alike), so each is its own {@code \xhh}; a
+ * char above 0xFF (a Basic user name, decoded as UTF-8) is written as its UTF-8 bytes.
  *
  * <p>Writing never waits on a request's thread: lines go to a queue of {@value #QUEUE_LINES} that
  * a daemon thread ({@code kiln-access-log}) writes out, flushing whenever it has caught up. When
@@ -53,6 +57,7 @@ public final class AccessLog implements Filter, AutoCloseable {
     static final int QUEUE_LINES = 16_384;
     private static final DateTimeFormatter TIME = DateTimeFormatter.ofPattern("dd/MMM/yyyy:HH:mm:ss Z", Locale.US);
     private static final long WARN_EVERY_NANOS = TimeUnit.MINUTES.toNanos(1);
+    private static final char[] HEX = "0123456789abcdef".toCharArray();
 
     private final BlockingQueue<String> lines = new ArrayBlockingQueue<>(QUEUE_LINES);
     private final Writer out;
@@ -114,23 +119,35 @@ public final class AccessLog implements Filter, AutoCloseable {
         return b.toString();
     }
 
-    /** Escapes as Apache's mod_log_config does: {@code \"}, {@code \\}, and {@code \xhh} for control characters. */
+    /**
+     * @return {@code s} with {@code "} and {@code \} escaped by a backslash, and every other char
+     *         outside 0x20-0x7E as {@code \xhh}: one for a char up to 0xFF, one per UTF-8 byte above
+     */
     static String escape(String s) {
         StringBuilder b = null;
         for (int i = 0; i < s.length(); i++) {
             char c = s.charAt(i);
-            if (c == '"' || c == '\\' || c < 0x20 || c == 0x7f) {
-                if (b == null) b = new StringBuilder(s.length() + 8).append(s, 0, i);
-                if (c == '"' || c == '\\') {
-                    b.append('\\').append(c);
-                } else {
-                    b.append(String.format("\\x%02x", (int) c));
-                }
-            } else if (b != null) {
-                b.append(c);
+            boolean plain = c >= 0x20 && c <= 0x7e && c != '"' && c != '\\';
+            if (plain) {
+                if (b != null) b.append(c);
+                continue;
+            }
+            if (b == null) b = new StringBuilder(s.length() + 16).append(s, 0, i);
+            if (c == '"' || c == '\\') {
+                b.append('\\').append(c);
+            } else if (c <= 0xff) {
+                hex(b, c);
+            } else {
+                int codePoint = s.codePointAt(i);
+                for (byte octet : new String(Character.toChars(codePoint)).getBytes(StandardCharsets.UTF_8)) hex(b, octet & 0xff);
+                i += Character.charCount(codePoint) - 1;
             }
         }
         return b == null ? s : b.toString();
+    }
+
+    private static void hex(StringBuilder b, int octet) {
+        b.append("\\x").append(HEX[octet >> 4]).append(HEX[octet & 0xf]);
     }
 
     private void enqueue(String line) {

@@ -11,6 +11,8 @@ import java.util.Locale;
 import java.util.function.BiPredicate;
 import java.util.function.Function;
 
+import kiln.http.HttpException;
+import kiln.http.Paths;
 import kiln.http.Reply;
 import kiln.http.Request;
 
@@ -103,14 +105,22 @@ public final class Authentication implements Filter {
     }
 
     /**
+     * A prefix is compared with the request's path in its normal form ({@link Paths}), so one that
+     * is not normal ({@code /wor%6Cds}, {@code /a/./b}) would match no request and protect nothing:
+     * it is refused. A prefix covers only the paths that spell it, so a handler below it must serve
+     * each resource under one path ({@link Request#pathParamLong}: {@code /worlds/05} is not {@code /worlds/5}).
+     *
      * @param pathPrefixes paths in normal form, e.g. {@code /metrics}; each protects itself and what is below it
      * @return a copy protecting only those paths
-     * @throws IllegalArgumentException when a prefix does not start with '/'
+     * @throws IllegalArgumentException when a prefix does not start with '/' or is not in normal form, naming
+     *                                  it and its normal form: {@code a protected path must be in normal form:
+     *                                  '/wor%6Cds' is '/worlds' (RFC 3986 section 6.2.2)}
      */
     public Authentication on(String... pathPrefixes) {
         List<String> list = new ArrayList<>();
         for (String p : pathPrefixes) {
             if (!p.startsWith("/")) throw new IllegalArgumentException("a protected path starts with '/', got '" + p + "'");
+            checkNormal(p);
             list.add(p.length() > 1 && p.endsWith("/") ? p.substring(0, p.length() - 1) : p);
         }
         return new Authentication(scheme, challenge, verifier, List.copyOf(list));
@@ -140,6 +150,19 @@ public final class Authentication implements Filter {
             if (p.equals("/") || path.equals(p) || path.startsWith(p) && path.charAt(p.length()) == '/') return true;
         }
         return false;
+    }
+
+    private static void checkNormal(String prefix) {
+        String normal;
+        try {
+            normal = Paths.normalize(prefix);
+        } catch (HttpException e) {
+            throw new IllegalArgumentException("a protected path must be in normal form: '" + prefix + "' has none (" + e.getMessage() + ")");
+        }
+        if (!normal.equals(prefix)) {
+            throw new IllegalArgumentException("a protected path must be in normal form: '" + prefix + "' is '" + normal
+                + "' (RFC 3986 section 6.2.2)");
+        }
     }
 
     private static String checkRealm(String realm) {

@@ -160,6 +160,44 @@ class MiddlewareTest {
         assertThrows(IllegalArgumentException.class, () -> Authentication.bearerTokens("kiln", List.of("short")));
     }
 
+    /** A request's path is compared in its normal form, so a prefix that is not normal would protect nothing: refused at start. */
+    @Test
+    void aProtectedPathMustBeInNormalForm(@TempDir Path dir) throws Exception {
+        Authentication bearer = Authentication.bearerTokens("kiln", List.of(TOKEN));
+        IllegalArgumentException encoded = assertThrows(IllegalArgumentException.class, () -> bearer.on("/metrics", "/wor%6Cds"));
+        assertEquals("a protected path must be in normal form: '/wor%6Cds' is '/worlds' (RFC 3986 section 6.2.2)", encoded.getMessage());
+        assertEquals("a protected path must be in normal form: '/admin/./users' is '/admin/users' (RFC 3986 section 6.2.2)",
+            assertThrows(IllegalArgumentException.class, () -> bearer.on("/admin/./users")).getMessage());
+        assertEquals("a protected path must be in normal form: '/a%2fb' is '/a%2Fb' (RFC 3986 section 6.2.2)",
+            assertThrows(IllegalArgumentException.class, () -> bearer.on("/a%2fb")).getMessage());
+        assertEquals("a protected path must be in normal form: '/../admin' has none (the path climbs above the root with '..')",
+            assertThrows(IllegalArgumentException.class, () -> bearer.on("/../admin")).getMessage());
+        assertEquals("a protected path must be in normal form: '/a%zz' has none "
+            + "(malformed percent-encoding in the path (RFC 3986 section 2.1))",
+            assertThrows(IllegalArgumentException.class, () -> bearer.on("/a%zz")).getMessage());
+        assertEquals(401, serve(router().filter(bearer.on("/admin/", "/a%2Fb")), "GET", "/admin/users").status, "normal prefixes are taken");
+
+        Path tokens = Files.writeString(dir.resolve("tokens"), TOKEN + "\n");
+        IllegalArgumentException option = assertThrows(IllegalArgumentException.class,
+            () -> ServerOptions.of("--auth-tokens", tokens.toString(), "--auth-paths", "/metrics,/wor%6Cds").applyTo(router()));
+        assertEquals("--auth-paths: a protected path must be in normal form: '/wor%6Cds' is '/worlds' (RFC 3986 section 6.2.2)",
+            option.getMessage());
+    }
+
+    /** Issue 36: with --auth-paths /worlds/5, /worlds/05 and /worlds/%2B5 answered row 5, as the handler parsed leniently. */
+    @Test
+    void aRuleOnAPathProtectsWhatItsHandlerServes() {
+        StepRouter router = new StepRouter(Metrics.off())
+            .steps("GET", "/worlds/{id}", request -> Step.of(Reply.text("row " + request.pathParamLong("id"))))
+            .filter(Authentication.bearerTokens("kiln", List.of(TOKEN)).on("/worlds/5"));
+        assertEquals(401, serve(router, "GET", "/worlds/5").status);
+        assertEquals("row 5", new String(serve(router, "GET", "/worlds/5", "Authorization", "Bearer " + TOKEN).body, StandardCharsets.UTF_8));
+        for (String other : new String[] {"/worlds/05", "/worlds/+5", "/worlds/%2B5", "/worlds/%D9%A5"}) {
+            assertEquals(404, serve(router, "GET", other).status, other + " is not row 5");
+        }
+        assertEquals("row 6", new String(serve(router, "GET", "/worlds/6").body, StandardCharsets.UTF_8), "only /worlds/5 is protected");
+    }
+
     @Test
     void requestIdIsTakenWhenPlausibleElseMadeAndEchoed() {
         StepRouter router = router().filter(new RequestId());
@@ -216,6 +254,21 @@ class MiddlewareTest {
     @Test
     void accessLogEscapesWhatCouldForgeALine() {
         assertEquals("a\\\"b\\\\c\\x0a\\x1b", AccessLog.escape("a\"b\\c\n\u001b"));
+    }
+
+    /**
+     * Bytes 0x80-0x9F of a header reached the log as C1 controls (U+0085 is a line break to many
+     * readers: a forged line): every byte outside printable ASCII is {@code \xhh}, as nginx writes it.
+     */
+    @Test
+    void accessLogEscapesEveryByteOutsidePrintableAscii() {
+        assertEquals("curl\\x85forged \\x7f\\x80\\x9f\\xa0\\xe9\\xff", AccessLog.escape("curl\u0085forged \u007f\u0080\u009f\u00a0\u00e9\u00ff"),
+            "a header's bytes, decoded one char per byte (ISO-8859-1): each one \\xhh");
+        assertEquals("\\xc4\\x80\\xe2\\x80\\xa8\\xe2\\x82\\xac\\xf0\\x9f\\x98\\x80", AccessLog.escape("\u0100\u2028\u20ac\ud83d\ude00"),
+            "a char above 0xFF (a Basic user name, UTF-8): its UTF-8 bytes");
+        String printable = " !#$%&'()*+,-./09:;<=>?@AZ[]^_`az{|}~";
+        assertEquals(printable, AccessLog.escape(printable), "printable ASCII as it is");
+        assertEquals("GET /x\\xc3\\xa9 HTTP/1.1", AccessLog.escape("GET /x\u00c3\u00a9 HTTP/1.1"), "the bytes as the client sent them");
     }
 
     @Test
