@@ -179,7 +179,7 @@ class MiddlewareTest {
 
         Path tokens = Files.writeString(dir.resolve("tokens"), TOKEN + "\n");
         IllegalArgumentException option = assertThrows(IllegalArgumentException.class,
-            () -> ServerOptions.of("--auth-tokens", tokens.toString(), "--auth-paths", "/metrics,/wor%6Cds").applyTo(router()));
+            () -> ServerOptions.of("--auth-tokens", tokens.toString(), "--auth-paths", "/metrics,/wor%6Cds").applyTo(router(), ServerLimits.defaults()));
         assertEquals("--auth-paths: a protected path must be in normal form: '/wor%6Cds' is '/worlds' (RFC 3986 section 6.2.2)",
             option.getMessage());
     }
