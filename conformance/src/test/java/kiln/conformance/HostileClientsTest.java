@@ -141,6 +141,106 @@ class HostileClientsTest {
     }
 
     /**
+     * 40 event streams, 10 per address, whose clients never read (a 4 KiB receive buffer), while
+     * updates are committed 50 times a second for 6 s: once the socket buffers are full, each write
+     * to them waits, and must be cut at the minimum response rate's deadline (the grace period plus
+     * an event's bytes at 240 B/s, about 5 s here), not held for the idle timeout (60 s).
+     */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("servers")
+    @Timeout(120)
+    void streamsThatNeverRead(FrontEnd fe) throws Exception {
+        ServerProcess server = SERVERS.get(fe);
+        RobustnessTest.assertServesPromptly(server);
+        Swarm.Script s = Swarm.Script.sending("GET /updates/events HTTP/1.1\r\n" + HOST + "\r\n");
+        s.reads = false;
+        s.perAddress = 10;
+        long started = System.nanoTime();
+        try (Probe probe = new Probe(server.port); Swarm swarm = new Swarm(server.port)) {
+            List<Swarm.Conn> conns = swarm.start(40, s);
+            Swarm.awaitConnected(conns, 10_000);
+            Thread.sleep(500);
+            commitUpdates(server, 50, 6_000);
+            Thread.sleep(GRACE_MS + 3_000 + SLACK_MS);  // the last writes' deadlines: grace plus an event at 240 B/s
+            swarm.drainUnread(conns);
+            probe.close();
+            Result r = new Result(fe, "streams that never read", conns.size(), server.alive(), probe, conns, Swarm.open(conns),
+                RobustnessTest.millisSince(started));
+            r.record();
+            r.check(Long.MAX_VALUE);
+        }
+        RobustnessTest.assertServesPromptly(server);
+    }
+
+    /** Commits {@code /updates?queries=20} {@code perSecond} times a second for {@code ms}, from 127.0.0.5, on one keep-alive connection. */
+    private static void commitUpdates(ServerProcess server, int perSecond, long ms) throws Exception {
+        long end = System.nanoTime() + ms * 1_000_000L;
+        java.net.Socket socket = new java.net.Socket();
+        socket.bind(new java.net.InetSocketAddress("127.0.0.5", 0));
+        socket.connect(new java.net.InetSocketAddress(ServerProcess.BIND, server.port), 5_000);
+        socket.setSoTimeout(10_000);
+        try (RawConnection c = RawConnection.over(socket)) {
+            while (System.nanoTime() < end) {
+                RawResponse r = c.exchange(RawConnection.get("/updates?queries=20"));
+                assertEquals(200, r.status, () -> "an update during the attack: " + r);
+                Thread.sleep(1_000 / perSecond);
+            }
+        }
+    }
+
+    /**
+     * One address opens 200 event streams at once: its share ({@value #CLIENT_STREAMS}) is answered
+     * 200 and the rest 503, while another client still gets its stream; then it closes all of
+     * them and opens its share again at once: a closed stream leaves its count at once, so every one
+     * of them is answered 200.
+     */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("servers")
+    @Timeout(120)
+    void aBurstOfStreamsFromOneAddress(FrontEnd fe) throws Exception {
+        ServerProcess server = SERVERS.get(fe);
+        RobustnessTest.assertServesPromptly(server);
+        String subscribe = "GET /updates/events HTTP/1.1\r\n" + HOST + "\r\n";
+        Swarm.Script burst = Swarm.Script.sending(subscribe);
+        burst.perAddress = 1_000;
+        burst.firstAddress = 900;
+        long started = System.nanoTime();
+        try (Probe probe = new Probe(server.port); Swarm swarm = new Swarm(server.port)) {
+            List<Swarm.Conn> conns = swarm.start(200, burst);
+            Swarm.awaitConnected(conns, 10_000);
+            awaitAnswered(conns, 10_000);
+            Map<String, Integer> first = Swarm.statuses(conns);
+            try (RawConnection other = RawConnection.open(server)) {
+                ServerSentEventsTest.subscribe(other, "");  // another client: its own share
+            }
+            Swarm.closeAll(conns);
+            Thread.sleep(1_000);  // the server notices the closes: within a second
+            Swarm.Script again = Swarm.Script.sending(subscribe);
+            again.perAddress = 1_000;
+            again.firstAddress = 900;
+            List<Swarm.Conn> second = swarm.start(CLIENT_STREAMS, again);
+            Swarm.awaitConnected(second, 10_000);
+            awaitAnswered(second, 10_000);
+            probe.close();
+            Result r = new Result(fe, "a burst of streams from one address", conns.size(), server.alive(), probe, second, 0,
+                RobustnessTest.millisSince(started));
+            r.record();
+            assertEquals(Map.of("200", CLIENT_STREAMS, "503", 200 - CLIENT_STREAMS), first,
+                () -> fe.id + ": one address's 200 streams, " + CLIENT_STREAMS + " allowed it: " + r.line());
+            assertEquals(Map.of("200", CLIENT_STREAMS), Swarm.statuses(second),
+                () -> fe.id + ": its share again a second after it closed every stream: " + r.line());
+            r.check(Long.MAX_VALUE);
+        }
+        RobustnessTest.assertServesPromptly(server);
+    }
+
+    /** Waits until each of {@code conns} got a status line or closed, at most {@code ms}. */
+    private static void awaitAnswered(List<Swarm.Conn> conns, long ms) throws InterruptedException {
+        long deadline = System.nanoTime() + ms * 1_000_000L;
+        while (System.nanoTime() < deadline && conns.stream().anyMatch(c -> c.status == 0 && c.closedAt == 0)) Thread.sleep(20);
+    }
+
+    /**
      * Runs one attack with the probe watching: {@code n} connections of {@code script}, then waits
      * for the server to close them all.
      *

@@ -67,6 +67,15 @@ final class RawConnection implements AutoCloseable {
         }
     }
 
+    /** Wraps a socket connected already (e.g. from another source address); its read timeout stays as set. */
+    static RawConnection over(Socket connected) {
+        try {
+            return new RawConnection(connected, connected.getSoTimeout());
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
     /** @return an HTTP/1.1 GET of {@code target} with only a Host header */
     static String get(String target) {
         return "GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";

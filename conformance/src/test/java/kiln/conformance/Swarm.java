@@ -62,13 +62,13 @@ final class Swarm implements AutoCloseable {
         final int index;
         SocketChannel channel;
         final Script script;
-        long connectedAt;
+        volatile long connectedAt;
         /** When this connection last sent a byte (nanoTime). */
-        long lastSentAt;
+        volatile long lastSentAt;
         /** When the server closed or reset it (nanoTime), 0 while open. */
-        long closedAt;
+        volatile long closedAt;
         /** The status of the first response, 0 for none yet. */
-        int status;
+        volatile int status;
         /** The first bytes received, for the status line. */
         final StringBuilder head = new StringBuilder();
         long received;

@@ -8,6 +8,7 @@ import javax.servlet.ServletException;
 import javax.servlet.http.HttpServletRequest;
 import javax.servlet.http.HttpServletResponse;
 
+import kiln.server.ClientDeadlines;
 import kiln.server.ConnectionWatch;
 import kiln.server.StepRouter;
 import kiln.server.Launcher;
@@ -66,6 +67,8 @@ final class ComsatServer implements Launcher.Server {
     private final long headerTimeoutMs;
     /** The streams being sent: ended first at a stop, so the graceful stop need not wait for them. */
     private final OpenStreams streams;
+    /** The deadlines of request contents and stream writes. */
+    private final ClientDeadlines deadlines;
     /** One thread that continues streamed bodies between parts, and their heartbeat timer. */
     private final WorkerPool streamWorker = new WorkerPool(1);
     private ConnectionWatch<EndPoint> watch;
@@ -107,10 +110,13 @@ final class ComsatServer implements Launcher.Server {
         context.setContextPath("/");
         context.setErrorHandler(new JettyErrors());  // errors Jetty raises inside the context
         StepRouter router = options.applyTo(routes, limits);
-        streams = new OpenStreams();
+        deadlines = new ClientDeadlines(limits);
+        streams = new OpenStreams(deadlines);
+        connector.addBean(new ClientConnections(router.clients()));
         // Jetty's own count of the connector's open connections, kept by the connection limit
         router.metrics().connections(connectionLimit::getConnections);
-        ServletHolder holder = new ServletHolder("kiln", new KilnServlet(router, streams, streamWorker));
+        ServletHolder holder = new ServletHolder("kiln", new KilnServlet(router, streams, streamWorker,
+            new FiberContent.Limits(router.requestMemory(), deadlines)));
         holder.setAsyncSupported(true);  // FiberHttpServlet answers from its fiber through an AsyncContext
         context.addServlet(holder, "/*");
         // StatisticsHandler counts requests in flight, async ones included, so stop() can wait for them.
@@ -152,6 +158,7 @@ final class ComsatServer implements Launcher.Server {
     @Override
     public void stop(long graceMillis) {
         if (watch != null) watch.stop();
+        deadlines.stop();
         streams.stop();  // open streams end now, so the grace period is for requests
         server.setStopTimeout(graceMillis);
         try {

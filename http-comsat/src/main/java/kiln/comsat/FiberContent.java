@@ -1,7 +1,7 @@
 package kiln.comsat;
 
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.nio.ByteBuffer;
 import java.util.concurrent.CompletableFuture;
 
 import javax.servlet.ReadListener;
@@ -9,51 +9,100 @@ import javax.servlet.ServletInputStream;
 import javax.servlet.ServletOutputStream;
 import javax.servlet.WriteListener;
 
+import kiln.http.Reply;
+import kiln.http.spi.MemoryBudget;
+import kiln.http.spi.ResponseWriter;
+import kiln.server.ClientDeadlines;
+import kiln.server.RequestContent;
 import kiln.server.WhenReadySink;
+import org.eclipse.jetty.io.EndPoint;
 import org.eclipse.jetty.server.Request;
+import org.eclipse.jetty.util.Callback;
 
 /**
  * Servlet async I/O for a request's fiber (Servlet 3.1 on Jetty 9.4): the content read by a
- * {@link ReadListener} into a future the fiber waits for ({@link FiberAwait}), and a streamed body
- * written through a {@link WriteListener} ({@link WhenReadySink}), so neither blocks a carrier
- * thread on a slow client. Only a Content-Length within {@code --max-content} gets this far
- * ({@code ComsatServer.Refusals}: a chunked request is 413).
+ * {@link ReadListener} into a {@link RequestContent} (it grows with what arrives, within the server's
+ * request memory, at the minimum data rate) and a future the fiber waits for ({@link FiberAwait}),
+ * and a streamed body written through a {@link WriteListener} ({@link WhenReadySink}), so neither
+ * blocks a carrier thread on a slow client. Only a Content-Length within {@code --max-content} gets
+ * this far ({@code ComsatServer.Refusals}: a chunked request is 413).
  */
 final class FiberContent {
     static final byte[] NONE = new byte[0];
+    /** Where a Jetty thread reads content that is ready: one buffer per thread, none per waiting request. */
+    private static final ThreadLocal<byte[]> SCRATCH = ThreadLocal.withInitial(() -> new byte[8192]);
 
-    private FiberContent() {
+    /** The server's request memory and deadlines, which every request's content is read within. */
+    record Limits(MemoryBudget memory, ClientDeadlines deadlines) {
     }
 
-    /** @return a future of the request's content, complete at once when it has none; failed when the client leaves midway */
-    static CompletableFuture<byte[]> read(Request request) throws IOException {
+    /** Completes with the content once all of it is in; exceptionally when it was refused (answered already) or the client left. */
+    final CompletableFuture<byte[]> future = new CompletableFuture<>();
+    /** Its memory, to release once the handler answered; null for a request without content. */
+    private final RequestContent content;
+
+    private FiberContent(RequestContent content) {
+        this.content = content;
+    }
+
+    /** Gives the content's memory back: the handler answered, or the request ended without one. */
+    void release() {
+        if (content != null) content.release();
+    }
+
+    /** @return the request's content being read: its future completes at once when it has none */
+    static FiberContent read(Request request, Limits limits) throws IOException {
         int length = (int) Math.max(0, request.getContentLengthLong());
-        if (length == 0) return CompletableFuture.completedFuture(NONE);
-        CompletableFuture<byte[]> content = new CompletableFuture<>();
-        ServletInputStream in = request.getInputStream();
-        ByteArrayOutputStream bytes = new ByteArrayOutputStream(length);
-        byte[] chunk = new byte[Math.min(length, 8192)];
+        if (length == 0) {
+            FiberContent none = new FiberContent(null);
+            none.future.complete(NONE);
+            return none;
+        }
+        ServletInputStream in = request.getInputStream();  // sends 100 Continue to a client that waits for it
+        FiberContent reading = new FiberContent(new RequestContent(limits.memory(), limits.deadlines(), length, reply -> refuse(request, reply)));
         in.setReadListener(new ReadListener() {
             @Override
             public void onDataAvailable() throws IOException {
+                byte[] chunk = SCRATCH.get();
                 while (in.isReady()) {
                     int n = in.read(chunk);
                     if (n < 0) return;
-                    bytes.write(chunk, 0, n);
+                    if (!reading.content.add(chunk, 0, n)) {
+                        reading.future.completeExceptionally(new IOException("request content refused"));
+                        return;
+                    }
                 }
             }
 
             @Override
             public void onAllDataRead() {
-                content.complete(bytes.toByteArray());
+                byte[] body = reading.content.finish();
+                if (body != null) {
+                    reading.future.complete(body);
+                } else {
+                    reading.future.completeExceptionally(new IOException("request content refused"));
+                }
             }
 
             @Override
             public void onError(Throwable failure) {
-                content.completeExceptionally(failure);
+                reading.future.completeExceptionally(failure);
             }
         });
-        return content;
+        return reading;
+    }
+
+    /**
+     * Answers {@code reply} and closes the connection, from any thread, outside the servlet's
+     * response (the fiber answers nothing then): its bytes go straight to the connection.
+     */
+    private static void refuse(Request request, Reply reply) {
+        EndPoint endPoint = request.getHttpChannel().getEndPoint();
+        try {
+            endPoint.write(Callback.from(endPoint::close), ByteBuffer.wrap(ResponseWriter.closing(reply.negotiated(request.getHeader("Accept")))));
+        } catch (RuntimeException e) {
+            endPoint.close();  // a write pending already: just close
+        }
     }
 
     /** A streamed body on Jetty 9.4's servlet output, written when it is ready. */
@@ -91,6 +140,12 @@ final class FiberContent {
         @Override
         protected void flushNow() throws IOException {
             out.flush();
+        }
+
+        /** Closes the connection: the pending write fails, and the {@link WriteListener} says so. */
+        @Override
+        public void cut() {
+            request.getHttpChannel().getEndPoint().close();
         }
 
         /** A complete body ends when the fiber returns (Comsat completes the request); a cut one closes the connection without the last chunk. */

@@ -50,16 +50,20 @@ final class KilnServlet extends FiberHttpServlet {
     private final transient StepRouter router;
     private final transient OpenStreams streams;
     private final transient WorkerPool streamWorker;
+    /** The request memory and deadlines a request's content is read within. */
+    private final transient FiberContent.Limits limits;
 
     /**
      * @param router       the routes (an app's: the demo's endpoints, the board)
-     * @param streams      the server's open streams: counted, and ended at a stop
+     * @param streams      the server's open streams: ended at a stop
      * @param streamWorker the thread that continues streamed bodies between parts, and their heartbeat timer
+     * @param limits       the request memory and deadlines a request's content is read within
      */
-    KilnServlet(StepRouter router, OpenStreams streams, WorkerPool streamWorker) {
+    KilnServlet(StepRouter router, OpenStreams streams, WorkerPool streamWorker, FiberContent.Limits limits) {
         this.router = router;
         this.streams = streams;
         this.streamWorker = streamWorker;
+        this.limits = limits;
     }
 
     /**
@@ -71,17 +75,18 @@ final class KilnServlet extends FiberHttpServlet {
     @Suspendable
     protected void service(HttpServletRequest request, HttpServletResponse response) throws IOException {
         Request base = (Request) request.getAttribute(BASE_REQUEST);
+        FiberContent content = FiberContent.read(base, limits);
         try {
-            CompletableFuture<byte[]> content = FiberContent.read(base);
-            FiberAwait.await(content);
-            if (content.isCompletedExceptionally()) return;  // the client left midway: nothing to answer
-            Exchange<StepHandler> exchange = begin(base, content.join());
+            FiberAwait.await(content.future);
+            // the client left midway, or the content was refused (and answered) for want of memory or time
+            if (content.future.isCompletedExceptionally()) return;
+            Exchange<StepHandler> exchange = begin(base, content.future.join());
             Reply reply = exchange.answer(run(StepRouter.firstStep(exchange)));
+            content.release();
             if (reply.stream == null || "HEAD".equals(request.getMethod())) {
                 Responses.send(request, (Response) response, reply);
             } else {
-                Responses.head(request, (Response) response, reply);
-                FiberAwait.await(stream(base, reply, exchange.request().routeName()));
+                startStream(request, response, base, reply, exchange.request().routeName());
             }
         } catch (SuspendExecution e) {
             // Quasar's instrumentation suspends and resumes through this frame; the exception never
@@ -89,7 +94,23 @@ final class KilnServlet extends FiberHttpServlet {
             throw uninstrumented(e);
         } catch (InterruptedException e) {
             Responses.send(request, (Response) response, interrupted(request, e));
+        } finally {
+            content.release();
         }
+    }
+
+    /** Sends the head of a streamed reply and the body's parts; its end when it was never sent. */
+    private void startStream(HttpServletRequest request, HttpServletResponse response, Request base, Reply reply, String name)
+        throws IOException, InterruptedException, SuspendExecution {
+        CompletableFuture<String> ended;
+        try {
+            Responses.head(request, (Response) response, reply);
+            ended = stream(base, reply, name);
+        } catch (IOException | RuntimeException e) {
+            OpenStreams.notSent(reply);
+            throw e;
+        }
+        FiberAwait.await(ended);
     }
 
     private Exchange<StepHandler> begin(Request request, byte[] content) {

@@ -12,7 +12,9 @@ import jakarta.servlet.http.HttpServletResponse;
 
 import kiln.http.Reply;
 import kiln.server.AbstractRouter.Exchange;
+import kiln.server.ClientDeadlines;
 import kiln.server.OpenStreams;
+import kiln.server.RequestContent;
 import kiln.server.StepHandler;
 import kiln.server.StepRouter;
 import kiln.server.WorkerPool;
@@ -40,18 +42,22 @@ final class AsyncServlet extends HttpServlet {
     private final transient OpenStreams streams;
     /** The most content bytes accepted ({@code --max-content}). */
     private final int maxContent;
+    /** The request memory and deadlines a request's content is read within. */
+    private final transient Content.Limits limits;
 
     /**
      * @param router     the routes (an app's: the demo's endpoints, the board)
      * @param workers    the request queue, its worker threads and the timer (delays, heartbeats)
-     * @param streams    the server's open streams: counted, and ended at a stop
+     * @param streams    the server's open streams: ended at a stop
      * @param maxContent the most content bytes accepted ({@code --max-content})
+     * @param limits     the request memory and deadlines a request's content is read within
      */
-    AsyncServlet(StepRouter router, WorkerPool workers, OpenStreams streams, int maxContent) {
+    AsyncServlet(StepRouter router, WorkerPool workers, OpenStreams streams, int maxContent, Content.Limits limits) {
         this.router = router;
         this.maxContent = maxContent;
         this.workers = workers;
         this.streams = streams;
+        this.limits = limits;
     }
 
     @Override
@@ -63,36 +69,51 @@ final class AsyncServlet extends HttpServlet {
         // every write, the timer fires every delay, a stream ends at a stop or a failed write);
         // Jetty's idle timeout still ends dead connections.
         async.setTimeout(0);
-        Content.readAsync(request, content -> workers.queue().execute(() -> serve(async, content)), failure -> {
-            LOG.log(Level.FINE, "request content not read (client gone?)", failure);
+        if (Content.length(request) == 0) {
+            workers.queue().execute(() -> serve(async, Content.NONE, null));
+            return;
+        }
+        Content.readAsync(request, limits, (content, held) -> workers.queue().execute(() -> serve(async, content, held)), failure -> {
+            LOG.log(Level.FINE, "request content not read (client gone, too slow, or no memory for it)", failure);
             async.complete();
         });
     }
 
-    /** On a worker: runs the endpoint, then sends its reply (now, or when the wait ends). */
-    private void serve(AsyncContext async, byte[] content) {
+    /** On a worker: runs the endpoint, then sends its reply (now, or when the wait ends); {@code held} is released then. */
+    private void serve(AsyncContext async, byte[] content, RequestContent held) {
         HttpServletRequest request = (HttpServletRequest) async.getRequest();
         Exchange<StepHandler> exchange = router.begin(request.getMethod(), request.getRequestURI(), request.getQueryString(),
             Responses.headers(request), content, Content.remote(request));
-        workers.run(StepRouter.firstStep(exchange), reply -> send(async, request, exchange, reply));
+        workers.run(StepRouter.firstStep(exchange), reply -> {
+            if (held != null) held.release();
+            send(async, request, exchange, reply);
+        });
     }
 
     private void send(AsyncContext async, HttpServletRequest request, Exchange<StepHandler> exchange, Reply answer) {
         Reply reply = exchange.answer(answer);
+        boolean streaming = false;
         try {
             HttpServletResponse response = (HttpServletResponse) async.getResponse();
             Responses.head(request, response, reply);
             if (reply.stream != null && !"HEAD".equals(request.getMethod())) {
+                streaming = true;
                 streams.runAsync(reply.stream, new AsyncStream(async), exchange.request().routeName(), workers.queue(), workers.timer());
                 return;
             }
             HttpOutput out = ServletContextResponse.getServletContextResponse(response).getHttpOutput();
-            out.sendContent(ByteBuffer.wrap(reply.body), Callback.from(async::complete, failure -> {
-                LOG.log(Level.FINE, "response not sent (client gone?)", failure);
+            ClientDeadlines.Wait writing = limits.deadlines().write(reply.body.length, () -> Content.endPoint(request).close());
+            out.sendContent(ByteBuffer.wrap(reply.body), Callback.from(() -> {
+                writing.end();
+                async.complete();
+            }, failure -> {
+                writing.end();
+                LOG.log(Level.FINE, "response not sent (client gone, or it did not read)", failure);
                 async.complete();
             }));
         } catch (IOException | RuntimeException e) {
             LOG.log(Level.FINE, "response not sent (client gone?)", e);
+            if (!streaming) OpenStreams.notSent(reply);
             async.complete();
         }
     }

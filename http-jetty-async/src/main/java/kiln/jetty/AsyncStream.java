@@ -14,7 +14,7 @@ import org.eclipse.jetty.ee10.servlet.ServletContextRequest;
  * A streamed body written with servlet async I/O (a {@link WriteListener}, {@link WhenReadySink}):
  * each part one non-blocking write and flush, so one chunk (Jetty chunks a body without
  * Content-Length on HTTP/1.1, and ends it with the connection on HTTP/1.0). A client that does not
- * read is cut by Jetty's idle timeout, which fails the pending write.
+ * read is cut at the minimum response rate's deadline ({@link kiln.server.OpenStreams}, {@link #cut}).
  */
 final class AsyncStream extends WhenReadySink {
     private final AsyncContext async;
@@ -49,6 +49,12 @@ final class AsyncStream extends WhenReadySink {
     @Override
     protected void flushNow() throws IOException {
         out.flush();
+    }
+
+    /** Closes the connection: the pending write fails, and the {@link WriteListener} says so. */
+    @Override
+    public void cut() {
+        Content.endPoint((HttpServletRequest) async.getRequest()).close();
     }
 
     @Override

@@ -1,6 +1,11 @@
 package kiln.jetty;
 
 import java.io.IOException;
+import java.util.concurrent.Executor;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+import jakarta.servlet.AsyncContext;
 
 import jakarta.servlet.ServletOutputStream;
 import jakarta.servlet.http.HttpServlet;
@@ -19,40 +24,81 @@ import kiln.http.StreamEnd;
 /**
  * The blocking baseline: the classic servlet. Each request holds one of Jetty's pool threads from
  * start to end; the thread blocks on a durable write and sleeps through a {@code /hello} delay
- * ({@link Step#runBlocking}). Concurrency is therefore bounded by the pool size.
+ * ({@link Step#runBlocking}). Concurrency is therefore bounded by the pool size. A request's content
+ * is read before: without a thread (servlet async I/O, {@link Content#readAsync}), so that a client
+ * whose content never comes holds no thread, only its deadline; then the request runs on
+ * {@code runner} (Jetty's pool, or a virtual thread in loom mode), as a thread of its own would.
  */
 final class BlockingServlet extends HttpServlet {
     private static final long serialVersionUID = 1L;
+    private static final Logger LOG = Logger.getLogger(BlockingServlet.class.getName());
 
     private final transient StepRouter router;
     /** The most content bytes accepted ({@code --max-content}). */
     private final int maxContent;
-    /** The server's open streams: counted, and ended at a stop. */
+    /** The server's open streams: ended at a stop. */
     private final transient OpenStreams streams;
+    /** The request memory and deadlines a request's content is read within. */
+    private final transient Content.Limits limits;
+    /** Runs a request once its content is in: the thread that would have served it. */
+    private final transient Executor runner;
 
     /**
      * @param router     the routes (an app's: the demo's endpoints, the board)
      * @param streams    the server's open streams
      * @param maxContent the most content bytes accepted ({@code --max-content})
+     * @param limits     the request memory and deadlines a request's content is read within
+     * @param runner     runs a request with content once it is in (Jetty's pool; loom mode: a virtual thread each)
      */
-    BlockingServlet(StepRouter router, OpenStreams streams, int maxContent) {
+    BlockingServlet(StepRouter router, OpenStreams streams, int maxContent, Content.Limits limits, Executor runner) {
         this.router = router;
         this.streams = streams;
         this.maxContent = maxContent;
+        this.limits = limits;
+        this.runner = runner;
     }
 
     @Override
     protected void service(HttpServletRequest request, HttpServletResponse response) throws IOException {
         if (Responses.refused(request, response, maxContent)) return;
-        Exchange<StepHandler> exchange = router.begin(request.getMethod(), request.getRequestURI(), request.getQueryString(),
-            Responses.headers(request), Content.readBlocking(request), Content.remote(request));
-        Reply reply = exchange.answer(Step.runBlocking(StepRouter.firstStep(exchange)));
-        Responses.head(request, response, reply);
-        if (reply.stream == null) {
-            response.getOutputStream().write(reply.body);
-        } else if (!"HEAD".equals(request.getMethod())) {
-            stream(response, reply.stream, exchange.request().routeName());
+        if (Content.length(request) == 0) {
+            serve(request, response, Content.NONE);
+            return;
         }
+        AsyncContext async = request.startAsync();
+        async.setTimeout(0);  // the content's own deadline ends a client that stops sending
+        Content.readAsync(request, limits, (content, held) -> runner.execute(() -> {
+            try {
+                serve(request, response, content);
+            } catch (IOException | RuntimeException e) {
+                LOG.log(Level.FINE, "response not sent (client gone?)", e);
+            } finally {
+                held.release();
+                async.complete();
+            }
+        }), failure -> async.complete());
+    }
+
+    /** Runs the request on this thread, blocking in its waits, and writes the reply. */
+    private void serve(HttpServletRequest request, HttpServletResponse response, byte[] content) throws IOException {
+        Exchange<StepHandler> exchange = router.begin(request.getMethod(), request.getRequestURI(), request.getQueryString(),
+            Responses.headers(request), content, Content.remote(request));
+        Reply reply = exchange.answer(Step.runBlocking(StepRouter.firstStep(exchange)));
+        ServletOutputStream out;
+        try {
+            Responses.head(request, response, reply);
+            out = response.getOutputStream();
+            if (reply.stream == null) {
+                out.write(reply.body);  // into Jetty's buffer; written at the return, under Jetty's idle timeout
+                return;
+            }
+            if ("HEAD".equals(request.getMethod())) return;
+            out.flush();  // the head goes out at once
+        } catch (IOException | RuntimeException e) {
+            OpenStreams.notSent(reply);
+            throw e;
+        }
+        stream(request, out, reply.stream, exchange.request().routeName());
     }
 
     /**
@@ -61,14 +107,20 @@ final class BlockingServlet extends HttpServlet {
      * and ends it with the connection on HTTP/1.0). With {@code --mode loom} the thread is virtual; in
      * blocking mode every subscriber holds a pool thread.
      */
-    private void stream(HttpServletResponse response, BodyStream body, String name) throws IOException {
-        ServletOutputStream out = response.getOutputStream();
-        out.flush();  // the head goes out at once
+    private void stream(HttpServletRequest request, ServletOutputStream out, BodyStream body, String name) throws IOException {
         // the servlet's return ends the body: Jetty writes the last chunk
-        String reason = streams.runBlocking(body, (bytes, length) -> {
-            if (length == 0) return;
-            out.write(bytes, 0, length);
-            out.flush();
+        String reason = streams.runBlocking(body, new OpenStreams.BlockingSink() {
+            @Override
+            public void part(byte[] bytes, int length) throws IOException {
+                if (length == 0) return;
+                out.write(bytes, 0, length);
+                out.flush();
+            }
+
+            @Override
+            public void cut() {
+                Content.endPoint(request).close();  // the blocked write fails
+            }
         }, name);
         // Jetty aborts a response whose servlet threw after committing it: the client sees a cut body, not a complete one
         if (reason.equals(StreamEnd.ERROR)) throw new IOException("the streamed body of " + name + " failed (logged above)");

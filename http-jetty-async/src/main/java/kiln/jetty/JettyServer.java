@@ -7,6 +7,7 @@ import java.util.logging.Logger;
 
 import jakarta.servlet.http.HttpServlet;
 
+import kiln.server.ClientDeadlines;
 import kiln.server.ConnectionWatch;
 import kiln.server.StepRouter;
 import kiln.server.Launcher;
@@ -60,7 +61,12 @@ import org.eclipse.jetty.util.thread.QueuedThreadPool;
  * listen backlog instead of using descriptors. Jetty has no header-read timeout (a slowloris client
  * that sends a byte now and then resets the idle timeout forever), so a {@link ConnectionWatch}
  * answers 408 and closes a connection whose request head takes longer than {@code --header-timeout};
- * it also logs the cap.
+ * it also logs the cap. A request's content is read by kiln ({@link Content}) within the server's
+ * request memory and at the minimum data rate ({@link ClientDeadlines}): Jetty's own
+ * {@code MinRequestDataRate} (deprecated in 12.1) is checked only when the application reads, so it
+ * never ends a client that declares content and sends none. Each client address holds at most
+ * {@code --max-client-connections} connections ({@link ClientConnections}); an HTTP/1.0 request's
+ * {@code Expect: 100-continue} is ignored ({@link Http10IgnoresExpect}).
  */
 final class JettyServer implements Launcher.Server {
     /** Heap per open connection for the default cap, bytes: about 4.2 KB per idle connection measured, with room for a request (make bench-memory). */
@@ -79,6 +85,8 @@ final class JettyServer implements Launcher.Server {
     private final long headerTimeoutMs;
     /** The streams being sent (null for a test's servlet): ended first at a stop, so the graceful stop need not wait for them. */
     private final OpenStreams streams;
+    /** The deadlines of request contents and stream writes (null for a test's servlet). */
+    private final ClientDeadlines deadlines;
     private ConnectionWatch<EndPoint> watch;
 
     /**
@@ -128,6 +136,7 @@ final class JettyServer implements Launcher.Server {
         // Jetty's default refuses both as ambiguous (it protects servlet path mappings kiln has none of).
         http.setUriCompliance(UriCompliance.DEFAULT.with("kiln", UriCompliance.Violation.AMBIGUOUS_EMPTY_SEGMENT,
             UriCompliance.Violation.AMBIGUOUS_PATH_SEGMENT));
+        http.addCustomizer(new Http10IgnoresExpect());
         connector = new ServerConnector(server, 0, options.threadsOrDefault(), new HttpConnectionFactory(http));
         connector.setHost(options.bind);
         connector.setPort(options.port);
@@ -135,6 +144,7 @@ final class JettyServer implements Launcher.Server {
         connector.setIdleTimeout(options.idleTimeoutMs);
         server.addConnector(connector);
         ServerLimits limits = options.limits(HEAP_PER_CONNECTION);
+        if (mode == ModeOptions.Mode.BLOCKING) limits = limits.streamsHoldThreads(pool.getMaxThreads(), "Jetty's pool");
         connectionLimit = new NetworkConnectionLimit(limits.maxConnections(), connector);
         server.addBean(connectionLimit);
         headerTimeoutMs = options.headerTimeoutMs;
@@ -143,22 +153,27 @@ final class JettyServer implements Launcher.Server {
         if (testServlet != null) {
             workerPool = null;
             streams = null;
+            deadlines = null;
             servlet = testServlet;
         } else {
-            streams = new OpenStreams();
+            deadlines = new ClientDeadlines(limits);
+            streams = new OpenStreams(deadlines);
+            connector.addBean(new ClientConnections(router.clients()));
+            Content.Limits reading = new Content.Limits(router.requestMemory(), deadlines);
             // Jetty's own count of the connector's open connections, kept by the connection limit
             router.metrics().connections(connectionLimit::getNetworkConnectionCount);
             if (mode == ModeOptions.Mode.ASYNC) {
                 workerPool = new WorkerPool(workers);
-                servlet = new AsyncServlet(router, workerPool, streams, options.maxContentBytes);
+                servlet = new AsyncServlet(router, workerPool, streams, options.maxContentBytes, reading);
             } else {
                 workerPool = null;  // blocking and loom: the same blocking servlet, on pool threads or virtual threads
-                servlet = new BlockingServlet(router, streams, options.maxContentBytes);
+                Executor runner = mode == ModeOptions.Mode.LOOM ? pool.getVirtualThreadsExecutor() : pool;
+                servlet = new BlockingServlet(router, streams, options.maxContentBytes, reading, runner);
             }
         }
         ServletContextHandler context = new ServletContextHandler("/");
         ServletHolder holder = new ServletHolder("kiln", servlet);
-        holder.setAsyncSupported(mode == ModeOptions.Mode.ASYNC);
+        holder.setAsyncSupported(true);  // every mode reads a request's content without a thread
         context.addServlet(holder, "/*");
         // GracefulHandler lets stop() wait for requests in flight, async ones included.
         server.setHandler(new GracefulHandler(router == null ? context : new AsteriskOptions(router, context)));
@@ -195,6 +210,7 @@ final class JettyServer implements Launcher.Server {
     @Override
     public void stop(long graceMillis) {
         if (watch != null) watch.stop();
+        if (deadlines != null) deadlines.stop();
         if (streams != null) streams.stop();  // open streams end now, so the grace period is for requests
         server.setStopTimeout(graceMillis);
         try {

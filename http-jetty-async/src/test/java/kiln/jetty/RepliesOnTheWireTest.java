@@ -37,7 +37,8 @@ class RepliesOnTheWireTest {
             .steps("GET", "/teapot", request -> {
                 throw new HttpException(409, "taken");
             });
-        server = new JettyServer(ServerOptions.of("--port", "0", "--bind", "127.0.0.1"), ModeOptions.Mode.BLOCKING, new BlockingServlet(router, new OpenStreams(), Limits.MAX_CONTENT));
+        server = new JettyServer(ServerOptions.of("--port", "0", "--bind", "127.0.0.1"), ModeOptions.Mode.BLOCKING, new BlockingServlet(router, new OpenStreams(null), Limits.MAX_CONTENT,
+            new Content.Limits(kiln.http.spi.MemoryBudget.UNLIMITED, new kiln.server.ClientDeadlines(kiln.server.ServerLimits.defaults())), Runnable::run));
         server.start();
     }
 

@@ -12,6 +12,7 @@ import kiln.server.AbstractRouter.Exchange;
 import kiln.server.StepHandler;
 import kiln.server.StepRouter;
 import kiln.server.OpenStreams;
+import kiln.server.RequestContent;
 import kiln.server.WorkerPool;
 
 /**
@@ -30,18 +31,22 @@ final class AsyncHandler implements HttpHandler {
     private final OpenStreams streams;
     /** The most content bytes accepted ({@code --max-content}). */
     private final int maxContent;
+    /** The request memory and deadlines a request's content is read, and its reply written, within. */
+    private final Exchanges.Reading limits;
 
     /**
      * @param router     the routes (an app's: the demo's endpoints, the board)
      * @param workers    the request queue, its worker threads and the timer (delays, heartbeats)
-     * @param streams    the server's open streams: counted, and ended at a stop
+     * @param streams    the server's open streams: ended at a stop
      * @param maxContent the most content bytes accepted ({@code --max-content})
+     * @param limits     the request memory and deadlines a request's content is read, and its reply written, within
      */
-    AsyncHandler(StepRouter router, WorkerPool workers, OpenStreams streams, int maxContent) {
+    AsyncHandler(StepRouter router, WorkerPool workers, OpenStreams streams, int maxContent, Exchanges.Reading limits) {
         this.router = router;
         this.workers = workers;
         this.streams = streams;
         this.maxContent = maxContent;
+        this.limits = limits;
     }
 
     @Override
@@ -51,27 +56,33 @@ final class AsyncHandler implements HttpHandler {
         // dispatch() keeps the exchange open after this method returns; with SameThreadExecutor the
         // task runs on this IO thread right after the handler chain unwinds (or at once, when the
         // content came later), so no worker can touch the exchange while Undertow's IO thread still does.
-        Exchanges.readContent(exchange, content ->
-            exchange.dispatch(SameThreadExecutor.INSTANCE, () -> workers.queue().execute(() -> serve(exchange, content))));
+        Exchanges.readContent(exchange, limits, (content, held) ->
+            exchange.dispatch(SameThreadExecutor.INSTANCE, () -> workers.queue().execute(() -> serve(exchange, content, held))));
     }
 
-    /** On a worker: runs the endpoint, then sends its reply (now, or when the wait ends). */
-    private void serve(HttpServerExchange exchange, byte[] content) {
+    /** On a worker: runs the endpoint, then sends its reply (now, or when the wait ends); {@code held} is released then. */
+    private void serve(HttpServerExchange exchange, byte[] content, RequestContent held) {
         Exchange<StepHandler> started = Exchanges.begin(router, exchange, content);
-        workers.run(StepRouter.firstStep(started), reply -> send(exchange, started, reply));
+        workers.run(StepRouter.firstStep(started), reply -> {
+            if (held != null) held.release();
+            send(exchange, started, reply);
+        });
     }
 
     private void send(HttpServerExchange exchange, Exchange<StepHandler> started, Reply answer) {
         Reply reply = started.answer(answer);
+        boolean streaming = false;
         try {
             if (reply.stream != null && !Methods.HEAD.equals(exchange.getRequestMethod())) {
                 Exchanges.head(exchange, reply);
+                streaming = true;
                 streams.runAsync(reply.stream, new ChannelStream(exchange), started.request().routeName(), workers.queue(), workers.timer());
                 return;
             }
-            Exchanges.send(exchange, reply);
+            Exchanges.send(exchange, reply, limits.deadlines());
         } catch (RuntimeException e) {
             LOG.log(Level.WARNING, "could not send the response", e);
+            if (!streaming) OpenStreams.notSent(reply);
             exchange.endExchange();
         }
     }

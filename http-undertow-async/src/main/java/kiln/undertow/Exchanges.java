@@ -4,7 +4,7 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.function.Consumer;
+import java.util.function.BiConsumer;
 
 import io.undertow.io.IoCallback;
 import io.undertow.io.Sender;
@@ -18,7 +18,10 @@ import io.undertow.util.Protocols;
 import kiln.http.Http;
 import kiln.http.HttpDate;
 import kiln.http.Reply;
+import kiln.http.spi.MemoryBudget;
 import kiln.http.spi.RequestParser;
+import kiln.server.ClientDeadlines;
+import kiln.server.RequestContent;
 import org.xnio.IoUtils;
 
 /** Sends {@link Reply}s on Undertow exchanges. */
@@ -77,40 +80,65 @@ final class Exchanges {
         return true;
     }
 
+    /** The server's request memory and deadlines, which every request's content is read, and every reply written, within. */
+    record Reading(MemoryBudget memory, ClientDeadlines deadlines) {
+    }
+
     /**
-     * Reads the request's content without blocking (Undertow's {@link io.undertow.io.Receiver}):
-     * {@code then} gets it once all of it is in, on the IO thread (at once when there is none).
-     * Only a Content-Length within {@code --max-content} gets here ({@link #refuseContent}). A client
-     * that leaves midway ends the exchange (the receiver's default error callback).
+     * Reads the request's content without blocking (Undertow's {@link io.undertow.io.Receiver}, part by
+     * part, on the IO thread) into a {@link RequestContent}: it grows with what arrives, within the
+     * server's request memory, at the minimum data rate (Undertow's {@code receiveFullBytes} would make
+     * an array of the declared length before a byte of it came). {@code then} gets it once all of it
+     * is in, on the IO thread (at once when there is none), with the {@link RequestContent} to
+     * {@link RequestContent#release} once the handler answered (null for none). A request refused
+     * meanwhile (503: no memory; 408: too slow) is answered here, and its connection closed. Only a
+     * Content-Length within {@code --max-content} gets here ({@link #refuseContent}). A client that
+     * leaves midway ends the exchange.
      */
-    static void readContent(HttpServerExchange exchange, Consumer<byte[]> then) {
+    static void readContent(HttpServerExchange exchange, Reading limits, BiConsumer<byte[], RequestContent> then) {
         if (exchange.getRequestContentLength() <= 0) {
-            then.accept(NO_CONTENT);
-        } else if (HttpContinue.requiresContinueResponse(exchange)) {
+            then.accept(NO_CONTENT, null);
+            return;
+        }
+        RequestContent content = new RequestContent(limits.memory(), limits.deadlines(), (int) exchange.getRequestContentLength(),
+            reply -> exchange.getIoThread().execute(() -> refuse(exchange, reply)));
+        Runnable receive = () -> exchange.getRequestReceiver().receivePartialBytes((ex, bytes, last) -> {
+            if (!content.add(bytes, 0, bytes.length) || !last) return;
+            byte[] body = content.finish();
+            if (body != null) then.accept(body, content);
+        }, (ex, failure) -> {
+            content.release();
+            IoUtils.safeClose(ex.getConnection());
+            ex.endExchange();
+        });
+        if (HttpContinue.requiresContinueResponse(exchange)) {
             // the client waits for 100 Continue before it sends the content (RFC 9110 section 10.1.1)
             HttpContinue.sendContinueResponse(exchange, new IoCallback() {
                 @Override
                 public void onComplete(HttpServerExchange ex, Sender sender) {
-                    ex.getRequestReceiver().receiveFullBytes((e, content) -> then.accept(content));
+                    receive.run();
                 }
 
                 @Override
                 public void onException(HttpServerExchange ex, Sender sender, IOException failure) {
+                    content.release();
                     IoUtils.safeClose(ex.getConnection());
                     ex.endExchange();
                 }
             });
         } else {
-            exchange.getRequestReceiver().receiveFullBytes((ex, content) -> then.accept(content));
+            receive.run();
         }
     }
 
-    /** Reads the request's content on the calling thread, which blocks until it is in (a worker pool thread). */
-    static byte[] readContentBlocking(HttpServerExchange exchange) throws IOException {
-        if (exchange.getRequestContentLength() <= 0) return NO_CONTENT;
-        if (HttpContinue.requiresContinueResponse(exchange)) HttpContinue.sendContinueResponseBlocking(exchange);
-        if (!exchange.isBlocking()) exchange.startBlocking();
-        return exchange.getInputStream().readNBytes((int) exchange.getRequestContentLength());
+    /** On the IO thread: answers {@code reply} and closes the connection, unless a response began already (then only closes). */
+    private static void refuse(HttpServerExchange exchange, Reply reply) {
+        if (exchange.isResponseStarted()) {
+            IoUtils.safeClose(exchange.getConnection());
+            return;
+        }
+        exchange.setPersistent(false);
+        send(exchange, reply.negotiated(accept(exchange)));
     }
 
     /** @return the request's header fields, names and values alternating, for {@link kiln.server.AbstractRouter#begin} */
@@ -126,11 +154,6 @@ final class Exchanges {
         return fields;
     }
 
-    /** @return the server's idle timeout ({@code IDLE_TIMEOUT}, {@code --idle-timeout}), ms; 0 for none */
-    static long idleTimeoutMs(HttpServerExchange exchange) {
-        Integer ms = exchange.getConnection().getUndertowOptions().get(io.undertow.UndertowOptions.IDLE_TIMEOUT);
-        return ms == null ? 0 : Math.max(0, ms);
-    }
 
     /**
      * Routes the request with everything Undertow parsed: method, raw path and query, header fields,
@@ -188,5 +211,28 @@ final class Exchanges {
     static void send(HttpServerExchange exchange, Reply reply) {
         head(exchange, reply);
         exchange.getResponseSender().send(ByteBuffer.wrap(reply.body));
+    }
+
+    /**
+     * As {@link #send(HttpServerExchange, Reply)}, the write timed by {@code deadlines}: a client that
+     * does not read is cut at the minimum response rate's deadline (Undertow's own idle timeout never
+     * fires on an HTTP/1.1 connection), and the connection closed.
+     */
+    static void send(HttpServerExchange exchange, Reply reply, ClientDeadlines deadlines) {
+        head(exchange, reply);
+        ClientDeadlines.Wait writing = deadlines.write(reply.body.length, () -> IoUtils.safeClose(exchange.getConnection()));
+        exchange.getResponseSender().send(ByteBuffer.wrap(reply.body), new IoCallback() {
+            @Override
+            public void onComplete(HttpServerExchange ex, Sender sender) {
+                writing.end();
+                IoCallback.END_EXCHANGE.onComplete(ex, sender);
+            }
+
+            @Override
+            public void onException(HttpServerExchange ex, Sender sender, IOException failure) {
+                writing.end();
+                IoCallback.END_EXCHANGE.onException(ex, sender, failure);
+            }
+        });
     }
 }

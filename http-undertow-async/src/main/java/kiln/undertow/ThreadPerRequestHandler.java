@@ -22,7 +22,9 @@ import org.xnio.channels.StreamSourceChannel;
  * The blocking baseline: each request moves from the IO thread to one of Undertow's worker pool
  * threads and holds it from start to end; the thread blocks on a durable write and sleeps through
  * a {@code /hello} delay ({@link Step#runBlocking}). Concurrency is therefore bounded by the worker
- * pool size. (Not Undertow's own {@code BlockingHandler}, which only starts blocking I/O.)
+ * pool size. (Not Undertow's own {@code BlockingHandler}, which only starts blocking I/O.) A
+ * request's content is read on the IO thread first ({@link Exchanges#readContent}), so that a client
+ * whose content never comes holds no worker, only its deadline.
  *
  * <p>A request waits in the pool's queue while every worker is busy, and its client may give up
  * meanwhile. Undertow does not read a connection while its request is being handled, so it never
@@ -36,36 +38,50 @@ final class ThreadPerRequestHandler implements HttpHandler {
     private final OpenStreams streams;
     /** The most content bytes accepted ({@code --max-content}). */
     private final int maxContent;
+    /** The request memory and deadlines a request's content is read, and its reply written, within. */
+    private final Exchanges.Reading limits;
 
     /**
      * @param router     the routes (an app's: the demo's endpoints, the board)
-     * @param streams    the server's open streams: counted, and ended at a stop
+     * @param streams    the server's open streams: ended at a stop
      * @param maxContent the most content bytes accepted ({@code --max-content})
+     * @param limits     the request memory and deadlines a request's content is read, and its reply written, within
      */
-    ThreadPerRequestHandler(StepRouter router, OpenStreams streams, int maxContent) {
+    ThreadPerRequestHandler(StepRouter router, OpenStreams streams, int maxContent, Exchanges.Reading limits) {
         this.router = router;
         this.streams = streams;
         this.maxContent = maxContent;
+        this.limits = limits;
     }
 
     @Override
-    public void handleRequest(HttpServerExchange exchange) throws IOException {
-        if (exchange.isInIoThread()) {
-            if (Exchanges.refuseUnsupportedVersion(exchange) || Exchanges.refuseContent(exchange, maxContent)) return;
-            // Never block an IO thread: run this handler again on the worker pool.
-            exchange.dispatch(this);
-            return;
-        }
-        // A request with content was sent just now (its content is still to be read): the client is there.
-        if (exchange.getRequestContentLength() <= 0 && clientGone(exchange)) {
+    public void handleRequest(HttpServerExchange exchange) {
+        if (Exchanges.refuseUnsupportedVersion(exchange) || Exchanges.refuseContent(exchange, maxContent)) return;
+        // Never block an IO thread: once the content is in, the request runs on the worker pool.
+        Exchanges.readContent(exchange, limits, (content, held) -> exchange.dispatch(() -> {
+            try {
+                serve(exchange, content);
+            } catch (IOException e) {
+                IoUtils.safeClose(exchange.getConnection());
+                exchange.endExchange();
+            } finally {
+                if (held != null) held.release();
+            }
+        }));
+    }
+
+    /** On a worker: runs the request, blocking in its waits, and writes the reply. */
+    private void serve(HttpServerExchange exchange, byte[] content) throws IOException {
+        // A request with content was sent just now: the client is there.
+        if (content.length == 0 && clientGone(exchange)) {
             IoUtils.safeClose(exchange.getConnection());
             exchange.endExchange();
             return;
         }
-        Exchange<StepHandler> started = Exchanges.begin(router, exchange, Exchanges.readContentBlocking(exchange));
+        Exchange<StepHandler> started = Exchanges.begin(router, exchange, content);
         Reply reply = started.answer(Step.runBlocking(StepRouter.firstStep(started)));
         if (reply.stream == null || Methods.HEAD.equals(exchange.getRequestMethod())) {
-            Exchanges.send(exchange, reply);
+            Exchanges.send(exchange, reply, limits.deadlines());
         } else {
             stream(exchange, reply, started.request().routeName());
         }
@@ -75,39 +91,29 @@ final class ThreadPerRequestHandler implements HttpHandler {
      * Sends a streamed body on this worker thread, which parks between parts and blocks in each write
      * ({@link OpenStreams#runBlocking}): each part one flush of Undertow's blocking output, so one
      * chunk. Every subscriber holds one of the worker pool's threads, the blocking baseline's cost.
-     * A write that takes the idle timeout (a client that does not read) is cut by a timer on the
-     * connection's IO thread: Undertow's own idle timeout does not fire while a response write waits
-     * ({@link ChannelStream}).
+     * A write that outlives its deadline (a client that does not read) is cut by closing the
+     * connection ({@link OpenStreams.BlockingSink#cut}).
      */
     private void stream(HttpServerExchange exchange, Reply reply, String name) throws IOException {
-        Exchanges.head(exchange, reply);
-        if (!exchange.isBlocking()) exchange.startBlocking();
-        OutputStream out = exchange.getOutputStream();
-        long idleNanos = java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(Exchanges.idleTimeoutMs(exchange));
+        OutputStream out;
+        try {
+            Exchanges.head(exchange, reply);
+            if (!exchange.isBlocking()) exchange.startBlocking();
+            out = exchange.getOutputStream();
+        } catch (RuntimeException e) {
+            OpenStreams.notSent(reply);
+            throw e;
+        }
         String reason = streams.runBlocking(reply.stream, new OpenStreams.BlockingSink() {
-            /** The write under way, or null; the IO thread's timer cuts it after the idle timeout. */
-            private volatile Object writing;
-            private volatile boolean cut;
-
             @Override
             public void part(byte[] bytes, int length) throws IOException {
-                Object write = new Object();
-                writing = write;
-                if (idleNanos > 0) {
-                    exchange.getIoThread().executeAfter(() -> {
-                        if (writing != write) return;
-                        cut = true;
-                        IoUtils.safeClose(exchange.getConnection());  // the blocked write fails
-                    }, idleNanos, java.util.concurrent.TimeUnit.NANOSECONDS);
-                }
                 out.write(bytes, 0, length);
                 out.flush();  // the first, with no bytes, sends the head at once
-                writing = null;
             }
 
             @Override
-            public String writeFailed(Throwable failure) {
-                return cut ? StreamEnd.TIMEOUT : StreamEnd.CLIENT;
+            public void cut() {
+                IoUtils.safeClose(exchange.getConnection());  // the blocked write fails
             }
         }, name);
         // without the last chunk: the client sees a cut body; else returning ends the exchange and the body

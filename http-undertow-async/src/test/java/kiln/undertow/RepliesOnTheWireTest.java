@@ -44,7 +44,9 @@ class RepliesOnTheWireTest {
         undertow = Undertow.builder().addHttpListener(0, "127.0.0.1")
             .setServerOption(UndertowOptions.ALWAYS_SET_DATE, false)
             .setServerOption(UndertowOptions.ALWAYS_SET_KEEP_ALIVE, false)
-            .setHandler(new ThreadPerRequestHandler(router, new kiln.server.OpenStreams(), Limits.MAX_CONTENT)).build();
+            .setHandler(new ThreadPerRequestHandler(router, new kiln.server.OpenStreams(null), Limits.MAX_CONTENT,
+                new Exchanges.Reading(kiln.http.spi.MemoryBudget.UNLIMITED, new kiln.server.ClientDeadlines(kiln.server.ServerLimits.defaults()))))
+            .build();
         undertow.start();
     }
 

@@ -33,7 +33,18 @@ import kiln.http.spi.StreamedBody;
  */
 public final class OpenStreams {
     private final Set<StreamedBody> open = ConcurrentHashMap.newKeySet();
+    /** Times each write: a client that does not read is cut ({@code --min-response-rate}); null for none. */
+    private final ClientDeadlines deadlines;
     private volatile boolean stopping;
+
+    /**
+     * @param deadlines times each part's write: one that outlives its deadline (a client that does
+     *                  not read) is cut ({@link BlockingSink#cut}, {@link AsyncSink#cut}) and the stream
+     *                  ends as {@link StreamEnd#TIMEOUT}; null for no deadline
+     */
+    public OpenStreams(ClientDeadlines deadlines) {
+        this.deadlines = deadlines;
+    }
 
     /** Where a blocking front end writes the parts of a streamed body, each flushed at once. */
     public interface BlockingSink {
@@ -43,6 +54,12 @@ public final class OpenStreams {
         /** Writes the end of the body (the last chunk); by default nothing: the front end's return ends it. */
         default void end() throws IOException {
         }
+
+        /**
+         * The write under way outlived its deadline (a client that does not read): close the
+         * connection, so that the write fails. From the reaper thread; must not block.
+         */
+        void cut();
 
         /**
          * @param failure what the failed write threw
@@ -77,6 +94,12 @@ public final class OpenStreams {
          */
         void finish(boolean complete);
 
+        /**
+         * The write under way outlived its deadline (a client that does not read): close the
+         * connection, so that the write fails and its callback runs. From the reaper thread; must not block.
+         */
+        void cut();
+
         /** @return {@link StreamEnd#TIMEOUT} when a {@link java.util.concurrent.TimeoutException} is among the causes, else {@link StreamEnd#CLIENT} */
         default String writeFailed(Throwable failure) {
             return OpenStreams.writeFailed(failure);
@@ -101,11 +124,17 @@ public final class OpenStreams {
         StreamedBody s = open(body, name);
         Thread thread = Thread.currentThread();
         Runnable unpark = () -> LockSupport.unpark(thread);
+        ClientDeadlines.Wait writing = null;
         try {
             while (true) {
                 BodyOutput part = new BodyOutput();
                 switch (s.next(part)) {
-                    case PART -> sink.part(part.array(), part.length());
+                    case PART -> {
+                        writing = deadlines == null ? null : deadlines.write(part.length(), sink::cut);
+                        sink.part(part.array(), part.length());
+                        if (writing != null) writing.end();
+                        writing = null;
+                    }
                     case WAIT -> {
                         if (s.park(unpark)) LockSupport.parkNanos(s, Math.max(1, s.heartbeatAt() - System.nanoTime()));
                     }
@@ -116,7 +145,7 @@ public final class OpenStreams {
                 }
             }
         } catch (IOException e) {
-            s.end(sink.writeFailed(e));
+            s.end(writing != null && !writing.end() ? StreamEnd.TIMEOUT : sink.writeFailed(e));
             return s.reason();
         } finally {
             close(s);
@@ -137,7 +166,7 @@ public final class OpenStreams {
     public CompletableFuture<String> runAsync(BodyStream body, AsyncSink sink, String name, Executor executor,
                                               ScheduledExecutorService timer) {
         Pump pump = new Pump(open(body, name), sink, executor, timer);
-        sink.write(new byte[0], 0, pump::afterWrite);  // the head at once, before the body has anything to say
+        pump.write(new byte[0], 0);  // the head at once, before the body has anything to say
         return pump.ended;
     }
 
@@ -187,6 +216,8 @@ public final class OpenStreams {
         private final Runnable wake = () -> run(step);
         private final AtomicBoolean finished = new AtomicBoolean();
         private volatile ScheduledFuture<?> heartbeat;
+        /** The deadline of the write under way, or null. */
+        private volatile ClientDeadlines.Wait writing;
 
         Pump(StreamedBody body, AsyncSink sink, Executor executor, ScheduledExecutorService timer) {
             this.body = body;
@@ -200,7 +231,7 @@ public final class OpenStreams {
             if (h != null) h.cancel(false);
             BodyOutput part = new BodyOutput();
             switch (body.next(part)) {
-                case PART -> sink.write(part.array(), part.length(), this::afterWrite);
+                case PART -> write(part.array(), part.length());
                 case WAIT -> {
                     if (!body.park(wake)) {
                         run(step);
@@ -216,10 +247,18 @@ public final class OpenStreams {
             }
         }
 
+        /** Starts a write, timed by the deadlines. */
+        void write(byte[] bytes, int length) {
+            writing = deadlines == null ? null : deadlines.write(length, sink::cut);
+            sink.write(bytes, length, this::afterWrite);
+        }
+
         /** After a write (a library's IO thread may call it): the next step on the executor, or the end. */
         void afterWrite(Throwable failure) {
+            ClientDeadlines.Wait w = writing;
+            boolean cut = w != null && !w.end();
             if (failure != null) {
-                body.end(sink.writeFailed(failure));
+                body.end(cut ? StreamEnd.TIMEOUT : sink.writeFailed(failure));
                 finish();
             } else {
                 run(step);

@@ -173,6 +173,22 @@ public final class ServerLimits {
     }
 
     /**
+     * For a front end whose every event stream holds one of its {@code threads} (a blocking mode):
+     * at most half of them stream, so that the other half still serve requests however many
+     * subscribers come; logged.
+     *
+     * @param pool names the threads, for the log, e.g. {@code Jetty's pool}
+     * @return these limits with {@link #maxStreams} at most {@code threads / 2}
+     */
+    public ServerLimits streamsHoldThreads(int threads, String pool) {
+        int cap = Math.max(1, threads / 2);
+        if (maxStreams <= cap) return this;
+        java.util.logging.Logger.getLogger(ServerLimits.class.getName()).info("at most " + cap + " event streams: each holds one of the "
+            + threads + " threads of " + pool + ", and half of them are kept for requests (--max-streams lowers it)");
+        return maxStreams(cap);
+    }
+
+    /**
      * @param addresses the reverse proxies in front of the server (nginx): their connections carry many
      *                  clients, so the per-client limits do not apply to them; none for no exemption
      */

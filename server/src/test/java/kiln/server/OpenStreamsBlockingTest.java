@@ -21,7 +21,7 @@ import org.junit.jupiter.api.Timeout;
 /** The blocking stream loop (Jetty's blocking and loom modes, Undertow's blocking one), against a sink in memory. */
 @Timeout(30)
 class OpenStreamsBlockingTest {
-    private final OpenStreams streams = new OpenStreams();
+    private final OpenStreams streams = new OpenStreams(null);
 
     /** Records the parts written; fails writes after {@code failAfter} parts with {@code failure}. */
     private static final class Recorder implements OpenStreams.BlockingSink {
@@ -39,6 +39,11 @@ class OpenStreamsBlockingTest {
         @Override
         public void end() {
             ended = true;
+        }
+
+        @Override
+        public void cut() {
+            throw new AssertionError("no deadlines here");
         }
     }
 

@@ -28,7 +28,7 @@ import org.junit.jupiter.api.Timeout;
 class OpenStreamsTest {
     private final ExecutorService workers = Executors.newFixedThreadPool(2);
     private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor();
-    private final OpenStreams streams = new OpenStreams();
+    private final OpenStreams streams = new OpenStreams(null);
     /** Bodies of this test not ended yet: made by {@link #ticks}, ended by {@link BodyStream#ended}. */
     private final AtomicInteger open = new AtomicInteger();
     private final int before = 0;
@@ -47,9 +47,22 @@ class OpenStreamsTest {
         volatile Boolean complete;
         volatile int failAfter = Integer.MAX_VALUE;
         volatile Throwable failure;
+        /** Parts after this many are never taken: a client that does not read, until {@link #cut}. */
+        volatile int takeOnly = Integer.MAX_VALUE;
+        private volatile Consumer<Throwable> hanging;
+
+        @Override
+        public void cut() {
+            Consumer<Throwable> w = hanging;
+            if (w != null) w.accept(new IOException("connection closed"));
+        }
 
         @Override
         public void write(byte[] bytes, int length, Consumer<Throwable> written) {
+            if (length > 0 && parts.size() >= takeOnly) {
+                hanging = written;
+                return;
+            }
             CompletableFuture.runAsync(() -> {
                 if (length == 0) {
                     flushes.incrementAndGet();
@@ -160,6 +173,28 @@ class OpenStreamsTest {
     }
 
     @Test
+    void aWriteTheClientDoesNotTakeIsCutAtItsDeadlineAsATimeout() throws Exception {
+        ClientDeadlines deadlines = new ClientDeadlines(ServerLimits.defaults().rateGrace(100), false);
+        OpenStreams timed = new OpenStreams(deadlines);
+        Recorder stuck = new Recorder();
+        stuck.takeOnly = 1;
+        List<CompletableFuture<Void>> done = List.of(CompletableFuture.completedFuture(null), CompletableFuture.completedFuture(null));
+        CompletableFuture<String> ended = timed.runAsync(ticks(done, 60_000), stuck, "GET /ticks", workers, timer);
+        long waited = System.nanoTime();
+        while (stuck.hanging == null) {
+            assertTrue(System.nanoTime() - waited < TimeUnit.SECONDS.toNanos(5), "the second part's write never began");
+            Thread.sleep(5);
+        }
+        deadlines.tick(System.nanoTime());
+        assertTrue(!ended.isDone(), "within its grace period the write waits");
+        deadlines.tick(System.nanoTime() + TimeUnit.SECONDS.toNanos(1));
+        assertEquals(StreamEnd.TIMEOUT, ended.get(5, TimeUnit.SECONDS));
+        assertEquals(Boolean.FALSE, stuck.complete, "a cut body: no last chunk");
+        assertEquals(0, deadlines.size());
+        assertEquals(before, open.get());
+    }
+
+    @Test
     void aThrowingBodyEndsAsErrorWithoutTheLastChunk() throws Exception {
         Recorder sink = new Recorder();
         String reason = streams.runAsync(out -> { throw new IllegalStateException("broken on purpose"); }, sink, "GET /x", workers, timer)
@@ -171,8 +206,17 @@ class OpenStreamsTest {
     @Test
     void theBlockingLoopEndsItsBodyAndIsStoppedHereToo() throws Exception {
         CompletableFuture<Void> never = new CompletableFuture<>();
-        CompletableFuture<String> ended = CompletableFuture.supplyAsync(() -> streams.runBlocking(ticks(List.of(never), 60_000),
-            (bytes, length) -> { }, "GET /ticks"), workers);
+        OpenStreams.BlockingSink discard = new OpenStreams.BlockingSink() {
+            @Override
+            public void part(byte[] bytes, int length) {
+            }
+
+            @Override
+            public void cut() {
+            }
+        };
+        CompletableFuture<String> ended = CompletableFuture.supplyAsync(() -> streams.runBlocking(ticks(List.of(never), 60_000), discard,
+            "GET /ticks"), workers);
         Thread.sleep(100);
         assertEquals(before + 1, open.get());
         streams.stop();

@@ -74,6 +74,8 @@ public final class StreamedBody implements BiConsumer<Object, Throwable> {
     /** The body said it is complete with a part still to write: {@link #reason} once it is written. */
     private boolean completeAfterPart;
     private volatile boolean stopped;
+    /** Set by {@link #clientLeft}: the body ends as {@link StreamEnd#CLIENT} at its next step. */
+    private volatile boolean clientLeft;
     /** The parked loop's wake-up ({@link #park}); whoever swaps it out runs it. */
     @SuppressWarnings("unused") private volatile Runnable wake;
 
@@ -95,6 +97,10 @@ public final class StreamedBody implements BiConsumer<Object, Throwable> {
         while (reason == null) {
             if (completeAfterPart) {
                 reason = StreamEnd.COMPLETE;
+                break;
+            }
+            if (clientLeft) {
+                reason = StreamEnd.CLIENT;
                 break;
             }
             if (stopped) {
@@ -178,7 +184,7 @@ public final class StreamedBody implements BiConsumer<Object, Throwable> {
     public boolean park(Runnable wake) {
         long due = lastSent + heartbeatNanos(body);
         WAKE.setVolatile(this, wake);
-        if (waitingFor.isDone() || stopped || System.nanoTime() - due >= 0) {
+        if (waitingFor.isDone() || stopped || clientLeft || System.nanoTime() - due >= 0) {
             return !WAKE.compareAndSet(this, wake, null);  // a waker that swapped it out first runs it
         }
         return true;
@@ -194,6 +200,16 @@ public final class StreamedBody implements BiConsumer<Object, Throwable> {
     public void wake() {
         Runnable w = (Runnable) WAKE.getAndSet(this, null);
         if (w != null) w.run();
+    }
+
+    /**
+     * From any thread, for a front end that watches a waiting stream's socket: the client closed its
+     * side (or sent what a stream's client has no reason to send); the body ends at its next step as
+     * {@link StreamEnd#CLIENT}, a cut body, and a parked loop is woken.
+     */
+    public void clientLeft() {
+        clientLeft = true;
+        wake();
     }
 
     /** For a server's stop, from any thread: the body ends at its next step ({@link StreamEnd#STOP}: a complete body). */
