@@ -50,7 +50,7 @@ NEW_JDK_FLAGS = $(shell v=$$($(SERVER_JAVA) -version 2>&1 | sed -n 's/.*version 
 # A jar is rebuilt when any main source or pom changed since it was made.
 MAIN_SOURCES := $(shell find . \( -path ./conformance -o -path ./starter \) -prune -o \( -path '*/src/main/*' -o -name pom.xml \) -type f -print 2>/dev/null)
 
-.PHONY: help build install new-app demo backup cluster cluster-stop test powercut bench-db bench-feeds bench-parser bench-memory bench-traps clean check-server
+.PHONY: help build install new-app demo backup cluster cluster-stop test powercut bench-db bench-feeds bench-parser bench-memory bench-traps bench-hostile clean check-server
 
 help:
 	@echo "make demo [SERVER=$(SERVER_NAMES)] [PORT=8080] [DATA=data] [HEAP=256m] [ARGS=\"--threads 2\"]   build if needed and start a server"
@@ -71,6 +71,7 @@ help:
 	@echo "make bench-parser                          kiln's parser: a request trickled one byte per read, resumed vs re-parsed"
 	@echo "make bench-memory [CONNECTIONS=19500]      heap and RSS bytes per idle keep-alive connection, every front end beside dummy and nginx (prints a table)"
 	@echo "make bench-traps                           other requests' round trips while a Kilim handler blocks or spins, with and without the carrier hand-off"
+	@echo "make bench-hostile [SERVER=kilim]          5,000 partial bodies, then 20,000 heads only, against SERVER with make demo's defaults (~1 min)"
 	@echo "make clean                                 remove build output (keeps ./$(DATA))"
 
 check-server:
@@ -170,6 +171,13 @@ bench-parser:
 CONNECTIONS ?= 19500
 bench-memory:
 	./ab-sweep.sh --memory --concurrency $(CONNECTIONS) $(if $(HEAP),--heap $(HEAP)) all
+
+# Issue 36's attacks at full size (5,000 partial bodies, then 20,000 heads only) against SERVER started with
+# make demo's flags and defaults, a /plaintext probe watching; about a minute (scripts/hostile-bench.sh).
+bench-hostile: check-server $(JAR)
+	$(MVN) -DskipTests -pl conformance -am test-compile dependency:build-classpath -Dmdep.outputFile=target/classpath.txt -Dmdep.includeScope=test
+	JAR=$(JAR) JAVA="$(SERVER_JAVA)" JAVA_FLAGS="$(NEW_JDK_FLAGS)" FRONTEND_ARGS="$(FRONTEND_ARGS)" \
+	  CP="conformance/target/test-classes:$$(cat conformance/target/classpath.txt)" scripts/hostile-bench.sh
 
 # Other connections' round trips (p50/p99/max) while a handler blocks its carrier (Thread.sleep, a blocking
 # HttpClient.send to the same server) or spins on it, one carrier, with and without the hand-off; about 80 s.

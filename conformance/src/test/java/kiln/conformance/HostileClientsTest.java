@@ -49,6 +49,12 @@ class HostileClientsTest {
     static final int SLACK_MS = 3_000;
     static final int MAX_STREAMS = 2_000;
     static final int CLIENT_STREAMS = 32;
+    /**
+     * The suite's minimum response rate, bytes/s: above the default (240), so that a stalled write of
+     * a 16 KB event is cut within seconds (at 240 B/s it would be allowed 70 s), while the kernel's
+     * socket buffers (up to 4 MB a connection here) take a few seconds of events to fill.
+     */
+    static final int RESPONSE_RATE = 10_000;
     static final boolean BEFORE = Boolean.getBoolean("kiln.hostile.before");
 
     @RegisterExtension
@@ -58,7 +64,8 @@ class HostileClientsTest {
         List<String> args = new ArrayList<>(List.of("--header-timeout", Integer.toString(HEADER_TIMEOUT_MS),
             "--max-streams", Integer.toString(MAX_STREAMS)));
         if (!BEFORE) {
-            args.addAll(List.of("--min-rate-grace", Integer.toString(GRACE_MS), "--max-client-streams", Integer.toString(CLIENT_STREAMS)));
+            args.addAll(List.of("--min-rate-grace", Integer.toString(GRACE_MS), "--max-client-streams", Integer.toString(CLIENT_STREAMS),
+                "--min-response-rate", Integer.toString(RESPONSE_RATE)));
         }
         return args.toArray(new String[0]);
     }
@@ -141,10 +148,11 @@ class HostileClientsTest {
     }
 
     /**
-     * 40 event streams, 10 per address, whose clients never read (a 4 KiB receive buffer), while
-     * updates are committed 50 times a second for 6 s: once the socket buffers are full, each write
-     * to them waits, and must be cut at the minimum response rate's deadline (the grace period plus
-     * an event's bytes at 240 B/s, about 5 s here), not held for the idle timeout (60 s).
+     * 20 event streams, 10 per address, whose clients never read (a 4 KiB receive buffer), while
+     * updates of 500 rows (an event of about 16 KB) are committed as fast as one client can for 8 s:
+     * once the socket buffers are full, each write to them waits, and must be cut at the minimum
+     * response rate's deadline (the grace period plus an event's bytes at {@value #RESPONSE_RATE}
+     * B/s, under 4 s here), not held for the idle timeout (60 s).
      */
     @ParameterizedTest(name = "{0}")
     @MethodSource("servers")
@@ -157,11 +165,11 @@ class HostileClientsTest {
         s.perAddress = 10;
         long started = System.nanoTime();
         try (Probe probe = new Probe(server.port); Swarm swarm = new Swarm(server.port)) {
-            List<Swarm.Conn> conns = swarm.start(40, s);
+            List<Swarm.Conn> conns = swarm.start(20, s);
             Swarm.awaitConnected(conns, 10_000);
             Thread.sleep(500);
-            commitUpdates(server, 50, 6_000);
-            Thread.sleep(GRACE_MS + 3_000 + SLACK_MS);  // the last writes' deadlines: grace plus an event at 240 B/s
+            commitUpdates(server, 8_000);
+            Thread.sleep(GRACE_MS + 2_000 + SLACK_MS);  // the last writes' deadlines: the grace period plus an event at the rate
             swarm.drainUnread(conns);
             probe.close();
             Result r = new Result(fe, "streams that never read", conns.size(), server.alive(), probe, conns, Swarm.open(conns),
@@ -172,8 +180,8 @@ class HostileClientsTest {
         RobustnessTest.assertServesPromptly(server);
     }
 
-    /** Commits {@code /updates?queries=20} {@code perSecond} times a second for {@code ms}, from 127.0.0.5, on one keep-alive connection. */
-    private static void commitUpdates(ServerProcess server, int perSecond, long ms) throws Exception {
+    /** Commits {@code /updates?queries=500} one after another for {@code ms}, from 127.0.0.5, on one keep-alive connection. */
+    private static void commitUpdates(ServerProcess server, long ms) throws Exception {
         long end = System.nanoTime() + ms * 1_000_000L;
         java.net.Socket socket = new java.net.Socket();
         socket.bind(new java.net.InetSocketAddress("127.0.0.5", 0));
@@ -181,9 +189,8 @@ class HostileClientsTest {
         socket.setSoTimeout(10_000);
         try (RawConnection c = RawConnection.over(socket)) {
             while (System.nanoTime() < end) {
-                RawResponse r = c.exchange(RawConnection.get("/updates?queries=20"));
-                assertEquals(200, r.status, () -> "an update during the attack: " + r);
-                Thread.sleep(1_000 / perSecond);
+                RawResponse r = c.exchange(RawConnection.get("/updates?queries=500"));
+                assertEquals(200, r.status, () -> "an update during the attack: " + r.status);
             }
         }
     }

@@ -17,6 +17,8 @@ import kiln.http.Reply;
  */
 final class TestOwner implements Connection.Owner {
     private final int maxContent;
+    /** The request memory the connection reserves from: no limit unless a test gives one. */
+    MemoryBudget memory = MemoryBudget.UNLIMITED;
     volatile boolean stopping;
     final AtomicInteger inFlight = new AtomicInteger();
     final AtomicInteger streamsOpen = new AtomicInteger();
@@ -49,6 +51,11 @@ final class TestOwner implements Connection.Owner {
     @Override
     public int maxContentBytes() {
         return maxContent;
+    }
+
+    @Override
+    public MemoryBudget requestMemory() {
+        return memory;
     }
 
     @Override
