@@ -58,7 +58,7 @@ class HostileClientsTest {
     static final boolean BEFORE = Boolean.getBoolean("kiln.hostile.before");
 
     @RegisterExtension
-    static final Servers SERVERS = new Servers("HostileClientsTest", serverArgs()).withDemoJvmFlags();
+    static final Servers SERVERS = new Servers("HostileClientsTest", serverArgs()).withDemoJvmFlags().restartingTheDead();
 
     static String[] serverArgs() {
         List<String> args = new ArrayList<>(List.of("--header-timeout", Integer.toString(HEADER_TIMEOUT_MS),

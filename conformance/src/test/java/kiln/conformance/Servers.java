@@ -22,6 +22,10 @@ final class Servers implements AfterAllCallback, TestWatcher {
     private final String owner;
     private final List<String> args;
     private List<String> jvmArgs = List.of();
+    /** Start a fresh server in place of one that died, so that each test measures on its own ({@link #restartingTheDead}). */
+    private boolean restartDead;
+    /** Servers that died during a test and were started again: each fails the class at the end. */
+    private final List<String> deaths = new ArrayList<>();
     private final Map<FrontEnd, ServerProcess> running = new LinkedHashMap<>();
     /** A start that failed is not retried for every test of the class: each one fails with the same error. */
     private final Map<FrontEnd, AssertionError> failedStarts = new LinkedHashMap<>();
@@ -42,9 +46,27 @@ final class Servers implements AfterAllCallback, TestWatcher {
         return this;
     }
 
+    /**
+     * A test after one that killed its server gets a fresh server instead of failing at once (the
+     * death still fails the test that caused it, and the class at the end): every test of the class
+     * then says what it found on its own, as an attack suite's table needs.
+     *
+     * @return this
+     */
+    Servers restartingTheDead() {
+        restartDead = true;
+        return this;
+    }
+
     /** @return {@code fe}, started if this is its first use in the class */
     synchronized ServerProcess get(FrontEnd fe) {
         ServerProcess s = running.get(fe);
+        if (s != null && !s.alive() && restartDead) {
+            int exit = s.stop();
+            deaths.add(fe.id + " died (exit code " + exit + "); log " + s.log + ":\n" + tail(s.logText(), 30));
+            running.remove(fe);
+            s = null;
+        }
         if (s != null) {
             if (!s.alive()) throw new AssertionError(fe.id + " is no longer running\n--- " + s.log + " ---\n" + s.logText());
             return s;
@@ -80,7 +102,8 @@ final class Servers implements AfterAllCallback, TestWatcher {
 
     @Override
     public synchronized void afterAll(ExtensionContext context) {
-        List<String> problems = new ArrayList<>();
+        List<String> problems = new ArrayList<>(deaths);
+        deaths.clear();
         for (ServerProcess s : running.values()) {
             boolean diedEarly = !s.alive();
             int exit = s.stop();
