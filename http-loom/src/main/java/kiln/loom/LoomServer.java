@@ -7,7 +7,6 @@ import java.nio.ByteBuffer;
 import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ThreadFactory;
 import java.util.logging.Level;
 import java.util.logging.Logger;
@@ -42,6 +41,9 @@ import kiln.server.Connections;
  *       {@code --threads}).</li>
  *   <li>{@code kiln-reaper}: once a second, half-closes connections past their idle, header or
  *       write deadline: the blocked read or write then returns, and the connection closes.</li>
+ *   <li>{@code kiln-stream-watch}: a platform thread with one selector that watches the sockets of
+ *       connections whose streamed reply waits between parts, so that a client that leaves or
+ *       sends junk is noticed at once ({@link StreamWatch}).</li>
  * </ul>
  * Needs JDK 21 or newer at run time; {@link #start} refuses to start on an older one.
  */
@@ -55,6 +57,7 @@ public final class LoomServer implements Launcher.Server {
     private final Connections connections;
     private ServerSocketChannel channel;
     private Thread acceptor;
+    private StreamWatch watch;
 
     /**
      * @param bindAddress address to listen on, e.g. "0.0.0.0" or "127.0.0.1"
@@ -91,6 +94,12 @@ public final class LoomServer implements Launcher.Server {
         try {
             ssc.setOption(StandardSocketOptions.SO_REUSEADDR, true);
             ssc.bind(new InetSocketAddress(bindAddress, requestedPort), Limits.BACKLOG);
+        } catch (IOException e) {
+            ssc.close();
+            throw e;
+        }
+        try {
+            watch = new StreamWatch();
         } catch (IOException e) {
             ssc.close();
             throw e;
@@ -135,6 +144,7 @@ public final class LoomServer implements Launcher.Server {
                 Thread.currentThread().interrupt();
             }
         }
+        if (watch != null) watch.stop();
     }
 
     /** The accept loop: blocks in accept(), starts a virtual thread per connection under the cap. */
@@ -186,11 +196,7 @@ public final class LoomServer implements Launcher.Server {
                     case READ -> c.read(ch.read(c.readBuffer()));
                     case WRITE -> write(c);
                     case HANDLE -> c.answer(router.dispatch(c.request()));
-                    case WAIT -> {
-                        // a streamed body between parts; its client's leaving shows at the next write
-                        CompletableFuture<Void> woken = new CompletableFuture<>();
-                        if (c.park(() -> woken.complete(null))) woken.join();  // parks the virtual thread
-                    }
+                    case WAIT -> watch.await(c);  // a streamed body between parts: parks, its socket watched
                     case CLOSE -> {
                         return;
                     }
@@ -200,6 +206,7 @@ public final class LoomServer implements Launcher.Server {
             LOG.log(Level.FINE, "connection error", e);
         } finally {
             Connections.closeQuietly(ch);
+            watch.closed(ch);
             connections.closed(c);
         }
     }
