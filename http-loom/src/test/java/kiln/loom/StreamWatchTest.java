@@ -79,6 +79,18 @@ class StreamWatchTest {
         return got.toString(StandardCharsets.ISO_8859_1);
     }
 
+    /** Reads in blocks until {@code expect} has been read, keeping only a tail. @return false when the stream ended first */
+    private static boolean skipUntil(InputStream in, String expect) throws IOException {
+        byte[] block = new byte[64 * 1024];
+        String tail = "";
+        for (int n; (n = in.read(block)) > 0;) {
+            tail = tail + new String(block, 0, n, StandardCharsets.ISO_8859_1);
+            if (tail.contains(expect)) return true;
+            tail = tail.substring(Math.max(0, tail.length() - expect.length()));
+        }
+        return false;
+    }
+
     private static long endsWithinMs(Waiting body, String reason) throws Exception {
         long start = System.nanoTime();
         assertEquals(reason, body.ended.get(5, TimeUnit.SECONDS));
@@ -143,5 +155,49 @@ class StreamWatchTest {
             assertTrue(rest.contains("tick " + (parts - 1) + "\n"), rest);
             assertTrue(rest.indexOf("\r\n0\r\n\r\n") < rest.indexOf("HTTP/1.1 200"), "the stream's last chunk, then the pipelined answer: " + rest);
         }
+    }
+
+    /**
+     * A client that does not read for a while fills its socket: the stream's write goes back to
+     * blocking mode, and once the client reads again and the stream waits, its socket is watched
+     * again: the client's leaving then ends it at once.
+     */
+    @Test
+    void aStreamWhoseSocketFilledIsWatchedAgainAtItsNextWait() throws Exception {
+        int parts = 160;
+        byte[] part = "y".repeat(64 * 1024 - 1).concat("\n").getBytes(StandardCharsets.US_ASCII);
+        CompletableFuture<String> ended = new CompletableFuture<>();
+        CompletableFuture<Void> never = new CompletableFuture<>();
+        server = new LoomServer("127.0.0.1", 0, new Router().get("/bulk", req -> Reply.stream(200, "text/plain", new BodyStream() {
+            private int sent;
+
+            @Override
+            public CompletableFuture<?> poll(BodyOutput out) {
+                if (sent == parts) return never;
+                out.write(part);
+                if (++sent == parts) out.write("last\n");
+                return CompletableFuture.runAsync(() -> { }, CompletableFuture.delayedExecutor(1, TimeUnit.MILLISECONDS));
+            }
+
+            @Override
+            public void ended(String reason) {
+                ended.complete(reason);
+            }
+        })));
+        server.start();
+        Socket s = new Socket();
+        s.setReceiveBufferSize(4096);
+        s.connect(new java.net.InetSocketAddress("127.0.0.1", server.port()));
+        s.setSoTimeout(20_000);
+        s.getOutputStream().write("GET /bulk HTTP/1.1\r\nHost: a\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
+        Thread.sleep(500);  // 10 MB to send, at most 4 MB of send buffer (Linux's tcp_wmem): the server's write waits
+        assertEquals(false, ended.isDone());
+        assertTrue(skipUntil(s.getInputStream(), "last\n"), "the stream's last part");
+        Thread.sleep(100);  // the stream waits again, its socket watched
+        s.close();
+        long start = System.nanoTime();
+        assertEquals(StreamEnd.CLIENT, ended.get(5, TimeUnit.SECONDS));
+        long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+        assertTrue(ms < 1_000, "noticed after " + ms + " ms");
     }
 }
