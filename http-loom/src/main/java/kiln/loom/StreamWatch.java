@@ -170,7 +170,9 @@ final class StreamWatch {
         private final Thread waiter;
         /** Set by the wake-up, from any thread; the virtual thread parks until it is. */
         private volatile boolean woken;
-        /** The virtual thread's: the channel is non-blocking and queued or registered here. */
+        /** The virtual thread's: the channel is in non-blocking mode. */
+        private boolean nonBlocking;
+        /** The virtual thread's: the channel is queued or registered here (until a report or {@link #blocking}). */
         private boolean watching;
         /** The registration, or null: not yet registered, cancelled by a report, or given up. */
         private SelectionKey key;
@@ -194,7 +196,8 @@ final class StreamWatch {
         void await() throws IOException {
             if (takeReport()) return;
             if (!watching && running) {
-                connection.channel().configureBlocking(false);
+                if (!nonBlocking) connection.channel().configureBlocking(false);
+                nonBlocking = true;
                 synchronized (this) {
                     withdrawn = false;
                 }
@@ -236,7 +239,7 @@ final class StreamWatch {
          * back to blocking mode, its key (if any) cancelled, until the next wait.
          */
         void blocking() throws IOException {
-            if (!watching) return;
+            if (!nonBlocking) return;
             SelectionKey k;
             synchronized (this) {
                 withdrawn = true;
@@ -247,6 +250,7 @@ final class StreamWatch {
             if (k != null) k.cancel();
             watching = false;
             connection.channel().configureBlocking(true);
+            nonBlocking = false;
         }
 
         /** The wake-up: runs once per wait, from whichever thread sees work first. */

@@ -6,8 +6,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
+import java.nio.ByteBuffer;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -16,6 +21,7 @@ import kiln.http.BodyOutput;
 import kiln.http.BodyStream;
 import kiln.http.Reply;
 import kiln.http.StreamEnd;
+import kiln.http.spi.Connection;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -158,6 +164,61 @@ class StreamWatchTest {
     }
 
     /**
+     * After a report (the client sent a request pipelined after the stream) the channel is still
+     * non-blocking, though no longer registered: {@link StreamWatch.Watched#blocking} must put it
+     * back in blocking mode all the same, or the connection's next read returns 0 at once, again
+     * and again (a stream that completes right after a report reads next).
+     */
+    @Test
+    void afterAReportBlockingPutsTheChannelBackInBlockingMode() throws Exception {
+        StreamWatch watch = new StreamWatch();
+        try (ServerSocketChannel listener = ServerSocketChannel.open().bind(new InetSocketAddress("127.0.0.1", 0));
+             SocketChannel client = SocketChannel.open(listener.getLocalAddress());
+             SocketChannel ch = listener.accept()) {
+            Connection c = new Connection(new Connection.Owner() {
+                @Override
+                public long idleTimeoutNanos() {
+                    return TimeUnit.MINUTES.toNanos(1);
+                }
+
+                @Override
+                public long headerTimeoutNanos() {
+                    return TimeUnit.MINUTES.toNanos(1);
+                }
+
+                @Override
+                public boolean isStopping() {
+                    return false;
+                }
+            }, ch);
+            c.received("GET /waits HTTP/1.1\r\nHost: a\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
+            assertEquals(Connection.Action.HANDLE, c.next());
+            c.answer(Reply.stream(200, "text/plain", new Waiting()));
+            while (c.next() == Connection.Action.WRITE) {  // the head, then the body's first part
+                ByteBuffer out = c.output();
+                while (out.hasRemaining()) ch.write(out);
+                c.written();
+            }
+            assertEquals(Connection.Action.WAIT, c.next());
+            CompletableFuture<Boolean> blockingAfter = CompletableFuture.supplyAsync(() -> {
+                try {
+                    StreamWatch.Watched w = watch.watch(c);
+                    client.write(ByteBuffer.wrap("GET /hello HTTP/1.1\r\nHost: a\r\n\r\n".getBytes(StandardCharsets.US_ASCII)));
+                    w.await();  // returns once the watch reported the bytes and they were read
+                    assertEquals(Connection.Action.WAIT, c.next(), "the stream goes on; the request waits for it");
+                    w.blocking();
+                    return ch.isBlocking();
+                } catch (IOException e) {
+                    throw new UncheckedIOException(e);
+                }
+            });
+            assertTrue(blockingAfter.get(10, TimeUnit.SECONDS));
+        } finally {
+            watch.stop();
+        }
+    }
+
+    /**
      * A client that does not read for a while fills its socket: the stream's write goes back to
      * blocking mode, and once the client reads again and the stream waits, its socket is watched
      * again: the client's leaving then ends it at once.
@@ -187,7 +248,7 @@ class StreamWatchTest {
         server.start();
         Socket s = new Socket();
         s.setReceiveBufferSize(4096);
-        s.connect(new java.net.InetSocketAddress("127.0.0.1", server.port()));
+        s.connect(new InetSocketAddress("127.0.0.1", server.port()));
         s.setSoTimeout(20_000);
         s.getOutputStream().write("GET /bulk HTTP/1.1\r\nHost: a\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
         Thread.sleep(500);  // 10 MB to send, at most 4 MB of send buffer (Linux's tcp_wmem): the server's write waits
