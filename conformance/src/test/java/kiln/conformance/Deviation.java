@@ -138,11 +138,11 @@ enum Deviation {
     CONNECTION_CAP_WAITS_IN_BACKLOG,
 
     /**
-     * A streamed reply that waits for its next part learns that its client left only when it next
-     * writes (an event, or the heartbeat after 15 s of silence): nothing reads the socket while it
-     * waits. Kilim's selector watches a waiting stream's socket and ends it at once; a virtual
-     * thread or a servlet container has no such wait to join (a second thread per subscriber
-     * reading the socket cost loom 2.2 KB of heap per subscriber, measured, 38 % more).
+     * A streamed reply that waits for its next part learns that its client left (or sent junk)
+     * only when it next writes (an event, or the heartbeat after 15 s of silence): nothing reads
+     * the socket while it waits. Kilim's selectors and loom's stream watch (one selector thread for
+     * the server) watch a waiting stream's socket and end it at once; a servlet container has no
+     * such wait to join.
      *
      * <p>Checked instead: the stream ends, counted as the client's, at the next write
      * ({@code ServerSentEventsTest.aClientThatGoesAwayIsNoticedAtTheNextWriteAndCounted}).

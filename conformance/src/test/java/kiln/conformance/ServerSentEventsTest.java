@@ -192,7 +192,10 @@ class ServerSentEventsTest {
         assertTrue(metric(server, "http_streams_ended_total{reason=\"client\"}") >= before + 1, "counted as the client's");
     }
 
-    /** Kilim's selector watches a waiting stream's socket; the others learn of it at their next write (above). */
+    /**
+     * Kilim's selectors and loom's stream watch ({@code kiln.loom.StreamWatch}) watch a waiting
+     * stream's socket; the others learn of a client's leaving at their next write (above).
+     */
     static List<FrontEnd> watchingTheirClients() {
         return streaming().stream().filter(fe -> !fe.has(Deviation.CLIENT_LEAVING_NOTICED_AT_NEXT_WRITE)).toList();
     }
@@ -216,6 +219,31 @@ class ServerSentEventsTest {
         assertEquals(open, metric(server, "http_streams_open"));
     }
 
+    /**
+     * A stream's client has nothing to send: what it sends waits in the connection's first KiB (a
+     * request pipelined after the stream), and 2 KiB of junk fill it, which ends the stream at
+     * once, as the client's, not at the next event or heartbeat.
+     */
+    @ParameterizedTest(name = "{0}", allowZeroInvocations = true)
+    @MethodSource("watchingTheirClients")
+    void aWaitingStreamWhoseClientSendsJunkEndsWithinTwoSeconds(FrontEnd fe) throws Exception {
+        ServerProcess server = SERVERS.get(fe);
+        double before = metric(server, "http_streams_ended_total{reason=\"client\"}");
+        double open = metric(server, "http_streams_open");
+        try (RawConnection c = subscribe(server, "")) {
+            assertEquals(open + 1, metric(server, "http_streams_open"));
+            long sent = System.nanoTime();
+            c.send("x".repeat(2048));  // no event, no heartbeat (15 s) follows: only the socket tells
+            while (metric(server, "http_streams_ended_total{reason=\"client\"}") < before + 1 && System.nanoTime() - sent < 5_000_000_000L) {
+                Thread.sleep(20);
+            }
+            long ms = (System.nanoTime() - sent) / 1_000_000;
+            assertTrue(metric(server, "http_streams_ended_total{reason=\"client\"}") >= before + 1, "not ended within 5 s");
+            assertTrue(ms < 2_000, "ended after " + ms + " ms");
+            assertEquals(open, metric(server, "http_streams_open"));
+        }
+    }
+
     @ParameterizedTest(name = "{0}")
     @MethodSource("streaming")
     void aStopEndsEveryStreamWithItsLastChunk(FrontEnd fe) {
@@ -230,10 +258,16 @@ class ServerSentEventsTest {
         }
     }
 
+    /**
+     * Without a minimum response rate ({@code --min-response-rate 0}) the idle timeout bounds each
+     * write; with the default 240 bytes/s a 20 KB event's write may take its 5 s grace plus 85 s,
+     * past this test's time limit.
+     */
     @ParameterizedTest(name = "{0}")
     @MethodSource("streaming")
     void aSubscriberThatNeverReadsIsCutAfterTheIdleTimeoutAndCounted(FrontEnd fe) throws Exception {
-        try (ServerProcess server = ServerProcess.start(fe, "ServerSentEventsTest-stuck", List.of("--idle-timeout", "1500"))) {
+        List<String> args = List.of("--idle-timeout", "1500", "--min-response-rate", "0");
+        try (ServerProcess server = ServerProcess.start(fe, "ServerSentEventsTest-stuck", args)) {
             RawConnection stuck = RawConnection.open(server);
             stuck.receiveBuffer(4096);
             stuck.send(RawConnection.get("/updates/events"));  // and never read

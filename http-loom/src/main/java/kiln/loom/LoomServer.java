@@ -7,7 +7,6 @@ import java.nio.ByteBuffer;
 import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ThreadFactory;
 import java.util.logging.Level;
 import java.util.logging.Logger;
@@ -24,7 +23,9 @@ import kiln.server.Connections;
  * the Kilim server's twin ({@code kiln.kilim.KilimServer}), except for how a connection waits. The
  * parsing, writing, buffers, deadlines, the reaper, the cap's 503 and the error answers are the same
  * code ({@link Connection}, {@link Connections}); here a blocked read, write, {@code join()} or
- * {@code Thread.sleep} parks the connection's virtual thread and frees its carrier.
+ * {@code Thread.sleep} parks the connection's virtual thread and frees its carrier. The one
+ * exception to blocking I/O: while a streamed reply goes on, its socket is non-blocking and
+ * registered with the stream watch, and a write that finds it full goes back to blocking mode.
  *
  * <pre>{@code
  * LoomServer server = new LoomServer("127.0.0.1", 8080, router);
@@ -42,6 +43,9 @@ import kiln.server.Connections;
  *       {@code --threads}).</li>
  *   <li>{@code kiln-reaper}: once a second, half-closes connections past their idle, header or
  *       write deadline: the blocked read or write then returns, and the connection closes.</li>
+ *   <li>{@code kiln-stream-watch}: a platform thread with one selector that watches the sockets of
+ *       connections whose streamed reply goes on, so that a client that leaves, or sends junk,
+ *       while its stream waits between parts is noticed at once ({@link StreamWatch}).</li>
  * </ul>
  * Needs JDK 21 or newer at run time; {@link #start} refuses to start on an older one.
  */
@@ -55,6 +59,7 @@ public final class LoomServer implements Launcher.Server {
     private final Connections connections;
     private ServerSocketChannel channel;
     private Thread acceptor;
+    private StreamWatch watch;
 
     /**
      * @param bindAddress address to listen on, e.g. "0.0.0.0" or "127.0.0.1"
@@ -91,6 +96,12 @@ public final class LoomServer implements Launcher.Server {
         try {
             ssc.setOption(StandardSocketOptions.SO_REUSEADDR, true);
             ssc.bind(new InetSocketAddress(bindAddress, requestedPort), Limits.BACKLOG);
+        } catch (IOException e) {
+            ssc.close();
+            throw e;
+        }
+        try {
+            watch = new StreamWatch();
         } catch (IOException e) {
             ssc.close();
             throw e;
@@ -135,6 +146,7 @@ public final class LoomServer implements Launcher.Server {
                 Thread.currentThread().interrupt();
             }
         }
+        if (watch != null) watch.stop();
     }
 
     /** The accept loop: blocks in accept(), starts a virtual thread per connection under the cap. */
@@ -179,17 +191,20 @@ public final class LoomServer implements Launcher.Server {
     /** One connection's life, on its virtual thread: the loop of kiln's connection state machine ({@link Connection}), blocking in each wait. */
     private void serve(Connection c) {
         SocketChannel ch = c.channel();
+        StreamWatch.Watched watched = null;  // from its first streamed wait: the socket watched, non-blocking, while a stream goes on
         connections.opened(c);
         try {
             while (true) {
                 switch (c.next()) {
-                    case READ -> c.read(ch.read(c.readBuffer()));
-                    case WRITE -> write(c);
+                    case READ -> {
+                        if (watched != null) watched.blocking();
+                        c.read(ch.read(c.readBuffer()));
+                    }
+                    case WRITE -> write(c, watched);
                     case HANDLE -> c.answer(router.dispatch(c.request()));
                     case WAIT -> {
-                        // a streamed body between parts; its client's leaving shows at the next write
-                        CompletableFuture<Void> woken = new CompletableFuture<>();
-                        if (c.park(() -> woken.complete(null))) woken.join();  // parks the virtual thread
+                        if (watched == null) watched = watch.watch(c);
+                        watched.await();  // parks until the stream has work or its client sent something
                     }
                     case CLOSE -> {
                         return;
@@ -200,14 +215,18 @@ public final class LoomServer implements Launcher.Server {
             LOG.log(Level.FINE, "connection error", e);
         } finally {
             Connections.closeQuietly(ch);
+            watch.closed(ch);
             connections.closed(c);
         }
     }
 
-    private static void write(Connection c) {
+    /** Writes the output; a watched stream's socket is non-blocking, and goes back to blocking mode when it is full. */
+    private static void write(Connection c, StreamWatch.Watched watched) {
         ByteBuffer bytes = c.output();
         try {
-            while (bytes.hasRemaining()) c.channel().write(bytes);
+            while (bytes.hasRemaining()) {
+                if (c.channel().write(bytes) == 0 && watched != null) watched.blocking();
+            }
             c.written();
         } catch (IOException e) {
             c.writeFailed(e);
