@@ -52,9 +52,9 @@ public final class HostileBench {
                 Swarm.slowestCloseMs(conns), Swarm.statuses(conns)));
             if (probe != null) {
                 line.append(String.format(Locale.ROOT, "; /plaintext p50 %.1f ms p99 %.1f ms max %.1f ms over %d requests, %d failed;"
-                        + " heap peak %.0f MB, after GC %.0f MB; request memory peak %.1f of %.0f MB", probe.latencyMs(0.5),
+                        + " heap peak %.0f MB; request memory peak %.1f of %.0f MB", probe.latencyMs(0.5),
                     probe.latencyMs(0.99), probe.latencyMs(1.0), probe.requests(), probe.failures(), probe.heapPeak() / 1048576,
-                    probe.heapAfterGcPeak() / 1048576, probe.requestMemoryPeak() / 1048576, probe.requestMemoryLimit() / 1048576));
+                    probe.requestMemoryPeak() / 1048576, probe.requestMemoryLimit() / 1048576));
             }
             System.out.println(line);
             System.out.flush();

@@ -27,8 +27,9 @@ import org.junit.jupiter.params.provider.MethodSource;
  * <ul>
  *   <li>the server is alive afterwards;</li>
  *   <li>the request memory it holds stays within its limit ({@code kiln_request_memory_bytes}
- *       against {@code --max-request-memory}, sampled from {@code /metrics}), and its live heap
- *       well under the heap's ceiling;</li>
+ *       against {@code --max-request-memory}, sampled from {@code /metrics}; the heap in use is
+ *       recorded beside it, and with {@code -XX:+ExitOnOutOfMemoryError} a server that ran out
+ *       of heap is not alive);</li>
  *   <li>{@code /plaintext}, asked by another client every {@value Probe#EVERY_MS} ms during the
  *       attack, is answered within {@value #P99_MS} ms at the 99th percentile;</li>
  *   <li>the attack's connections are closed within their deadline (the header timeout, the
@@ -276,18 +277,18 @@ class HostileClientsTest {
     }
 
     /** One attack's figures, as the closing note's table lists them. */
-    record Result(FrontEnd fe, String attack, int connections, boolean alive, double heapPeakMb, double heapAfterGcPeakMb,
+    record Result(FrontEnd fe, String attack, int connections, boolean alive, double heapPeakMb,
                   double requestMemoryPeakMb, double requestMemoryLimitMb, double p99Ms, double maxMs, int probes, int probeFailures,
                   String probeFailure, int stillOpen, long slowestCloseMs, Map<String, Integer> statuses, long tookMs) {
         Result(FrontEnd fe, String attack, int n, boolean alive, Probe p, List<Swarm.Conn> conns, int stillOpen, long tookMs) {
-            this(fe, attack, n, alive, p.heapPeak() / (1 << 20), p.heapAfterGcPeak() / (1 << 20), p.requestMemoryPeak() / (1 << 20),
+            this(fe, attack, n, alive, p.heapPeak() / (1 << 20), p.requestMemoryPeak() / (1 << 20),
                 p.requestMemoryLimit() / (1 << 20), p.latencyMs(0.99), p.latencyMs(1.0), p.requests(), p.failures(), p.lastFailure(),
                 stillOpen, Swarm.slowestCloseMs(conns), Swarm.statuses(conns), tookMs);
         }
 
         String line() {
-            return String.format(Locale.ROOT, "%s\t%s\t%d\t%s\t%.0f\t%.0f\t%.1f\t%.0f\t%.0f\t%.0f\t%d\t%d\t%d\t%d\t%s\t%d",
-                fe.id, attack, connections, alive ? "alive" : "DEAD", heapPeakMb, heapAfterGcPeakMb, requestMemoryPeakMb,
+            return String.format(Locale.ROOT, "%s\t%s\t%d\t%s\t%.0f\t%.1f\t%.0f\t%.0f\t%.0f\t%d\t%d\t%d\t%d\t%s\t%d",
+                fe.id, attack, connections, alive ? "alive" : "DEAD", heapPeakMb, requestMemoryPeakMb,
                 requestMemoryLimitMb, p99Ms, maxMs, probes, probeFailures, stillOpen, slowestCloseMs, statuses, tookMs);
         }
 
@@ -306,7 +307,6 @@ class HostileClientsTest {
             assertTrue(alive, () -> fe.id + " died under " + attack + ": " + line());
             assertTrue(Double.isNaN(requestMemoryPeakMb) || requestMemoryPeakMb <= requestMemoryLimitMb,
                 () -> fe.id + " held more request memory than its limit under " + attack + ": " + line());
-            assertTrue(heapAfterGcPeakMb < 200, () -> fe.id + "'s live heap came near its 256 MB ceiling under " + attack + ": " + line());
             assertTrue(p99Ms <= P99_MS, () -> fe.id + " answered /plaintext in " + p99Ms + " ms at p99 under " + attack + " (last failure: "
                 + probeFailure + "): " + line());
             assertEquals(0, stillOpen, () -> fe.id + " kept " + stillOpen + " of the attack's connections open: " + line());

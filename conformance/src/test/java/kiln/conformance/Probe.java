@@ -18,9 +18,9 @@ import java.util.regex.Pattern;
  * What a well-behaved client sees of a server under attack, measured on a thread of its own: a
  * keep-alive {@code GET /plaintext} every {@value #EVERY_MS} ms from its own address (a new
  * connection when the server closed the last one), each round trip's latency recorded; and the
- * server's own figures from {@code /metrics} every {@value #METRICS_EVERY_MS} ms: the heap in use,
- * the heap after the last collection, and kiln's request memory ({@code kiln_request_memory_bytes},
- * where the server has it).
+ * server's own figures from {@code /metrics} every {@value #METRICS_EVERY_MS} ms: the heap in use
+ * (garbage included) and kiln's request memory ({@code kiln_request_memory_bytes}, where the server
+ * has it).
  */
 final class Probe implements AutoCloseable {
     static final int EVERY_MS = 20;
@@ -37,7 +37,6 @@ final class Probe implements AutoCloseable {
     private volatile int failures;
     private volatile String lastFailure;
     private volatile double heapPeak;
-    private volatile double heapAfterGcPeak;
     private volatile double requestMemoryPeak = Double.NaN;
     private volatile double requestMemoryLimit = Double.NaN;
     private volatile boolean stopping;
@@ -103,10 +102,6 @@ final class Probe implements AutoCloseable {
                 String text = readResponse(s.getInputStream());
                 double heap = sum(text, "jvm_memory_used_bytes{area=\"heap\"}");
                 if (heap > heapPeak) heapPeak = heap;
-                double afterGc = sum(text, "jvm_memory_pool_collection_used_bytes{pool=\"Tenured Gen\"}")
-                    + sum(text, "jvm_memory_pool_collection_used_bytes{pool=\"Survivor Space\"}")
-                    + sum(text, "jvm_memory_pool_collection_used_bytes{pool=\"Eden Space\"}");
-                if (afterGc > heapAfterGcPeak) heapAfterGcPeak = afterGc;
                 double memory = sum(text, "kiln_request_memory_bytes ");
                 if (text.contains("kiln_request_memory_bytes ")) {
                     if (Double.isNaN(requestMemoryPeak) || memory > requestMemoryPeak) requestMemoryPeak = memory;
@@ -209,11 +204,6 @@ final class Probe implements AutoCloseable {
     /** @return the most heap in use seen, bytes (garbage included) */
     double heapPeak() {
         return heapPeak;
-    }
-
-    /** @return the most heap seen in use right after a collection (the live heap), bytes */
-    double heapAfterGcPeak() {
-        return heapAfterGcPeak;
     }
 
     /** @return the most request memory the server held, bytes; NaN when it does not say */
