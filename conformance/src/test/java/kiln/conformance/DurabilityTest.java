@@ -190,11 +190,11 @@ class DurabilityTest {
 
     /**
      * Out of memory: a 32 MB heap, acknowledged updates, then 600 connections each sending most of
-     * a 64 KiB request body and waiting (kiln's own layer buffers a request's content before its
-     * handler runs, so they need far more heap than there is). With -XX:+ExitOnOutOfMemoryError the
-     * JVM exits at the first OutOfMemoryError (status 3) instead of living on with dead threads, so
-     * a supervisor can restart it; every update acknowledged before is stored. The library front
-     * ends do not buffer content for these endpoints, so this case applies to kiln's own layer.
+     * a 64 KiB request body and waiting, with the request memory set past what the heap holds
+     * (at its default the bodies are refused with 503 instead: HostileClientsTest), so that they need
+     * far more heap than there is. With -XX:+ExitOnOutOfMemoryError the JVM exits at the first
+     * OutOfMemoryError (status 3) instead of living on with dead threads, so a supervisor can restart
+     * it; every update acknowledged before is stored. Run on kiln's own layer.
      */
     @ParameterizedTest(name = "{0}")
     @MethodSource("servers")
@@ -203,7 +203,10 @@ class DurabilityTest {
         ServerProcess first = ServerProcess.start(fe, "DurabilityTest-oom");
         Path dir = first.dataDir;
         assertEquals(0, first.stop(), "exit code after SIGTERM");
-        ServerProcess s = ServerProcess.start(fe, dir, "DurabilityTest-oom-small", List.of("-Xms32m", "-Xmx32m"), List.of());
+        // The request memory would refuse the bodies below with 503 long before the heap runs out: set it (and the
+        // connection cap, which leaves the heap room for it) past what the heap holds, to run out anyway.
+        ServerProcess s = ServerProcess.start(fe, dir, "DurabilityTest-oom-small", List.of("-Xms32m", "-Xmx32m"),
+            List.of("--max-request-memory", Long.toString(1L << 30), "--max-connections", "1000"));
         Map<Integer, Integer> acknowledged = updateMany(s);
         byte[] head = ("POST /plaintext HTTP/1.1\r\nHost: x\r\nContent-Length: " + Limits.MAX_CONTENT + "\r\n\r\n")
             .getBytes(java.nio.charset.StandardCharsets.US_ASCII);
