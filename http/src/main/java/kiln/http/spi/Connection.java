@@ -64,11 +64,20 @@ import kiln.http.StreamEnd;
  * front end that can wait for a readable socket without a buffer calls {@link #releaseIfIdle()}
  * (Kilim's selector does; a virtual thread blocked in {@code read} holds its buffer).
  *
+ * <p>Beyond that first KiB, what a client sends is held only within the server's request memory
+ * ({@link Owner#requestMemory}, a {@link MemoryBudget}): the input buffer grows (doubling, with what
+ * arrives, never by what a head declares) only once the bytes are reserved, a request's content is
+ * reserved until its handler answers, and a request that does not fit is answered 503 with
+ * {@code Retry-After} and its connection closed. A stream's client has nothing to send: what it
+ * sends waits in the first KiB (a request pipelined after the stream), and filling it ends the stream.
+ *
  * <h2>Timeouts</h2>
  * The connection publishes a deadline and the reaper thread enforces it: while waiting for a new
- * request (idle keep-alive), while a request's head and body arrive (header timeout, against
- * slowloris), and while a response is written to a client that does not read. No deadline runs
- * while a handler works or a stream waits. An overdue connection is only half-closed by the reaper
+ * request (idle keep-alive), while a request's head arrives (header timeout, against slowloris),
+ * while its content arrives (the minimum request rate: each byte buys 1/rate s, and the client may
+ * be at most the grace period behind; Kestrel's {@code MinRequestBodyDataRate}), and while a response
+ * is written to a client that does not read (the grace period plus the bytes at the minimum response
+ * rate). Slow content is answered 408. No deadline runs while a handler works or a stream waits. An overdue connection is only half-closed by the reaper
  * ({@code shutdownInput}/{@code shutdownOutput}): that wakes the connection's reader with
  * end-of-stream (or its writer with an error), and the connection's loop closes the channel. Kilim
  * needs that (closing a channel from another thread could race with a pending selector
@@ -294,11 +303,16 @@ public final class Connection {
             holdContent(p.request.body().length);
             return p.request.remoteAddress(remote());
         } catch (HttpException e) {
-            // a refused HEAD gets the head only (RFC 9110 section 9.3.2), as every answer to a HEAD
-            refuse(Reply.error(e.status(), e.getMessage()), progress.refusedHead() || progress.isHead());
-            refused = true;
+            refuseRequest(e);
             return null;
         }
+    }
+
+    /** Answers a request the parser or the limits refused with its error status; the connection closes after a lingering close. */
+    private void refuseRequest(HttpException e) {
+        // a refused HEAD gets the head only (RFC 9110 section 9.3.2), as every answer to a HEAD
+        refuse(Reply.error(e.status(), e.getMessage()), progress.refusedHead() || progress.isHead());
+        refused = true;
     }
 
     /**
@@ -551,8 +565,8 @@ public final class Connection {
 
     /**
      * Takes bytes the front end read before it had a buffer for this connection, as if
-     * {@link #readBuffer()} had received them. Bytes beyond the input limit are dropped: the
-     * request is refused with 431 by then anyway.
+     * {@link #readBuffer()} had received them, growing the buffer within the request memory. Bytes
+     * beyond what it may hold are dropped: the request is refused by then (431, or 503 for want of memory).
      */
     public void received(byte[] bytes) {
         int off = 0;
@@ -560,13 +574,12 @@ public final class Connection {
             ByteBuffer b = readBuffer();
             if (!b.hasRemaining()) {
                 try {
-                    if (sending != null || !grow()) {
-                        if (sending == null) refuseForMemory();
+                    if (!grow()) {
+                        refuseForMemory();
                         return;
                     }
                 } catch (HttpException e) {
-                    refuse(Reply.error(e.status(), e.getMessage()), progress.isHead());
-                    refused = true;
+                    refuseRequest(e);
                     return;
                 }
                 b = in;
