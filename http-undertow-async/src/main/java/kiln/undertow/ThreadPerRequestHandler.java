@@ -128,8 +128,9 @@ final class ThreadPerRequestHandler implements HttpHandler {
                 if (watch != null) watch.stopAndWait();  // before the return ends the exchange
             }
         }, name);
-        // without the last chunk: the client sees a cut body; else returning ends the exchange and the body
+        // without the last chunk: the client sees a cut body
         if (StreamEnd.cut(reason)) IoUtils.safeClose(exchange.getConnection());
+        exchange.endExchange();  // the last chunk; a dispatched Runnable's return does not end the exchange
     }
 
     /**
