@@ -29,7 +29,9 @@ import kiln.http.spi.StreamedBody;
  * are the two loops around it, by how the front end's thread may wait between parts:
  * {@link #runBlocking} parks the calling thread, {@link #runAsync} holds no thread (the body's
  * future, a heartbeat timer or the stop continues the stream on an executor, and every write is
- * asynchronous, {@link AsyncSink}).
+ * asynchronous, {@link AsyncSink}). Meanwhile the sink watches the stream's client
+ * ({@link AsyncSink#watchClient}, {@link BlockingSink#watchClient}): one that leaves, or sends
+ * anything, ends the stream at once as {@link StreamEnd#CLIENT}, not at a write minutes later.
  */
 public final class OpenStreams {
     private final Set<StreamedBody> open = ConcurrentHashMap.newKeySet();
