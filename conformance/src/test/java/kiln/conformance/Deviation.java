@@ -135,17 +135,5 @@ enum Deviation {
      * <p>Checked instead: a request on a connection over the cap is not answered while the cap
      * holds, and is answered once connections close.
      */
-    CONNECTION_CAP_WAITS_IN_BACKLOG,
-
-    /**
-     * A streamed reply that waits for its next part learns that its client left (or sent junk)
-     * only when it next writes (an event, or the heartbeat after 15 s of silence): nothing reads
-     * the socket while it waits. Kilim's selectors and loom's stream watch (one selector thread for
-     * the server) watch a waiting stream's socket and end it at once; a servlet container has no
-     * such wait to join.
-     *
-     * <p>Checked instead: the stream ends, counted as the client's, at the next write
-     * ({@code ServerSentEventsTest.aClientThatGoesAwayIsNoticedAtTheNextWriteAndCounted}).
-     */
-    CLIENT_LEAVING_NOTICED_AT_NEXT_WRITE
+    CONNECTION_CAP_WAITS_IN_BACKLOG
 }

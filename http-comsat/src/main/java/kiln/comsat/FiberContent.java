@@ -105,10 +105,15 @@ final class FiberContent {
         }
     }
 
-    /** A streamed body on Jetty 9.4's servlet output, written when it is ready. */
+    /**
+     * A streamed body on Jetty 9.4's servlet output, written when it is ready; a client that leaves,
+     * or sends anything, ends it at once ({@link ClientWatch}).
+     */
     static final class Stream extends WhenReadySink {
         private final Request request;
         private final ServletOutputStream out;
+        /** The client's watch, once the head went out; null before, or when there is none. */
+        private volatile ClientWatch watch;
 
         /** @param request Jetty's own request, in async mode (Comsat started it) */
         Stream(Request request) throws IOException {
@@ -148,9 +153,19 @@ final class FiberContent {
             request.getHttpChannel().getEndPoint().close();
         }
 
-        /** A complete body ends when the fiber returns (Comsat completes the request); a cut one closes the connection without the last chunk. */
+        @Override
+        public void watchClient(Runnable left) {
+            watch = ClientWatch.start(request, left);
+        }
+
+        /**
+         * A complete body ends when the fiber returns (Comsat completes the request), so the watch
+         * stops here, before; a cut one closes the connection without the last chunk.
+         */
         @Override
         public void finish(boolean complete) {
+            ClientWatch w = watch;
+            if (w != null) w.stop();
             if (!complete) request.getHttpChannel().abort(new IOException("streamed body cut"));
         }
     }

@@ -14,11 +14,14 @@ import org.eclipse.jetty.ee10.servlet.ServletContextRequest;
  * A streamed body written with servlet async I/O (a {@link WriteListener}, {@link WhenReadySink}):
  * each part one non-blocking write and flush, so one chunk (Jetty chunks a body without
  * Content-Length on HTTP/1.1, and ends it with the connection on HTTP/1.0). A client that does not
- * read is cut at the minimum response rate's deadline ({@link kiln.server.OpenStreams}, {@link #cut}).
+ * read is cut at the minimum response rate's deadline ({@link kiln.server.OpenStreams}, {@link #cut});
+ * one that leaves, or sends anything, ends the stream at once ({@link ClientWatch}).
  */
 final class AsyncStream extends WhenReadySink {
     private final AsyncContext async;
     private final ServletOutputStream out;
+    /** The client's watch, once the head went out; null before, or when there is none. */
+    private volatile ClientWatch watch;
 
     AsyncStream(AsyncContext async) throws IOException {
         this.async = async;
@@ -58,15 +61,22 @@ final class AsyncStream extends WhenReadySink {
     }
 
     @Override
+    public void watchClient(Runnable left) {
+        watch = ClientWatch.start((HttpServletRequest) async.getRequest(), left);
+    }
+
+    @Override
     public void finish(boolean complete) {
-        try {
-            if (!complete) {
-                // close the connection without the last chunk: the client sees a cut body, not a complete one
-                ServletContextRequest.getServletContextRequest((HttpServletRequest) async.getRequest()).getServletChannel()
-                    .abort(new IOException("streamed body cut"));
-            }
-        } finally {
+        ClientWatch w = watch;
+        if (w != null) w.stop();  // before the response completes
+        if (complete) {
             async.complete();
+            return;
         }
+        // Close the connection without the last chunk: the client sees a cut body, not a complete one.
+        // The abort completes the request too (Jetty dispatches it once more, and recycles it): an
+        // AsyncContext.complete() after it could meet a recycled request and throw.
+        ServletContextRequest.getServletContextRequest((HttpServletRequest) async.getRequest()).getServletChannel()
+            .abort(new IOException("streamed body cut"));
     }
 }

@@ -20,6 +20,7 @@ import kiln.server.Step;
 import kiln.server.StepHandler;
 import kiln.server.StepRouter;
 import kiln.http.StreamEnd;
+import org.eclipse.jetty.ee10.servlet.ServletContextRequest;
 
 /**
  * The blocking baseline: the classic servlet. Each request holds one of Jetty's pool threads from
@@ -68,19 +69,24 @@ final class BlockingServlet extends HttpServlet {
         AsyncContext async = request.startAsync();
         async.setTimeout(0);  // the content's own deadline ends a client that stops sending
         Content.readAsync(request, limits, (content, held) -> runner.execute(() -> {
+            boolean aborted = false;
             try {
-                serve(request, response, content);
+                aborted = serve(request, response, content);
             } catch (IOException | RuntimeException e) {
                 LOG.log(Level.FINE, "response not sent (client gone?)", e);
             } finally {
                 held.release();
-                async.complete();
+                if (!aborted) async.complete();  // an aborted response is completed by Jetty
             }
         }), failure -> async.complete());
     }
 
-    /** Runs the request on this thread, blocking in its waits, and writes the reply. */
-    private void serve(HttpServletRequest request, HttpServletResponse response, byte[] content) throws IOException {
+    /**
+     * Runs the request on this thread, blocking in its waits, and writes the reply.
+     *
+     * @return true when a streamed body was cut: the response is aborted, and Jetty completes it
+     */
+    private boolean serve(HttpServletRequest request, HttpServletResponse response, byte[] content) throws IOException {
         Exchange<StepHandler> exchange = router.begin(request.getMethod(), request.getRequestURI(), request.getQueryString(),
             Responses.headers(request), content, Content.remote(request));
         Reply reply = exchange.answer(Step.runBlocking(StepRouter.firstStep(exchange)));
@@ -90,15 +96,15 @@ final class BlockingServlet extends HttpServlet {
             out = response.getOutputStream();
             if (reply.stream == null) {
                 out.write(reply.body);  // into Jetty's buffer; written at the return, under Jetty's idle timeout
-                return;
+                return false;
             }
-            if ("HEAD".equals(request.getMethod())) return;
+            if ("HEAD".equals(request.getMethod())) return false;
             out.flush();  // the head goes out at once
         } catch (IOException | RuntimeException e) {
             OpenStreams.notSent(reply);
             throw e;
         }
-        stream(request, out, reply.stream, exchange.request().routeName());
+        return stream(request, out, reply.stream, exchange.request().routeName());
     }
 
     /**
@@ -106,10 +112,15 @@ final class BlockingServlet extends HttpServlet {
      * each part is one flush, so one chunk (Jetty chunks a body without Content-Length on HTTP/1.1,
      * and ends it with the connection on HTTP/1.0). With {@code --mode loom} the thread is virtual; in
      * blocking mode every subscriber holds a pool thread.
+     *
+     * @return true when the body was cut: the response is aborted (the connection closes without
+     *         the last chunk), and Jetty completes it
      */
-    private void stream(HttpServletRequest request, ServletOutputStream out, BodyStream body, String name) throws IOException {
+    private boolean stream(HttpServletRequest request, ServletOutputStream out, BodyStream body, String name) throws IOException {
         // the servlet's return ends the body: Jetty writes the last chunk
         String reason = streams.runBlocking(body, new OpenStreams.BlockingSink() {
+            private ClientWatch watch;
+
             @Override
             public void part(byte[] bytes, int length) throws IOException {
                 if (length == 0) return;
@@ -121,8 +132,20 @@ final class BlockingServlet extends HttpServlet {
             public void cut() {
                 Content.endPoint(request).close();  // the blocked write fails
             }
+
+            @Override
+            public void watchClient(Runnable left) {
+                watch = ClientWatch.start(request, left);  // left unparks this thread
+            }
+
+            @Override
+            public void stopWatching() {
+                if (watch != null) watch.stop();  // before the response completes
+            }
         }, name);
-        // Jetty aborts a response whose servlet threw after committing it: the client sees a cut body, not a complete one
-        if (reason.equals(StreamEnd.ERROR)) throw new IOException("the streamed body of " + name + " failed (logged above)");
+        if (!StreamEnd.cut(reason)) return false;
+        // close the connection without the last chunk: the client sees a cut body, not a complete one
+        ServletContextRequest.getServletContextRequest(request).getServletChannel().abort(new IOException("streamed body cut: " + reason));
+        return true;
     }
 }

@@ -22,10 +22,13 @@ import org.xnio.channels.StreamSinkChannel;
  * <p>A client that does not read is cut at the minimum response rate's deadline
  * ({@link OpenStreams}, {@link #cut}): Undertow's own idle timeout ({@code IDLE_TIMEOUT}) is never
  * armed on an HTTP/1.1 connection (Undertow 2.4.4: a subscriber that never read held its stream for ever).
+ * One that leaves, or sends anything, ends the stream at once ({@link ClientWatch}).
  */
 final class ChannelStream implements OpenStreams.AsyncSink {
     private final HttpServerExchange exchange;
     private final StreamSinkChannel channel;
+    /** The client's watch, once the head went out; null before. */
+    private volatile ClientWatch watch;
     /** The callback of the write under way, claimed once: by its end, its failure, or the cut. */
     private final AtomicReference<Consumer<Throwable>> pending = new AtomicReference<>();
 
@@ -81,8 +84,21 @@ final class ChannelStream implements OpenStreams.AsyncSink {
     }
 
     @Override
+    public void watchClient(Runnable left) {
+        watch = ClientWatch.start(exchange, left);
+    }
+
+    @Override
     public void finish(boolean complete) {
-        if (!complete) IoUtils.safeClose(exchange.getConnection());  // without the last chunk: the client sees a cut body
-        exchange.endExchange();  // closes the channel: the last chunk
+        Runnable end = () -> {
+            if (!complete) IoUtils.safeClose(exchange.getConnection());  // without the last chunk: the client sees a cut body
+            exchange.endExchange();  // closes the channel: the last chunk
+        };
+        ClientWatch w = watch;
+        if (w == null) {
+            end.run();
+        } else {
+            w.stop(end);  // on the IO thread, after the watch's last read
+        }
     }
 }

@@ -105,6 +105,8 @@ final class ThreadPerRequestHandler implements HttpHandler {
             throw e;
         }
         String reason = streams.runBlocking(reply.stream, new OpenStreams.BlockingSink() {
+            private ClientWatch watch;
+
             @Override
             public void part(byte[] bytes, int length) throws IOException {
                 out.write(bytes, 0, length);
@@ -115,9 +117,20 @@ final class ThreadPerRequestHandler implements HttpHandler {
             public void cut() {
                 IoUtils.safeClose(exchange.getConnection());  // the blocked write fails
             }
+
+            @Override
+            public void watchClient(Runnable left) {
+                watch = ClientWatch.start(exchange, left);  // left unparks this thread
+            }
+
+            @Override
+            public void stopWatching() {
+                if (watch != null) watch.stopAndWait();  // before the return ends the exchange
+            }
         }, name);
-        // without the last chunk: the client sees a cut body; else returning ends the exchange and the body
+        // without the last chunk: the client sees a cut body
         if (StreamEnd.cut(reason)) IoUtils.safeClose(exchange.getConnection());
+        exchange.endExchange();  // the last chunk; a dispatched Runnable's return does not end the exchange
     }
 
     /**

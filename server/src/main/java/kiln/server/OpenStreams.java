@@ -29,7 +29,9 @@ import kiln.http.spi.StreamedBody;
  * are the two loops around it, by how the front end's thread may wait between parts:
  * {@link #runBlocking} parks the calling thread, {@link #runAsync} holds no thread (the body's
  * future, a heartbeat timer or the stop continues the stream on an executor, and every write is
- * asynchronous, {@link AsyncSink}).
+ * asynchronous, {@link AsyncSink}). Meanwhile the sink watches the stream's client
+ * ({@link AsyncSink#watchClient}, {@link BlockingSink#watchClient}): one that leaves, or sends
+ * anything, ends the stream at once as {@link StreamEnd#CLIENT}, not at a write minutes later.
  */
 public final class OpenStreams {
     private final Set<StreamedBody> open = ConcurrentHashMap.newKeySet();
@@ -69,6 +71,26 @@ public final class OpenStreams {
         default String writeFailed(Throwable failure) {
             return OpenStreams.writeFailed(failure);
         }
+
+        /**
+         * Starts watching the client while the stream runs, as {@link AsyncSink#watchClient} does;
+         * called once, on the stream's thread, before its first part. {@link #stopWatching} ends the
+         * watch. By default nothing: a client that left is noticed at the next write.
+         *
+         * @param left called at most once, from any thread (a library's IO thread: it must not
+         *             block), when the client closed its connection or sent anything at all
+         */
+        default void watchClient(Runnable left) {
+        }
+
+        /**
+         * Stops the watch {@link #watchClient} began, and returns once it no longer reads the
+         * connection: called once, on the stream's thread, before {@link #end} and before
+         * {@link #runBlocking} returns (its caller then ends the response, and the library reads the
+         * connection again). By default nothing.
+         */
+        default void stopWatching() {
+        }
     }
 
     /**
@@ -87,12 +109,33 @@ public final class OpenStreams {
         void write(byte[] bytes, int length, Consumer<Throwable> written);
 
         /**
-         * Ends the response.
+         * Ends the response; first stops the watch {@link #watchClient} began, if any: a watch
+         * that still reads the connection as the response ends would take the next request's
+         * bytes, or make the library close the connection.
          *
          * @param complete true: end the body properly (the last chunk); false: the body was cut
          *                 ({@link StreamEnd#cut}), close the connection without it
          */
         void finish(boolean complete);
+
+        /**
+         * Starts watching the client while the stream runs: none of the libraries reads a
+         * connection while its request is handled, so without a watch a client that closed its
+         * connection is noticed only at a later write, and one that sends junk never is. Called
+         * once, after the head's write completed (so the request was read in full), before any
+         * {@link #finish}. By default nothing.
+         *
+         * <p>The client leaves when it closes its side (end of stream, a reset) or sends any byte
+         * at all: a stream's client has nothing to send, and bytes it sends are not handed back to
+         * the library as a next (pipelined) request, which is not worth its risk here. A client
+         * that half-closes and still reads is treated as gone, as nginx does.
+         *
+         * @param left called at most once, from any thread (a library's IO thread: it must not
+         *             block), when the client left; the stream then ends as {@link StreamEnd#CLIENT},
+         *             a cut body
+         */
+        default void watchClient(Runnable left) {
+        }
 
         /**
          * The write under way outlived its deadline (a client that does not read): close the
@@ -125,7 +168,10 @@ public final class OpenStreams {
         Thread thread = Thread.currentThread();
         Runnable unpark = () -> LockSupport.unpark(thread);
         ClientDeadlines.Wait writing = null;
+        boolean watching = false;
         try {
+            sink.watchClient(s::clientLeft);
+            watching = true;
             while (true) {
                 BodyOutput part = new BodyOutput();
                 switch (s.next(part)) {
@@ -139,6 +185,8 @@ public final class OpenStreams {
                         if (s.park(unpark)) LockSupport.parkNanos(s, Math.max(1, s.heartbeatAt() - System.nanoTime()));
                     }
                     case END -> {
+                        watching = false;
+                        sink.stopWatching();  // before the last chunk: the library reads the connection once the response ends
                         if (!StreamEnd.cut(s.reason())) sink.end();
                         return s.reason();
                     }
@@ -148,7 +196,11 @@ public final class OpenStreams {
             s.end(writing != null && !writing.end() ? StreamEnd.TIMEOUT : sink.writeFailed(e));
             return s.reason();
         } finally {
-            close(s);
+            try {
+                if (watching) sink.stopWatching();
+            } finally {
+                close(s);
+            }
         }
     }
 
@@ -218,6 +270,8 @@ public final class OpenStreams {
         private volatile ScheduledFuture<?> heartbeat;
         /** The deadline of the write under way, or null. */
         private volatile ClientDeadlines.Wait writing;
+        /** The sink watches the client ({@link AsyncSink#watchClient}): from the first step, after the head went out. */
+        private boolean watching;
 
         Pump(StreamedBody body, AsyncSink sink, Executor executor, ScheduledExecutorService timer) {
             this.body = body;
@@ -227,6 +281,10 @@ public final class OpenStreams {
         }
 
         private void step() {
+            if (!watching) {
+                watching = true;
+                sink.watchClient(body::clientLeft);
+            }
             ScheduledFuture<?> h = heartbeat;
             if (h != null) h.cancel(false);
             BodyOutput part = new BodyOutput();

@@ -29,6 +29,20 @@ class OpenStreamsBlockingTest {
         volatile boolean ended;
         int failAfter = Integer.MAX_VALUE;
         IOException failure;
+        /** The watch's calls, in order, with the end's: "watch", "stop", "end". */
+        final List<String> calls = new CopyOnWriteArrayList<>();
+        volatile Runnable left;
+
+        @Override
+        public void watchClient(Runnable left) {
+            calls.add("watch");
+            this.left = left;
+        }
+
+        @Override
+        public void stopWatching() {
+            calls.add("stop");
+        }
 
         @Override
         public void part(byte[] bytes, int length) throws IOException {
@@ -38,6 +52,7 @@ class OpenStreamsBlockingTest {
 
         @Override
         public void end() {
+            calls.add("end");
             ended = true;
         }
 
@@ -104,6 +119,32 @@ class OpenStreamsBlockingTest {
         streams.stop();
         assertEquals(StreamEnd.STOP, reason.get());
         assertTrue(sink.ended);
+    }
+
+    @Test
+    void aClientThatLeavesWakesTheParkedThreadAndTheWatchStopsBeforeTheLoopReturns() throws Exception {
+        Recorder sink = new Recorder();
+        CountingFuture tick = new CountingFuture();
+        CompletableFuture<String> reason = CompletableFuture.supplyAsync(() -> streams.runBlocking(waitingFor(tick), sink, "GET /ticks"));
+        while (tick.registrations.get() == 0) Thread.sleep(5);  // waiting
+        sink.left.run();
+        assertEquals(StreamEnd.CLIENT, reason.get());
+        assertEquals(List.of("watch", "stop"), sink.calls, "a cut body: no end written, the watch stopped");
+    }
+
+    @Test
+    void theWatchStopsBeforeTheBodysEndIsWritten() throws Exception {
+        CountingFuture tick = new CountingFuture();
+        tick.complete(null);
+        Recorder sink = new Recorder();
+        assertEquals(StreamEnd.COMPLETE, streams.runBlocking(waitingFor(tick), sink, "GET /ticks"));
+        assertEquals(List.of("watch", "stop", "end"), sink.calls);
+
+        Recorder gone = new Recorder();
+        gone.failAfter = 0;
+        gone.failure = new IOException("Broken pipe");
+        assertEquals(StreamEnd.CLIENT, streams.runBlocking(out -> { out.write("x"); return null; }, gone, "GET /x"));
+        assertEquals(List.of("watch", "stop"), gone.calls, "stopped after a failed write too");
     }
 
     @Test

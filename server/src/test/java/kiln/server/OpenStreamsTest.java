@@ -45,6 +45,9 @@ class OpenStreamsTest {
         final AtomicInteger flushes = new AtomicInteger();
         final AtomicInteger finishes = new AtomicInteger();
         volatile Boolean complete;
+        /** What {@link #watchClient} was given, and how many flushes (the head's) had completed then. */
+        volatile Runnable left;
+        volatile int flushesWhenWatched = -1;
         volatile int failAfter = Integer.MAX_VALUE;
         volatile Throwable failure;
         /** Parts after this many are never taken: a client that does not read, until {@link #cut}. */
@@ -80,6 +83,13 @@ class OpenStreamsTest {
         public void finish(boolean complete) {
             finishes.incrementAndGet();
             this.complete = complete;
+        }
+
+        @Override
+        public void watchClient(Runnable left) {
+            if (this.left != null) throw new AssertionError("watched twice");
+            flushesWhenWatched = flushes.get();
+            this.left = left;
         }
     }
 
@@ -191,6 +201,25 @@ class OpenStreamsTest {
         assertEquals(StreamEnd.TIMEOUT, ended.get(5, TimeUnit.SECONDS));
         assertEquals(Boolean.FALSE, stuck.complete, "a cut body: no last chunk");
         assertEquals(0, deadlines.size());
+        assertEquals(before, open.get());
+    }
+
+    @Test
+    void aClientThatLeavesWhileItsStreamWaitsEndsItAtOnceAsItsOwnWithoutTheLastChunk() throws Exception {
+        Recorder sink = new Recorder();
+        CompletableFuture<String> ended = streams.runAsync(ticks(List.of(new CompletableFuture<>()), 60_000), sink, "GET /ticks", workers, timer);
+        long waited = System.nanoTime();
+        while (sink.left == null) {
+            assertTrue(System.nanoTime() - waited < TimeUnit.SECONDS.toNanos(5), "the client was never watched");
+            Thread.sleep(5);
+        }
+        assertEquals(1, sink.flushesWhenWatched, "watched once the head went out");
+        Thread.sleep(50);
+        assertEquals(before + 1, open.get(), "waiting (no event, a heartbeat a minute away)");
+        CompletableFuture.runAsync(sink.left);  // as a library's IO thread would
+        assertEquals(StreamEnd.CLIENT, ended.get(2, TimeUnit.SECONDS));
+        assertEquals(Boolean.FALSE, sink.complete, "a cut body: no last chunk");
+        assertEquals(1, sink.finishes.get());
         assertEquals(before, open.get());
     }
 
