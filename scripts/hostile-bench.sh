@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # hostile-bench.sh: issue 36's attacks at full size against one front end started as `make demo`
 # starts it (deploy/jvm.options: a 256 MB heap, exit on OutOfMemoryError; every limit at its default),
-# with a well-behaved client asking /plaintext every 20 ms meanwhile:
+# with a well-behaved client asking /plaintext every 5 ms meanwhile:
 #   1. 5,000 connections that each send a head declaring 64 KiB and 65,535 bytes of it, then nothing;
 #   2. 20,000 connections that send only a head (two attacker processes of 10,000: the open-files
 #      limit here is 20,000 a process).

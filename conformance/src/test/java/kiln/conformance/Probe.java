@@ -23,7 +23,7 @@ import java.util.regex.Pattern;
  * has it).
  */
 final class Probe implements AutoCloseable {
-    static final int EVERY_MS = 20;
+    static final int EVERY_MS = 5;
     static final int METRICS_EVERY_MS = 250;
     /** A request not answered this long counts as this long, and its connection is dropped. */
     static final int TIMEOUT_MS = 5_000;

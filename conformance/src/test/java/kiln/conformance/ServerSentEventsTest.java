@@ -282,7 +282,7 @@ class ServerSentEventsTest {
     }
 
     /** @return the value of one sample of {@code /metrics} (name with labels, as written), 0 when absent */
-    private static double metric(ServerProcess server, String sample) {
+    static double metric(ServerProcess server, String sample) {
         return Contract.metricSamples(get(server, "/metrics").body()).getOrDefault(sample, 0.0);
     }
 }

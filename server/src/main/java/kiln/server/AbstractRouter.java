@@ -55,7 +55,7 @@ public abstract class AbstractRouter<H, R extends AbstractRouter<H, R>> {
     /** @param metrics where every request is counted and timed; {@link Metrics#off()} for none */
     protected AbstractRouter(Metrics metrics) {
         this.metrics = metrics;
-        metrics.limits(clients, requestMemory);
+        metrics.limits(limits, clients, requestMemory);
     }
 
     /** Registers {@code handler} for GET {@code path}; it answers HEAD too (the body dropped). */
@@ -138,7 +138,7 @@ public abstract class AbstractRouter<H, R extends AbstractRouter<H, R>> {
         this.limits = limits;
         clients = new ClientLimits(limits);
         requestMemory = new MemoryBudget(limits.maxRequestMemory());
-        metrics.limits(clients, requestMemory);
+        metrics.limits(limits, clients, requestMemory);
         @SuppressWarnings("unchecked") R self = (R) this;
         return self;
     }

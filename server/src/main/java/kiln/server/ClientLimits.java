@@ -12,7 +12,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * all clients ({@code --max-streams}). Counted exactly, from the moment a connection is accepted or a
  * stream is answered until it ends; an address's count is dropped when it falls to zero, so the
  * table holds only addresses with something open. Addresses of the reverse proxies in front
- * ({@link ServerLimits#proxies}) carry many clients and are not counted per client. Thread-safe.
+ * ({@link ServerLimits#proxies}) carry many clients and are not counted per client. A client's share
+ * is at most half of the cap it is a share of, so that one address never holds every slot however
+ * the two are set (a blocking mode's few streams among them). Thread-safe.
  */
 public final class ClientLimits {
     private final int maxClientConnections;
@@ -28,10 +30,30 @@ public final class ClientLimits {
 
     /** @param limits the per-client limits, the stream cap and the exempt proxies */
     public ClientLimits(ServerLimits limits) {
-        this.maxClientConnections = limits.maxClientConnections();
-        this.maxClientStreams = limits.maxClientStreams();
+        this.maxClientConnections = share(limits.maxClientConnections(), limits.maxConnections());
+        this.maxClientStreams = share(limits.maxClientStreams(), limits.maxStreams());
         this.maxStreams = limits.maxStreams();
         this.proxies = limits.proxies();
+    }
+
+    /** @return {@code perClient}, at most half of {@code cap} (at least 1); {@code cap} at {@code Integer.MAX_VALUE} is no cap */
+    private static int share(int perClient, int cap) {
+        return cap == Integer.MAX_VALUE ? perClient : Math.min(perClient, Math.max(1, cap / 2));
+    }
+
+    /** @return the connections one client address may hold open, as enforced */
+    public int maxClientConnections() {
+        return maxClientConnections;
+    }
+
+    /** @return the event streams one client address may hold open, as enforced */
+    public int maxClientStreams() {
+        return maxClientStreams;
+    }
+
+    /** @return the event streams of all clients that may be open at once; {@code Integer.MAX_VALUE} for no cap */
+    public int maxStreams() {
+        return maxStreams;
     }
 
     /**

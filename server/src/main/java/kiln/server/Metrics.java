@@ -59,7 +59,8 @@ import kiln.http.spi.MemoryBudget;
  *   <li>{@code kiln_request_memory_bytes}, {@code kiln_request_memory_peak_bytes},
  *       {@code kiln_request_memory_limit_bytes}: the request bytes the connections hold beyond their
  *       first KiB, now and at most, and their limit ({@code --max-request-memory});
- *       {@code kiln_refused_total{limit}}: connections and requests a limit refused
+ *       {@code kiln_limits{limit}}: the limits in force ({@link ServerLimits}, a client's shares as
+ *       enforced); {@code kiln_refused_total{limit}}: connections and requests a limit refused
  *       ({@code request_memory}, {@code client_connections}, {@code client_streams}, {@code streams}).</li>
  *   <li>{@code kiln_db_commits_total}, {@code kiln_db_commit_batch_size} (histogram of writes per
  *       commit), {@code kiln_db_write_queue_depth}, {@code kiln_db_map_size_bytes},
@@ -99,6 +100,7 @@ public final class Metrics {
     private final Counter streamsEnded;
     private final AtomicInteger streamsOpen = new AtomicInteger();
     /** The router's limits, read at scrape time ({@link #limits}). */
+    private volatile ServerLimits limits;
     private volatile ClientLimits clients;
     private volatile MemoryBudget requestMemory;
 
@@ -140,6 +142,25 @@ public final class Metrics {
             .help("The most request bytes the connections may hold at once (--max-request-memory); beyond, 503")
             .callback(callback -> {
                 if (requestMemory.limit() != Long.MAX_VALUE) callback.call(requestMemory.limit());
+            }).register(registry);
+        GaugeWithCallback.builder().name("kiln_limits")
+            .help("The limits in force, by name with their unit: max_connections, max_client_connections, max_streams, max_client_streams,"
+                + " max_content_bytes, header_timeout_seconds, idle_timeout_seconds, min_request_rate_bytes_per_second,"
+                + " min_response_rate_bytes_per_second, min_rate_grace_seconds")
+            .labelNames("limit")
+            .callback(callback -> {
+                ServerLimits l = limits;
+                ClientLimits c = clients;
+                callback.call(l.maxConnections(), "max_connections");
+                callback.call(c.maxClientConnections(), "max_client_connections");
+                if (c.maxStreams() != Integer.MAX_VALUE) callback.call(c.maxStreams(), "max_streams");
+                callback.call(c.maxClientStreams(), "max_client_streams");
+                callback.call(l.maxContentBytes(), "max_content_bytes");
+                callback.call(l.headerTimeoutMs() / 1000.0, "header_timeout_seconds");
+                callback.call(l.idleTimeoutMs() / 1000.0, "idle_timeout_seconds");
+                callback.call(l.minRequestRate(), "min_request_rate_bytes_per_second");
+                callback.call(l.minResponseRate(), "min_response_rate_bytes_per_second");
+                callback.call(l.rateGraceMs() / 1000.0, "min_rate_grace_seconds");
             }).register(registry);
         CounterWithCallback.builder().name("kiln_refused_total")
             .help("Connections and requests refused by a limit, by which: request_memory, client_connections, client_streams, streams")
@@ -205,7 +226,8 @@ public final class Metrics {
      * Sets where the limits' series come from ({@code kiln_request_memory_*}, {@code kiln_refused_total}):
      * the router's, read at each scrape; the last call wins.
      */
-    void limits(ClientLimits clients, MemoryBudget requestMemory) {
+    void limits(ServerLimits limits, ClientLimits clients, MemoryBudget requestMemory) {
+        this.limits = limits;
         this.clients = clients;
         this.requestMemory = requestMemory;
     }
