@@ -173,7 +173,9 @@ class HostileClientsTest {
             Thread.sleep(GRACE_MS + 2_000 + SLACK_MS);  // the last writes' deadlines: the grace period plus an event at the rate
             swarm.drainUnread(conns);
             probe.close();
-            Result r = new Result(fe, "streams that never read", conns.size(), server.alive(), probe, conns, Swarm.open(conns),
+            // a subscriber refused (503: undertow-blocking streams on 8 threads) was answered, and waits as an idle connection
+            List<Swarm.Conn> streamed = conns.stream().filter(c -> c.status == 200).toList();
+            Result r = new Result(fe, "streams that never read", conns.size(), server.alive(), probe, conns, Swarm.open(streamed),
                 RobustnessTest.millisSince(started));
             r.record();
             r.check(Long.MAX_VALUE);
