@@ -122,10 +122,6 @@ public final class Connection {
     private final Owner owner;
     private final SocketChannel channel;
     private InetSocketAddress remote;
-    /** The server's request memory ({@link Owner#requestMemory}), which {@link #inCharge} and {@link #contentCharge} are reserved from. */
-    private final MemoryBudget memory;
-    /** Bytes reserved for {@link #in}: its capacity once it outgrew the pool's buffer, else 0 (a connection's first KiB is its own). */
-    private int inCharge;
     /**
      * Bytes reserved for request content held outside {@link #in}: chunked content the parser copied
      * so far, then the parsed request's content until its handler answers.
@@ -161,9 +157,6 @@ public final class Connection {
     private volatile int phase = NONE;
     /** Set by the reaper before it half-closes the socket, so the connection knows why it saw end-of-stream. */
     private volatile int expired = NONE;
-    /** The deadline a write interrupted, restored after it. */
-    private int phaseBeforeWrite;
-    private long deadlineBeforeWrite;
 
     /** The streamed body being sent, or null. */
     private volatile StreamedBody sending;
@@ -255,7 +248,6 @@ public final class Connection {
         this.owner = owner;
         this.channel = channel;
         this.remote = remote;
-        this.memory = owner.requestMemory();
         arm(IDLE, owner.idleTimeoutNanos());  // a client that connects and never sends is reaped
     }
 
@@ -325,19 +317,26 @@ public final class Connection {
     private boolean grow() {
         if (in.capacity() >= maxInput()) throw new HttpException(431, "request larger than " + maxInput() + " bytes");
         int size = Math.min(maxInput(), in.capacity() * 2);
-        if (!memory.reserve(size)) return false;
+        if (!owner.requestMemory().reserve(size)) return false;
         ByteBuffer bigger = ByteBuffer.allocate(size);
         bigger.put(in.array(), 0, in.position());
         giveBackInput();
         in = bigger;
-        inCharge = size;
         return true;
+    }
+
+    /**
+     * @return the bytes reserved for {@link #in}: its capacity once it outgrew the pool's buffer
+     *         (a grown buffer is reserved whole, {@link #grow}), else 0: a connection's first KiB is its own
+     */
+    private int inCharge() {
+        return in != null && in.capacity() > BufferPool.BUFFER_BYTES ? in.capacity() : 0;
     }
 
     /** Reserves what the parser copied of a chunked body beyond what is reserved already. @return false when it does not fit */
     private boolean chargeContent(int copied) {
         if (copied <= contentCharge) return true;
-        if (!memory.reserve(copied - contentCharge)) return false;
+        if (!owner.requestMemory().reserve(copied - contentCharge)) return false;
         contentCharge = copied;
         return true;
     }
@@ -349,18 +348,17 @@ public final class Connection {
      * nothing reserved.
      */
     private void holdContent(int length) {
-        int held = inCharge + contentCharge;
+        int held = inCharge() + contentCharge;
         if (held == 0) return;
-        if (inCharge > 0) {
+        if (inCharge() > 0) {
             int remaining = in.position() - consumed;
             ByteBuffer rest = remaining <= BufferPool.BUFFER_BYTES ? BufferPool.take() : ByteBuffer.allocate(remaining);
             rest.put(in.array(), consumed, remaining);
-            in = rest;
+            in = rest;  // reserved at its capacity when it is not the pool's
             consumed = 0;
-            inCharge = rest.capacity() > BufferPool.BUFFER_BYTES ? rest.capacity() : 0;
         }
-        contentCharge = Math.min(length, held - inCharge);
-        memory.release(held - inCharge - contentCharge);
+        contentCharge = Math.min(length, held - inCharge());
+        owner.requestMemory().release(held - inCharge() - contentCharge);
     }
 
     /** The server's request memory has no room for this request: 503 with Retry-After, and the connection closes. */
@@ -479,18 +477,19 @@ public final class Connection {
      * the returned bytes, then call {@link #written}.
      */
     public ByteBuffer output() {
-        phaseBeforeWrite = phase;
-        deadlineBeforeWrite = deadline;
         long rate = owner.minResponseRate();
         arm(WRITE, rate > 0 ? owner.rateGraceNanos() + out.length() * 1_000_000_000L / rate : owner.idleTimeoutNanos());
         return out.toByteBuffer();
     }
 
-    /** The bytes of {@link #output()} are written: gives their buffer back and restores the deadline they interrupted. */
+    /**
+     * The bytes of {@link #output()} are written: gives their buffer back. No deadline runs until the
+     * next read arms one for what it waits for ({@link #readBuffer()}); a request whose head was
+     * arriving gets its header timeout afresh.
+     */
     public void written() {
         out.release();
-        deadline = deadlineBeforeWrite;
-        phase = phaseBeforeWrite;
+        phase = NONE;
     }
 
     /** A write failed (the client went away, or the reaper cut a client that did not read): the connection closes. */
@@ -519,7 +518,12 @@ public final class Connection {
             if (in.position() == 0) {
                 arm(IDLE, owner.idleTimeoutNanos());
             } else if (phase != HEADER && phase != CONTENT) {
-                arm(HEADER, owner.headerTimeoutNanos());
+                // after a 100 Continue its content is awaited: the minimum rate's grace runs from now
+                if (progress.inContent() && owner.minRequestRate() > 0) {
+                    arm(CONTENT, owner.rateGraceNanos());
+                } else {
+                    arm(HEADER, owner.headerTimeoutNanos());
+                }
             }
         }
         return in;
@@ -610,14 +614,14 @@ public final class Connection {
 
     /** Gives {@link #in} back to the pool (a grown one to the garbage collector) and its reservation to the memory. */
     private void giveBackInput() {
+        int charge = inCharge();
         BufferPool.give(in);
-        if (inCharge > 0) memory.release(inCharge);
-        inCharge = 0;
+        if (charge > 0) owner.requestMemory().release(charge);
     }
 
     /** The handler answered (or the connection ended): the request's content is no longer held here. */
     private void releaseContent() {
-        if (contentCharge > 0) memory.release(contentCharge);
+        if (contentCharge > 0) owner.requestMemory().release(contentCharge);
         contentCharge = 0;
     }
 
@@ -640,7 +644,7 @@ public final class Connection {
         } catch (IOException e) {
             return false;  // the client reset the connection: nothing is left to protect
         }
-        if (in == null || inCharge > 0) {
+        if (in == null || inCharge() > 0) {
             if (in != null) giveBackInput();
             in = BufferPool.take();  // what is discarded needs no more room than this
         }
@@ -737,7 +741,7 @@ public final class Connection {
         System.arraycopy(in.array(), consumed, in.array(), 0, remaining);
         in.position(remaining);
         consumed = 0;
-        if (remaining == 0 && inCharge > 0) {
+        if (remaining == 0 && inCharge() > 0) {
             giveBackInput();
             in = BufferPool.take();
         }
