@@ -1,9 +1,9 @@
 package kiln.undertow;
 
 import java.io.IOException;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
-import java.util.concurrent.atomic.AtomicBoolean;
 
 import kiln.http.Reply;
 import kiln.http.spi.ResponseWriter;
@@ -47,20 +47,39 @@ final class ClientConnections implements ChannelListener<StreamConnection> {
             IoUtils.safeClose(connection);
             return;
         }
-        AtomicBoolean released = new AtomicBoolean();
-        Runnable release = () -> {
-            if (released.compareAndSet(false, true)) clients.disconnected(peer.getAddress());
-        };
+        Counted counted = new Counted(clients, peer.getAddress());
         try {
             next.handleEvent(connection);
         } finally {
             // Undertow's connection sets its own close listener as it is made: ours goes after it
-            ChannelListener<? super StreamConnection> undertows = connection.getCloseListener();
-            connection.setCloseListener(c -> {
-                ChannelListeners.invokeChannelListener(c, undertows);
-                release.run();
-            });
-            if (!connection.isOpen()) release.run();
+            counted.undertows = connection.getCloseListener();
+            connection.setCloseListener(counted);
+            if (!connection.isOpen()) counted.release();
+        }
+    }
+
+    /** A connection counted against its client's share until it closes: Undertow's close listener, then the release (one object a connection). */
+    private static final class Counted implements ChannelListener<StreamConnection> {
+        private final ClientLimits clients;
+        private final InetAddress client;
+        private ChannelListener<? super StreamConnection> undertows;
+        private boolean released;
+
+        Counted(ClientLimits clients, InetAddress client) {
+            this.clients = clients;
+            this.client = client;
+        }
+
+        @Override
+        public void handleEvent(StreamConnection connection) {
+            ChannelListeners.invokeChannelListener(connection, undertows);
+            release();
+        }
+
+        synchronized void release() {
+            if (released) return;
+            released = true;
+            clients.disconnected(client);
         }
     }
 }
