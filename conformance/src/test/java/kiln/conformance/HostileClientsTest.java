@@ -13,6 +13,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -42,6 +43,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * closing note. {@code -Dkiln.hostile.before=true} runs the attacks against servers without
  * these limits (an older build: {@code -Dkiln.repo=...}), passing none of the new options.
  */
+@Tag("hostile")
 class HostileClientsTest {
     /** Shorter than the defaults (10 s, 5 s), so that each attack ends within seconds. */
     static final int HEADER_TIMEOUT_MS = 3_000;

@@ -110,16 +110,6 @@ public final class ClientLimits {
         return new long[] {refusedClientConnections.get(), refusedClientStreams.get(), refusedStreams.get()};
     }
 
-    /** @return connections open now from {@code client}, as counted (0 for an exempt address) */
-    int connectionsOf(InetAddress client) {
-        return connections.getOrDefault(client, 0);
-    }
-
-    /** @return streams open now from {@code client}, as counted (0 for an exempt address) */
-    int streamsOf(InetAddress client) {
-        return streams.getOrDefault(client, 0);
-    }
-
     private boolean counted(InetAddress client) {
         return client != null && !proxies.contains(client);
     }

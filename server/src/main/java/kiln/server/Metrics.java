@@ -243,11 +243,6 @@ public final class Metrics {
         if (streamsEnded != null) streamsEnded.labelValues(reason).inc();
     }
 
-    /** @return streamed replies being sent now */
-    public int streamsOpen() {
-        return streamsOpen.get();
-    }
-
     /** @return every series now, in the Prometheus text format 0.0.4 (UTF-8) */
     public byte[] scrape() {
         if (!isOn()) throw new IllegalStateException("metrics are off");
