@@ -9,7 +9,6 @@ import kiln.http.Reply;
 import kiln.http.spi.ResponseWriter;
 import kiln.server.ClientLimits;
 import org.xnio.ChannelListener;
-import org.xnio.ChannelListeners;
 import org.xnio.IoUtils;
 import org.xnio.StreamConnection;
 
@@ -47,23 +46,19 @@ final class ClientConnections implements ChannelListener<StreamConnection> {
             IoUtils.safeClose(connection);
             return;
         }
-        Counted counted = new Counted(clients, peer.getAddress());
         try {
             next.handleEvent(connection);
         } finally {
-            // Undertow's connection sets its own close listener as it is made: ours goes after it
-            counted.undertows = connection.getCloseListener();
-            connection.setCloseListener(counted);
-            if (!connection.isOpen()) counted.release();
+            // XNIO 3.8 merges close listeners (ours runs after the one Undertow's connection set as it
+            // was made) and runs one set after the close at once, so the count is released either way
+            connection.setCloseListener(new Counted(clients, peer.getAddress()));
         }
     }
 
-    /** A connection counted against its client's share until it closes: Undertow's close listener, then the release (one object a connection). */
+    /** A connection counted against its client's share until it closes (one object a connection). */
     private static final class Counted implements ChannelListener<StreamConnection> {
         private final ClientLimits clients;
         private final InetAddress client;
-        private ChannelListener<? super StreamConnection> undertows;
-        private boolean released;
 
         Counted(ClientLimits clients, InetAddress client) {
             this.clients = clients;
@@ -72,13 +67,6 @@ final class ClientConnections implements ChannelListener<StreamConnection> {
 
         @Override
         public void handleEvent(StreamConnection connection) {
-            ChannelListeners.invokeChannelListener(connection, undertows);
-            release();
-        }
-
-        synchronized void release() {
-            if (released) return;
-            released = true;
             clients.disconnected(client);
         }
     }
