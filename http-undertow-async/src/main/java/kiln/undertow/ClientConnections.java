@@ -32,8 +32,8 @@ final class ClientConnections implements ChannelListener<StreamConnection> {
     @Override
     public void handleEvent(StreamConnection connection) {
         InetSocketAddress peer = connection.getPeerAddress(InetSocketAddress.class);
-        if (peer == null) {
-            next.handleEvent(connection);
+        if (peer == null || !clients.counts(peer.getAddress())) {
+            next.handleEvent(connection);  // a proxy's or an unknown address: nothing to count, nothing to release
             return;
         }
         if (!clients.connected(peer.getAddress())) {

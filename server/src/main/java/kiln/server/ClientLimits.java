@@ -63,7 +63,7 @@ public final class ClientLimits {
      * @return true when it may be served (then {@link #disconnected} once it closes); false: refuse it
      */
     public boolean connected(InetAddress client) {
-        if (!counted(client)) return true;
+        if (!counts(client)) return true;
         if (take(connections, client, maxClientConnections)) return true;
         refusedClientConnections.incrementAndGet();
         return false;
@@ -71,7 +71,7 @@ public final class ClientLimits {
 
     /** A connection {@link #connected} accepted has closed. */
     public void disconnected(InetAddress client) {
-        if (counted(client)) give(connections, client);
+        if (counts(client)) give(connections, client);
     }
 
     /**
@@ -85,7 +85,7 @@ public final class ClientLimits {
             refusedStreams.incrementAndGet();
             return "too many event streams open (" + maxStreams + ", --max-streams); retry later";
         }
-        if (counted(client) && !take(streams, client, maxClientStreams)) {
+        if (counts(client) && !take(streams, client, maxClientStreams)) {
             streamsOpen.decrementAndGet();
             refusedClientStreams.incrementAndGet();
             return "too many event streams open from " + client.getHostAddress() + " (" + maxClientStreams + ", --max-client-streams);"
@@ -97,7 +97,7 @@ public final class ClientLimits {
     /** A stream {@link #streamStarted} let through has ended. */
     void streamEnded(InetAddress client) {
         streamsOpen.decrementAndGet();
-        if (counted(client)) give(streams, client);
+        if (counts(client)) give(streams, client);
     }
 
     /** @return event streams open now */
@@ -110,7 +110,8 @@ public final class ClientLimits {
         return new long[] {refusedClientConnections.get(), refusedClientStreams.get(), refusedStreams.get()};
     }
 
-    private boolean counted(InetAddress client) {
+    /** @return whether connections and streams from {@code client} count against a share: false for null (unknown) and for the proxies */
+    public boolean counts(InetAddress client) {
         return client != null && !proxies.contains(client);
     }
 
