@@ -3,7 +3,9 @@ package kiln.db;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.ArrayList;
+import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLongArray;
@@ -93,6 +95,12 @@ final class Writer implements Runnable {
 
     /** For tests only ({@link Db.Builder}): runs on this thread after a commit with change sets, before they are published. */
     private final Runnable betweenCommitAndPublish;
+    /**
+     * Writer thread only: feeds whose publish after a commit failed (reading the sets other servers
+     * logged before it, over a shared engine, failed). Their sets are in the log; each idle turn of the
+     * writer, and each later publish to them, catches them up from it until it succeeds.
+     */
+    private final Set<ChangeFeed<?, ?>> behind = new LinkedHashSet<>();
 
     Writer(Db db, KvEngine engine, int maxBatch, int queueCapacity, Runnable betweenCommitAndPublish) {
         this.db = db;
@@ -183,6 +191,7 @@ final class Writer implements Runnable {
                 Pending<?> first = queue.poll(50, TimeUnit.MILLISECONDS);
                 if (first == null) {
                     if (stopping && queue.isEmpty()) return;
+                    if (!behind.isEmpty()) catchUpBehind();
                     db.writerIdle();
                     continue;
                 }
@@ -271,6 +280,14 @@ final class Writer implements Runnable {
                 return;
             } catch (RuntimeException e) {
                 DbException failure = db.fatalIf(e);
+                if (failure == null && batch.size() > 1) {
+                    // Most likely one write's fault that reached the whole transaction (a statement
+                    // PostgreSQL refused aborts it, and every later one is refused): nothing was
+                    // committed, so each write is committed alone and only the culprit fails.
+                    LOG.warning("commit of " + batch.size() + " writes failed (" + e.getMessage() + "); committing them one at a time");
+                    for (Pending<?> p : batch) commit(List.of(p));
+                    return;
+                }
                 if (failure == null) {
                     failure = new DbException.CommitFailed("commit of " + batch.size() + " writes failed: " + e.getMessage(), e);
                     LOG.log(Level.SEVERE, failure.getMessage(), e);
@@ -406,10 +423,38 @@ final class Writer implements Runnable {
         return new Staged<>(feed, feed.stage(run, parent, mine, committedAt));
     }
 
-    /** After the commit is durable: publishes every set, then wakes each feed's readers and watches once. */
-    private static void publish(List<Staged<?, ?>> staged) {
+    /**
+     * After the commit is durable: publishes every set, then wakes each feed's readers and watches
+     * once. Nothing here may fail the batch's writes, which are committed: a feed whose publish fails
+     * is left {@link #behind}, to catch up from its log, and the failure is logged.
+     */
+    private void publish(List<Staged<?, ?>> staged) {
+        if (!behind.isEmpty()) catchUpBehind();  // from their logs, this commit's sets included
         long durableAt = Clock.micros();
-        for (Staged<?, ?> s : staged) s.publish(durableAt);
+        for (Staged<?, ?> s : staged) {
+            if (!behind.isEmpty() && behind.contains(s.feed())) continue;  // still behind: its set waits in the log
+            try {
+                s.publish(durableAt);
+            } catch (RuntimeException e) {
+                behind.add(s.feed());
+                LOG.log(Level.WARNING, "committed, but publishing change set " + s.set().seq() + " of the feed of '"
+                    + s.feed().table().name() + "' failed; its readers get it from the log once the log can be read", e);
+            }
+        }
         for (Staged<?, ?> s : staged) s.feed().wake();  // once per feed: a woken feed has nothing left to wake
+    }
+
+    /** Catches the feeds {@link #behind} up from their logs; a feed whose log cannot be read yet stays behind. */
+    private void catchUpBehind() {
+        for (var i = behind.iterator(); i.hasNext(); ) {
+            ChangeFeed<?, ?> feed = i.next();
+            try {
+                feed.catchUp();
+                i.remove();
+                LOG.info("the feed of '" + feed.table().name() + "' caught up from its log");
+            } catch (RuntimeException e) {
+                // still out of reach: the next idle turn or publish tries again
+            }
+        }
     }
 }
