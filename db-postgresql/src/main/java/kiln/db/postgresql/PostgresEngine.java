@@ -33,7 +33,10 @@ import kiln.db.KvTxn;
  * {@code (k bytea PRIMARY KEY, v bytea NOT NULL)}, named as the space where PostgreSQL allows it
  * (see {@link #relationName}); {@code bytea} compares bytewise, shorter first, as LMDB orders keys,
  * so ranges, pages and tuple keys read the same. A registry table, {@value #REGISTRY}, maps spaces
- * to tables.
+ * to tables. They live in the schema the URL's {@code currentSchema} names, else in one of kiln's
+ * own, {@value #DEFAULT_SCHEMA} (but for a database where an earlier kiln made them in
+ * {@code public}: they are used there, and a warning says how to move them), and every statement
+ * names the schema: a table called {@code pg_type} is kiln's, not PostgreSQL's catalog.
  *
  * <pre>{@code
  * Db db = Db.builder(Path.of("postgresql")).engine(PostgresEngine.open("postgresql://127.0.0.1:5432/kiln?user=kiln")).open();
@@ -73,6 +76,8 @@ public final class PostgresEngine implements KvEngine {
     private static final Logger LOG = Logger.getLogger(PostgresEngine.class.getName());
     /** The table that names every space's table. */
     static final String REGISTRY = "kiln_spaces";
+    /** The schema of kiln's tables when the URL names none ({@code currentSchema}). */
+    public static final String DEFAULT_SCHEMA = "kiln";
     /** The notification channel of commits. */
     static final String CHANNEL = "kiln_commits";
     /** How often the listener reports "anything may have changed", ms. */
@@ -84,8 +89,10 @@ public final class PostgresEngine implements KvEngine {
 
     private final String jdbcUrl;
     private final String shownUrl;
-    /** The advisory lock key the writers of every server over this schema take turns with; see {@link #beginWrite}. */
-    private final int writeLock;
+    // Set once by open(), before the engine is handed out: the schema of kiln's tables, quoted, and
+    // the advisory lock key the writers of every server over it take turns with (see beginWrite).
+    private String schema;
+    private int writeLock;
     /** The PostgreSQL backend (process id) of this engine's write connection: its own commits' notifications are not news. */
     private volatile int writerBackend;
     private final HikariDataSource reads;
@@ -97,8 +104,7 @@ public final class PostgresEngine implements KvEngine {
     private volatile boolean closed;
     private Thread listener;
 
-    private PostgresEngine(String url, int readerCount, String schema) {
-        this.writeLock = ("kiln.writer:" + schema).hashCode();
+    private PostgresEngine(String url, int readerCount) {
         this.jdbcUrl = jdbcUrl(url);
         this.shownUrl = redact(jdbcUrl);
         this.reads = pool("kiln-pg-reads", readerCount, true);
@@ -109,7 +115,8 @@ public final class PostgresEngine implements KvEngine {
     /**
      * Opens the engine on the PostgreSQL database at {@code url} with {@value #DEFAULT_READERS}
      * read connections, or as many as the URL's {@code readers} parameter says. It creates the
-     * registry table (and the schema named by {@code currentSchema}, if any) when missing.
+     * schema (the URL's {@code currentSchema}, else {@value #DEFAULT_SCHEMA}) and the registry table
+     * when missing.
      *
      * @param url {@code postgresql://[user[:password]@]host[:port][,host[:port]...]/database[?param=value&...]} (libpq's form) or
      *            {@code jdbc:postgresql://...}; parameters are PgJDBC's ({@code user}, {@code password},
@@ -120,7 +127,7 @@ public final class PostgresEngine implements KvEngine {
     public static PostgresEngine open(String url) {
         Map<String, String> params = params(url);
         int n = readers(params.remove("readers"));
-        PostgresEngine engine = new PostgresEngine(withParams(url, params), n, params.getOrDefault("currentSchema", "public"));
+        PostgresEngine engine = new PostgresEngine(withParams(url, params), n);
         try {
             engine.createRegistry(params.get("currentSchema"));
         } catch (RuntimeException e) {
@@ -181,11 +188,15 @@ public final class PostgresEngine implements KvEngine {
         return new HikariDataSource(c);
     }
 
-    private void createRegistry(String schema) {
+    /** Chooses the schema ({@link #schema}, {@link #writeLock}) and makes it and the registry table where missing. */
+    private void createRegistry(String named) {
         try (Connection c = connect(writes)) {
+            String chosen = named != null ? named : defaultSchema(c);
+            schema = quote(chosen);
+            writeLock = ("kiln.writer:" + chosen).hashCode();
             try (Statement s = c.createStatement()) {
-                if (schema != null) s.execute("CREATE SCHEMA IF NOT EXISTS " + quote(schema));
-                s.execute("CREATE TABLE IF NOT EXISTS " + REGISTRY + " (name text COLLATE \"C\" PRIMARY KEY, relname text NOT NULL UNIQUE)");
+                s.execute("CREATE SCHEMA IF NOT EXISTS " + schema);
+                s.execute("CREATE TABLE IF NOT EXISTS " + table(REGISTRY) + " (name text COLLATE \"C\" PRIMARY KEY, relname text NOT NULL UNIQUE)");
                 c.commit();
             } catch (SQLException e) {
                 c.rollback();
@@ -196,27 +207,56 @@ public final class PostgresEngine implements KvEngine {
         }
     }
 
+    /**
+     * @return {@value #DEFAULT_SCHEMA}; or {@code public} where kiln's tables are there and not in
+     *         {@value #DEFAULT_SCHEMA} (made by a kiln before it had a schema of its own), with a
+     *         warning that says how to move them
+     */
+    private String defaultSchema(Connection c) throws SQLException {
+        boolean inPublic;
+        boolean inOwn;
+        try (Statement s = c.createStatement();
+             ResultSet r = s.executeQuery("SELECT to_regclass('public." + REGISTRY + "') IS NOT NULL, to_regclass('"
+                 + DEFAULT_SCHEMA + "." + REGISTRY + "') IS NOT NULL")) {
+            r.next();
+            inPublic = r.getBoolean(1);
+            inOwn = r.getBoolean(2);
+        }
+        c.rollback();
+        if (!inPublic || inOwn) return DEFAULT_SCHEMA;
+        LOG.warning("kiln's tables in " + shownUrl + " are in schema public, where earlier versions of kiln made them; they are used there."
+            + " To move them to a schema of their own: stop every kiln server, run ALTER TABLE ... SET SCHEMA " + DEFAULT_SCHEMA
+            + " for public." + REGISTRY + " and each table it lists (after CREATE SCHEMA " + DEFAULT_SCHEMA + "); or add"
+            + " currentSchema=public to the URL to keep them there and silence this");
+        return "public";
+    }
+
+    /** @return the schema-qualified, quoted name of table {@code relname} */
+    String table(String relname) {
+        return schema + "." + quote(relname);
+    }
+
     @Override
     public KvSpace space(KvTxn txn, String name, boolean create) {
         PostgresTxn t = (PostgresTxn) txn;
         try {
-            try (PreparedStatement s = t.connection().prepareStatement("SELECT relname FROM " + REGISTRY + " WHERE name = ?")) {
+            try (PreparedStatement s = t.connection().prepareStatement("SELECT relname FROM " + table(REGISTRY) + " WHERE name = ?")) {
                 s.setString(1, name);
                 try (ResultSet r = s.executeQuery()) {
-                    if (r.next()) return new Space(name, r.getString(1));
+                    if (r.next()) return new Space(name, table(r.getString(1)));
                 }
             }
             if (!create) return null;
             String relname = relationName(name);
             try (Statement s = t.connection().createStatement()) {
-                s.execute("CREATE TABLE IF NOT EXISTS " + quote(relname) + " (k bytea PRIMARY KEY, v bytea NOT NULL)");
+                s.execute("CREATE TABLE IF NOT EXISTS " + table(relname) + " (k bytea PRIMARY KEY, v bytea NOT NULL)");
             }
-            try (PreparedStatement s = t.connection().prepareStatement("INSERT INTO " + REGISTRY + " (name, relname) VALUES (?, ?)")) {
+            try (PreparedStatement s = t.connection().prepareStatement("INSERT INTO " + table(REGISTRY) + " (name, relname) VALUES (?, ?)")) {
                 s.setString(1, name);
                 s.setString(2, relname);
                 s.executeUpdate();
             }
-            return new Space(name, relname);
+            return new Space(name, table(relname));
         } catch (SQLException e) {
             if ("23505".equals(e.getSQLState()) || "42P07".equals(e.getSQLState())) {
                 // another server created it at the same moment: run again, and find it
@@ -257,7 +297,7 @@ public final class PostgresEngine implements KvEngine {
         PostgresTxn t = (PostgresTxn) txn;
         List<String> names = new ArrayList<>();
         try (Statement s = t.connection().createStatement();
-             ResultSet r = s.executeQuery("SELECT name FROM " + REGISTRY + " ORDER BY name")) {  // COLLATE "C": UTF-8 byte order
+             ResultSet r = s.executeQuery("SELECT name FROM " + table(REGISTRY) + " ORDER BY name")) {  // COLLATE "C": UTF-8 byte order
             while (r.next()) names.add(r.getString(1));
         } catch (SQLException e) {
             throw t.failed(e, "listing the spaces");

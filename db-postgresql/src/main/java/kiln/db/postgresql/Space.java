@@ -2,7 +2,7 @@ package kiln.db.postgresql;
 
 import kiln.db.KvSpace;
 
-/** A space: its name, its table's quoted name and its statements. */
+/** A space: its name, its table's schema-qualified quoted name and its statements. */
 final class Space implements KvSpace {
     final String name;
     final String table;
@@ -11,9 +11,10 @@ final class Space implements KvSpace {
     final String delete;
     final String count;
 
-    Space(String name, String relname) {
+    /** @param table the table's schema-qualified quoted name ({@link PostgresEngine#table}) */
+    Space(String name, String table) {
         this.name = name;
-        this.table = PostgresEngine.quote(relname);
+        this.table = table;
         this.get = "SELECT v FROM " + table + " WHERE k = ?";
         this.upsert = "INSERT INTO " + table + " (k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v";
         this.delete = "DELETE FROM " + table + " WHERE k = ?";
