@@ -68,6 +68,15 @@ public class DbException extends RuntimeException {
     }
 
     /**
+     * A value larger than a table takes ({@link Table#MAX_VALUE_BYTES}, 16 MiB, on every engine):
+     * that write query failed, alone, and nothing of it is stored. An HTTP layer answers 413.
+     */
+    public static final class ValueTooLarge extends DbException {
+        private static final long serialVersionUID = 1L;
+        public ValueTooLarge(String message) { super(message); }
+    }
+
+    /**
      * The database may hold no more: a write did not fit in the map's ceiling
      * ({@link Db.Builder#maxMapSize}). That write failed alone; reads, and writes that fit in the
      * pages freed by deletes, go on.

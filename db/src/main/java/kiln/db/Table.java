@@ -26,6 +26,13 @@ import java.util.function.BiPredicate;
 public final class Table<K, V> {
     /** The most bytes an encoded key may have: LMDB's default MDB_MAXKEYSIZE, kept on every engine. */
     static final int MAX_KEY_BYTES = 511;
+    /**
+     * The most bytes an encoded value may have, on every engine: 16 MiB. A value is copied while it
+     * is written (into PostgreSQL's statements; into a change feed's log and its readers), so a
+     * larger one belongs in a file, with its name in the table; {@link #put} refuses it with
+     * {@link DbException.ValueTooLarge} rather than let it exhaust a small server's heap.
+     */
+    public static final int MAX_VALUE_BYTES = 16 << 20;
 
     /** Keys are encoded into a per-thread direct buffer: no allocation per call. */
     private static final ThreadLocal<ByteBuffer> KEY_BUFFER =
@@ -108,6 +115,8 @@ public final class Table<K, V> {
      *
      * @throws DbException.UniqueViolation when a unique index refuses the value's key (nothing is
      *         changed; the write query fails unless it catches it)
+     * @throws DbException.ValueTooLarge when the encoded value has more than {@link #MAX_VALUE_BYTES}
+     *         (nothing is changed)
      * @throws IllegalStateException in a read transaction
      */
     public void put(Txn txn, K key, V value) {
@@ -134,6 +143,11 @@ public final class Table<K, V> {
     /** @param expiresAt microseconds since the epoch, 0 for never (only in an expiring table) */
     private void write(Txn txn, K key, V value, long expiresAt) {
         txn.checkWritable("put");
+        int size = values.size(value);
+        if (size > MAX_VALUE_BYTES) {
+            throw new DbException.ValueTooLarge("value for table '" + name + "' is " + size + " bytes; values are at most "
+                + MAX_VALUE_BYTES + " bytes (16 MiB): keep a larger one in a file and its name in the table");
+        }
         List<Index<?, K, V>> indexed = indexes;
         byte[] row = indexed.isEmpty() && expiries == null ? null : bytes(key);
         if (row != null) {
@@ -148,7 +162,6 @@ public final class Table<K, V> {
             if (expiresAt != 0) txn.kv.reserve(expiries, scheduled(expiresAt, row), 0);
         }
         ByteBuffer k = encodeKey(key, KEY_BUFFER.get());
-        int size = values.size(value);
         int header = expiries == null ? 0 : EXPIRY_BYTES;
         ByteBuffer slot = txn.kv.reserve(space, k, header + size);
         slot.order(ByteOrder.BIG_ENDIAN);

@@ -25,6 +25,8 @@ import kiln.http.Reply;
  *       the server answers again once it is back);</li>
  *   <li>{@link DbException.DatabaseFull}: 507 Insufficient Storage (RFC 4918 section 11.5) with
  *       its message;</li>
+ *   <li>{@link DbException.ValueTooLarge}: 413 Content Too Large (RFC 9110 section 15.5.14) with
+ *       its message (a value beyond the 16 MiB a table takes);</li>
  *   <li>{@link DbException.BadContinuation}: 400 with its message (a page token the client altered,
  *       or brought from another range);</li>
  *   <li>{@link DbException.UniqueViolation}: 409 Conflict with its message (a unique index already
@@ -59,6 +61,7 @@ public final class Failures {
             return Reply.unavailable(cause.getMessage());
         }
         if (cause instanceof DbException.DatabaseFull) return Reply.error(507, cause.getMessage());
+        if (cause instanceof DbException.ValueTooLarge) return Reply.error(413, cause.getMessage());
         if (cause instanceof DbException.BadContinuation) return Reply.error(400, cause.getMessage());
         if (cause instanceof DbException.UniqueViolation) return Reply.error(409, cause.getMessage());
         if (cause instanceof DbException.IndexNotReady) return Reply.unavailable(cause.getMessage());
