@@ -60,7 +60,8 @@ help:
 	@echo "make install                               put kiln's artifacts (with sources and javadoc jars) and its Kilim weaver plugin into ~/.m2 (tests skipped)"
 	@echo "make new-app DIR=../myapp [KIND=loom]      a new app of your own in DIR, on Kilim fibers (or virtual threads); then: cd DIR && make run"
 	@echo "make backup TO=DIR [DATA=data]             compacted copy of the database into DIR/data.mdb (also while a server runs)"
-	@echo "make cluster [SERVER=kilim] [PORT=8080]     PostgreSQL primary + hot standby, two servers over it, nginx in front (docs/scaling.md)"
+	@echo "make cluster [SERVER=kilim] [PORT=8080]     PostgreSQL primary + hot standby, two servers over it, nginx in front (docs/scaling.md);"
+	@echo "             [JAR=your-app.jar]            JAR: your own app's jar instead (its main takes kiln's flags, as make new-app's)"
 	@echo "make cluster-stop                          stop all of it (the data stays in ./$(CLUSTER_DIR))"
 	@echo "make test                                  run every test (unit, database, HTTP conformance, nginx, sweep)"
 	@echo "make powercut [CUTS=20] [NOSYNC=1]          power cuts under a load of durable writes, each followed by checks of the reopened database (needs FUSE)"
@@ -106,9 +107,11 @@ backup: check-server $(JAR)
 	$(SERVER_JAVA) -Xmx64m $(LMDB_FLAGS) -jar $(JAR) --data $(DATA) --backup $(TO)
 
 # Beyond one box, on one machine (docs/scaling.md): PostgreSQL primary + hot standby, two SERVER servers
-# over it, nginx in front on PORT; the data stays in CLUSTER_DIR between runs.
+# over it, nginx in front on PORT; the data stays in CLUSTER_DIR between runs. JAR=... on the command line
+# runs an app's own jar as it is (not rebuilt here).
 CLUSTER_DIR ?= cluster
-cluster: check-server $(JAR)
+cluster: check-server $(if $(filter command line,$(origin JAR)),,$(JAR))
+	@if [ ! -f "$(JAR)" ]; then echo "make cluster: no jar at $(JAR)" >&2; exit 2; fi
 	JAR=$(JAR) JAVA="$(SERVER_JAVA)" JAVA_FLAGS="$(JAVA_FLAGS) $(NEW_JDK_FLAGS)" PORT=$(PORT) scripts/cluster.sh start $(CLUSTER_DIR)
 
 cluster-stop:

@@ -9,9 +9,10 @@
 #   scripts/cluster.sh nginx DIR   # only nginx, in front of KILN_PORTS (./ab-sweep.sh --postgres); its pid in
 #                                  # DIR/nginx/nginx.pid
 #
-# Environment: JAR (a front end's jar, e.g. http-kilim/target/kiln-kilim.jar), JAVA and JAVA_FLAGS (how
-# to run it), PORT (nginx, default 8080), KILN_PORTS (default "8081 8082"), PG_PORTS (primary and
-# standby, default "55432 55433"). The servers reach PostgreSQL through a URL naming both databases
+# Environment: JAR (a front end's jar, e.g. http-kilim/target/kiln-kilim.jar, or an app's own whose main
+# takes kiln's flags), JAVA and JAVA_FLAGS (how to run it), PORT (nginx, default 8080), KILN_PORTS
+# (default "8081 8082"), PG_PORTS (primary and standby, default "25432 25433": every default port is
+# below Linux's ephemeral range, 32768-60999, so a load test's client ports never take one). The servers reach PostgreSQL through a URL naming both databases
 # with targetServerType=primary: after `scripts/postgres.sh promote DIR/postgres-standby` they
 # reconnect to the promoted standby on their own, and `start` then never starts the old primary again
 # (it would take writes beside the new one): rebuild it as a standby first (docs/scaling.md, 3c).
@@ -19,7 +20,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 usage() {
-  sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -28,7 +29,7 @@ cmd="$1"
 dir="$(mkdir -p "$2" && cd "$2" && pwd)"
 PORT="${PORT:-8080}"
 read -r -a kiln_ports <<<"${KILN_PORTS:-8081 8082}"
-read -r -a pg_ports <<<"${PG_PORTS:-55432 55433}"
+read -r -a pg_ports <<<"${PG_PORTS:-25432 25433}"
 names=(a b)
 primary="$dir/postgres-primary"
 standby="$dir/postgres-standby"
@@ -53,20 +54,30 @@ wait_for_line() {  # FILE TEXT SECONDS PID
 }
 
 start_postgres() {
+  local d
   if [ "$(id -u)" -eq 0 ] && ! runuser -u postgres -- test -x "$dir"; then
     echo "cluster: as root, PostgreSQL runs as the postgres user, which cannot enter $dir; choose a directory it can (CLUSTER_DIR=/tmp/kiln-cluster)" >&2
     exit 1
   fi
-  if [ ! -e "$primary/PG_VERSION" ]; then
-    say "initialising the PostgreSQL primary in $primary (port ${pg_ports[0]})"
-    scripts/postgres.sh init "$primary" "${pg_ports[0]}"
-    say "making the hot standby in $standby (port ${pg_ports[1]}) with pg_basebackup"
-    scripts/postgres.sh standby "$standby" "${pg_ports[1]}" "${pg_ports[0]}"
-    # every commit waits until the standby has applied it: a promoted standby has every acknowledged write
-    psql_primary -c "ALTER SYSTEM SET synchronous_standby_names = '*'" \
-      -c "ALTER SYSTEM SET synchronous_commit = 'remote_apply'" -c "SELECT pg_reload_conf()"
+  if [ -e "$dir/initialising" ]; then
+    # an initialisation that was killed half-way: nothing was served from what it made
+    say "the initialisation in $dir did not finish: starting it afresh"
+    remove_postgres
+  fi
+  if [ ! -e "$primary/PG_VERSION" ] && [ ! -e "$standby/PG_VERSION" ]; then
+    if ! initialise; then
+      echo "cluster: initialising PostgreSQL failed; removing the half-made cluster so the next run starts afresh" >&2
+      for d in "$primary" "$standby"; do
+        if [ -s "$d/server.log" ]; then echo "cluster: the end of $d/server.log:" >&2; tail -5 "$d/server.log" >&2; fi
+      done
+      remove_postgres
+      exit 1
+    fi
+  elif [ ! -e "$primary/PG_VERSION" ] || [ ! -e "$standby/PG_VERSION" ]; then
+    echo "cluster: only one of $primary and $standby holds a server; rebuild the other as a standby of it" \
+      "(docs/scaling.md, 3c), or remove $dir to start afresh" >&2
+    exit 1
   else
-    local d
     for d in "$primary" "$standby"; do
       if [ -e "$d/postmaster.pid" ]; then continue; fi
       if [ "$d" = "$primary" ] && [ ! -e "$standby/standby.signal" ]; then
@@ -77,6 +88,30 @@ start_postgres() {
       scripts/postgres.sh start "$d"
     done
   fi
+}
+
+# Makes the primary and its hot standby (DIR/initialising marks the work in progress); returns non-zero
+# at the first step that fails (its output says why).
+initialise() {
+  touch "$dir/initialising"
+  say "initialising the PostgreSQL primary in $primary (port ${pg_ports[0]})"
+  scripts/postgres.sh init "$primary" "${pg_ports[0]}" || return 1
+  say "making the hot standby in $standby (port ${pg_ports[1]}) with pg_basebackup"
+  scripts/postgres.sh standby "$standby" "${pg_ports[1]}" "${pg_ports[0]}" || return 1
+  # every commit waits until the standby has applied it: a promoted standby has every acknowledged write
+  psql_primary -c "ALTER SYSTEM SET synchronous_standby_names = '*'" \
+    -c "ALTER SYSTEM SET synchronous_commit = 'remote_apply'" -c "SELECT pg_reload_conf()" || return 1
+  rm -f "$dir/initialising"
+}
+
+# Stops whatever runs in the two PostgreSQL directories and removes them: only what a failed or killed
+# initialisation made (DIR/initialising), from which nothing was served.
+remove_postgres() {
+  local d
+  for d in "$standby" "$primary"; do
+    if [ -e "$d/postmaster.pid" ]; then scripts/postgres.sh stop "$d" immediate || true; fi
+  done
+  rm -rf "$standby" "$primary" "$standby.initdb.log" "$primary.initdb.log" "$dir/initialising"
 }
 
 psql_primary() {
