@@ -5,7 +5,11 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 
@@ -630,11 +634,53 @@ public final class Db implements AutoCloseable {
      * Checks what a health endpoint reports: the database is open, a read transaction begins (the
      * environment answers reads), and the writer thread is running and not stuck: it has been in
      * its current batch for less than {@link Builder#writerStallLimit} (a commit that never returns,
-     * a write query that never ends). Cheap: one pooled read transaction.
+     * a write query that never ends). Cheap: one pooled read transaction, on the calling thread: on
+     * an engine over the network (PostgreSQL) a server that does not answer holds the caller until
+     * the engine gives up; a server answering requests uses {@link #health(Duration)}.
      *
      * @return healthy, or the first problem found
      */
     public DbHealth health() {
+        DbHealth state = state();
+        if (state != null) return state;
+        try {
+            readNow(this::probe);
+        } catch (Exception e) {
+            return DbHealth.problem("the database does not answer reads: " + e.getMessage());
+        }
+        return DbHealth.ok();
+    }
+
+    /**
+     * {@link #health()} without holding the caller, within a deadline: the read goes through
+     * {@link #read} (on PostgreSQL, to a reader thread: a fiber or a virtual thread awaits the
+     * future), and one that has not answered within {@code within} is the problem reported (a
+     * database server that is paused or cut off answers nothing, and a monitor must hear so in time).
+     *
+     * @param within how long the read may take, > 0
+     * @return a future that completes within about {@code within}, never exceptionally
+     */
+    public CompletableFuture<DbHealth> health(Duration within) {
+        if (within.isNegative() || within.isZero()) throw new IllegalArgumentException("within must be positive, got " + within);
+        DbHealth state = state();
+        if (state != null) return CompletableFuture.completedFuture(state);
+        long ms = within.toMillis();
+        return read(this::probe).copy().orTimeout(ms, TimeUnit.MILLISECONDS).handle((ok, failure) -> {
+            if (failure == null) return DbHealth.ok();
+            Throwable cause = failure instanceof CompletionException && failure.getCause() != null ? failure.getCause() : failure;
+            return DbHealth.problem(cause instanceof TimeoutException
+                ? "the database did not answer a read within " + ms + " ms (" + engine + "; " + stats().queued + " writes waiting)"
+                : "the database does not answer reads: " + cause.getMessage());
+        });
+    }
+
+    /** The read of {@link #health}: one key of {@value #META}, so that an engine over the network makes a round trip. */
+    private Object probe(Txn txn) {
+        return meta.get(txn, SECRET);
+    }
+
+    /** @return the first problem {@link #health} finds without reading, or null */
+    private DbHealth state() {
         if (closed) return DbHealth.problem("the database is closed");
         DbException.Fatal f = fatal;
         if (f != null) return DbHealth.problem(f.getMessage());
@@ -644,12 +690,7 @@ public final class Db implements AutoCloseable {
             return DbHealth.problem("the database's writer has been in one batch for " + busy / 1_000_000 + " ms, "
                 + stats().queued + " writes waiting");
         }
-        try {
-            readNow(txn -> Boolean.TRUE);
-        } catch (Exception e) {
-            return DbHealth.problem("the database does not answer reads: " + e.getMessage());
-        }
-        return DbHealth.ok();
+        return null;
     }
 
     /**

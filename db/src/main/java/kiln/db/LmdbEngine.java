@@ -512,4 +512,10 @@ public final class LmdbEngine implements KvEngine {
             throw new DbException.DataDirectory("cannot read the free space of " + dir.toAbsolutePath() + ": " + e, e);
         }
     }
+
+    /** @return {@code LMDB in} and the directory, for messages */
+    @Override
+    public String toString() {
+        return "LMDB in " + dir;
+    }
 }

@@ -1,14 +1,19 @@
 package kiln.demo;
 
-import kiln.db.DbHealth;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+import kiln.server.Operations;
 import kiln.server.ServerHealth;
 import kiln.server.Step;
 import kiln.http.Reply;
 import kiln.http.Http;
 
 /**
- * {@code GET /healthz}: {@code 200 ok} when the database answers a read and its writer thread is
- * running and not stuck ({@link kiln.db.Db#health}), and the server reports no problem of its own
+ * {@code GET /healthz}: {@code 200 ok} when the database answers reads within
+ * {@link Operations#HEALTH_DEADLINE} and its writer thread is running and not stuck
+ * ({@link kiln.db.Db#health(java.time.Duration)}), and the server reports no problem of its own
  * ({@link ServerHealth}: on Kilim, a handler that has held a thread for 5 s); otherwise {@code 503}
  * with {@code Retry-After: 1} and the problem in one line, for a monitor, a load balancer, the
  * systemd unit's watchdog or a deploy script waiting for a restarted server.
@@ -24,16 +29,20 @@ final class Health {
      *         read of real data, through the same path {@code /db} takes, awaited as it awaits it
      */
     static Step check(DemoDb demo, ServerHealth server) {
-        DbHealth health = demo.db().health();
-        if (!health.isOk()) return Step.of(Endpoints.fresh(Reply.unavailable(health.problem())));
-        String problem = server.problem();
-        if (problem != null) return Step.of(Endpoints.fresh(Reply.unavailable(problem)));
-        return Step.after(demo.db().read(demo.randomWorld()).handle((row, failure) -> failure),
-            failure -> Step.of(Endpoints.fresh(failure == null ? Reply.ok(Http.TEXT_PLAIN, OK)
-                : Reply.unavailable("the database does not answer reads: " + cause(failure).getMessage()))));
+        long within = Operations.HEALTH_DEADLINE.toMillis();
+        return Step.after(demo.db().health(Operations.HEALTH_DEADLINE), health -> {
+            if (!health.isOk()) return Step.of(Endpoints.fresh(Reply.unavailable(health.problem())));
+            String problem = server.problem();
+            if (problem != null) return Step.of(Endpoints.fresh(Reply.unavailable(problem)));
+            return Step.after(demo.db().read(demo.randomWorld()).copy().orTimeout(within, TimeUnit.MILLISECONDS).handle((row, failure) -> failure),
+                failure -> Step.of(Endpoints.fresh(failure == null ? Reply.ok(Http.TEXT_PLAIN, OK)
+                    : Reply.unavailable(cause(failure) instanceof TimeoutException
+                        ? "the database did not answer a read of a world within " + within + " ms"
+                        : "the database does not answer reads: " + cause(failure).getMessage()))));
+        });
     }
 
     private static Throwable cause(Throwable failure) {
-        return failure instanceof java.util.concurrent.CompletionException && failure.getCause() != null ? failure.getCause() : failure;
+        return failure instanceof CompletionException && failure.getCause() != null ? failure.getCause() : failure;
     }
 }

@@ -170,6 +170,12 @@ public final class PostgresEngine implements KvEngine {
         return shownUrl;
     }
 
+    /** @return {@code PostgreSQL at} and the URL without its password, for messages */
+    @Override
+    public String toString() {
+        return "PostgreSQL at " + shownUrl;
+    }
+
     private HikariDataSource pool(String name, int size, boolean readOnly) {
         HikariConfig c = new HikariConfig();
         c.setPoolName(name);
