@@ -160,16 +160,14 @@ public final class ChangeFeed<K, V> {
      * @return up to {@code max} sets with sequence numbers {@code seq + 1, seq + 2, ...}; empty when
      *         there is none yet (wait with {@link #after})
      * @throws DbException.Expired when {@code seq} is older than the window keeps (the caller lagged
-     *         by more than {@link #window()} sets) or newer than {@link #lastSeq()} (a number from
+     *         by more than {@link #window()} sets) or newer than the feed's log holds (a number from
      *         before a restore, or not from this feed): reload, then go on from {@link #lastSeq()}
      */
     public List<ChangeSet<K, V>> read(long seq, int max) {
         if (max < 1) throw new IllegalArgumentException("max must be >= 1, got " + max);
+        if (seq > lastSeq) catchUpTo(seq);
         long last = lastSeq;
-        if (seq > last) {
-            throw new DbException.Expired("sequence number " + seq + " is ahead of the feed of '" + table.name() + "', whose newest is "
-                + last + " (from before a restore, or from another feed): reload");
-        }
+        if (seq > last) throw new DbException.Expired(ahead(seq, last));
         if (seq < oldestSeq - 1) {
             throw new DbException.Expired(behind(seq));
         }
@@ -184,6 +182,27 @@ public final class ChangeFeed<K, V> {
             sets.add(set);
         }
         return sets;
+    }
+
+    /**
+     * A reader brought {@code seq}, newer than this process has published: over a shared engine,
+     * another server committed it and this one has not heard yet (its notification is on the way).
+     * The log has it then: the feed catches up from the log at once, on the calling thread, and the
+     * reader goes on as if it had been here all along.
+     *
+     * @throws DbException.Expired when the log does not hold {@code seq} either (no server gave it),
+     *         or the feed could not catch up to it
+     */
+    void catchUpTo(long seq) {
+        Long logged = db.readInline(log::lastKey);
+        if (logged == null || logged < seq) throw new DbException.Expired(ahead(seq, logged == null ? 0 : logged));
+        catchUp();
+        if (lastSeq < seq) throw new DbException.Expired(ahead(seq, lastSeq));  // not started yet
+    }
+
+    private String ahead(long seq, long newest) {
+        return "sequence number " + seq + " is ahead of the feed of '" + table.name() + "', whose newest is " + newest
+            + " (from before a restore, or from another feed): reload";
     }
 
     private void readLog(long from, long to, List<ChangeSet<K, V>> into) {

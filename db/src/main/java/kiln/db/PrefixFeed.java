@@ -95,10 +95,12 @@ public final class PrefixFeed<K, V> {
      *
      * @param max the most sets to return, >= 1
      * @return the sets, and the sequence number the read covered up to: wait with {@code after(through)}
-     * @throws DbException.Expired as {@link ChangeFeed#read}, when {@code seq} is older than the feed keeps
+     * @throws DbException.Expired as {@link ChangeFeed#read}, when {@code seq} is older than the feed
+     *         keeps or newer than its log holds
      */
     public Changes<K, V> read(long seq, int max) {
         if (max < 1) throw new IllegalArgumentException("max must be >= 1, got " + max);
+        if (seq > feed.lastSeq()) feed.catchUpTo(seq);  // as ChangeFeed#read: from another server, or refused
         PrefixGroups.Group<K, V> g = current();
         g.touch();
         Changes<K, V> recent = groups.recent(g, seq, max);
