@@ -84,6 +84,16 @@ public final class PostgresEngine implements KvEngine {
     static final int POLL_MILLIS = 1000;
     /** While the server is unreachable, how often one query tries it again, ms. */
     static final int RETRY_MILLIS = 500;
+    /**
+     * How long the writer's session may sit idle inside its transaction, ms: PostgreSQL ends a
+     * session idle longer ({@code idle_in_transaction_session_timeout}), which rolls its transaction
+     * back and lets the write lock go. A batch sends its statements back to back, so only a server
+     * that hangs (paused, cut off, a write query that never ends) is idle that long; the others'
+     * writers then go on within about this long, and the hung one commits nothing.
+     */
+    public static final int WRITER_IDLE_MILLIS = 5_000;
+    /** How long a writer waits for the write lock another server holds, ms ({@code lock_timeout}): then its batch fails, 503. */
+    public static final int WRITE_LOCK_WAIT_MILLIS = 10_000;
     /** Default number of read connections (and reader threads). */
     public static final int DEFAULT_READERS = 8;
 
@@ -188,6 +198,13 @@ public final class PostgresEngine implements KvEngine {
         c.setConnectionTimeout(1000);
         c.setValidationTimeout(500);
         c.setInitializationFailTimeout(-1);  // open even while the server is down; queries say so
+        if (!readOnly) {
+            // the writer's session: ended by PostgreSQL when it hangs in its transaction (which lets the
+            // write lock go), a bounded wait for the lock, and a peer gone (a partition) noticed by
+            // PostgreSQL's keep-alives within about 11 s
+            c.setConnectionInitSql("SET idle_in_transaction_session_timeout = " + WRITER_IDLE_MILLIS + "; SET lock_timeout = "
+                + WRITE_LOCK_WAIT_MILLIS + "; SET tcp_keepalives_idle = 5; SET tcp_keepalives_interval = 2; SET tcp_keepalives_count = 3");
+        }
         c.addDataSourceProperty("tcpKeepAlive", "true");
         if (!jdbcUrl.contains("socketTimeout=")) c.addDataSourceProperty("socketTimeout", "30");
         if (!jdbcUrl.contains("connectTimeout=")) c.addDataSourceProperty("connectTimeout", "2");
@@ -391,6 +408,14 @@ public final class PostgresEngine implements KvEngine {
         String state = e.getSQLState() == null ? "" : e.getSQLState();
         if (state.equals("40001") || state.equals("40P01")) {
             return new KvTxn.Conflict(what + ": " + e.getMessage(), e);
+        }
+        if (state.equals("25P03")) {  // this server's writer hung in its transaction (see WRITER_IDLE_MILLIS)
+            return new DbException.Unavailable("PostgreSQL at " + shownUrl + " ended this server's write transaction, idle in it for over "
+                + WRITER_IDLE_MILLIS + " ms (the write lock went to the other servers): nothing of it was committed", e);
+        }
+        if (state.equals("55P03")) {  // lock_timeout: another server holds the write lock
+            return new DbException.Unavailable("another server has held the write lock on PostgreSQL at " + shownUrl + " for over "
+                + WRITE_LOCK_WAIT_MILLIS + " ms (" + what + "); retry shortly", e);
         }
         if (state.startsWith("08") || state.startsWith("57P") || state.equals("53300") || state.equals("25006")
                 || e instanceof java.sql.SQLTransientConnectionException || e instanceof java.sql.SQLNonTransientConnectionException) {

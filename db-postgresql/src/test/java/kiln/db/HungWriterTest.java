@@ -1,0 +1,61 @@
+package kiln.db;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Path;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import kiln.db.postgresql.PostgresEngine;
+import kiln.db.postgresql.TestPostgres;
+
+/**
+ * Two servers over one schema take turns with the write lock. Server a hangs in the middle of a
+ * batch, its transaction open and the lock held (a write query that never ends here; a paused
+ * process or a lost network alike): PostgreSQL ends a's session once it has been idle in its
+ * transaction for {@link PostgresEngine#WRITER_IDLE_MILLIS} ms, which lets the lock go, and
+ * server b's writes go on. When a wakes, nothing of its batch commits, and its writes fail saying so.
+ */
+class HungWriterTest {
+    @TempDir
+    Path dir;
+
+    @Test
+    void aServerHungInItsBatchLosesTheWriteLockAndCommitsNothing() throws Exception {
+        try (Db a = Db.builder(dir).engine(TestPostgres.engine(dir)).open(); Db b = Db.builder(dir).engine(TestPostgres.engine(dir)).open()) {
+            Table<Integer, String> ta = a.table("notes", Codec.INT, Codec.STRING);
+            Table<Integer, String> tb = b.table("notes", Codec.INT, Codec.STRING);
+            CountDownLatch inside = new CountDownLatch(1);
+            CountDownLatch wake = new CountDownLatch(1);
+            QueryFuture<Object> hung = a.write(txn -> {
+                ta.get(txn, 0);  // a statement: the transaction is open on PostgreSQL, the lock held
+                ta.put(txn, 1, "from the hung server");
+                inside.countDown();
+                wake.await(60, TimeUnit.SECONDS);
+                return null;
+            });
+            assertTrue(inside.await(30, TimeUnit.SECONDS));
+
+            long start = System.nanoTime();
+            assertNull(b.write(txn -> { tb.put(txn, 2, "from b"); return null; }).get(30, TimeUnit.SECONDS));
+            long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+            assertTrue(tookMs < PostgresEngine.WRITER_IDLE_MILLIS + 5_000, "b committed after " + tookMs + " ms");
+
+            wake.countDown();
+            Throwable why = assertThrows(ExecutionException.class, () -> hung.get(30, TimeUnit.SECONDS)).getCause();
+            assertSame(DbException.Unavailable.class, why.getClass(), why.toString());
+            assertTrue(why.getMessage().contains("nothing of it was committed"), why.getMessage());
+            assertNull(b.read(txn -> tb.get(txn, 1)).join(), "the hung server's write is not there");
+            assertEquals("from b", a.read(txn -> ta.get(txn, 2)).join());
+            assertNull(a.write(txn -> { ta.put(txn, 3, "a again"); return null; }).get(30, TimeUnit.SECONDS), "a writes again");
+        }
+    }
+}
