@@ -92,6 +92,8 @@ final class Writer implements Runnable {
     private volatile long batchStarted;
     /** Numbers each run of a batch, so change feeds number their sets afresh in a re-run. */
     private long batchRuns;
+    /** Whether the batch {@link #runBatch} runs has committed: from then on nothing may fail or re-run its writes. */
+    private boolean batchCommitted;
 
     /** For tests only ({@link Db.Builder}): runs on this thread after a commit with change sets, before they are published. */
     private final Runnable betweenCommitAndPublish;
@@ -279,6 +281,12 @@ final class Writer implements Runnable {
                 for (Pending<?> p : batch) p.future.fail(e);
                 return;
             } catch (RuntimeException e) {
+                if (batchCommitted) {
+                    // thrown after the commit (closing its transaction, say): the writes are in, and are answered so
+                    LOG.log(Level.SEVERE, "after the commit of " + batch.size() + " writes", e);
+                    for (Pending<?> p : batch) p.complete();
+                    return;
+                }
                 DbException failure = db.fatalIf(e);
                 if (failure == null && batch.size() > 1) {
                     // Most likely one write's fault that reached the whole transaction (a statement
@@ -341,6 +349,7 @@ final class Writer implements Runnable {
         int failed = 0;
         List<Staged<?, ?>> staged = null;
         long run = ++batchRuns;
+        batchCommitted = false;
         try (KvTxn parent = engine.beginWrite()) {
             for (Pending<?> p : batch) {
                 p.result = null;
@@ -367,6 +376,7 @@ final class Writer implements Runnable {
             }
             staged = stageChanges(batch, run, new Txn(parent));
             parent.commit();
+            batchCommitted = true;
         }
         commits++;
         writes += batch.size();

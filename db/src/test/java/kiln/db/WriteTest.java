@@ -232,6 +232,24 @@ class WriteTest {
         assertEquals(Table.MAX_VALUE_BYTES, db.read(txn -> t.get(txn, 3).length).join());
     }
 
+    /**
+     * Something fails after a batch's commit (the test hook stands for it): the writes are in, so
+     * they are answered as committed, never failed (a client would retry them) nor run again.
+     */
+    @Test
+    void aFailureAfterTheCommitAnswersTheWritesCommitted() throws Exception {
+        java.util.concurrent.atomic.AtomicInteger runs = new java.util.concurrent.atomic.AtomicInteger();
+        db = Engines.builder(dir).betweenCommitAndPublish(() -> {
+            throw new IllegalStateException("test: a failure after the commit");
+        }).open();
+        Table<Integer, Integer> t = db.table("t", Codec.INT, Codec.INT);
+        db.changeFeed(t, 100);  // the hook runs after commits with change sets
+        QueryFuture<Object> w = db.write(txn -> { runs.incrementAndGet(); t.put(txn, 1, 1); return null; });
+        assertNull(w.get(30, TimeUnit.SECONDS));
+        assertEquals(1, runs.get(), "run once");
+        assertEquals(1, db.read(txn -> t.get(txn, 1)).join());
+    }
+
     @Test
     void throwingWriteDoesNotStopLaterWrites() {
         Table<Integer, Integer> t = open(Engines.builder(dir));
