@@ -30,13 +30,23 @@ class HungWriterTest {
 
     @Test
     void aServerHungInItsBatchLosesTheWriteLockAndCommitsNothing() throws Exception {
+        hangsAndLosesTheLock(true);
+    }
+
+    /** The same when the hung write query has sent no statement yet (its puts wait in memory until the commit). */
+    @Test
+    void aServerHungBeforeItsFirstStatementLosesTheWriteLockToo() throws Exception {
+        hangsAndLosesTheLock(false);
+    }
+
+    private void hangsAndLosesTheLock(boolean readFirst) throws Exception {
         try (Db a = Db.builder(dir).engine(TestPostgres.engine(dir)).open(); Db b = Db.builder(dir).engine(TestPostgres.engine(dir)).open()) {
             Table<Integer, String> ta = a.table("notes", Codec.INT, Codec.STRING);
             Table<Integer, String> tb = b.table("notes", Codec.INT, Codec.STRING);
             CountDownLatch inside = new CountDownLatch(1);
             CountDownLatch wake = new CountDownLatch(1);
             QueryFuture<Object> hung = a.write(txn -> {
-                ta.get(txn, 0);  // a statement: the transaction is open on PostgreSQL, the lock held
+                if (readFirst) ta.get(txn, 0);  // a statement of its own
                 ta.put(txn, 1, "from the hung server");
                 inside.countDown();
                 wake.await(60, TimeUnit.SECONDS);

@@ -349,6 +349,11 @@ public final class PostgresEngine implements KvEngine {
                 s.execute("SELECT pg_advisory_lock(" + writeLock + ")");
             }
             c.setAutoCommit(false);
+            try (Statement s = c.createStatement()) {
+                // the transaction begins now, its snapshot after the lock: from here on a writer that
+                // hangs is idle in its transaction, and PostgreSQL ends it (WRITER_IDLE_MILLIS)
+                s.execute("SELECT 1");
+            }
             writerBackend = c.unwrap(org.postgresql.PGConnection.class).getBackendPID();
         } catch (SQLException e) {
             try {
