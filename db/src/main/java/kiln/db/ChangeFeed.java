@@ -167,7 +167,6 @@ public final class ChangeFeed<K, V> {
         if (max < 1) throw new IllegalArgumentException("max must be >= 1, got " + max);
         if (seq > lastSeq) catchUpTo(seq);
         long last = lastSeq;
-        if (seq > last) throw new DbException.Expired(ahead(seq, last));
         if (seq < oldestSeq - 1) {
             throw new DbException.Expired(behind(seq));
         }
@@ -191,18 +190,15 @@ public final class ChangeFeed<K, V> {
      * reader goes on as if it had been here all along.
      *
      * @throws DbException.Expired when the log does not hold {@code seq} either (no server gave it),
-     *         or the feed could not catch up to it
+     *         or the feed could not catch up to it (not started yet)
      */
     void catchUpTo(long seq) {
-        Long logged = db.readInline(log::lastKey);
-        if (logged == null || logged < seq) throw new DbException.Expired(ahead(seq, logged == null ? 0 : logged));
         catchUp();
-        if (lastSeq < seq) throw new DbException.Expired(ahead(seq, lastSeq));  // not started yet
-    }
-
-    private String ahead(long seq, long newest) {
-        return "sequence number " + seq + " is ahead of the feed of '" + table.name() + "', whose newest is " + newest
-            + " (from before a restore, or from another feed): reload";
+        long last = lastSeq;
+        if (last < seq) {
+            throw new DbException.Expired("sequence number " + seq + " is ahead of the feed of '" + table.name() + "', whose newest is "
+                + last + " (from before a restore, or from another feed): reload");
+        }
     }
 
     private void readLog(long from, long to, List<ChangeSet<K, V>> into) {
