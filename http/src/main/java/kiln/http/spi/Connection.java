@@ -148,6 +148,11 @@ public final class Connection {
     private int discarded;
     /** {@link Action#CLOSE} from now on. */
     private boolean done;
+    /**
+     * Requests answered whose answers wait in {@link #out}: still in flight for a graceful stop until
+     * written ({@link #written}), or until the connection gives them up ({@link #closed}).
+     */
+    private int unwritten;
 
     /** The request whose handler is to run or runs now ({@link Action#HANDLE}), or null; volatile for {@link #handlerName}. */
     private volatile Request pending;
@@ -214,11 +219,14 @@ public final class Connection {
             return 5_000_000_000L;
         }
 
-        /** A handler is to run, or a streamed body begins: a graceful stop waits until {@link #requestEnded}. */
+        /** A request is to be handled: a graceful stop waits until {@link #requestEnded}. */
         default void requestStarted() {
         }
 
-        /** The handler answered, or the streamed body ended. */
+        /**
+         * The request's answer is written (a streamed body's last chunk, when it streams), or given up
+         * because the connection closes: a stop may end the connection now without cutting it.
+         */
         default void requestEnded() {
         }
 
@@ -389,7 +397,6 @@ public final class Connection {
         Request request = pending;
         pending = null;
         releaseContent();
-        owner.requestEnded();
         boolean keepAlive = request.keepAlive() && !owner.isStopping();
         boolean head = "HEAD".equals(request.method());
         if (reply.stream != null && !head) {
@@ -399,12 +406,12 @@ public final class Connection {
         }
         ResponseWriter.write(out, request.minorVersion(), reply, keepAlive, head);
         if (!keepAlive) close = true;
+        if (sending == null) unwritten++;  // a streamed body carries the request on until it ends
     }
 
     private void startStream(BodyStream body, String name) {
         StreamedBody s = new StreamedBody(body, name.intern());  // a route's name: one string for all its streams
-        sending = s;
-        owner.requestStarted();  // a graceful stop waits for the stream to end (it wakes it first)
+        sending = s;  // still in flight: a graceful stop waits for the stream to end (it wakes it first)
         if (in != null && in.position() == consumed) releaseInput();  // a waiting subscriber holds no buffer
         if (streamStopped) s.stop();
     }
@@ -437,11 +444,12 @@ public final class Connection {
             out.release();  // a cut body: close without writing what may wait
             close = true;
             done = true;
+            owner.requestEnded();
         } else {
             if (chunked) ResponseWriter.lastChunk(out);
             if (reason.equals(StreamEnd.STOP) || owner.isStopping()) close = true;
+            unwritten++;  // ends once its last chunk is written
         }
-        owner.requestEnded();
     }
 
     /**
@@ -490,12 +498,19 @@ public final class Connection {
     public void written() {
         out.release();
         phase = NONE;
+        endUnwritten();
+    }
+
+    /** The answers that waited in {@link #out} are written or given up: their requests end. */
+    private void endUnwritten() {
+        for (; unwritten > 0; unwritten--) owner.requestEnded();
     }
 
     /** A write failed (the client went away, or the reaper cut a client that did not read): the connection closes. */
     public void writeFailed(IOException failure) {
         out.release();
         if (sending != null) endStream(expired == WRITE ? StreamEnd.TIMEOUT : StreamEnd.CLIENT);
+        endUnwritten();
         done = true;
     }
 
@@ -667,6 +682,7 @@ public final class Connection {
             pending = null;
             owner.requestEnded();
         }
+        endUnwritten();
         releaseContent();
         if (in != null) releaseInput();
         done = true;

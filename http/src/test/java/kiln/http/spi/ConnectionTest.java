@@ -74,6 +74,39 @@ class ConnectionTest {
         assertEquals(0, d.owner.inFlight.get());
     }
 
+    /**
+     * A request stays in flight until its answer is written: a graceful stop that saw it ended
+     * earlier half-closed the socket under the unwritten response (DurabilityTest on loom, in CI:
+     * the client read 0 bytes).
+     */
+    @Test
+    void aRequestIsInFlightUntilItsAnswerIsWritten() {
+        TestOwner owner = new TestOwner();
+        Connection c = new Connection(owner, null);
+        byte[] get = GET.getBytes(StandardCharsets.ISO_8859_1);
+        c.readBuffer().put(get);
+        c.read(get.length);
+        assertSame(Action.HANDLE, c.next());
+        assertEquals(1, owner.inFlight.get());
+        c.answer(Reply.text("ok"));
+        assertSame(Action.WRITE, c.next());
+        assertEquals(1, owner.inFlight.get(), "answered, not yet written: still in flight");
+        c.output().position(c.output().limit());
+        c.written();
+        assertEquals(0, owner.inFlight.get());
+    }
+
+    @Test
+    void anAnswerNeverWrittenEndsItsRequestWhenTheConnectionCloses() {
+        TestOwner owner = new TestOwner();
+        Driver d = new Driver(owner, ConnectionTest::echoPath).send(GET);
+        d.failWrites = true;
+        assertSame(Action.CLOSE, d.run());
+        assertEquals(0, owner.inFlight.get());
+        d.c.closed();
+        assertEquals(0, owner.inFlight.get(), "ended once");
+    }
+
     @Test
     void aMalformedRequestIsAnsweredAfterThoseBeforeItThenTheConnectionCloses() {
         Driver d = new Driver(ConnectionTest::echoPath).send(GET + "GET /x HTTP/9.9\r\n\r\n" + GET);
