@@ -210,6 +210,27 @@ public final class Db implements AutoCloseable {
         return openTable(name, keys, values, true, defaultTtl);
     }
 
+    /**
+     * Opens (creating if missing) the idempotency keys {@code name}: writes that are safe to retry,
+     * each key stored with its write's result in the write's own transaction and kept for
+     * {@code keep} (see {@link IdempotencyKeys}; Stripe's Idempotency-Key, the IETF's
+     * draft-ietf-httpapi-idempotency-key-header). An {@link #expiringTable} underneath: call it at
+     * start-up, once per name.
+     *
+     * <pre>{@code
+     * IdempotencyKeys<Long> transfers = db.idempotencyKeys("transfers.keys", Codec.LONG, Duration.ofHours(24));
+     * }</pre>
+     *
+     * @param name    the keys' table's name
+     * @param results the codec of the writes' results, stored with each key
+     * @param keep    how long a key is kept after its first use, > 0 (Stripe: at least 24 hours)
+     * @throws IllegalArgumentException when {@code keep} is not positive
+     * @throws IllegalStateException    as {@link #expiringTable}
+     */
+    public <R> IdempotencyKeys<R> idempotencyKeys(String name, Codec<R> results, Duration keep) {
+        return IdempotencyKeys.open(this, name, results, keep);
+    }
+
     /** The {@value #META} key that marks a table as expiring: its values begin with their expiry. */
     private static String expiringKey(String table) {
         return "expiring:" + table;

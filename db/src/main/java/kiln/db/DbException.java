@@ -148,6 +148,36 @@ public class DbException extends RuntimeException {
     }
 
     /**
+     * An {@link IdempotencyKeys idempotency key} came back with another request: its fingerprint
+     * differs from the one stored with the key's result. The write query fails (nothing runs, nothing
+     * is stored) and an HTTP layer answers 422 Unprocessable Content, as the IETF's
+     * draft-ietf-httpapi-idempotency-key-header says for a key reused with another payload ("Error
+     * Scenarios"; Stripe refuses it too): a retry must repeat its request exactly, and a new request
+     * needs a new key.
+     */
+    public static final class IdempotencyKeyReused extends DbException {
+        private static final long serialVersionUID = 1L;
+        /** The key, as the client gave it. */
+        public final String key;
+
+        public IdempotencyKeyReused(String key, String message) {
+            super(message);
+            this.key = key;
+        }
+    }
+
+    /**
+     * An {@link IdempotencyKeys idempotency key} that is not one: empty, longer than
+     * {@value IdempotencyKeys#MAX_KEY_LENGTH} characters (Stripe's limit), or with a character
+     * outside printable ASCII (the draft's key is a Structured Field String, RFC 8941 section 3.3.3).
+     * The write query fails and an HTTP layer answers 400 with the message.
+     */
+    public static final class BadIdempotencyKey extends DbException {
+        private static final long serialVersionUID = 1L;
+        public BadIdempotencyKey(String message) { super(message); }
+    }
+
+    /**
      * An {@link Index} was read before it was built (it is being built over the rows its table had,
      * {@link Index#ready}), or its build failed: an HTTP layer answers 503 with the message.
      */
