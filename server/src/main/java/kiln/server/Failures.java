@@ -31,6 +31,11 @@ import kiln.http.Reply;
  *       or brought from another range);</li>
  *   <li>{@link DbException.UniqueViolation}: 409 Conflict with its message (a unique index already
  *       has the key: an e-mail address taken, say; RFC 9110 section 15.5.10);</li>
+ *   <li>{@link DbException.IdempotencyKeyReused}: 422 Unprocessable Content (RFC 9110 section
+ *       15.5.21) with its message (an {@code Idempotency-Key} sent again with another request, as
+ *       draft-ietf-httpapi-idempotency-key-header's "Error Scenarios" answer it);</li>
+ *   <li>{@link DbException.BadIdempotencyKey}: 400 with its message (an empty, too long or
+ *       non-ASCII idempotency key);</li>
  *   <li>{@link DbException.IndexNotReady}: 503 with its message (an index is being built at
  *       start-up; {@code Retry-After: 1});</li>
  *   <li>{@link TimeoutException}: 504 (a wait with a timeout, e.g. {@code Fibers.await(future,
@@ -64,6 +69,8 @@ public final class Failures {
         if (cause instanceof DbException.ValueTooLarge) return Reply.error(413, cause.getMessage());
         if (cause instanceof DbException.BadContinuation) return Reply.error(400, cause.getMessage());
         if (cause instanceof DbException.UniqueViolation) return Reply.error(409, cause.getMessage());
+        if (cause instanceof DbException.IdempotencyKeyReused) return Reply.error(422, cause.getMessage());
+        if (cause instanceof DbException.BadIdempotencyKey) return Reply.error(400, cause.getMessage());
         if (cause instanceof DbException.IndexNotReady) return Reply.unavailable(cause.getMessage());
         if (cause instanceof RejectedExecutionException) return Reply.unavailable("the server is overloaded; retry shortly");
         if (cause instanceof TimeoutException) return Reply.error(504, "gateway timeout: " + cause.getMessage());

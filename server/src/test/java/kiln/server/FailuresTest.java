@@ -25,6 +25,8 @@ class FailuresTest {
         answers(503, new DbException.IndexNotReady("index 'users.by-email' of 'users' is being built", null));
         answers(400, new DbException.BadContinuation("bad continuation: altered"));
         answers(507, new DbException.DatabaseFull("database full"));
+        answers(422, new DbException.IdempotencyKeyReused("k1", "idempotency key 'k1' was used for another request within the last 24h"));
+        answers(400, new DbException.BadIdempotencyKey("an idempotency key must not be empty"));
         answers(413, new DbException.ValueTooLarge("value for table 'blobs' is 16777217 bytes; values are at most 16777216 bytes"));
         assertEquals("1", Failures.toReply(new DbException.IndexNotReady("being built", null), null).header("Retry-After"));
     }
