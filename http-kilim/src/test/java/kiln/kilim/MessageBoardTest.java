@@ -43,10 +43,12 @@ class MessageBoardTest {
 
     @TempDir Path dir;
 
-    private HttpResponse<String> send(String method, String url, String body, String token) throws Exception {
+    /** @param headers more request header fields: name, value, ... */
+    private HttpResponse<String> send(String method, String url, String body, String token, String... headers) throws Exception {
         HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(url)).timeout(Duration.ofSeconds(10))
             .method(method, body == null ? BodyPublishers.noBody() : BodyPublishers.ofString(body));
         if (token != null) b.header("Authorization", "Bearer " + token);
+        for (int i = 0; i < headers.length; i += 2) b.header(headers[i], headers[i + 1]);
         return client.send(b.build(), BodyHandlers.ofString());
     }
 
@@ -192,6 +194,56 @@ class MessageBoardTest {
                 Thread.sleep(600);
                 HttpResponse<String> after = send("POST", base + "/rooms/lobby/messages", "{\"text\":\"too late\"}", ada);
                 assertEquals(401, after.statusCode(), after::body);
+            } finally {
+                server.stop(1_000);
+            }
+        }
+    }
+
+    /**
+     * A post with an Idempotency-Key is safe to retry: the same key again (the same user's) gets the
+     * first answer and posts nothing; the key with another post is 422; another user's same key is
+     * theirs; without the header every post posts.
+     */
+    @Test
+    void aRetryWithItsIdempotencyKeyPostsOnce() throws Exception {
+        try (Db db = Db.open(dir)) {
+            KilimServer server = new KilimServer("127.0.0.1", 0, 2, MessageBoard.addTo(new Router(), db));
+            server.start();
+            try {
+                String base = "http://127.0.0.1:" + server.port();
+                assertEquals(201, send("POST", base + "/users", "{\"name\":\"ada\",\"email\":\"ada@example.org\"}", null).statusCode());
+                assertEquals(201, send("POST", base + "/users", "{\"name\":\"bob\",\"email\":\"bob@example.org\"}", null).statusCode());
+                String ada = signIn(base, "ada@example.org");
+                String bob = signIn(base, "bob@example.org");
+                String lobby = base + "/rooms/lobby/messages";
+                String key = "\"8e03978e-40d5-43e8-bc93-6894a57f9324\"";   // the draft's form: a quoted string
+
+                HttpResponse<String> first = send("POST", lobby, "{\"text\":\"once\"}", ada, "Idempotency-Key", key);
+                assertEquals(201, first.statusCode(), first::body);
+                HttpResponse<String> retry = send("POST", lobby, "{\"text\":\"once\"}", ada, "Idempotency-Key", key);
+                assertEquals(201, retry.statusCode(), retry::body);
+                assertEquals(JSON.readTree(first.body()), JSON.readTree(retry.body()), "the retry is answered what the first was");
+                assertEquals(first.headers().firstValue("Location"), retry.headers().firstValue("Location"));
+                assertEquals(1, JSON.readTree(send("GET", base + "/rooms/lobby", null, null).body()).get("messages").asLong(), "posted once");
+
+                HttpResponse<String> other = send("POST", lobby, "{\"text\":\"another text\"}", ada, "Idempotency-Key", key);
+                assertEquals(422, other.statusCode(), other::body);
+                assertTrue(other.body().contains("was used for another request"), other.body());
+                assertEquals(422, send("POST", base + "/rooms/attic/messages", "{\"text\":\"once\"}", ada, "Idempotency-Key", key).statusCode(),
+                    "the same text in another room is another post");
+                HttpResponse<String> tooLong = send("POST", lobby, "{\"text\":\"x\"}", ada, "Idempotency-Key", "k".repeat(256));
+                assertEquals(400, tooLong.statusCode(), tooLong::body);
+
+                HttpResponse<String> bobs = send("POST", lobby, "{\"text\":\"once\"}", bob, "Idempotency-Key", key);
+                assertEquals(201, bobs.statusCode(), bobs::body);
+                assertTrue(JSON.readTree(bobs.body()).get("id").asLong() != JSON.readTree(first.body()).get("id").asLong(), "bob's key is not ada's");
+                assertEquals("bob", JSON.readTree(bobs.body()).get("author").asText());
+
+                long a = post(base, "lobby", "no key", ada);
+                long b = post(base, "lobby", "no key", ada);
+                assertTrue(a != b, "without the header each post posts");
+                assertEquals(4, JSON.readTree(send("GET", base + "/rooms/lobby", null, null).body()).get("messages").asLong());
             } finally {
                 server.stop(1_000);
             }

@@ -15,9 +15,11 @@ import kiln.db.ChangeSet;
 import kiln.db.Codec;
 import kiln.db.Db;
 import kiln.db.DbException;
+import kiln.db.IdempotencyKeys;
 import kiln.db.Index;
 import kiln.db.Page;
 import kiln.db.PrefixFeed;
+import kiln.db.Query;
 import kiln.db.Range;
 import kiln.db.Sequence;
 import kiln.db.Table;
@@ -44,19 +46,25 @@ import kiln.server.Step;
  * curl --json '{"name":"ada","email":"ada@example.org"}' http://127.0.0.1:8080/users
  * curl --json '{"email":"ada@example.org"}' http://127.0.0.1:8080/sessions          # {"token":"..."}
  * curl -H 'Authorization: Bearer TOKEN' --json '{"text":"hello"}' http://127.0.0.1:8080/rooms/lobby/messages
+ * curl -H 'Authorization: Bearer TOKEN' -H 'Idempotency-Key: 7c1f...' --json '{"text":"once"}' http://127.0.0.1:8080/rooms/lobby/messages
  * curl http://127.0.0.1:8080/rooms/lobby/messages                               # newest first, "next" for the page after
  * curl -N http://127.0.0.1:8080/rooms/lobby/events                              # live
  * </pre>
  * A session is had by naming an e-mail address: the example shows expiring rows, not authentication.
+ * A post sent with an {@code Idempotency-Key} is safe to retry ({@link IdempotencyKeys}): the same
+ * key again gets the first answer and posts nothing.
  */
 public final class MessageBoard {
     /** How long a session lasts unless {@link #addTo(AbstractRouter, Db, Duration)} says otherwise. */
     public static final Duration SESSION = Duration.ofHours(12);
+    /** How long a post's {@code Idempotency-Key} is kept after its first use: Stripe's 24 hours. */
+    public static final Duration KEY_KEPT = Duration.ofHours(24);
     /** The routes, as lines for {@code --help}. */
     public static final String USAGE = String.join("\n",
         "  POST /users                       {\"name\":..,\"email\":..}: a user (409 when the e-mail is taken)",
         "  POST /sessions                    {\"email\":..}: {\"token\":..}, a session that expires",
-        "  POST /rooms/{room}/messages       {\"text\":..} with Authorization: Bearer TOKEN",
+        "  POST /rooms/{room}/messages       {\"text\":..} with Authorization: Bearer TOKEN; add Idempotency-Key: KEY to make",
+        "                                    a retry safe (the first answer again, nothing posted; 422: the key with another post)",
         "  GET  /rooms/{room}/messages       newest first, ?limit=N&after=NEXT for the next page",
         "  GET  /rooms/{room}                the room's message count and last time",
         "  GET  /users/{name}/messages       a user's messages, newest first",
@@ -86,7 +94,8 @@ public final class MessageBoard {
 
     /**
      * Registers the board's routes over {@code db}, whose sessions last {@code session}: {@code POST
-     * /users}, {@code POST /sessions}, {@code POST /rooms/{room}/messages} (Authorization: Bearer),
+     * /users}, {@code POST /sessions}, {@code POST /rooms/{room}/messages} (Authorization: Bearer; an
+     * Idempotency-Key makes it safe to retry, kept {@link #KEY_KEPT}),
      * {@code GET /rooms/{room}/messages?limit=N&after=C}, {@code GET /rooms/{room}}, {@code GET
      * /users/{name}/messages}, {@code GET /rooms/{room}/events} (server-sent events, Last-Event-ID).
      *
@@ -103,6 +112,7 @@ public final class MessageBoard {
         ChangeFeed<Tuple, Message> feed = db.changeFeed(messages, WINDOW);
         Sequence userIds = db.sequence("board.users");
         Sequence messageIds = db.sequence("board.messages");
+        IdempotencyKeys<Message> posted = db.idempotencyKeys("board.post-keys", Codec.json(Message.class), KEY_KEPT);
         SecureRandom random = new SecureRandom();
 
         return router
@@ -135,14 +145,21 @@ public final class MessageBoard {
                 String text = req.json(Message.class).text();
                 if (blank(text)) throw new HttpException(400, "a message needs a text");
                 String token = bearer(req);
+                String key = req.header("idempotency-key");      // as sent, quoted ("...", the draft's) or bare (Stripe's)
+                long at = System.currentTimeMillis();             // before the write query, which may run more than once
                 return Step.after(db.write(txn -> {
                     Long userId = sessions.get(txn, token);   // an expired session reads as none
                     User author = userId == null ? null : users.get(txn, userId);
                     if (author == null) return null;
-                    long id = messageIds.next(txn);
-                    Message m = new Message(room, id, author.name(), text, System.currentTimeMillis());
-                    messages.put(txn, Tuple.of(room, id), m);   // the author index follows in the same write
-                    return m;
+                    Query<Message> post = t -> {
+                        long id = messageIds.next(t);
+                        Message m = new Message(room, id, author.name(), text, at);
+                        messages.put(t, Tuple.of(room, id), m);   // the author index follows in the same write
+                        return m;
+                    };
+                    if (key == null) return post.run(txn);
+                    // the key is the author's own; a retry gets the stored message, the key with another post 422
+                    return posted.once(txn, Long.toString(author.id()), key, json(List.of(room, text)), post);
                 }), sent -> {
                     if (sent == null) throw new HttpException(401, "sign in first: POST /sessions, then Authorization: Bearer TOKEN");
                     return Step.of(Reply.created("/rooms/" + room + "/messages/" + sent.id(), sent));
