@@ -19,8 +19,8 @@ import org.junit.jupiter.params.provider.MethodSource;
 /**
  * The message board example ({@code --app board}, kiln.demo.board.MessageBoard) on every front end:
  * a request's JSON content reaches its handler and comes back in the answer, a request header
- * ({@code Authorization}, {@code Last-Event-ID}) reaches its handler, and a small walk (a user, a
- * session, posts, pages, the room's event stream) answers the same everywhere.
+ * ({@code Authorization}, {@code Last-Event-ID}, {@code Idempotency-Key}) reaches its handler, and
+ * a small walk (a user, a session, posts, pages, the room's event stream) answers the same everywhere.
  */
 class BoardTest {
     @RegisterExtension
@@ -33,11 +33,14 @@ class BoardTest {
         return FrontEnd.underTest();
     }
 
-    private static HttpResponse<String> send(ServerProcess server, String method, String target, String json, String token) throws Exception {
+    /** @param headers more request header fields: name, value, ... */
+    private static HttpResponse<String> send(ServerProcess server, String method, String target, String json, String token,
+                                             String... headers) throws Exception {
         HttpRequest.Builder b = HttpRequest.newBuilder(server.uri(target)).timeout(Duration.ofSeconds(10))
             .method(method, json == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(json));
         if (json != null) b.header("Content-Type", "application/json");
         if (token != null) b.header("Authorization", "Bearer " + token);
+        for (int i = 0; i < headers.length; i += 2) b.header(headers[i], headers[i + 1]);
         return CLIENT.send(b.build(), HttpResponse.BodyHandlers.ofString());
     }
 
@@ -76,6 +79,24 @@ class BoardTest {
         HttpResponse<String> posted = send(server, "POST", "/rooms/headers/messages", "{\"text\":\"signed\"}", token);
         assertEquals(201, posted.statusCode(), posted::body);
         assertEquals("signed", JSON.readTree(posted.body()).get("text").asText());
+    }
+
+    /** The Idempotency-Key header reaches the handler: a retry is answered the first post, the key with another text 422. */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("servers")
+    void anIdempotencyKeyMakesARetrySafe(FrontEnd fe) throws Exception {
+        ServerProcess server = SERVERS.get(fe);
+        String token = signUp(server, "retrier-" + System.nanoTime());
+        String room = "/rooms/retries" + System.nanoTime();
+        String key = java.util.UUID.randomUUID().toString();
+        HttpResponse<String> first = send(server, "POST", room + "/messages", "{\"text\":\"once\"}", token, "Idempotency-Key", key);
+        assertEquals(201, first.statusCode(), first::body);
+        HttpResponse<String> retry = send(server, "POST", room + "/messages", "{\"text\":\"once\"}", token, "Idempotency-Key", key);
+        assertEquals(201, retry.statusCode(), retry::body);
+        assertEquals(JSON.readTree(first.body()), JSON.readTree(retry.body()), "the retry is answered the first post");
+        HttpResponse<String> other = send(server, "POST", room + "/messages", "{\"text\":\"twice\"}", token, "Idempotency-Key", key);
+        assertEquals(422, other.statusCode(), other::body);
+        assertEquals(1, JSON.readTree(send(server, "GET", room, null, null).body()).get("messages").asLong(), "posted once");
     }
 
     @ParameterizedTest(name = "{0}")
