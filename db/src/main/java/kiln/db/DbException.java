@@ -190,7 +190,8 @@ public class DbException extends RuntimeException {
      * The database cannot be reached now: a database server over the network (PostgreSQL,
      * {@link KvEngine}) is down, restarting, refusing connections, or the connection broke. The
      * query did not run, or, when the message says so, its commit's outcome is unknown (the
-     * connection broke during the commit: it may have been applied). Nothing acknowledged is lost;
+     * connection broke during the commit: it may have been applied; a write made with
+     * {@link IdempotencyKeys} is safe to retry with its key). Nothing acknowledged is lost;
      * retry later: an HTTP layer answers 503 with {@code Retry-After: 1}.
      */
     public static final class Unavailable extends DbException {

@@ -425,7 +425,8 @@ public final class PostgresEngine implements KvEngine {
         if (state.startsWith("08") || state.startsWith("57P") || state.equals("53300") || state.equals("25006")
                 || e instanceof java.sql.SQLTransientConnectionException || e instanceof java.sql.SQLNonTransientConnectionException) {
             if (!state.equals("25006")) unreachable(e);
-            String outcome = commit ? "; the connection broke during COMMIT, so whether the writes were applied is unknown" : "";
+            String outcome = commit ? "; the connection broke during COMMIT, so whether the writes were applied is unknown"
+                + " (a write sent with an idempotency key is safe to retry with the same key)" : "";
             return new DbException.Unavailable("PostgreSQL at " + shownUrl + " failed " + what + ": " + e.getMessage() + outcome, e);
         }
         return new DbException("PostgreSQL failed " + what + " (SQLSTATE " + state + "): " + e.getMessage(), e);
