@@ -45,6 +45,14 @@ import org.lmdbjava.EnvFlags;
  *       commit is durable on disk.</li>
  * </ul>
  *
+ * <h2>Deadline</h2>
+ * A write, and a read that waits for a reader thread, whose future has not completed within the
+ * database's deadline ({@link Builder#deadline}, default 5 s) fails with
+ * {@link DbException.DeadlineExceeded}, which says what became of it: a write still queued was
+ * withdrawn and is not applied; one the writer had begun may still commit (its outcome is unknown);
+ * a read was abandoned. A database over the network that hangs (paused, cut off, a commit waiting
+ * for a synchronous standby) is answered within about the deadline; see {@link Deadline}.
+ *
  * <h2>Errors</h2>
  * A write query that throws is rolled back alone (its nested transaction is aborted) and its future
  * fails with the exception; its batch-mates still commit. A batch too large for one transaction is
@@ -60,6 +68,8 @@ public final class Db implements AutoCloseable {
     private final Path dir;
     private final KvEngine engine;
     private final Writer writer;
+    /** Fails the queries not answered in time; null when {@link Builder#deadline} is zero. */
+    private final Deadline deadline;
     /** The reader threads of an engine whose reads block ({@link KvEngine#readThreads}); null: reads run inline. */
     private final GroupReader readers;
     /** Reads and backups hold it shared; closing holds it exclusively (an engine must not close under a transaction). */
@@ -97,9 +107,12 @@ public final class Db implements AutoCloseable {
         this.writerStallNanos = b.writerStallNanos;
         this.maxWatches = b.maxWatches;
         this.onFatal = b.onFatal;
-        this.writer = new Writer(this, engine, b.maxBatch, b.queueCapacity, b.betweenCommitAndPublish);
+        engine.deadline(b.deadline);  // before the first transaction: an engine may set up its sessions by it
+        this.deadline = b.deadline.isZero() ? null : new Deadline(b.deadline, engine);
+        this.writer = new Writer(this, engine, b.maxBatch, b.queueCapacity, b.betweenCommitAndPublish, deadline);
         int readThreads = engine.readThreads();
-        this.readers = readThreads > 0 ? new GroupReader(this, engine, closeLock.readLock(), readThreads) : null;
+        this.readers = readThreads > 0 ? new GroupReader(this, engine, closeLock.readLock(), readThreads, deadline) : null;
+        if (deadline != null) deadline.start(readers == null ? List.of(writer) : List.of(writer, readers));
         this.meta = new Table<>(META, openSpace(META), Codec.STRING, Codec.BYTES, null);
         this.continuations = new Continuations(secret());
         engine.onCommits(this::committedElsewhere);
@@ -532,7 +545,9 @@ public final class Db implements AutoCloseable {
      * @return a future: on LMDB already complete, with the result, the query's exception, or a
      *         {@link DbException} ({@link DbException.Closed}, {@link DbException.ReadersFull}); on a
      *         network engine completed on a reader thread (fibers and virtual threads await it;
-     *         {@link DbException.Unavailable} when the database cannot be reached)
+     *         {@link DbException.Unavailable} when the database cannot be reached,
+     *         {@link DbException.DeadlineExceeded} when it did not answer within
+     *         {@link Builder#deadline})
      */
     public <R> QueryFuture<R> read(Query<R> query) {
         QueryFuture<R> f = new QueryFuture<>();
@@ -597,8 +612,11 @@ public final class Db implements AutoCloseable {
      *
      * @return the pending result; it fails with {@link IllegalStateException} when called inside a
      *         write query, {@link DbException.Closed} after {@link #close},
-     *         {@link DbException.Overloaded} when the write queue is full, or
-     *         {@link DbException.CommitFailed} when the commit itself failed (e.g. disk full)
+     *         {@link DbException.Overloaded} when the write queue is full,
+     *         {@link DbException.CommitFailed} when the commit itself failed (e.g. disk full), or
+     *         {@link DbException.DeadlineExceeded} when it was not committed within
+     *         {@link Builder#deadline}: withdrawn if it was still queued (not applied), else with its
+     *         outcome unknown (it may still commit)
      */
     public <R> QueryFuture<R> write(Query<R> query) {
         if (writer.isRunningQuery()) {
@@ -640,6 +658,7 @@ public final class Db implements AutoCloseable {
         if (s != null) s.stop();
         writer.shutdownAndDrain();
         if (readers != null) readers.stop();
+        if (deadline != null) deadline.stop();
         synchronized (this) {
             for (ChangeFeed<?, ?> feed : feeds) feed.close();
         }
@@ -879,6 +898,9 @@ public final class Db implements AutoCloseable {
         return ((LmdbEngine) engine).metaEpoch();
     }
 
+    /** {@link Builder#deadline}'s default: 5 s. */
+    public static final Duration DEFAULT_DEADLINE = Duration.ofSeconds(5);
+
     /** Settings for {@link Db}; every one has a default that suits a 1 GB VPS. */
     public static final class Builder {
         private final Path dir;
@@ -890,6 +912,7 @@ public final class Db implements AutoCloseable {
         private long writerStallNanos = 10_000_000_000L;
         private int maxWatches = 10_000;
         private long readerWaitNanos = 5_000_000_000L;
+        private Duration deadline = DEFAULT_DEADLINE;
         private Runnable betweenCommitAndPublish;
         private java.util.function.Consumer<DbException.Fatal> onFatal;
         private EnvFlags[] extraEnvFlags = {};
@@ -940,6 +963,28 @@ public final class Db implements AutoCloseable {
         public Builder readerWait(java.time.Duration wait) {
             if (wait.isNegative()) throw new IllegalArgumentException("readerWait must be >= 0, got " + wait);
             this.readerWaitNanos = wait.toNanos();
+            return this;
+        }
+
+        /**
+         * How long a query's caller waits at most (default 5 s; {@link Duration#ZERO}: without end). A
+         * write, and a read that waits for a reader thread (over PostgreSQL: on LMDB a read runs on
+         * its caller and has no deadline), whose future has not completed this long after the call
+         * fails with {@link DbException.DeadlineExceeded} (an HTTP layer answers 503 with
+         * {@code Retry-After: 1}), saying what became of it: a write still queued is withdrawn and
+         * never runs (not applied); one the writer has begun may still commit (its outcome is
+         * unknown; if it commits, it is published to its change feeds as usual); a read is
+         * abandoned. The engine is told too ({@link KvEngine#deadline}): PostgreSQL ends a read
+         * statement running a second past it. Checked every {@value Deadline#TICK_MS} ms, by one thread.
+         *
+         * @param deadline zero, or {@value Deadline#TICK_MS} ms to one day
+         * @throws IllegalArgumentException outside those
+         */
+        public Builder deadline(Duration deadline) {
+            if (!deadline.isZero() && (deadline.toMillis() < Deadline.TICK_MS || deadline.compareTo(Duration.ofDays(1)) > 0)) {
+                throw new IllegalArgumentException("deadline must be zero (none) or " + Deadline.TICK_MS + " ms to one day, got " + deadline);
+            }
+            this.deadline = deadline;
             return this;
         }
 

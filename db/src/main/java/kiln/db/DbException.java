@@ -192,10 +192,39 @@ public class DbException extends RuntimeException {
      * query did not run, or, when the message says so, its commit's outcome is unknown (the
      * connection broke during the commit: it may have been applied; a write made with
      * {@link IdempotencyKeys} is safe to retry with its key). Nothing acknowledged is lost;
-     * retry later: an HTTP layer answers 503 with {@code Retry-After: 1}.
+     * retry later: an HTTP layer answers 503 with {@code Retry-After: 1}. A query that got no answer
+     * within the database's deadline is the subclass {@link DeadlineExceeded}.
      */
-    public static final class Unavailable extends DbException {
+    public static class Unavailable extends DbException {
         private static final long serialVersionUID = 1L;
         public Unavailable(String message, Throwable cause) { super(message, cause); }
+    }
+
+    /**
+     * A query the database did not answer within its deadline ({@link Db.Builder#deadline}): the
+     * engine is slow or out of reach (a paused PostgreSQL, a commit waiting for a synchronous standby,
+     * a partition). What became of it, which the message says too:
+     * <ul>
+     *   <li>a read: nothing (it is abandoned; {@link #outcomeUnknown} false);</li>
+     *   <li>a write still waiting for the writer: withdrawn, it never runs: not applied
+     *       ({@link #outcomeUnknown} false);</li>
+     *   <li>a write the writer had begun: it may still commit, and then its change feeds publish it:
+     *       whether it is applied is unknown ({@link #outcomeUnknown} true; a write made with
+     *       {@link IdempotencyKeys} is safe to retry with its key).</li>
+     * </ul>
+     * An {@link Unavailable}: an HTTP layer answers 503 with {@code Retry-After: 1}.
+     */
+    public static final class DeadlineExceeded extends Unavailable {
+        private static final long serialVersionUID = 1L;
+        /** The deadline that passed. */
+        public final java.time.Duration deadline;
+        /** True for a write the writer had begun, which may still commit; false when nothing of the query is applied. */
+        public final boolean outcomeUnknown;
+
+        public DeadlineExceeded(String message, java.time.Duration deadline, boolean outcomeUnknown) {
+            super(message, null);
+            this.deadline = deadline;
+            this.outcomeUnknown = outcomeUnknown;
+        }
     }
 }

@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.locks.Lock;
 
 /**
@@ -13,17 +14,20 @@ import java.util.concurrent.locks.Lock;
  * still sees a consistent snapshot taken after it was asked for; a group costs one transaction's
  * begin and end (a round trip each on PostgreSQL) and one thread wake-up instead of one per read.
  * A read that fails with a {@link DbException} (the engine's, which may have aborted the
- * transaction) ends its group's transaction: the reads after it run in a fresh one.
+ * transaction) ends its group's transaction: the reads after it run in a fresh one. With a
+ * {@link Deadline}, a read not answered within it fails ({@link #expire}), and a reader thread skips
+ * the reads already answered so.
  */
-final class GroupReader {
+final class GroupReader implements Deadline.Watched {
     /** The most reads run in one transaction. */
     static final int MAX_GROUP = 64;
     /** Reads that may wait for a reader thread before {@link DbException.Overloaded}. */
     static final int QUEUE = 16_384;
 
-    /** One read asked for, and its future. */
-    private record Pending<R>(Query<R> query, QueryFuture<R> future) {
+    /** One read asked for, its future, and when it was asked for ({@link Deadline#stamp}; 0 without a deadline). */
+    private record Pending<R>(Query<R> query, QueryFuture<R> future, long asked) {
         void run(Txn txn, Db db, List<Runnable> completions) {
+            if (future.isDone()) return;  // failed by the deadline meanwhile: nobody waits for it
             try {
                 R result = query.run(txn);
                 completions.add(() -> future.succeed(result));
@@ -43,14 +47,23 @@ final class GroupReader {
     private final ArrayBlockingQueue<Pending<?>> queue = new ArrayBlockingQueue<>(QUEUE);
     private final Thread[] threads;
     private volatile boolean stopping;
+    /** Null when the database has no deadline. */
+    private final Deadline deadline;
+    /** With a deadline: the group each thread runs, in the order its reads were asked for, for {@link #expire}. */
+    private final AtomicReferenceArray<Pending<?>[]> running;
+    private static final Pending<?>[] NONE = new Pending<?>[0];
 
-    GroupReader(Db db, KvEngine engine, Lock closeLock, int count) {
+    /** @param deadline the database's, or null for none; it watches these readers once started */
+    GroupReader(Db db, KvEngine engine, Lock closeLock, int count, Deadline deadline) {
         this.db = db;
         this.engine = engine;
         this.closeLock = closeLock;
+        this.deadline = deadline;
+        this.running = new AtomicReferenceArray<>(count);
         this.threads = new Thread[count];
         for (int i = 0; i < count; i++) {
-            threads[i] = new Thread(this::run, "kiln-db-reader-" + (i + 1));
+            int index = i;
+            threads[i] = new Thread(() -> run(index), "kiln-db-reader-" + (i + 1));
             threads[i].setDaemon(true);
             threads[i].start();
         }
@@ -58,7 +71,7 @@ final class GroupReader {
 
     /** Queues {@code query}; its future completes on a reader thread. */
     <R> void submit(Query<R> query, QueryFuture<R> future) {
-        Pending<R> p = new Pending<>(query, future);
+        Pending<R> p = new Pending<>(query, future, deadline == null ? 0 : Deadline.stamp());
         if (!queue.offer(p)) {
             future.fail(new DbException.Overloaded("too many reads waiting (" + QUEUE + "); retry shortly"));
         } else if (stopping && queue.remove(p)) {
@@ -79,7 +92,8 @@ final class GroupReader {
         }
     }
 
-    private void run() {
+    /** @param index the thread's place in {@link #running} */
+    private void run(int index) {
         List<Pending<?>> group = new ArrayList<>(MAX_GROUP);
         while (true) {
             try {
@@ -90,12 +104,45 @@ final class GroupReader {
                 }
                 group.add(first);
                 queue.drainTo(group, MAX_GROUP - 1);
+                if (deadline != null) {
+                    long now = System.nanoTime();
+                    group.removeIf(p -> answered(p, now));
+                    if (group.isEmpty()) continue;
+                    running.set(index, group.toArray(NONE));
+                }
                 runGroup(group);
             } catch (InterruptedException e) {
                 if (stopping) return;
             } finally {
+                if (deadline != null) running.set(index, null);
                 group.clear();
             }
+        }
+    }
+
+    /**
+     * @return whether a reader thread need not run {@code p}: answered already (by the deadline), or
+     *         past its deadline at {@code now}, and failed so here
+     */
+    private boolean answered(Pending<?> p, long now) {
+        if (!p.future().isDone() && deadline.passed(p.asked(), now)) p.future().fail(deadline.read());
+        return p.future().isDone();
+    }
+
+    /** On the deadline thread: fails the reads past the deadline, those the threads run and those still queued. */
+    @Override
+    public void expire(long now) {
+        for (int i = 0; i < running.length(); i++) {
+            Pending<?>[] group = running.get(i);
+            if (group == null) continue;
+            for (Pending<?> p : group) {
+                if (!deadline.passed(p.asked(), now)) break;
+                if (!p.future().isDone()) p.future().fail(deadline.read());
+            }
+        }
+        for (Pending<?> p; (p = queue.peek()) != null && deadline.passed(p.asked(), now); ) {
+            p.future().fail(deadline.read());
+            queue.remove(p);  // unless a reader thread drained it just now: it skips a read already answered
         }
     }
 

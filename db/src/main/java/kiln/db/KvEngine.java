@@ -113,6 +113,16 @@ public interface KvEngine extends AutoCloseable {
     default void onCommits(java.util.function.Consumer<String> changed) {
     }
 
+    /**
+     * Told once by {@link Db}, before it begins a transaction: the database's deadline
+     * ({@link Db.Builder#deadline}), after which nobody waits for a query any more; zero when it has
+     * none. An engine over the network bounds its own work by it, so that work nobody waits for does
+     * not pile up on the server (PostgreSQL: {@code statement_timeout} on the read connections). The
+     * default does nothing.
+     */
+    default void deadline(java.time.Duration deadline) {
+    }
+
     /** Closes the engine; see the class comment for when it is called. */
     @Override
     void close();

@@ -17,8 +17,11 @@ import java.util.function.Supplier;
  *   <li>on a thread that may block (a plain or a virtual thread): {@link #join()};</li>
  *   <li>on a thread that must not block: a {@link java.util.concurrent.CompletionStage} callback
  *       ({@code whenComplete}, {@code thenAccept}...). Write callbacks run on the database's writer
- *       thread unless you use an {@code ...Async} variant: keep them short.</li>
+ *       thread unless you use an {@code ...Async} variant (or on its deadline thread, for a future
+ *       that the deadline failed): keep them short.</li>
  * </ul>
+ * A future not completed within the database's deadline ({@link Db.Builder#deadline}) fails with
+ * {@link DbException.DeadlineExceeded}, which says whether its write is applied.
  * Only the database completes these futures: the methods of {@link CompletableFuture} that would
  * let a caller complete, cancel or time out this one throw {@link UnsupportedOperationException}
  * (to give up waiting, time out a copy: {@code future.copy().orTimeout(1, SECONDS)}). Futures
@@ -30,7 +33,7 @@ public final class QueryFuture<R> extends CompletableFuture<R> {
     /** Says why the calling thread must not block, or null when it may; see {@link #refuseBlockingWhere}. */
     private static volatile Supplier<String> blockingGuard = () -> null;
 
-    /** Calls off a queued write before the writer takes it; null for reads and feed futures. */
+    /** Calls off a queued write before the writer takes it (a refused join(), the deadline); null for reads and feed futures. */
     private final Withdrawal withdrawal;
 
     /** A queued write's way to be called off, while the writer has not taken it yet. */

@@ -15,9 +15,11 @@ import java.util.logging.Logger;
 /**
  * The single writer thread: takes every queued write, runs each in a nested transaction of one
  * parent transaction, commits the parent once (one fsync for the batch), then completes the
- * futures. Writes that arrive during a commit wait in the queue and form the next batch.
+ * futures. Writes that arrive during a commit wait in the queue and form the next batch. With a
+ * {@link Deadline}, the writes past it fail: those still queued withdrawn (not applied), those of the
+ * batch being run with their outcome unknown ({@link #expire}).
  */
-final class Writer implements Runnable {
+final class Writer implements Runnable, Deadline.Watched {
     private static final Logger LOG = Logger.getLogger(Writer.class.getName());
 
     /** One queued write and, once run, its outcome. */
@@ -38,16 +40,19 @@ final class Writer implements Runnable {
         /** Runs in a write transaction of its own, not nested in a batch (see {@link #submitAlone}). */
         final boolean alone;
         final QueryFuture<R> future = new QueryFuture<>(this);
-        /** {@link #QUEUED} until the writer takes it into a batch or its waiter withdraws it. */
-        @SuppressWarnings("unused") private volatile int state;
+        /** When it was asked for ({@link Deadline#stamp}), or 0 without a deadline. */
+        final long asked;
+        /** {@link #QUEUED} until the writer takes it into a batch or its waiter (or the deadline) withdraws it. */
+        private volatile int state;
         R result;
         Throwable error;
         /** The query's puts and deletes on tables with a change feed ({@link Txn#changes}), or null. */
         List<Object> changes;
 
-        Pending(Query<R> query, boolean alone) {
+        Pending(Query<R> query, boolean alone, long asked) {
             this.query = query;
             this.alone = alone;
+            this.asked = asked;
         }
 
         @Override
@@ -58,6 +63,10 @@ final class Writer implements Runnable {
         /** @return true when the writer may run it: it was not withdrawn, and now cannot be */
         boolean take() {
             return STATE.compareAndSet(this, QUEUED, TAKEN);
+        }
+
+        boolean isTaken() {
+            return state == TAKEN;
         }
 
         void run(Txn txn) throws Exception {
@@ -77,6 +86,11 @@ final class Writer implements Runnable {
     private final ArrayBlockingQueue<Pending<?>> queue;
     private final Thread thread;
     private volatile boolean stopping;
+    /** Null when the database has no deadline. */
+    private final Deadline deadline;
+    /** With a deadline: the writes of the batch being run, in the order they were asked for, for {@link #expire}; else null. */
+    private volatile Pending<?>[] running;
+    private static final Pending<?>[] NONE = new Pending<?>[0];
 
     private volatile long commits;
     private volatile long writes;
@@ -104,8 +118,10 @@ final class Writer implements Runnable {
      */
     private final Set<ChangeFeed<?, ?>> behind = new LinkedHashSet<>();
 
-    Writer(Db db, KvEngine engine, int maxBatch, int queueCapacity, Runnable betweenCommitAndPublish) {
+    /** @param deadline the database's, or null for none; it watches this writer once started */
+    Writer(Db db, KvEngine engine, int maxBatch, int queueCapacity, Runnable betweenCommitAndPublish, Deadline deadline) {
         this.db = db;
+        this.deadline = deadline;
         this.betweenCommitAndPublish = betweenCommitAndPublish;
         this.engine = engine;
         this.maxBatch = maxBatch;
@@ -143,7 +159,7 @@ final class Writer implements Runnable {
     }
 
     <R> QueryFuture<R> submit(Query<R> query) {
-        return enqueue(new Pending<>(query, false));
+        return enqueue(new Pending<>(query, false, deadline == null ? 0 : Deadline.stamp()));
     }
 
     /**
@@ -153,7 +169,7 @@ final class Writer implements Runnable {
      * it sees it.
      */
     <R> QueryFuture<R> submitAlone(Query<R> query) {
-        return enqueue(new Pending<>(query, true));
+        return enqueue(new Pending<>(query, true, deadline == null ? 0 : Deadline.stamp()));
     }
 
     private <R> QueryFuture<R> enqueue(Pending<R> p) {
@@ -199,8 +215,10 @@ final class Writer implements Runnable {
                 }
                 batch.add(first);
                 queue.drainTo(batch, maxBatch - 1);
-                batch.removeIf(p -> !p.take());  // withdrawn by a refused join(): their futures failed then
+                long now = deadline == null ? 0 : System.nanoTime();
+                batch.removeIf(p -> !begin(p, now));
                 if (batch.isEmpty()) continue;
+                if (deadline != null) running = batch.toArray(NONE);
                 batchStarted = System.nanoTime() | 1;  // never 0, which means idle
                 int from = 0;
                 for (int i = 0; i < batch.size(); i++) {
@@ -218,9 +236,48 @@ final class Writer implements Runnable {
                     if (!p.future.isDone()) p.future.fail(t);
                 }
             } finally {
+                if (deadline != null) running = null;
                 batchStarted = 0;
                 batch.clear();
             }
+        }
+    }
+
+    /**
+     * Takes {@code p} into the batch being formed, unless it was withdrawn by a refused join() (its
+     * future failed then) or its deadline passed while it waited: then it is withdrawn now, never
+     * begun, and fails saying it is not applied.
+     *
+     * @return whether to run it
+     */
+    private boolean begin(Pending<?> p, long now) {
+        if (deadline != null && deadline.passed(p.asked, now) && p.withdraw()) {
+            p.future.fail(deadline.notApplied());
+            return false;
+        }
+        return p.take();
+    }
+
+    /**
+     * On the deadline thread: fails the writes past the deadline. Those of the batch being run have
+     * begun and may still commit: their outcome is unknown (if they commit, they are counted and
+     * published as usual; completing their futures then does nothing). Those still queued, oldest
+     * first, are withdrawn: they never run, and are not applied.
+     */
+    @Override
+    public void expire(long now) {
+        Pending<?>[] begun = running;
+        if (begun != null) {
+            for (Pending<?> p : begun) {
+                if (!deadline.passed(p.asked, now)) break;
+                if (!p.future.isDone()) p.future.fail(deadline.outcomeUnknown());
+            }
+        }
+        for (Pending<?> p; (p = queue.peek()) != null && deadline.passed(p.asked, now); ) {
+            if (p.withdraw()) p.future.fail(deadline.notApplied());
+            // taken: the writer drained it meanwhile (the batch above, next tick); else withdrawn, now or
+            // by a refused join(): its place in the queue is free again (unless the writer drained it just now)
+            if (!p.isTaken()) queue.remove(p);
         }
     }
 

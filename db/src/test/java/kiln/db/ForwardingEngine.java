@@ -62,7 +62,17 @@ class ForwardingEngine implements KvEngine {
     }
 
     @Override
+    public void deadline(java.time.Duration deadline) {
+        inner.deadline(deadline);
+    }
+
+    @Override
     public void close() {
         inner.close();
+    }
+
+    @Override
+    public String toString() {
+        return inner.toString();
     }
 }

@@ -112,6 +112,12 @@ final class MemoryEngine implements KvEngine {
         // the store stays, for a reopen of the same directory
     }
 
+    /** @return {@code the in-memory engine}, for messages */
+    @Override
+    public String toString() {
+        return "the in-memory engine";
+    }
+
     private final class Txn implements KvTxn {
         private final boolean readOnly;
         private final long snapshot;
