@@ -798,7 +798,9 @@ public final class Db implements AutoCloseable {
      * by this process or not), every entry in key order, each table's entry count against the count
      * its record holds (on LMDB), and every built {@link Index} declared in this process against its
      * table ({@link Index#verify}). What an operator runs after a crash, and what the power-cut test
-     * runs after every cut. It reads every page of the database.
+     * runs after every cut. It reads every page of the database. Where reads go to reader threads
+     * (PostgreSQL) the walk is one read, bounded by {@link Builder#deadline}: verify a large
+     * database there with a database opened with a longer deadline.
      *
      * @return each table's (and index's) name and entry count, in the engine's order of names
      * @throws DbException.Corrupt naming the first inconsistency found

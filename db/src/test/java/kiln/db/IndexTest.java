@@ -259,7 +259,9 @@ class IndexTest {
      */
     @Test
     void anIndexAddedToATableOf100000RowsIsBuiltOnlineWhileItIsWritten() throws Exception {
-        db = Engines.open(dir);
+        // writes of 10,000 rows and reads of every row: over PostgreSQL on a busy machine they may take
+        // longer than the default deadline, which this test is not about
+        db = Engines.builder(dir).deadline(java.time.Duration.ofMinutes(2)).open();
         Table<Long, Message> messages = db.table("messages", Codec.LONG, MESSAGE);
         for (int batch = 0; batch < 10; batch++) {
             long from = batch * 10_000L;

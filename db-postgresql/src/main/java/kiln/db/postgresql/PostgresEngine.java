@@ -71,6 +71,15 @@ import kiln.db.KvTxn;
  * and while the server stays unreachable later queries fail at once too, but for one attempt every
  * {@value #RETRY_MILLIS} ms, which notices its return. A connection lost during {@code COMMIT}
  * leaves the outcome unknown, and the message says so. Nothing is fatal: PostgreSQL keeps the data.
+ *
+ * <h2>Waits</h2>
+ * A server that answers nothing (paused, cut off, a commit waiting for a synchronous standby) holds a
+ * connection until PgJDBC's socket timeout; the database's deadline ({@link kiln.db.Db.Builder#deadline})
+ * answers the queries waiting meanwhile. So that work nobody waits for does not go on and pile up on
+ * the server, the read connections' sessions end a statement that runs
+ * {@value #READ_STATEMENT_GRACE_MILLIS} ms past the deadline ({@code statement_timeout}), their socket
+ * timeout follows it ({@link #deadline}), and every session has TCP keep-alives, so that PostgreSQL
+ * notices a peer gone. The writer's session has none of the statement timeout: see {@link #pool}.
  */
 public final class PostgresEngine implements KvEngine {
     private static final Logger LOG = Logger.getLogger(PostgresEngine.class.getName());
@@ -96,6 +105,18 @@ public final class PostgresEngine implements KvEngine {
     public static final int WRITE_LOCK_WAIT_MILLIS = 10_000;
     /** Default number of read connections (and reader threads). */
     public static final int DEFAULT_READERS = 8;
+    /**
+     * How long past the database's deadline a read statement may run, ms: PostgreSQL then ends it
+     * ({@code statement_timeout} on the read connections; see {@link #deadline}).
+     */
+    public static final int READ_STATEMENT_GRACE_MILLIS = 1_000;
+    /** PgJDBC's socket timeout, s, unless the URL gives one: the writer's, and the readers' without a deadline. */
+    static final int SOCKET_TIMEOUT_SECONDS = 30;
+    /**
+     * Every session's TCP keep-alives, on PostgreSQL's side of the connection: a peer gone (a
+     * partition, a machine lost) is noticed within about 11 s, and its backend ends.
+     */
+    private static final String KEEPALIVES = "SET tcp_keepalives_idle = 5; SET tcp_keepalives_interval = 2; SET tcp_keepalives_count = 3";
 
     private final String jdbcUrl;
     private final String shownUrl;
@@ -117,7 +138,8 @@ public final class PostgresEngine implements KvEngine {
     private PostgresEngine(String url, int readerCount) {
         this.jdbcUrl = jdbcUrl(url);
         this.shownUrl = redact(jdbcUrl);
-        this.reads = pool("kiln-pg-reads", readerCount, true);
+        this.reads = new HikariDataSource();  // started by the first read, after deadline() has set its sessions up
+        configure(reads, "kiln-pg-reads", readerCount, true);
         this.writes = pool("kiln-pg-writes", 1, false);
         this.readerCount = readerCount;
     }
@@ -188,6 +210,11 @@ public final class PostgresEngine implements KvEngine {
 
     private HikariDataSource pool(String name, int size, boolean readOnly) {
         HikariConfig c = new HikariConfig();
+        configure(c, name, size, readOnly);
+        return new HikariDataSource(c);
+    }
+
+    private void configure(HikariConfig c, String name, int size, boolean readOnly) {
         c.setPoolName(name);
         c.setJdbcUrl(jdbcUrl);
         c.setMaximumPoolSize(size);
@@ -198,17 +225,60 @@ public final class PostgresEngine implements KvEngine {
         c.setConnectionTimeout(1000);
         c.setValidationTimeout(500);
         c.setInitializationFailTimeout(-1);  // open even while the server is down; queries say so
-        if (!readOnly) {
-            // the writer's session: ended by PostgreSQL when it hangs in its transaction (which lets the
+        // Hikari runs the sessions' SETs below in the connection's first transaction; this commits it. Left
+        // open, the first rollback (every read transaction's end) would undo them, and a connection not yet
+        // used would sit idle in that transaction (the writer's ended by its own idle_in_transaction_session_timeout).
+        c.setIsolateInternalQueries(true);
+        if (readOnly) {
+            c.setConnectionInitSql(KEEPALIVES);  // and a statement timeout by the deadline: see deadline()
+        } else {
+            // The writer's session: ended by PostgreSQL when it hangs in its transaction (which lets the
             // write lock go), a bounded wait for the lock, and a peer gone (a partition) noticed by
-            // PostgreSQL's keep-alives within about 11 s
+            // PostgreSQL's keep-alives within about 11 s.
+            //
+            // No statement_timeout here, whatever the deadline. It would not end the wait that matters,
+            // a COMMIT waiting for a synchronous standby: PostgreSQL stops the statement timer before it
+            // commits (postgres.c, finish_xact_command; on 15.18 a COMMIT under statement_timeout = 1s
+            // waited until its client gave up, and committed). And what does end that wait early, a
+            // cancel (pg_cancel_backend, PgJDBC's Statement.cancel or setQueryTimeout), PostgreSQL
+            // answers as a successful COMMIT with only a WARNING: "canceling wait for synchronous
+            // replication due to user request", "The transaction has already committed locally, but
+            // might not have been replicated to the standby". kiln would acknowledge a write that a
+            // failover to the standby loses. So nothing here cancels the writer's statements: the
+            // database's deadline answers the writes' callers (outcome unknown), and the writer keeps
+            // the long socket timeout and learns its commit's real outcome. Breaking the connection
+            // sooner would tell no caller anything truer, and would leave its backend, still waiting
+            // for the standby, holding the write lock that the next batch then waits for.
             c.setConnectionInitSql("SET idle_in_transaction_session_timeout = " + WRITER_IDLE_MILLIS + "; SET lock_timeout = "
-                + WRITE_LOCK_WAIT_MILLIS + "; SET tcp_keepalives_idle = 5; SET tcp_keepalives_interval = 2; SET tcp_keepalives_count = 3");
+                + WRITE_LOCK_WAIT_MILLIS + "; " + KEEPALIVES);
         }
         c.addDataSourceProperty("tcpKeepAlive", "true");
-        if (!jdbcUrl.contains("socketTimeout=")) c.addDataSourceProperty("socketTimeout", "30");
+        if (!jdbcUrl.contains("socketTimeout=")) c.addDataSourceProperty("socketTimeout", Integer.toString(SOCKET_TIMEOUT_SECONDS));
         if (!jdbcUrl.contains("connectTimeout=")) c.addDataSourceProperty("connectTimeout", "2");
-        return new HikariDataSource(c);
+    }
+
+    /**
+     * Sets up the read connections' sessions by the database's deadline, before the first read:
+     * PostgreSQL ends a read statement that runs {@value #READ_STATEMENT_GRACE_MILLIS} ms past it
+     * ({@code statement_timeout}), so a read whose caller was answered at the deadline does not go
+     * on on the server (a lock it waits for, a scan); and their socket timeout becomes that plus 2 s
+     * (in whole seconds, as PgJDBC takes it) instead of {@value #SOCKET_TIMEOUT_SECONDS} s, unless the
+     * URL gives one: a live server has answered by then, so a reader thread held by a server that
+     * answers nothing (paused, cut off) is let go sooner, and the engine counts the server
+     * unreachable. Without a deadline (zero) they stay as they are. The writer's session is left
+     * alone (see {@link #pool}).
+     *
+     * @throws IllegalStateException after the first read: the read connections are made already
+     */
+    @Override
+    public synchronized void deadline(java.time.Duration deadline) {
+        if (reads.getHikariPoolMXBean() != null) {
+            throw new IllegalStateException("the deadline of " + this + " must be set before its first read");
+        }
+        if (deadline.isZero()) return;
+        long statementMillis = deadline.toMillis() + READ_STATEMENT_GRACE_MILLIS;
+        reads.setConnectionInitSql("SET statement_timeout = " + statementMillis + "; " + KEEPALIVES);
+        if (!jdbcUrl.contains("socketTimeout=")) reads.addDataSourceProperty("socketTimeout", Long.toString((statementMillis + 999) / 1000 + 2));
     }
 
     /** Chooses the schema ({@link #schema}, {@link #writeLock}) and makes it and the registry table where missing. */
