@@ -22,7 +22,10 @@ import kiln.http.Reply;
  *   <li>{@link DbException.Fatal}: 503 naming the error (the process is about to exit for its
  *       supervisor to restart it), logged once by the database;</li>
  *   <li>{@link DbException.Unavailable}: 503 with its message (PostgreSQL is down or restarting;
- *       the server answers again once it is back);</li>
+ *       the server answers again once it is back), {@code Retry-After: 1}; so is its subclass
+ *       {@link DbException.DeadlineExceeded} (the database did not answer within its deadline,
+ *       {@code --db-deadline}), whose message says whether the write is applied: not applied,
+ *       or outcome unknown;</li>
  *   <li>{@link DbException.DatabaseFull}: 507 Insufficient Storage (RFC 4918 section 11.5) with
  *       its message;</li>
  *   <li>{@link DbException.ValueTooLarge}: 413 Content Too Large (RFC 9110 section 15.5.14) with

@@ -127,6 +127,13 @@ public final class ServerOptions {
             + " a read that finds every slot held waits up to 5 s, then is answered 503 (default: ${DEFAULT-VALUE}).")
     public int dbMaxReaders;
 
+    @Option(names = "--db-deadline", paramLabel = "MS", defaultValue = "5000",
+        description = "Answer a request 503 with Retry-After: 1 once it has waited this long for the database (a paused or cut-off"
+            + " PostgreSQL, a commit waiting for a synchronous standby): a write still queued is withdrawn and not applied, one"
+            + " begun may still commit and the answer says its outcome is unknown; 0: wait as long as it takes, 100..86400000"
+            + " otherwise (default: ${DEFAULT-VALUE}).")
+    public long dbDeadlineMs;
+
     @Option(names = "--backup", paramLabel = "DIR",
         description = "Do not serve: write a compacted copy of the --data database to DIR/data.mdb (DIR new or empty), print its size"
             + " and exit. Safe while a server runs on the same --data; run it as the server's user. Restore: stop the server,"
@@ -152,6 +159,9 @@ public final class ServerOptions {
     public Metrics metrics(kiln.db.Db db) {
         return noMetrics ? Metrics.off() : Metrics.create(db);
     }
+
+    /** The longest {@code --db-deadline}: a day, as {@link kiln.db.Db.Builder#deadline} takes. */
+    static final long MAX_DB_DEADLINE_MS = 86_400_000L;
 
     /** Heap kept for everything but connections and request memory (the endpoints, the database's caches, metrics), bytes. */
     static final long HEAP_RESERVE = 8L << 20;
@@ -214,6 +224,9 @@ public final class ServerOptions {
         requireRange(cmd, "--header-timeout", headerTimeoutMs, 1, Integer.MAX_VALUE, " ms");
         requireRange(cmd, "--db-queue", dbQueue, 1, Long.MAX_VALUE, "");
         requireRange(cmd, "--db-max-readers", dbMaxReaders, 16, 1 << 20, "");
+        if (dbDeadlineMs != 0 && (dbDeadlineMs < 100 || dbDeadlineMs > MAX_DB_DEADLINE_MS)) {
+            throw new CommandLine.ParameterException(cmd, "--db-deadline must be 0 (none) or 100.." + MAX_DB_DEADLINE_MS + " ms, got " + dbDeadlineMs);
+        }
         if (maxConnections != null) requireRange(cmd, "--max-connections", maxConnections, 1, Long.MAX_VALUE, "");
         requireRange(cmd, "--max-content", maxContentBytes, 0, kiln.http.Limits.MAX_CONTENT_CEILING, " bytes");
         if (maxStreams != null) requireRange(cmd, "--max-streams", maxStreams, 0, Integer.MAX_VALUE, "");
@@ -254,7 +267,7 @@ public final class ServerOptions {
 
     /**
      * @return a builder of the database these options name: PostgreSQL with {@link #db}, else LMDB in
-     *         {@link #data}, with the writer's queue and LMDB's readers as given
+     *         {@link #data}, with the writer's queue, LMDB's readers and the deadline as given
      * @throws kiln.db.DbException.Unavailable when PostgreSQL cannot be reached
      */
     public kiln.db.Db.Builder database() {
@@ -266,7 +279,7 @@ public final class ServerOptions {
             java.util.logging.Logger.getLogger(ServerOptions.class.getName()).info("database: PostgreSQL at " + engine.url());
             b = kiln.db.Db.builder(Path.of("postgresql")).engine(engine);
         }
-        return b.queueCapacity(dbQueue);
+        return b.queueCapacity(dbQueue).deadline(java.time.Duration.ofMillis(dbDeadlineMs));
     }
 
     /**

@@ -1,14 +1,26 @@
 package kiln.server;
 
+import static java.util.concurrent.TimeUnit.MILLISECONDS;
+import static java.util.concurrent.TimeUnit.SECONDS;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import org.junit.jupiter.api.Test;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
 
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import kiln.db.Db;
+import kiln.db.DbException;
+import kiln.db.QueryFuture;
 import picocli.CommandLine;
 
-/** --db: a PostgreSQL URL checked when the command line is read, before anything connects. */
+/** --db: a PostgreSQL URL checked when the command line is read, before anything connects; --db-deadline. */
 class DatabaseOptionTest {
     @Test
     void aPostgresqlUrlIsTakenAndLmdbIsTheDefault() {
@@ -27,5 +39,33 @@ class DatabaseOptionTest {
         String backup = assertThrows(CommandLine.ParameterException.class,
             () -> ServerOptions.of("--db", "postgresql://h/d", "--backup", "/tmp/x")).getMessage();
         assertTrue(backup.contains("pg_basebackup"), backup);
+    }
+
+    @Test
+    void theDatabaseDeadlineIsFiveSecondsByDefaultZeroForNoneAndTooShortAUsageError() {
+        assertEquals(Db.DEFAULT_DEADLINE.toMillis(), ServerOptions.of().dbDeadlineMs, "the database's own default");
+        assertEquals(0, ServerOptions.of("--db-deadline", "0").dbDeadlineMs);
+        for (String bad : new String[] {"50", "-1", "86400001"}) {
+            String e = assertThrows(CommandLine.ParameterException.class, () -> ServerOptions.of("--db-deadline", bad)).getMessage();
+            assertTrue(e.contains("--db-deadline must be 0 (none) or 100..86400000 ms, got " + bad), e);
+        }
+    }
+
+    /** The database the options open has the deadline: a write held longer is answered DeadlineExceeded at it. */
+    @Test
+    void theDeadlineReachesTheDatabase(@TempDir Path dir) throws Exception {
+        try (Db db = ServerOptions.of("--data", dir.toString(), "--db-deadline", "300").database().open()) {
+            CountDownLatch release = new CountDownLatch(1);
+            QueryFuture<Object> held = db.write(txn -> {
+                release.await(30, SECONDS);
+                return null;
+            });
+            try {
+                ExecutionException e = assertThrows(ExecutionException.class, () -> held.get(3_300, MILLISECONDS));
+                assertEquals(Duration.ofMillis(300), assertInstanceOf(DbException.DeadlineExceeded.class, e.getCause()).deadline);
+            } finally {
+                release.countDown();
+            }
+        }
     }
 }

@@ -30,4 +30,18 @@ class FailuresTest {
         answers(413, new DbException.ValueTooLarge("value for table 'blobs' is 16777217 bytes; values are at most 16777216 bytes"));
         assertEquals("1", Failures.toReply(new DbException.IndexNotReady("being built", null), null).header("Retry-After"));
     }
+
+    /** A query the database did not answer within its deadline: 503 with Retry-After, and the message that says what became of it. */
+    @Test
+    void aDeadlineExceededIsUnavailableWithRetryAfterAndItsOutcome() {
+        String unknown = "the database did not commit this write within its deadline of 5000 ms (PostgreSQL at jdbc:postgresql://db/kiln):"
+            + " it had begun and may still commit, so whether it is applied is unknown";
+        answers(503, new DbException.DeadlineExceeded(unknown, java.time.Duration.ofSeconds(5), true));
+        String notApplied = "the database did not begin this write within its deadline of 5000 ms (PostgreSQL at jdbc:postgresql://db/kiln,"
+            + " its writer busy with earlier writes): it was withdrawn and never runs, so it is not applied; retry shortly";
+        Reply r = Failures.toReply(new DbException.DeadlineExceeded(notApplied, java.time.Duration.ofSeconds(5), false), null);
+        assertEquals(503, r.status);
+        assertEquals("1", r.header("Retry-After"));
+        assertTrue(new String(r.body, StandardCharsets.UTF_8).contains("so it is not applied"));
+    }
 }
