@@ -106,5 +106,5 @@ print(f"commits in the feed during the run: {after - before - 1} (ids {before + 
       " (equal: nothing acknowledged lost, nothing failed applied, unless a write of unknown outcome made up for a loss)")
 EOF
 echo "paused-primary: what $primary's Patroni did:"
-grep -E "Demoting|demoting|pg_rewind" "$dir/patroni/$primary.log" | tail -n 3 | cut -c1-140
+grep -E "Demoting self|running pg_rewind from [a-z0-9]*$" "$dir/patroni/$primary.log" | tail -n 2 | cut -c1-140
 scripts/cluster.sh status "$dir" | grep PostgreSQL
