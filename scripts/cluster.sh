@@ -192,6 +192,11 @@ start_postgres() {
     echo "cluster: as root, PostgreSQL runs as the postgres user, which cannot enter $dir; choose a directory it can (CLUSTER_DIR=/tmp/kiln-cluster)" >&2
     exit 1
   fi
+  if [ -e "$dir/postgres-primary/PG_VERSION" ] || [ -e "$dir/postgres-standby/PG_VERSION" ]; then
+    echo "cluster: $dir holds a cluster of the make cluster before Patroni (postgres-primary, postgres-standby):" \
+      "its data is not taken over; dump what you need (pg_dump), then remove $dir, or use another CLUSTER_DIR" >&2
+    exit 1
+  fi
   if [ -e "$dir/initialising" ]; then
     # an initialisation that failed or was killed half-way: nothing was served from what it made
     say "the initialisation in $dir did not finish: starting it afresh"
