@@ -258,6 +258,14 @@ class ClusterTest {
 
     @Test
     @Order(17)
+    void etcdHung() throws Exception {
+        long etcd = pid("etcd.pid");
+        fault("etcd hung for 15 s (SIGSTOP)", Set.of(), () -> signal("STOP", List.of(etcd)), Duration.ofSeconds(15),
+            () -> signal("CONT", List.of(etcd)));
+    }
+
+    @Test
+    @Order(18)
     void kilnConnectionsTerminated() throws Exception {
         fault("every kiln session ended 3 times, 1 s apart (pg_terminate_backend)", Set.of(), () -> {
             for (int i = 0; i < 3; i++) {
