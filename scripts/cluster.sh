@@ -35,6 +35,7 @@ read -r -a pg_ports <<<"${PG_PORTS:-25432 25433}"
 read -r -a rest_ports <<<"${PATRONI_PORTS:-28008 28009}"
 read -r -a etcd_ports <<<"${ETCD_PORTS:-22379 22380}"
 haproxy_port="${HAPROXY_PORT:-25400}"
+haproxy="$(command -v haproxy || echo /usr/sbin/haproxy)"  # /usr/sbin is not on every user's PATH
 names=(a b)
 members=(pg1 pg2)
 
@@ -264,7 +265,7 @@ listen primary
   server ${members[0]} 127.0.0.1:${pg_ports[0]} check port ${rest_ports[0]}
   server ${members[1]} 127.0.0.1:${pg_ports[1]} check port ${rest_ports[1]}
 EOF
-  haproxy -D -f "$dir/haproxy.cfg"
+  "$haproxy" -D -f "$dir/haproxy.cfg"
   # HAProxy counts a server up until its checks say otherwise: wait until it sends to the primary alone,
   # or a kiln server starting now could meet the standby and lose its connection when it is marked down
   for ((i = 0; i < 60; i++)); do
@@ -380,7 +381,8 @@ stop_all() {
 
 need_programs() {
   local missing=() p
-  for p in patroni etcd haproxy python3; do command -v "$p" >/dev/null || missing+=("$p"); done
+  for p in patroni etcd python3; do command -v "$p" >/dev/null || missing+=("$p"); done
+  [ -x "$haproxy" ] || missing+=(haproxy)
   [ -x /usr/sbin/nginx ] || missing+=(nginx)
   if [ "${#missing[@]}" -gt 0 ]; then
     echo "cluster: not installed: ${missing[*]}; apt-get install patroni etcd-server haproxy nginx-light postgresql" >&2
