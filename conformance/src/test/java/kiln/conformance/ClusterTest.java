@@ -289,7 +289,7 @@ class ClusterTest {
      */
     private static void fault(String name, Set<Integer> skipped, Step inject, Duration hold, Step heal) throws Exception {
         awaitSteady();
-        long from = marker(kiln[0]).seq;
+        long from = marker(kiln[0]);
         Recorder load = new Recorder();
         Primaries primaries = new Primaries();
         long resumed;
@@ -318,10 +318,10 @@ class ClusterTest {
         resumed = resumed < 0 ? -1 : (resumed - t0) / 1_000_000;
         cluster("start");  // restarts what was killed; the members rejoin on their own
         awaitSteady();
-        Marker to = marker(kiln[0]);
+        long to = marker(kiln[0]);
 
-        List<ServerSentEventsTest.Event> feedA = feed(kiln[0], from, to.seq);
-        List<ServerSentEventsTest.Event> feedB = feed(kiln[1], from, to.seq);
+        List<ServerSentEventsTest.Event> feedA = feed(kiln[0], from, to);
+        List<ServerSentEventsTest.Event> feedB = feed(kiln[1], from, to);
         Map<JsonNode, Integer> logged = new HashMap<>();
         for (ServerSentEventsTest.Event e : feedA) logged.merge(e.data().get("worlds"), 1, Integer::sum);
         int acked = 0;
@@ -358,17 +358,13 @@ class ClusterTest {
         assertTrue(primaries.most() <= 1, "at most one PostgreSQL server could acknowledge a commit at once: " + row);
     }
 
-    /** A write whose commit sequence number is known: its id in the feed. */
-    private record Marker(long seq) {
-    }
-
-    /** @return an /updates through {@code port}, with the id its commit has in the server's feed */
-    private static Marker marker(int port) throws Exception {
+    /** @return the id in {@code port}'s feed of the commit of an /updates made through it now: the feed's newest */
+    private static long marker(int port) throws Exception {
         try (RawConnection events = subscribe(port, "")) {
             JsonNode rows = Contract.JSON.readTree(update(port));
             while (true) {
                 for (ServerSentEventsTest.Event e : ServerSentEventsTest.events(events, 1)) {
-                    if (rows.equals(e.data().get("worlds"))) return new Marker(e.id());
+                    if (rows.equals(e.data().get("worlds"))) return e.id();
                 }
             }
         }
