@@ -24,7 +24,7 @@ class QueryFutureTest {
             Table<Integer, Integer> t = db.table("t", Codec.INT, Codec.INT);
             QueryFuture<Integer> read = db.read(txn -> t.get(txn, 1, 7));
             QueryFuture<Object> write = db.write(txn -> {
-                t.put(txn, 1, 2);
+                t.put(txn, 2, 2);  // another key: the read may run before or after this write commits
                 return null;
             });
             for (QueryFuture<?> f : new QueryFuture<?>[] {read, write}) {
@@ -39,9 +39,9 @@ class QueryFutureTest {
             }
             assertEquals(7, read.join());
             write.join();
-            assertEquals(2, db.read(txn -> t.get(txn, 1)).join(), "the write the caller could not cancel is committed");
+            assertEquals(2, db.read(txn -> t.get(txn, 2)).join(), "the write the caller could not cancel is committed");
 
-            QueryFuture<Integer> again = db.read(txn -> t.get(txn, 1));
+            QueryFuture<Integer> again = db.read(txn -> t.get(txn, 2));
             again.join();  // complete before the copy (on PostgreSQL a read completes on a reader thread)
             CompletableFuture<Integer> copy = again.copy();
             assertFalse(copy instanceof QueryFuture, "a derived future is the caller's own");
