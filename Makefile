@@ -148,12 +148,14 @@ ifeq ($(BASELINE),)
 	  -cp "bench/target/classes:$$(cat bench/target/classpath.txt)" kiln.bench.BenchDb $(if $(filter model,$(ONLY)),--model)
 else
 	rm -rf bench/target/baseline-src && git worktree add --detach bench/target/baseline-src $(BASELINE)
-	cd bench/target/baseline-src && $(MVN) -DskipTests -pl db -am package
-	cp $$(ls bench/target/baseline-src/db/target/kiln-db-*.jar | grep -v -e '-sources.jar' -e '-javadoc.jar') bench/target/baseline-kiln-db.jar
+	cd bench/target/baseline-src && $(MVN) -DskipTests -pl $$(test -d db-lmdb && echo db,db-lmdb || echo db) -am package
+	rm -rf bench/target/baseline-jars && mkdir -p bench/target/baseline-jars
+	cp $$(ls bench/target/baseline-src/db*/target/kiln-db*.jar | grep -v -e '-sources.jar' -e '-javadoc.jar' -e '-tests.jar') bench/target/baseline-jars/
 	git worktree remove --force bench/target/baseline-src
 	$(JAVA) -Xms256m -Xmx256m $(LMDB_FLAGS) -Dkiln.bench.dir=bench/target/bench-data \
 	  -cp "bench/target/classes:$$(cat bench/target/classpath.txt)" kiln.bench.CompareDb \
-	  "$(BASELINE)" bench/target/baseline-kiln-db.jar $$(ls db/target/kiln-db-*.jar | grep -v -e '-sources.jar' -e '-javadoc.jar') $(ROUNDS)
+	  "$(BASELINE)" $$(ls bench/target/baseline-jars/*.jar | paste -sd:) \
+	  $$(ls db/target/kiln-db-*.jar db-lmdb/target/kiln-db-lmdb-*.jar | grep -v -e '-sources.jar' -e '-javadoc.jar' -e '-tests.jar' | paste -sd:) $(ROUNDS)
 endif
 
 # CPU per commit to one room while 0..10,000 subscribers follow other rooms: prefix feeds against

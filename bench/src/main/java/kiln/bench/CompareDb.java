@@ -14,12 +14,13 @@ import java.util.Map;
 /**
  * {@code make bench-db BASELINE=REV}: the figures of {@link BenchDb} for this tree's kiln-db and for
  * the kiln-db of another revision, side by side in one run. Each round runs one {@code BenchDb
- * --one-round} per build, in a child JVM whose class path differs only in the kiln-db jar, the
+ * --one-round} per build, in a child JVM whose class path differs only in the database's jars
+ * (kiln-db, and kiln-db-lmdb where the revision has it: LMDB was inside kiln-db before), the
  * order alternating between rounds (the host's speed drifts); every figure is a median over rounds
  * and each ratio the median of the per-round ratios (this tree / baseline).
  *
- * <p>Usage: {@code CompareDb BASELINE_LABEL BASELINE_DB_JAR CURRENT_DB_CLASSES ROUNDS}; the rest of
- * the class path is this JVM's, less the current kiln-db.
+ * <p>Usage: {@code CompareDb BASELINE_LABEL BASELINE_DB_JARS CURRENT_DB_JARS ROUNDS}, each set of jars
+ * a class path ({@code a.jar:b.jar}); the rest of the class path is this JVM's, less its kiln-db jars.
  */
 public final class CompareDb {
     private CompareDb() {
@@ -27,15 +28,15 @@ public final class CompareDb {
 
     public static void main(String[] args) throws Exception {
         String label = args[0];
-        String baselineJar = args[1];
+        String baselineJars = args[1];
         String current = args[2];
         int rounds = Integer.parseInt(args[3]);
         List<String> shared = new ArrayList<>();
         for (String entry : System.getProperty("java.class.path").split(java.io.File.pathSeparator)) {
-            if (!Path.of(entry).toAbsolutePath().equals(Path.of(current).toAbsolutePath()) && !entry.contains("kiln-db-")) shared.add(entry);
+            if (!entry.contains("kiln-db-")) shared.add(entry);  // kiln-db-0.1.0.jar, kiln-db-lmdb-0.1.0.jar
         }
         String[] names = {"this tree", label};
-        String[] classPaths = {current, baselineJar};
+        String[] classPaths = {current, baselineJars};
         System.out.println("kiln bench-db, this tree against " + label + " side by side: " + rounds + " rounds of every point,"
             + " the order alternating; machine: " + Runtime.getRuntime().availableProcessors() + " CPUs (" + BenchDb.cpuModel()
             + "), load average at start " + BenchDb.loadAverage());

@@ -43,8 +43,8 @@ class HungWriterTest {
     private void hangsAndLosesTheLock(boolean readFirst) throws Exception {
         // Without the database's deadline, which would answer both writes first (at 5 s, the hung one's
         // outcome unknown, b's too while it waits for the lock): here the engine's own answers are watched.
-        try (Db a = Db.builder(dir).engine(TestPostgres.engine(dir)).deadline(Duration.ZERO).open();
-             Db b = Db.builder(dir).engine(TestPostgres.engine(dir)).deadline(Duration.ZERO).open()) {
+        try (Db a = Db.builder(TestPostgres.engine(dir)).deadline(Duration.ZERO).open();
+             Db b = Db.builder(TestPostgres.engine(dir)).deadline(Duration.ZERO).open()) {
             Table<Integer, String> ta = a.table("notes", Codec.INT, Codec.STRING);
             Table<Integer, String> tb = b.table("notes", Codec.INT, Codec.STRING);
             CountDownLatch inside = new CountDownLatch(1);

@@ -31,7 +31,7 @@ class ResumeTest {
                 // b hears nothing of a's commits
             }
         };
-        try (Db a = Db.builder(dir).engine(TestPostgres.engine(dir)).open(); Db b = Db.builder(dir).engine(deaf).open()) {
+        try (Db a = Db.builder(TestPostgres.engine(dir)).open(); Db b = Db.builder(deaf).open()) {
             Table<Tuple, String> ta = a.table("messages", Codec.TUPLE, Codec.STRING);
             Table<Tuple, String> tb = b.table("messages", Codec.TUPLE, Codec.STRING);
             ChangeFeed<Tuple, String> fa = a.changeFeed(ta, 1000);

@@ -52,7 +52,7 @@ class TruthfulOutcomesTest {
                 // deaf to the other server's notifications: a learns of b's commit only in its own publish
             }
         };
-        try (Db a = Db.builder(dir).engine(cut).open(); Db b = Db.builder(dir).engine(TestPostgres.engine(dir)).open()) {
+        try (Db a = Db.builder(cut).open(); Db b = Db.builder(TestPostgres.engine(dir)).open()) {
             Table<Integer, String> ta = a.table("notes", Codec.INT, Codec.STRING);
             Table<Integer, String> tb = b.table("notes", Codec.INT, Codec.STRING);
             ChangeFeed<Integer, String> fa = a.changeFeed(ta, 1000);
@@ -83,7 +83,7 @@ class TruthfulOutcomesTest {
      */
     @Test
     void aWriteWhoseStatementPostgresqlRefusesFailsAloneAndItsBatchMatesCommit() throws Exception {
-        try (Db db = Db.builder(dir).engine(TestPostgres.engine(dir)).open()) {
+        try (Db db = Db.builder(TestPostgres.engine(dir)).open()) {
             Table<Integer, Integer> ok = db.table("ok", Codec.INT, Codec.INT);
             Table<Integer, Integer> broken = db.table("broken", Codec.INT, Codec.INT);
             db.write(txn -> { broken.put(txn, 1, 1); return null; }).join();

@@ -430,7 +430,7 @@ public final class ChangeFeed<K, V> {
 
     /** At {@link Db#close}: wakes every reader and watch with {@link DbException.Closed}. */
     void close() {
-        DbException.Closed closed = new DbException.Closed("database " + db.directory() + " is closed");
+        DbException.Closed closed = new DbException.Closed("database " + db.location() + " is closed");
         next.fail(closed);
         prefixes.close(closed);
         List<Watch<K, V>> all = new ArrayList<>();

@@ -13,15 +13,14 @@ import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 
-import org.lmdbjava.EnvFlags;
-
 /**
  * An embedded database whose query language is Java: a query is a lambda over a transaction. Its
- * tables are layers over an ordered key-value engine ({@link KvEngine}): LMDB
- * ({@link LmdbEngine}) unless {@link Builder#engine} gives another.
+ * tables are layers over an ordered key-value engine ({@link KvEngine}), opened by URL from the
+ * engines on the class path ({@link KvEngines}): {@code lmdb:DIR} or a bare directory (LMDB, module
+ * kiln-db-lmdb), {@code postgresql://HOST/DATABASE} (module kiln-db-postgresql).
  *
  * <pre>{@code
- * try (Db db = Db.open(Path.of("data"))) {
+ * try (Db db = Db.open(Path.of("data"))) {                // LMDB in ./data
  *     Table<Integer, Integer> worlds = db.table("world", Codec.INT, Codec.INT);
  *     db.write(txn -> { worlds.put(txn, 1, 42); return null; }).join();  // durable when join returns
  *     int n = db.read(txn -> worlds.get(txn, 1)).join();
@@ -61,11 +60,12 @@ import org.lmdbjava.EnvFlags;
  * ({@link DbException.Fatal}: a panic, a corrupted page, an I/O error) every query fails with it.
  *
  * <h2>Size</h2>
- * On LMDB the memory map is mapped at its ceiling ({@link Builder#maxMapSize}) when the database
- * opens and never grows, so no read ever waits for a remap; the file grows as pages are written.
+ * How much the database may hold is the engine's setting (LMDB: its map size, mapped at its ceiling
+ * when the engine opens, so no read ever waits for a remap).
  */
 public final class Db implements AutoCloseable {
-    private final Path dir;
+    /** The engine's {@link KvEngine#location}, for messages. */
+    private final String location;
     private final KvEngine engine;
     private final Writer writer;
     /** Fails the queries not answered in time; null when {@link Builder#deadline} is zero. */
@@ -85,8 +85,6 @@ public final class Db implements AutoCloseable {
     private volatile List<ChangeFeed<?, ?>> feedList = List.of();
     /** How long a change feed's readers wait on one future at most; see {@link ChangeFeed#renewIfOlder}. */
     private static final long FEED_RENEW_NANOS = 60_000_000_000L;
-    /** Reader slots left to other processes on the same data: a backup, an inspection. */
-    static final int RESERVED_READERS = 8;
     private final int maxWatches;
     private final AtomicInteger watches = new AtomicInteger();
     /** Set once when the environment became unusable; see {@link #fatalIf}. */
@@ -101,9 +99,8 @@ public final class Db implements AutoCloseable {
     private final Map<String, Index<?, ?, ?>> indexes = new HashMap<>();
 
     private Db(Builder b) {
-        this.dir = b.dir;
-        this.engine = b.engine != null ? b.engine
-            : new LmdbEngine(b.dir, b.maxMapSize, b.maxTables, b.maxReaders, b.readerWaitNanos, b.extraEnvFlags);
+        this.engine = b.engine != null ? b.engine : KvEngines.open(b.url);
+        this.location = engine.location();
         this.writerStallNanos = b.writerStallNanos;
         this.maxWatches = b.maxWatches;
         this.onFatal = b.onFatal;
@@ -169,19 +166,51 @@ public final class Db implements AutoCloseable {
         }
     }
 
-    /** Opens (creating if needed) the database in {@code dir} with default settings. */
+    /**
+     * Opens (creating if needed) the database in the directory {@code dir} with default settings, on
+     * the local engine on the class path (LMDB, module kiln-db-lmdb).
+     *
+     * @throws IllegalArgumentException when no engine on the class path opens a directory
+     */
     public static Db open(Path dir) {
         return builder(dir).open();
     }
 
-    /** @return a builder for a database in {@code dir} */
-    public static Builder builder(Path dir) {
-        return new Builder(dir);
+    /**
+     * Opens the database at {@code url} with default settings ({@link #builder(String)}).
+     *
+     * @throws IllegalArgumentException when no engine on the class path takes the URL, naming those found
+     */
+    public static Db open(String url) {
+        return builder(url).open();
     }
 
-    /** @return the data directory */
-    public Path directory() {
-        return dir;
+    /** @return a builder for a database in the directory {@code dir}, on the local engine ({@link #open(Path)}) */
+    public static Builder builder(Path dir) {
+        return new Builder(dir.toString(), null);
+    }
+
+    /**
+     * @param url an engine's URL, opened by {@link KvEngines#open} when the builder opens the
+     *            database: {@code lmdb:DIR} or a directory, {@code postgresql://HOST[:PORT]/DATABASE}
+     * @return a builder for the database at {@code url}
+     */
+    public static Builder builder(String url) {
+        return new Builder(java.util.Objects.requireNonNull(url, "url"), null);
+    }
+
+    /**
+     * @param engine an engine the caller opened (with settings of its own: {@code LmdbEngine.builder(dir)});
+     *               the database closes it with itself
+     * @return a builder for a database over it
+     */
+    public static Builder builder(KvEngine engine) {
+        return new Builder(null, java.util.Objects.requireNonNull(engine, "engine"));
+    }
+
+    /** @return where the data is, for messages: a directory, or a URL without its password ({@link KvEngine#location}) */
+    public String location() {
+        return location;
     }
 
     /**
@@ -560,7 +589,7 @@ public final class Db implements AutoCloseable {
         } else if (writer.isRunningQuery()) {
             f.fail(new IllegalStateException("db.read() inside a write query: use the write transaction you were given"));
         } else if (closed) {
-            f.fail(new DbException.Closed("database " + dir + " is closed"));
+            f.fail(new DbException.Closed("database " + location + " is closed"));
         } else {
             readers.submit(query, f);
         }
@@ -625,7 +654,7 @@ public final class Db implements AutoCloseable {
                 "db.write() inside a write query: do the work in the transaction you were given"));
         }
         if (closed) {
-            return QueryFuture.failed(new DbException.Closed("database " + dir + " is closed"));
+            return QueryFuture.failed(new DbException.Closed("database " + location + " is closed"));
         }
         DbException.Fatal f = fatal;
         if (f != null) return QueryFuture.failed(f);
@@ -735,68 +764,60 @@ public final class Db implements AutoCloseable {
 
     /**
      * Writes a compacted copy of the database into {@code target} (created if missing; it must be
-     * empty) as {@code target/data.mdb}, while reads and writes go on (on LMDB; an engine without
-     * files to copy refuses): it first commits a backup mark
-     * (one durable write to the table {@value Backup#MARKS}), then LMDB copies the snapshot of one
-     * read transaction ({@code mdb_env_copy2} with {@code MDB_CP_COMPACT}), so the copy holds every
-     * write whose future completed before the call, and no write half-applied. The copy is then
-     * flushed to disk and read back before this returns: every entry of every table, each table's
-     * count against the count it records, and the mark (LMDB begins the copy's read transaction
-     * outside kiln's snapshot guard, so the copy proves it is at least as new as the call).
+     * empty), while reads and writes go on ({@link KvEngine#backup}; an engine without files to copy,
+     * PostgreSQL, refuses): it first commits a backup mark (one durable write to the table
+     * {@value KvEngine#BACKUP_MARKS}), then the engine copies the snapshot of one read transaction, so
+     * the copy holds every write whose future completed before the call, and no write half-applied.
+     * The copy is then flushed to disk and read back before this returns: every entry of every table,
+     * and the mark (the engine may begin the copy's read transaction outside kiln's snapshot guard, so
+     * the copy proves it is at least as new as the call). On LMDB the copy is
+     * {@code target/data.mdb}; to restore, stop the server and put it in place of the data
+     * directory's.
      *
-     * <p>Writes go on during the copy, but the map cannot grow until it ends: a write that needs a
-     * larger map (and reads that arrive after it) waits for the copy. To restore, stop the server
-     * and put the copy's {@code data.mdb} in place of the data directory's.
-     *
-     * @return the copy, {@code target/data.mdb}
+     * @return the copy's file
      * @throws DbException.BackupFailed when {@code target} is not an empty directory, the mark cannot
-     *         be written (disk full: then copy {@code data.mdb} with the server stopped), the copy
+     *         be written (disk full: then copy the data files with the server stopped), the copy
      *         fails or does not read back; a partial copy is removed
+     * @throws UnsupportedOperationException when the engine keeps no files to copy
      * @throws DbException.Closed after {@link #close}
      */
     public Path backup(Path target) {
-        boolean created = Backup.prepareTarget(target, dir);
+        long mark = markBackup();
+        ReentrantReadWriteLock.ReadLock lock = closeLock.readLock();
+        lock.lock();
         try {
-            long mark = markBackup();
-            ReentrantReadWriteLock.ReadLock lock = closeLock.readLock();
-            lock.lock();
-            try {
-                checkOpen();
-                return engine.backup(target, mark);
-            } finally {
-                lock.unlock();
-            }
-        } catch (RuntimeException e) {
-            Backup.discard(target, created);
-            throw e;
+            checkOpen();
+            return engine.backup(target, mark);
+        } finally {
+            lock.unlock();
         }
     }
 
     /**
-     * Commits the next backup mark ({@link Backup#MARKS}) through the writer, after every write
-     * acknowledged before the call. LMDB's copy begins its own read transaction, outside the
-     * engine's snapshot guard; a copy that holds this mark holds a snapshot at least that new.
+     * Commits the next backup mark ({@link KvEngine#BACKUP_MARKS}) through the writer, after every
+     * write acknowledged before the call; a copy that holds this mark holds a snapshot at least that new.
      *
      * @return the mark the copy must hold
      */
     private long markBackup() {
-        Table<String, Long> marks = table(Backup.MARKS, Codec.STRING, Codec.LONG);
+        Table<String, Long> marks = table(KvEngine.BACKUP_MARKS, Codec.STRING, Codec.LONG);
         try {
             return write(txn -> {
-                long mark = marks.get(txn, Backup.MARK_KEY, 0L) + 1;
-                marks.put(txn, Backup.MARK_KEY, mark);
+                long mark = marks.get(txn, KvEngine.BACKUP_MARK_KEY, 0L) + 1;
+                marks.put(txn, KvEngine.BACKUP_MARK_KEY, mark);
                 return mark;
             }).join();
         } catch (CompletionException e) {
-            throw new DbException.BackupFailed("backup of " + dir.toAbsolutePath() + " could not write its mark (a backup begins with"
-                + " one small durable write; with the disk full, stop the server and copy data.mdb instead): " + e.getCause().getMessage(), e.getCause());
+            throw new DbException.BackupFailed("backup of " + location + " could not write its mark (a backup begins with"
+                + " one small durable write; with the disk full, stop the server and copy the data files instead): "
+                + e.getCause().getMessage(), e.getCause());
         }
     }
 
     /**
      * Reads the whole database in one snapshot and checks it: every table the engine holds (opened
      * by this process or not), every entry in key order, each table's entry count against the count
-     * its record holds (on LMDB), and every built {@link Index} declared in this process against its
+     * its record holds (where the engine keeps counts: LMDB), and every built {@link Index} declared in this process against its
      * table ({@link Index#verify}). What an operator runs after a crash, and what the power-cut test
      * runs after every cut. It reads every page of the database. Where reads go to reader threads
      * (PostgreSQL) the walk is one read, bounded by {@link Builder#deadline}: verify a large
@@ -835,7 +856,7 @@ public final class Db implements AutoCloseable {
         } catch (RuntimeException e) {
             Throwable cause = e instanceof CompletionException ? e.getCause() : e;
             if (cause instanceof DbException d) throw d;
-            throw new DbException.Corrupt("database " + dir.toAbsolutePath() + " does not verify: " + cause.getMessage(), cause);
+            throw new DbException.Corrupt("database " + location + " does not verify: " + cause.getMessage(), cause);
         }
     }
 
@@ -851,7 +872,7 @@ public final class Db implements AutoCloseable {
     }
 
     void checkOpen() {
-        if (closed) throw new DbException.Closed("database " + dir + " is closed");
+        if (closed) throw new DbException.Closed("database " + location + " is closed");
         DbException.Fatal f = fatal;
         if (f != null) throw f;
     }
@@ -867,7 +888,7 @@ public final class Db implements AutoCloseable {
     }
 
     /**
-     * Makes the database fatal when {@code e} is an error after which LMDB must not be used again
+     * Makes the database fatal when {@code e} is an error after which the engine must not be used again
      * ({@link KvEngine#fatalCause}); the first such error wins, is logged, and {@link Builder#onFatal} hears of
      * it once, on a thread of its own.
      *
@@ -880,8 +901,8 @@ public final class Db implements AutoCloseable {
         DbException.Fatal first;
         synchronized (this) {
             if (fatal == null) {
-                fatal = new DbException.Fatal("database " + dir.toAbsolutePath() + " is unusable: " + cause
-                    + "; restart the process (LMDB reopens from the last commit that reached the disk)", e);
+                fatal = new DbException.Fatal("database " + location + " is unusable: " + cause
+                    + "; restart the process (the engine reopens from the last commit that reached the disk)", e);
                 java.util.logging.Logger.getLogger(Db.class.getName()).log(java.util.logging.Level.SEVERE, fatal.getMessage(), e);
                 if (onFatal != null) {
                     DbException.Fatal told = fatal;
@@ -895,83 +916,35 @@ public final class Db implements AutoCloseable {
         return first;
     }
 
-    /** @return LMDB's count of commit attempts (see {@link LmdbEngine}); for tests */
-    long metaEpoch() {
-        return ((LmdbEngine) engine).metaEpoch();
-    }
-
     /** {@link Builder#deadline}'s default: 5 s. */
     public static final Duration DEFAULT_DEADLINE = Duration.ofSeconds(5);
 
-    /** Settings for {@link Db}; every one has a default that suits a 1 GB VPS. */
+    /**
+     * Settings for {@link Db}; every one has a default that suits a 1 GB VPS. The engine's own
+     * settings (LMDB's map size and reader slots, PostgreSQL's read connections) are the engine's:
+     * in its URL, or in its own builder ({@link Db#builder(KvEngine)}).
+     */
     public static final class Builder {
-        private final Path dir;
-        private long maxMapSize;
-        private int maxTables = 32;
-        private int maxReaders = 1024;
+        /** The engine's URL, opened by {@link #open}; null when {@link #engine} was given. */
+        private final String url;
+        private final KvEngine engine;
         private int maxBatch = 1024;
         private int queueCapacity = 16384;
         private long writerStallNanos = 10_000_000_000L;
         private int maxWatches = 10_000;
-        private long readerWaitNanos = 5_000_000_000L;
         private Duration deadline = DEFAULT_DEADLINE;
         private Runnable betweenCommitAndPublish;
         private java.util.function.Consumer<DbException.Fatal> onFatal;
-        private EnvFlags[] extraEnvFlags = {};
-        private KvEngine engine;
 
-        private Builder(Path dir) {
-            this.dir = dir;
-        }
-
-        /**
-         * The most the database may hold, bytes: LMDB maps this much address space at open, and only
-         * the pages written become file and memory, so the map never has to grow (growing would
-         * have to wait for every read in flight). Past it writes fail with
-         * {@link DbException.DatabaseFull} and reads go on. Default: what the disk can hold, leaving
-         * a reserve: the data file's size plus the file system's usable space at open, less 5 % of
-         * the file system (at least 64 MiB), at most 1 TiB. A disk that fills up anyway fails
-         * commits with {@link DbException.CommitFailed} until space returns.
-         */
-        public Builder maxMapSize(long bytes) {
-            if (bytes < (1 << 20)) throw new IllegalArgumentException("maxMapSize must be at least 1 MiB, got " + bytes);
-            this.maxMapSize = bytes;
-            return this;
-        }
-
-        /** Maximum number of tables (default 32). */
-        public Builder maxTables(int n) {
-            if (n < 1) throw new IllegalArgumentException("maxTables must be >= 1, got " + n);
-            this.maxTables = n;
-            return this;
-        }
-
-        /**
-         * LMDB's reader table size (default 1024): {@value Db#RESERVED_READERS} slots are left to other
-         * processes (a backup), the rest bound this process's read transactions, in use and pooled.
-         * A read that finds every slot held waits up to {@link #readerWait} for one.
-         */
-        public Builder maxReaders(int n) {
-            if (n < RESERVED_READERS + 2) throw new IllegalArgumentException("maxReaders must be >= " + (RESERVED_READERS + 2) + ", got " + n);
-            this.maxReaders = n;
-            return this;
-        }
-
-        /**
-         * How long a read waits for a reader slot when every slot is held (default 5 s) before it
-         * fails with {@link DbException.ReadersFull}. Only many threads reading at once wait: virtual
-         * threads (each read holds a slot while its query runs), never a Kilim server's few carriers.
-         */
-        public Builder readerWait(java.time.Duration wait) {
-            if (wait.isNegative()) throw new IllegalArgumentException("readerWait must be >= 0, got " + wait);
-            this.readerWaitNanos = wait.toNanos();
-            return this;
+        private Builder(String url, KvEngine engine) {
+            this.url = url;
+            this.engine = engine;
         }
 
         /**
          * How long a query's caller waits at most (default 5 s; {@link Duration#ZERO}: without end). A
-         * write, and a read that waits for a reader thread (over PostgreSQL: on LMDB a read runs on
-         * its caller and has no deadline), whose future has not completed this long after the call
+         * write, and a read that waits for a reader thread (over PostgreSQL; where reads run inline on
+         * their caller, as on LMDB, a read has no deadline), whose future has not completed this long after the call
          * fails with {@link DbException.DeadlineExceeded} (an HTTP layer answers 503 with
          * {@code Retry-After: 1}), saying what became of it: a write still queued is withdrawn and
          * never runs (not applied); one the writer has begun may still commit (its outcome is
@@ -1038,15 +1011,6 @@ public final class Db implements AutoCloseable {
             return this;
         }
 
-        /**
-         * For tests (this package): more LMDB flags, e.g. {@code MDB_NOSYNC}, with which the power-cut
-         * test shows that it catches a database that acknowledges writes before they are durable.
-         */
-        Builder envFlags(EnvFlags... flags) {
-            this.extraEnvFlags = flags.clone();
-            return this;
-        }
-
         /** For tests (this package): {@code hook} runs on the writer thread between a durable commit and the publishing of its change sets. */
         Builder betweenCommitAndPublish(Runnable hook) {
             this.betweenCommitAndPublish = hook;
@@ -1054,16 +1018,12 @@ public final class Db implements AutoCloseable {
         }
 
         /**
-         * Another {@link KvEngine} under the tables instead of LMDB: one the caller opened, which
-         * the database closes with itself. LMDB's settings here (map size, tables, readers) then
-         * do not apply; the directory only names the database in messages.
+         * Opens the database: the engine first, when the builder was given its URL (LMDB creates the
+         * directory and its files if missing), then kiln's own tables in it.
+         *
+         * @throws IllegalArgumentException when no engine on the class path takes the URL
+         * @throws DbException when the engine cannot open its data; an engine this call opened is closed again
          */
-        public Builder engine(KvEngine engine) {
-            this.engine = java.util.Objects.requireNonNull(engine, "engine");
-            return this;
-        }
-
-        /** Opens the database, creating the directory and the LMDB files if missing. */
         public Db open() {
             return new Db(this);
         }

@@ -32,7 +32,7 @@ public class DbException extends RuntimeException {
 
     /**
      * LMDB's reader table is full (MDB_READERS_FULL): more threads are reading at once than the
-     * environment was opened for. Raise {@link Db.Builder#maxReaders}.
+     * environment was opened for. Raise LMDB's maxReaders (lmdb:DIR?maxReaders=N, --db-max-readers).
      */
     public static final class ReadersFull extends DbException {
         private static final long serialVersionUID = 1L;
@@ -78,7 +78,7 @@ public class DbException extends RuntimeException {
 
     /**
      * The database may hold no more: a write did not fit in the map's ceiling
-     * ({@link Db.Builder#maxMapSize}). That write failed alone; reads, and writes that fit in the
+     * (LMDB's maxMapSize). That write failed alone; reads, and writes that fit in the
      * pages freed by deletes, go on.
      */
     public static final class DatabaseFull extends DbException {

@@ -13,7 +13,7 @@ public final class DbStats {
     public final long failedWrites;
     /** Largest number of writes committed in one transaction. */
     public final long largestBatch;
-    /** The memory map's size in bytes: the most the database may hold ({@link Db.Builder#maxMapSize}). */
+    /** The memory map's size in bytes: the most the database may hold (the engine's ceiling: LMDB's maxMapSize). */
     public final long mapSize;
     /** Writes waiting for the writer thread right now. */
     public final int queued;
@@ -28,7 +28,7 @@ public final class DbStats {
     public final int readTxnsInUse;
     /** Read transactions kept open (reset) for the next reads; each holds a reader slot as one in use does. */
     public final int readTxnsPooled;
-    /** Reader slots this process may hold, in use and pooled together ({@link Db.Builder#maxReaders} less those left to other processes). */
+    /** Reader slots this process may hold, in use and pooled together (LMDB's maxReaders less those left to other processes). */
     public final int readSlots;
     /**
      * Runs of a batch of writes that conflicted with another process's writes over a shared engine

@@ -75,7 +75,7 @@ final class GroupReader implements Deadline.Watched {
         if (!queue.offer(p)) {
             future.fail(new DbException.Overloaded("too many reads waiting (" + QUEUE + "); retry shortly"));
         } else if (stopping && queue.remove(p)) {
-            future.fail(new DbException.Closed("database " + db.directory() + " is closed"));
+            future.fail(new DbException.Closed("database " + db.location() + " is closed"));
         }
     }
 

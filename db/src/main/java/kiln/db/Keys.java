@@ -7,7 +7,7 @@ import java.util.Arrays;
  * Byte-string arithmetic on keys for the layers' ranges, in the engine's order (unsigned bytes, the
  * shorter first on a tie), null standing for "no bound".
  */
-final class Keys {
+public final class Keys {
     private Keys() {
     }
 
@@ -52,7 +52,7 @@ final class Keys {
      *         unsigned bytes, then the shorter first (LMDB's default; {@code ByteBuffer.compareTo}
      *         compares signed bytes). {@code key}'s position does not move.
      */
-    static int compare(ByteBuffer key, byte[] other) {
+    public static int compare(ByteBuffer key, byte[] other) {
         int p = key.position();
         int n = Math.min(key.remaining(), other.length);
         for (int i = 0; i < n; i++) {
@@ -63,7 +63,7 @@ final class Keys {
     }
 
     /** @return the bytes between {@code b}'s position and limit, which do not move */
-    static byte[] toArray(ByteBuffer b) {
+    public static byte[] toArray(ByteBuffer b) {
         byte[] out = new byte[b.remaining()];
         b.get(b.position(), out);
         return out;

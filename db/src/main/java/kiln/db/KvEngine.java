@@ -9,8 +9,9 @@ import java.util.List;
  * durably. Everything above it — {@link Table}, {@link Codec}s and {@link Tuple} keys, {@link Range}s
  * and {@link Page}s, {@link ChangeFeed}s, {@link Sequence}s — is a layer over these few calls, as
  * FoundationDB's layers sit over its key-value store (https://apple.github.io/foundationdb/layer-concept.html).
- * {@link LmdbEngine} implements it on one box; another engine is added by implementing it, without
- * touching the layers ({@link Db.Builder#engine}).
+ * kiln-db-lmdb implements it on one box and kiln-db-postgresql over many servers, each in a module
+ * of its own; another engine is added by implementing it in one more module, without touching the
+ * layers, and registering a {@link KvEngineProvider} so that {@link KvEngines} opens it by URL.
  *
  * <h2>Threading, as {@link Db} uses it</h2>
  * <ul>
@@ -23,7 +24,8 @@ import java.util.List;
  *   <li>{@link #close} is called once, after the writer stopped and with no read transaction open.</li>
  * </ul>
  *
- * <p>Keys are 1..511 bytes (LMDB's limit, which kiln's tables keep on every engine).
+ * <p>Keys are 1..511 bytes ({@link Table#MAX_KEY_BYTES}, the smallest limit of the engines kiln
+ * runs on, kept on every engine).
  *
  * <h2>Errors</h2>
  * A write that does not fit ({@link KvTxn.TooLarge}) fails the transaction and the writer retries
@@ -33,6 +35,17 @@ import java.util.List;
  * must not be used again; every other exception fails only the query that met it.
  */
 public interface KvEngine extends AutoCloseable {
+    /** The space {@link Db#backup} commits its mark to, before {@link #backup}: {@value}. */
+    String BACKUP_MARKS = "kiln.backups";
+    /** The key of the mark in {@link #BACKUP_MARKS}: {@value}; its value is a {@link Codec#LONG}. */
+    String BACKUP_MARK_KEY = "mark";
+
+    /**
+     * @return where the engine's data is, for messages and logs: a directory, or a URL without its
+     *         password ({@link KvEngines#redact})
+     */
+    String location();
+
     /**
      * Opens a key space, creating it when {@code create} is true and it is missing.
      *
@@ -66,14 +79,16 @@ public interface KvEngine extends AutoCloseable {
     long verify(KvTxn txn, KvSpace space);
 
     /**
-     * Writes a consistent copy of every committed space into the empty directory {@code target},
-     * flushes it to disk and reads it back: every entry of every space, and the backup mark
-     * ({@link Db#backup} commits {@code mark} into the space {@code kiln.backups}, key {@code "mark"},
-     * before the call), which the copy must hold or a newer one — proof that its snapshot is at least
-     * as new as the call.
+     * Writes a consistent copy of every committed space into {@code target} (a new or empty
+     * directory, created if missing), flushes it to disk and reads it back: every entry of every
+     * space, and the backup mark ({@link Db#backup} commits {@code mark} into the space
+     * {@link #BACKUP_MARKS}, key {@link #BACKUP_MARK_KEY}, before the call), which the copy must hold
+     * or a newer one — proof that its snapshot is at least as new as the call. A copy that fails is
+     * removed.
      *
      * @return the copy's file
-     * @throws DbException.BackupFailed naming what did not check out
+     * @throws DbException.BackupFailed when {@code target} is not a new or empty directory, or naming
+     *         what did not check out
      * @throws UnsupportedOperationException when the engine keeps no files to copy
      */
     Path backup(Path target, long mark);
@@ -94,7 +109,8 @@ public interface KvEngine extends AutoCloseable {
      * on the reader thread; fibers and virtual threads wait on it without holding a thread. An engine
      * that returns N > 0 allows N read transactions at once (a connection each).
      *
-     * @return 0 (the default) when reads never block for long and run inline on the caller, as on LMDB
+     * @return 0 (the default) when reads never block for long and run inline on the caller (a local,
+     *         memory-mapped engine)
      */
     default int readThreads() {
         return 0;
@@ -108,7 +124,7 @@ public interface KvEngine extends AutoCloseable {
      * at every space", and at least every few seconds with null as a fallback. The database uses it to
      * publish change sets committed elsewhere ({@link ChangeFeed}).
      *
-     * <p>The default does nothing: the engine's data has one writer, this process (LMDB).
+     * <p>The default does nothing: the engine's data has one writer, this process (an embedded engine).
      */
     default void onCommits(java.util.function.Consumer<String> changed) {
     }

@@ -71,7 +71,14 @@ public interface KvTxn extends AutoCloseable {
         public final boolean full;
 
         public TooLarge(boolean full, Throwable cause) {
-            super(full ? "the database is full" : "the transaction is too large", cause);
+            this(full, full ? "the database is full" : "the transaction is too large", cause);
+        }
+
+        /**
+         * @param message what a user reads: what did not fit, and the engine's setting that bounds it
+         */
+        public TooLarge(boolean full, String message, Throwable cause) {
+            super(message, cause);
             this.full = full;
         }
     }

@@ -25,7 +25,7 @@ import java.util.function.BiPredicate;
  */
 public final class Table<K, V> {
     /** The most bytes an encoded key may have: LMDB's default MDB_MAXKEYSIZE, kept on every engine. */
-    static final int MAX_KEY_BYTES = 511;
+    public static final int MAX_KEY_BYTES = 511;
     /**
      * The most bytes an encoded value may have, on every engine: 16 MiB. A value is copied while it
      * is written (into PostgreSQL's statements; into a change feed's log and its readers), so a

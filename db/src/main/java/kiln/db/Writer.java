@@ -178,7 +178,7 @@ final class Writer implements Runnable, Deadline.Watched {
                 "write queue full (" + queue.size() + " writes waiting for the disk); retry later"));
         } else if (stopping && queue.remove(p)) {
             // close() raced with this submit and the writer may already have drained: refuse it
-            p.future.fail(new DbException.Closed("database " + db.directory() + " is closed"));
+            p.future.fail(new DbException.Closed("database " + db.location() + " is closed"));
         }
         return p.future;
     }
@@ -370,11 +370,8 @@ final class Writer implements Runnable, Deadline.Watched {
             return;
         }
         Pending<?> p = batch.get(0);
-        p.error = r.full
-            ? new DbException.DatabaseFull("database full: this write does not fit in the " + (db.stats().mapSize >> 20)
-                + " MiB the database may hold (Db.builder(dir).maxMapSize; by default what the disk held at start, less a reserve);"
-                + " delete data, or free disk space and restart")
-            : new DbException("write too large for one LMDB transaction (MDB_TXN_FULL)");
+        p.error = r.full ? new DbException.DatabaseFull("database full: " + r.getMessage())
+            : new DbException("write too large for one transaction: " + r.getMessage(), r);
         failedWrites++;
         writes++;
         p.complete();

@@ -3,18 +3,17 @@ package kiln.db;
 import java.nio.file.Path;
 
 /**
- * How the layers' tests open a database: on LMDB; or, when the system property
- * {@code kiln.test.engine} is {@code memory} (the {@code memory-engine} run of db/pom.xml), on
- * {@link MemoryEngine}; or, when it is {@code postgresql} (kiln-db-postgresql's run of these tests),
- * on PostgreSQL through {@code kiln.db.postgresql.TestPostgres}, a schema per directory — the same
- * tests over another engine.
+ * How the layers' tests open a database: by URL ({@link KvEngines}), on the engine the system
+ * property {@code kiln.test.engine} names — {@code memory} ({@link MemoryEngine}, this module's
+ * runs), {@code lmdb} (kiln-db-lmdb's run of these tests), or {@code postgresql} (kiln-db-postgresql's:
+ * a schema per directory on its test server) — the same tests over every engine.
  */
 final class Engines {
     private Engines() {
     }
 
     private static String name() {
-        return System.getProperty("kiln.test.engine", "lmdb");
+        return System.getProperty("kiln.test.engine", "memory");
     }
 
     static boolean memory() {
@@ -26,23 +25,18 @@ final class Engines {
         return name().equals("lmdb");
     }
 
-    static Db.Builder builder(Path dir) {
-        Db.Builder b = Db.builder(dir);
+    /** @return the URL of the database in {@code dir} on the engine under test */
+    static String url(Path dir) {
         return switch (name()) {
-            case "lmdb" -> b;
-            case "memory" -> b.engine(MemoryEngine.at(dir));
-            case "postgresql" -> b.engine(postgres(dir));
+            case "lmdb" -> "lmdb:" + dir;
+            case "memory" -> "memory:" + dir;
+            case "postgresql" -> "postgresql-test:" + dir;
             default -> throw new IllegalArgumentException("kiln.test.engine: lmdb, memory or postgresql, got " + name());
         };
     }
 
-    /** @return a PostgreSQL engine on the schema of {@code dir}, from kiln-db-postgresql's test classes (found by name: it depends on this module) */
-    private static KvEngine postgres(Path dir) {
-        try {
-            return (KvEngine) Class.forName("kiln.db.postgresql.TestPostgres").getMethod("engine", Path.class).invoke(null, dir);
-        } catch (ReflectiveOperationException e) {
-            throw new IllegalStateException("kiln.test.engine=postgresql runs in kiln-db-postgresql's tests only", e);
-        }
+    static Db.Builder builder(Path dir) {
+        return Db.builder(url(dir));
     }
 
     static Db open(Path dir) {

@@ -72,6 +72,11 @@ class ForwardingEngine implements KvEngine {
     }
 
     @Override
+    public String location() {
+        return inner.location();
+    }
+
+    @Override
     public String toString() {
         return inner.toString();
     }

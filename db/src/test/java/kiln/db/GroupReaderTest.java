@@ -48,7 +48,7 @@ class GroupReaderTest {
     @Test
     void readsWaitingAtOnceShareATransactionAndAnEngineFailureEndsOnlyItsOwn() throws Exception {
         Blocking engine = new Blocking(MemoryEngine.at(dir));
-        try (Db db = Db.builder(dir).engine(engine).open()) {
+        try (Db db = Db.builder(engine).open()) {
             Table<Integer, Integer> t = db.table("t", Codec.INT, Codec.INT);
             db.write(txn -> {
                 for (int i = 0; i < 200; i++) t.put(txn, i, i * 10);
@@ -94,7 +94,7 @@ class GroupReaderTest {
 
     @Test
     void aReadSeesEveryWriteAcknowledgedBeforeIt() {
-        try (Db db = Db.builder(dir).engine(new Blocking(MemoryEngine.at(dir))).open()) {
+        try (Db db = Db.builder(new Blocking(MemoryEngine.at(dir))).open()) {
             Table<Integer, Integer> t = db.table("t", Codec.INT, Codec.INT);
             for (int i = 0; i < 200; i++) {
                 int v = i;

@@ -20,7 +20,7 @@ class HealthTest {
 
     @Test
     void anOpenDatabaseIsHealthyAndAClosedOneIsNot() {
-        Db db = Db.open(dir);
+        Db db = Engines.open(dir);
         DbHealth h = db.health();
         assertTrue(h.isOk(), h::toString);
         assertNull(h.problem());
@@ -32,7 +32,7 @@ class HealthTest {
 
     @Test
     void aWriterStuckInOneBatchLongerThanTheLimitIsReportedAndRecovers() throws Exception {
-        try (Db db = Db.builder(dir).writerStallLimit(Duration.ofMillis(200)).open()) {
+        try (Db db = Engines.builder(dir).writerStallLimit(Duration.ofMillis(200)).open()) {
             Table<Integer, Integer> t = db.table("t", Codec.INT, Codec.INT);
             WriterGate gate = new WriterGate(db);  // the writer is now inside one write query
             try {
@@ -76,7 +76,7 @@ class HealthTest {
                 return super.beginRead();
             }
         };
-        Db db = Db.builder(dir).engine(held).open();
+        Db db = Db.builder(held).open();
         try {
             assertTrue(db.health(Duration.ofSeconds(5)).get(10, TimeUnit.SECONDS).isOk());
             CountDownLatch latch = new CountDownLatch(1);

@@ -22,21 +22,24 @@ import java.util.concurrent.ConcurrentSkipListMap;
  * parent, or, at the top, into the versions under a new commit number, published last. Nothing is
  * ever collected, nothing is durable, nothing is too large. A store lives as long as the JVM and is
  * found again by its directory ({@link #at}), so a test that closes and reopens a database finds
- * its rows, as on disk.
+ * its rows, as on disk. {@code memory:DIR} opens it by URL ({@link MemoryEngineProvider}), as a
+ * module's engine is opened: the shape of an engine, in the test sources.
  */
 final class MemoryEngine implements KvEngine {
     private static final Map<Path, MemoryEngine> STORES = new ConcurrentHashMap<>();
 
+    private final Path dir;
     private final Map<String, Space> spaces = new ConcurrentHashMap<>();
     /** The newest commit: read transactions begin at it. Written by the one writer thread. */
     private volatile long committed;
 
-    private MemoryEngine() {
+    private MemoryEngine(Path dir) {
+        this.dir = dir;
     }
 
     /** @return the store of {@code dir}, made empty on first use */
     static MemoryEngine at(Path dir) {
-        return STORES.computeIfAbsent(dir.toAbsolutePath().normalize(), d -> new MemoryEngine());
+        return STORES.computeIfAbsent(dir.toAbsolutePath().normalize(), MemoryEngine::new);
     }
 
     /** One version of a key's value: null for a delete. */
@@ -110,6 +113,11 @@ final class MemoryEngine implements KvEngine {
     @Override
     public void close() {
         // the store stays, for a reopen of the same directory
+    }
+
+    @Override
+    public String location() {
+        return "memory:" + dir;
     }
 
     /** @return {@code the in-memory engine}, for messages */

@@ -68,7 +68,7 @@ public final class DemoDb {
                 for (int i = 0; i < FORTUNES.length; i++) demo.fortunes.put(txn, i + 1, FORTUNES[i]);
                 return null;
             }).join();
-            LOG.info("created the demo schema in " + db.directory() + ": " + WORLD_ROWS + " worlds, " + FORTUNES.length + " fortunes");
+            LOG.info("created the demo schema in " + db.location() + ": " + WORLD_ROWS + " worlds, " + FORTUNES.length + " fortunes");
         }
         demo.live = new LiveWorlds(db.changeFeed(demo.worlds, LiveWorlds.WINDOW));  // after the filling: not an event
         return demo;

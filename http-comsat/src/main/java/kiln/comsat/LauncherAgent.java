@@ -17,7 +17,7 @@ import co.paralleluniverse.fibers.instrument.JavaAgent;
 public final class LauncherAgent {
     /**
      * Quasar's agent option (after {@code -javaagent:kiln-quasar-agent.jar=}, see http-comsat's pom)
-     * that keeps it from instrumenting the Prometheus client, kiln's database (on LMDB, and on
+     * that keeps it from instrumenting the Prometheus client, kiln's database (on LMDB, kiln.db.lmdb, and on
      * PostgreSQL with PgJDBC and HikariCP, which blocks on reader threads of its own) and the demo's
      * message board: nothing there suspends (a fiber waits for the database through a future, in the front
      * end; the board's steps return futures), and Quasar's analyzer fails on the first two, and warned
@@ -25,7 +25,7 @@ public final class LauncherAgent {
      * {@code Histogram$DataPoint}, on HikariCP's {@code UtilityElf}, and on {@code kiln.db.Db}'s try-with-resources, since Quasar counts
      * every {@code AutoCloseable.close()} call as a suspendable call site).
      */
-    static final String EXCLUSIONS = "x(io.prometheus.**;kiln.db;kiln.db.postgresql;com.zaxxer.**;org.postgresql.**;kiln.demo.board)";
+    static final String EXCLUSIONS = "x(io.prometheus.**;kiln.db;kiln.db.lmdb;kiln.db.postgresql;com.zaxxer.**;org.postgresql.**;kiln.demo.board)";
 
     private LauncherAgent() {
     }

@@ -12,8 +12,8 @@ import kiln.db.ChangeSet;
 import kiln.db.Codec;
 import kiln.db.Db;
 import kiln.db.DbException;
-import kiln.db.PowerCutLoad;
 import kiln.db.Table;
+import kiln.db.lmdb.LmdbEngine;
 
 /**
  * What is checked after every cut, on the database reopened from what reached the disk:
@@ -100,7 +100,7 @@ final class Check {
         long[] committed = new long[acked.length];
         long lost = 0;
         long lastSeq = 0;
-        try (Db db = Db.builder(data).maxMapSize(1L << 30).open()) {
+        try (Db db = Db.builder(LmdbEngine.builder(data).maxMapSize(1L << 30).open()).open()) {
             try {
                 db.verify();
             } catch (DbException e) {

@@ -24,7 +24,7 @@ final class BackupCommand {
         if (!Files.isRegularFile(data.resolve("data.mdb"))) {
             ServerOptions.fail(program, "no database to back up in " + data + " (no data.mdb there); give the server's --data directory");
         }
-        try (Db db = Db.builder(data).open()) {
+        try (Db db = Db.open(data)) {
             Path file = db.backup(target);
             long bytes = Files.size(file);
             System.out.println(program + ": backed up " + data + " to " + file + ": " + bytes + " bytes (" + mebibytes(bytes) + ")");

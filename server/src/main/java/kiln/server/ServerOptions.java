@@ -24,13 +24,13 @@ public final class ServerOptions {
     public String bind;
 
     @Option(names = "--data", paramLabel = "DIR", defaultValue = "data",
-        description = "LMDB data directory, created on first start; the demo endpoints fill their tables then (default: ./${DEFAULT-VALUE}).")
+        description = "LMDB data directory (lmdb:DIR), created on first start; the demo endpoints fill their tables then (default: ./${DEFAULT-VALUE}).")
     public Path data;
 
     @Option(names = "--db", paramLabel = "URL",
-        description = "Serve from PostgreSQL instead of LMDB in --data: postgresql://[USER[:PASSWORD]@]HOST[:PORT]/DATABASE[?readers=N]"
-            + " or jdbc:postgresql://...; several servers may share one database (docs/scaling.md). readers: connections for reads"
-            + " (default 8). Default: LMDB.")
+        description = "Serve from the database at URL, on an engine in this jar, instead of LMDB in --data:"
+            + " postgresql://[USER[:PASSWORD]@]HOST[:PORT]/DATABASE[?readers=N] or jdbc:postgresql://... (several servers may share"
+            + " one database: docs/scaling.md; readers: connections for reads, default 8), lmdb:DIR[?maxMapSize=BYTES]. Default: LMDB.")
     public String db;
 
     @Option(names = "--threads", paramLabel = "N",
@@ -248,16 +248,13 @@ public final class ServerOptions {
                 + " cannot hold one request of --max-content " + maxContentBytes + " (" + content.largestRequest()
                 + " bytes with its head and chunk framing): raise it, or -Xmx, or lower --max-content");
         }
-        if (db != null && !kiln.db.postgresql.PostgresEngine.isUrl(db)) {
-            throw new CommandLine.ParameterException(cmd, "--db must be a PostgreSQL URL (postgresql://HOST[:PORT]/DATABASE or"
-                + " jdbc:postgresql://...), got '" + db + "'");
+        if (db == null && data.toString().contains("?")) {
+            throw new CommandLine.ParameterException(cmd, "--data must not contain '?' (it would begin lmdb:'s parameters), got '" + data + "'");
         }
-        if (db != null) {
-            try {
-                kiln.db.postgresql.PostgresEngine.checkUrl(db);
-            } catch (IllegalArgumentException e) {
-                throw new CommandLine.ParameterException(cmd, "--db: " + e.getMessage());
-            }
+        try {
+            kiln.db.KvEngines.check(databaseUrl());
+        } catch (IllegalArgumentException e) {
+            throw new CommandLine.ParameterException(cmd, (db != null ? "--db: " : "--data: ") + e.getMessage());
         }
         if (db != null && backup != null) {
             throw new CommandLine.ParameterException(cmd, "--backup copies an LMDB --data directory; a PostgreSQL database is backed up"
@@ -265,21 +262,18 @@ public final class ServerOptions {
         }
     }
 
+    /** @return {@link #db}, else LMDB in {@link #data} with {@link #dbMaxReaders} reader slots */
+    String databaseUrl() {
+        return db != null ? db : "lmdb:" + data + "?maxReaders=" + dbMaxReaders;
+    }
+
     /**
-     * @return a builder of the database these options name: PostgreSQL with {@link #db}, else LMDB in
-     *         {@link #data}, with the writer's queue, LMDB's readers and the deadline as given
-     * @throws kiln.db.DbException.Unavailable when PostgreSQL cannot be reached
+     * @return a builder of the database these options name ({@link #databaseUrl}), opened by
+     *         {@link kiln.db.KvEngines} when the builder opens, with the writer's queue and the deadline as given
      */
     public kiln.db.Db.Builder database() {
-        kiln.db.Db.Builder b;
-        if (db == null) {
-            b = kiln.db.Db.builder(data).maxReaders(dbMaxReaders);
-        } else {
-            kiln.db.postgresql.PostgresEngine engine = kiln.db.postgresql.PostgresEngine.open(db);
-            java.util.logging.Logger.getLogger(ServerOptions.class.getName()).info("database: PostgreSQL at " + engine.url());
-            b = kiln.db.Db.builder(Path.of("postgresql")).engine(engine);
-        }
-        return b.queueCapacity(dbQueue).deadline(java.time.Duration.ofMillis(dbDeadlineMs));
+        java.util.logging.Logger.getLogger(ServerOptions.class.getName()).info("database: " + kiln.db.KvEngines.redact(databaseUrl()));
+        return kiln.db.Db.builder(databaseUrl()).queueCapacity(dbQueue).deadline(java.time.Duration.ofMillis(dbDeadlineMs));
     }
 
     /**

@@ -20,7 +20,7 @@ import kiln.db.DbException;
 import kiln.db.QueryFuture;
 import picocli.CommandLine;
 
-/** --db: a PostgreSQL URL checked when the command line is read, before anything connects; --db-deadline. */
+/** --db: an engine's URL checked when the command line is read, before anything connects; --db-deadline. */
 class DatabaseOptionTest {
     @Test
     void aPostgresqlUrlIsTakenAndLmdbIsTheDefault() {
@@ -31,8 +31,12 @@ class DatabaseOptionTest {
 
     @Test
     void aBadUrlIsAUsageErrorNamingWhatIsWrong() {
-        String notPostgres = assertThrows(CommandLine.ParameterException.class, () -> ServerOptions.of("--db", "mysql://h/d")).getMessage();
-        assertTrue(notPostgres.contains("--db must be a PostgreSQL URL"), notPostgres);
+        String noEngine = assertThrows(CommandLine.ParameterException.class,
+            () -> ServerOptions.of("--db", "mysql://me:secret@h/d")).getMessage();
+        assertTrue(noEngine.contains("--db: no database engine on the class path opens 'mysql://me:***@h/d'; engines found: ")
+            && noEngine.contains("lmdb (lmdb:DIR") && noEngine.contains("postgresql (postgresql://"), noEngine);
+        String lmdb = assertThrows(CommandLine.ParameterException.class, () -> ServerOptions.of("--db", "lmdb:d?maxReaders=x")).getMessage();
+        assertTrue(lmdb.contains("--db: maxReaders must be a whole number, got 'x'"), lmdb);
         String readers = assertThrows(CommandLine.ParameterException.class,
             () -> ServerOptions.of("--db", "postgresql://h/d?readers=0")).getMessage();
         assertTrue(readers.contains("readers must be 1..1000, got '0'"), readers);

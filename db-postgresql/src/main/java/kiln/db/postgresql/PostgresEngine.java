@@ -23,6 +23,7 @@ import com.zaxxer.hikari.HikariDataSource;
 
 import kiln.db.DbException;
 import kiln.db.KvEngine;
+import kiln.db.KvEngines;
 import kiln.db.KvSpace;
 import kiln.db.KvStats;
 import kiln.db.KvTxn;
@@ -39,7 +40,7 @@ import kiln.db.KvTxn;
  * names the schema: a table called {@code pg_type} is kiln's, not PostgreSQL's catalog.
  *
  * <pre>{@code
- * Db db = Db.builder(Path.of("postgresql")).engine(PostgresEngine.open("postgresql://127.0.0.1:5432/kiln?user=kiln")).open();
+ * Db db = Db.open("postgresql://127.0.0.1:5432/kiln?user=kiln");   // through PostgresEngineProvider
  * }</pre>
  *
  * <h2>Transactions</h2>
@@ -137,7 +138,7 @@ public final class PostgresEngine implements KvEngine {
 
     private PostgresEngine(String url, int readerCount) {
         this.jdbcUrl = jdbcUrl(url);
-        this.shownUrl = redact(jdbcUrl);
+        this.shownUrl = KvEngines.redact(jdbcUrl);
         this.reads = new HikariDataSource();  // started by the first read, after deadline() has set its sessions up
         configure(reads, "kiln-pg-reads", readerCount, true);
         this.writes = pool("kiln-pg-writes", 1, false);
@@ -199,6 +200,12 @@ public final class PostgresEngine implements KvEngine {
 
     /** @return the JDBC URL without its password, for logs and messages */
     public String url() {
+        return shownUrl;
+    }
+
+    /** @return the JDBC URL without its password */
+    @Override
+    public String location() {
         return shownUrl;
     }
 
@@ -624,7 +631,7 @@ public final class PostgresEngine implements KvEngine {
     static String jdbcUrl(String url) {
         if (url.startsWith("jdbc:postgresql:")) return url;
         if (!url.startsWith("postgresql://") && !url.startsWith("postgres://")) {
-            throw new IllegalArgumentException("not a PostgreSQL URL (postgresql://host:port/database or jdbc:postgresql://...): " + redact(url));
+            throw new IllegalArgumentException("not a PostgreSQL URL (postgresql://host:port/database or jdbc:postgresql://...): " + KvEngines.redact(url));
         }
         String rest = url.substring(url.indexOf("://") + 3);
         int q = rest.indexOf('?');
@@ -671,10 +678,5 @@ public final class PostgresEngine implements KvEngine {
 
     private static String decode(String s) {
         return URLDecoder.decode(s, StandardCharsets.UTF_8);
-    }
-
-    /** @return {@code url} with its password replaced by {@code ***} */
-    static String redact(String url) {
-        return url.replaceAll("(?i)(password=)[^&]*", "$1***").replaceAll("(//[^/:@]*:)[^@/]*@", "$1***@");
     }
 }

@@ -75,7 +75,7 @@ class FrozenServerTest {
     @Test
     void healthAnswersWithinItsDeadlineWhileTheServerIsPausedAndRecovers() throws Exception {
         String url = TestPostgres.script("url", data.toString());
-        try (Db db = Db.builder(dir).engine(PostgresEngine.open(url)).open()) {
+        try (Db db = Db.builder(PostgresEngine.open(url)).open()) {
             Table<Integer, String> t = db.table("notes", Codec.INT, Codec.STRING);
             db.write(txn -> { t.put(txn, 1, "before"); return null; }).join();
             Duration within = Duration.ofSeconds(2);
@@ -142,7 +142,7 @@ class FrozenServerTest {
     void aReadAndAWriteWaitingOnAPausedServerFailWithinTheDeadlineAndWorkOnceItResumes() throws Exception {
         String url = TestPostgres.script("url", data.toString());
         Duration deadline = Duration.ofSeconds(1);  // the pause stays far below the writer's idle-in-transaction limit (5 s)
-        try (Db db = Db.builder(dir).engine(PostgresEngine.open(url)).deadline(deadline).open()) {
+        try (Db db = Db.builder(PostgresEngine.open(url)).deadline(deadline).open()) {
             Table<Integer, String> t = db.table("notes", Codec.INT, Codec.STRING);
             db.write(txn -> { t.put(txn, 1, "before"); return null; }).get(30, SECONDS);
             CountDownLatch paused = new CountDownLatch(1);

@@ -40,8 +40,8 @@ class ManyServersTest {
 
     @BeforeEach
     void open() {
-        a = Db.builder(dir).engine(TestPostgres.engine(dir)).open();
-        b = Db.builder(dir).engine(TestPostgres.engine(dir)).open();
+        a = Db.builder(TestPostgres.engine(dir)).open();
+        b = Db.builder(TestPostgres.engine(dir)).open();
     }
 
     @AfterEach

@@ -59,7 +59,7 @@ class SchemaTest {
 
     @Test
     void tablesNamedAsPostgresqlsCatalogsHoldTheirOwnRows() {
-        try (Db db = Db.builder(dir).engine(TestPostgres.engine(dir)).open()) {
+        try (Db db = Db.builder(TestPostgres.engine(dir)).open()) {
             for (String name : List.of("pg_type", "pg_class", "pg_roles", "pg_namespace")) {
                 Table<Integer, String> t = db.table(name, Codec.INT, Codec.STRING);
                 db.write(txn -> { t.put(txn, 1, "one in " + name); t.put(txn, 2, "two"); return null; }).join();
@@ -72,13 +72,13 @@ class SchemaTest {
     @Test
     void withoutCurrentSchemaKilnsTablesLiveInASchemaOfTheirOwn() throws SQLException {
         String url = freshDatabase("own");
-        try (Db db = Db.builder(dir).engine(PostgresEngine.open(url)).open()) {
+        try (Db db = Db.builder(PostgresEngine.open(url)).open()) {
             Table<Integer, String> t = db.table("world", Codec.INT, Codec.STRING);
             db.write(txn -> { t.put(txn, 1, "hello"); return null; }).join();
         }
         assertEquals(List.of(), tablesIn(url, "public"), "nothing of kiln's in public");
         assertEquals(List.of("kiln.meta", "kiln_spaces", "world"), tablesIn(url, PostgresEngine.DEFAULT_SCHEMA));
-        try (Db db = Db.builder(dir).engine(PostgresEngine.open(url)).open()) {
+        try (Db db = Db.builder(PostgresEngine.open(url)).open()) {
             Table<Integer, String> t = db.table("world", Codec.INT, Codec.STRING);
             assertEquals("hello", db.read(txn -> t.get(txn, 1)).join(), "found again on the next start");
         }
@@ -87,11 +87,11 @@ class SchemaTest {
     @Test
     void tablesAnEarlierKilnMadeInPublicAreFoundThere() throws SQLException {
         String url = freshDatabase("public");
-        try (Db db = Db.builder(dir).engine(PostgresEngine.open(url + "&currentSchema=public")).open()) {
+        try (Db db = Db.builder(PostgresEngine.open(url + "&currentSchema=public")).open()) {
             Table<Integer, String> t = db.table("world", Codec.INT, Codec.STRING);  // where earlier versions put it
             db.write(txn -> { t.put(txn, 1, "kept"); return null; }).join();
         }
-        try (Db db = Db.builder(dir).engine(PostgresEngine.open(url)).open()) {
+        try (Db db = Db.builder(PostgresEngine.open(url)).open()) {
             Table<Integer, String> t = db.table("world", Codec.INT, Codec.STRING);
             assertEquals("kept", db.read(txn -> t.get(txn, 1)).join());
         }

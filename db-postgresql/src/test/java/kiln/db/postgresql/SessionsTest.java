@@ -95,7 +95,7 @@ class SessionsTest {
     @Test
     void aReadTheDatabaseGaveUpOnEndsInPostgresqlToo() throws Exception {
         Duration deadline = Duration.ofSeconds(1);
-        try (Db db = Db.builder(dir).engine(TestPostgres.engine(dir)).deadline(deadline).open();
+        try (Db db = Db.builder(TestPostgres.engine(dir)).deadline(deadline).open();
              Connection locker = DriverManager.getConnection(TestPostgres.url())) {
             Table<Integer, String> t = db.table("notes", Codec.INT, Codec.STRING);
             db.write(txn -> { t.put(txn, 1, "one"); return null; }).get(30, SECONDS);

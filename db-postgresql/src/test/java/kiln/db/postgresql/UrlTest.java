@@ -26,8 +26,8 @@ class UrlTest {
 
     @Test
     void passwordsAreRedacted() {
-        assertEquals("jdbc:postgresql://h/d?user=u&password=***", PostgresEngine.redact("jdbc:postgresql://h/d?user=u&password=secret"));
-        assertEquals("postgresql://u:***@h/d", PostgresEngine.redact("postgresql://u:secret@h/d"));
+        assertEquals("jdbc:postgresql://h/d?user=u&password=***", kiln.db.KvEngines.redact("jdbc:postgresql://h/d?user=u&password=secret"));
+        assertEquals("postgresql://u:***@h/d", kiln.db.KvEngines.redact("postgresql://u:secret@h/d"));
     }
 
     @Test

@@ -1,4 +1,4 @@
-package kiln.db;
+package kiln.db.lmdb;
 
 import java.io.IOException;
 import java.lang.invoke.VarHandle;
@@ -23,10 +23,26 @@ import org.lmdbjava.GetOp;
 import org.lmdbjava.LmdbException;
 import org.lmdbjava.LmdbNativeException;
 
+import kiln.db.DbException;
+import kiln.db.DbStats;
+import kiln.db.Keys;
+import kiln.db.KvEngine;
+import kiln.db.KvRange;
+import kiln.db.KvSpace;
+import kiln.db.KvStats;
+import kiln.db.KvTxn;
+import kiln.db.Table;
+
 /**
  * The {@link KvEngine} on LMDB (through lmdbjava): one memory-mapped file, a space per LMDB
  * database ("DBI"), read transactions pooled and renewed, durable commits (fsync), nested write
- * transactions for the writer's batches. The default engine of {@link Db}.
+ * transactions for the writer's batches: kiln's embedded engine, {@code lmdb:DIR} or a bare
+ * directory to {@link kiln.db.KvEngines} ({@link LmdbEngineProvider}), or opened with settings of
+ * its own:
+ *
+ * <pre>{@code
+ * Db db = Db.builder(LmdbEngine.builder(Path.of("data")).maxMapSize(1L << 30).open()).open();
+ * }</pre>
  *
  * <h2>Reads never go back in time</h2>
  * A read transaction begun after another sees a snapshot at least as new. LMDB's begin
@@ -36,7 +52,7 @@ import org.lmdbjava.LmdbNativeException;
  * cannot have met that rewrite. {@code ReadConsistencyTest} guards it.
  *
  * <h2>Reader slots</h2>
- * LMDB's reader table has {@code maxReaders} slots; {@value Db#RESERVED_READERS} are left to other
+ * LMDB's reader table has {@code maxReaders} slots; {@value #RESERVED_READERS} are left to other
  * processes (a backup, an inspection) and the rest are permits over this process's read
  * transactions, in use and pooled. A read that finds none free waits up to {@code readerWait}.
  *
@@ -44,6 +60,8 @@ import org.lmdbjava.LmdbNativeException;
  * mdb_env_set_mapsize, mdb_env_copy2), http://www.lmdb.tech/doc/group__mdb.html
  */
 public final class LmdbEngine implements KvEngine {
+    /** Reader slots left to other processes on the same data: a backup, an inspection. */
+    public static final int RESERVED_READERS = 8;
     private final Path dir;
     private final Env<ByteBuffer> env;
     private final ConcurrentLinkedQueue<org.lmdbjava.Txn<ByteBuffer>> idleReadTxns = new ConcurrentLinkedQueue<>();
@@ -61,16 +79,32 @@ public final class LmdbEngine implements KvEngine {
     /** Bytes of the map up to the last page the last commit used; see {@link DbStats#usedBytes}. */
     private volatile long usedBytes;
 
-    LmdbEngine(Path dir, long maxMapSize, int maxTables, int maxReaders, long readerWaitNanos, EnvFlags[] extraFlags) {
-        this.dir = dir;
-        this.env = openEnv(dir, maxMapSize, maxTables, maxReaders, extraFlags);
+    private LmdbEngine(Builder b) {
+        this.dir = b.dir;
+        this.env = openEnv(b.dir, b.maxMapSize, b.maxTables, b.maxReaders, b.extraFlags);
         this.mapSize = env.info().mapSize;
         this.pageSize = env.stat().pageSize;
         this.usedBytes = usedBytesNow();
-        this.readSlotCount = maxReaders - Db.RESERVED_READERS;
+        this.readSlotCount = b.maxReaders - RESERVED_READERS;
         this.readSlots = new Semaphore(readSlotCount);
-        this.readerWaitNanos = readerWaitNanos;
+        this.readerWaitNanos = b.readerWaitNanos;
         this.maxIdleReadTxns = Math.max(1, readSlotCount / 2);
+    }
+
+    /** @return settings for an engine in the directory {@code dir}, created if missing */
+    public static Builder builder(Path dir) {
+        return new Builder(dir);
+    }
+
+    /** Opens the engine in {@code dir} with default settings. */
+    public static LmdbEngine open(Path dir) {
+        return builder(dir).open();
+    }
+
+    /** @return the data directory, absolute */
+    @Override
+    public String location() {
+        return dir.toAbsolutePath().toString();
     }
 
     /** A space: an LMDB database in the environment. */
@@ -124,18 +158,24 @@ public final class LmdbEngine implements KvEngine {
 
     @Override
     public Path backup(Path target, long mark) {
+        boolean created = LmdbBackup.prepareTarget(target, dir);
         try {
-            Backup.copy(env, target);
-        } catch (LmdbException e) {
-            throw new DbException.BackupFailed("backup of " + dir.toAbsolutePath() + " into " + target.toAbsolutePath()
-                + " failed: " + e.getMessage(), e);
+            try {
+                LmdbBackup.copy(env, target);
+            } catch (LmdbException e) {
+                throw new DbException.BackupFailed("backup of " + dir.toAbsolutePath() + " into " + target.toAbsolutePath()
+                    + " failed: " + e.getMessage(), e);
+            }
+            LmdbBackup.finish(target, mark);
+            return target.resolve(LmdbBackup.DATA_FILE);
+        } catch (RuntimeException e) {
+            LmdbBackup.discard(target, created);
+            throw e;
         }
-        Backup.finish(target, mark);
-        return target.resolve(Backup.DATA_FILE);
     }
 
     /** @return a count that changes after every commit attempt; for {@code ReadConsistencyTest} */
-    long metaEpoch() {
+    public long metaEpoch() {
         return metaEpoch;
     }
 
@@ -214,7 +254,7 @@ public final class LmdbEngine implements KvEngine {
             } catch (Env.ReadersFullException e) {
                 readSlots.release();
                 throw new DbException.ReadersFull("LMDB's reader table is full: other processes on " + dir + " hold slots this"
-                    + " process counted on (it keeps " + Db.RESERVED_READERS + " of maxReaders for them)", e);
+                    + " process counted on (it keeps " + RESERVED_READERS + " of maxReaders for them)", e);
             } catch (RuntimeException e) {
                 if (t != null) t.close();
                 readSlots.release();
@@ -251,8 +291,8 @@ public final class LmdbEngine implements KvEngine {
             Thread.currentThread().interrupt();
         }
         throw new DbException.ReadersFull("all " + readSlotCount + " read slots stayed in use for " + readerWaitNanos / 1_000_000
-            + " ms: more reads at once than Db.builder(dir).maxReaders(n) allows (--db-max-readers N raises it; "
-            + Db.RESERVED_READERS + " more are left to other processes)", null);
+            + " ms: more reads at once than LmdbEngine.builder(dir).maxReaders(n) allows (--db-max-readers N raises it; "
+            + RESERVED_READERS + " more are left to other processes)", null);
     }
 
     private void releaseReadTxn(org.lmdbjava.Txn<ByteBuffer> t) {
@@ -313,8 +353,12 @@ public final class LmdbEngine implements KvEngine {
         RuntimeException failure(LmdbException e) {
             boolean first = !failed;
             failed = true;
-            if (e instanceof Env.MapFullException) return new TooLarge(true, e);
-            if (e instanceof org.lmdbjava.Txn.TxFullException) return new TooLarge(false, e);
+            if (e instanceof Env.MapFullException) {
+                return new TooLarge(true, "this write does not fit in the " + (mapSize >> 20) + " MiB the database may hold"
+                    + " (LmdbEngine.builder(dir).maxMapSize, lmdb:DIR?maxMapSize=BYTES; by default what the disk held at start,"
+                    + " less a reserve); delete data, or free disk space and restart", e);
+            }
+            if (e instanceof org.lmdbjava.Txn.TxFullException) return new TooLarge(false, "LMDB's transaction is full (MDB_TXN_FULL)", e);
             return first && e instanceof org.lmdbjava.Txn.BadException ? new CorruptedPage(e) : e;
         }
 
@@ -495,14 +539,14 @@ public final class LmdbEngine implements KvEngine {
     }
 
     /**
-     * The default of {@link Db.Builder#maxMapSize}: the data file's size plus the file system's usable
+     * The default of {@link Builder#maxMapSize}: the data file's size plus the file system's usable
      * space less a reserve of 5 % of the file system (at least 64 MiB), at least 1 MiB and at most
      * 1 TiB, in whole MiB.
      */
-    static long defaultMaxMapSize(Path dir) {
+    public static long defaultMaxMapSize(Path dir) {
         try {
             FileStore store = Files.getFileStore(dir);
-            Path file = dir.resolve(Backup.DATA_FILE);
+            Path file = dir.resolve(LmdbBackup.DATA_FILE);
             long used = Files.exists(file) ? Files.size(file) : 0;
             long reserve = Math.max(64L << 20, store.getTotalSpace() / 20);
             long ceiling = Math.min(used + Math.max(0, store.getUsableSpace() - reserve), 1L << 40);
@@ -517,5 +561,82 @@ public final class LmdbEngine implements KvEngine {
     @Override
     public String toString() {
         return "LMDB in " + dir;
+    }
+
+    /** Settings for {@link LmdbEngine}; every one has a default that suits a 1 GB VPS. */
+    public static final class Builder {
+        private final Path dir;
+        private long maxMapSize;
+        private int maxTables = 32;
+        private int maxReaders = 1024;
+        private long readerWaitNanos = 5_000_000_000L;
+        private EnvFlags[] extraFlags = {};
+
+        private Builder(Path dir) {
+            this.dir = java.util.Objects.requireNonNull(dir, "dir");
+        }
+
+        /**
+         * The most the database may hold, bytes: LMDB maps this much address space at open, and only
+         * the pages written become file and memory, so the map never has to grow (growing would
+         * have to wait for every read in flight). Past it writes fail with
+         * {@link DbException.DatabaseFull} and reads go on. Default: what the disk can hold, leaving
+         * a reserve: the data file's size plus the file system's usable space at open, less 5 % of
+         * the file system (at least 64 MiB), at most 1 TiB. A disk that fills up anyway fails
+         * commits with {@link DbException.CommitFailed} until space returns.
+         */
+        public Builder maxMapSize(long bytes) {
+            if (bytes < (1 << 20)) throw new IllegalArgumentException("maxMapSize must be at least 1 MiB, got " + bytes);
+            this.maxMapSize = bytes;
+            return this;
+        }
+
+        /** Maximum number of tables, indexes and feed logs (LMDB databases; default 32). */
+        public Builder maxTables(int n) {
+            if (n < 1) throw new IllegalArgumentException("maxTables must be >= 1, got " + n);
+            this.maxTables = n;
+            return this;
+        }
+
+        /**
+         * LMDB's reader table size (default 1024): {@value #RESERVED_READERS} slots are left to other
+         * processes (a backup), the rest bound this process's read transactions, in use and pooled.
+         * A read that finds every slot held waits up to {@link #readerWait} for one.
+         */
+        public Builder maxReaders(int n) {
+            if (n < RESERVED_READERS + 2) throw new IllegalArgumentException("maxReaders must be >= " + (RESERVED_READERS + 2) + ", got " + n);
+            this.maxReaders = n;
+            return this;
+        }
+
+        /**
+         * How long a read waits for a reader slot when every slot is held (default 5 s) before it
+         * fails with {@link DbException.ReadersFull}. Only many threads reading at once wait: virtual
+         * threads (each read holds a slot while its query runs), never a Kilim server's few carriers.
+         */
+        public Builder readerWait(java.time.Duration wait) {
+            if (wait.isNegative()) throw new IllegalArgumentException("readerWait must be >= 0, got " + wait);
+            this.readerWaitNanos = wait.toNanos();
+            return this;
+        }
+
+        /**
+         * More LMDB environment flags. Not for a server: {@code MDB_NOSYNC} acknowledges writes before
+         * they are durable, which the power-cut test uses to show that it catches exactly that.
+         */
+        public Builder flags(EnvFlags... flags) {
+            this.extraFlags = flags.clone();
+            return this;
+        }
+
+        /**
+         * Opens the environment, creating the directory and the LMDB files if missing.
+         *
+         * @throws DbException.DataDirectory when the directory cannot be created, read or written
+         * @throws DbException.Corrupt when it holds no valid LMDB database of a compatible version
+         */
+        public LmdbEngine open() {
+            return new LmdbEngine(this);
+        }
     }
 }

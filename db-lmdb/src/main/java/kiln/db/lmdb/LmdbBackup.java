@@ -1,4 +1,4 @@
-package kiln.db;
+package kiln.db.lmdb;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -15,9 +15,13 @@ import org.lmdbjava.Env;
 import org.lmdbjava.EnvFlags;
 import org.lmdbjava.LmdbException;
 
+import kiln.db.Codec;
+import kiln.db.DbException;
+import kiln.db.KvEngine;
+
 /**
- * The steps of {@link Db#backup} around LMDB's own copy: checking the target, making the copy
- * durable, and reading it back before calling it a backup.
+ * The steps of {@link LmdbEngine#backup} around LMDB's own copy: checking the target, making the
+ * copy durable, and reading it back before calling it a backup.
  *
  * <p>{@code mdb_env_copy2(MDB_CP_COMPACT)} copies the snapshot of one read transaction, so it runs
  * beside readers and the writer; a second process may run it on a live environment too (LMDB shares
@@ -25,14 +29,11 @@ import org.lmdbjava.LmdbException;
  * pages are left out and every table's pages renumbered. Source: the LMDB API docs,
  * mdb_env_copy2, http://www.lmdb.tech/doc/group__mdb.html
  */
-final class Backup {
+final class LmdbBackup {
     /** The file LMDB writes into the target directory. */
     static final String DATA_FILE = "data.mdb";
-    /** The table of backup marks: {@link #MARK_KEY} → the last backup's mark, 1, 2, 3... */
-    static final String MARKS = "kiln.backups";
-    static final String MARK_KEY = "mark";
 
-    private Backup() {
+    private LmdbBackup() {
     }
 
     /**
@@ -123,7 +124,7 @@ final class Backup {
                 try (org.lmdbjava.Txn<ByteBuffer> txn = copy.txnRead()) {
                     String table = new String(name, java.nio.charset.StandardCharsets.UTF_8);
                     Walk.table(table, dbi, txn);
-                    if (MARKS.equals(table)) mark = markIn(dbi, txn);
+                    if (KvEngine.BACKUP_MARKS.equals(table)) mark = markIn(dbi, txn);
                 }
             }
         } catch (DbException e) {
@@ -137,8 +138,8 @@ final class Backup {
     }
 
     private static long markIn(Dbi<ByteBuffer> marks, org.lmdbjava.Txn<ByteBuffer> txn) {
-        ByteBuffer key = ByteBuffer.allocateDirect(MARK_KEY.length());
-        Codec.STRING.write(MARK_KEY, key);
+        ByteBuffer key = ByteBuffer.allocateDirect(KvEngine.BACKUP_MARK_KEY.length());
+        Codec.STRING.write(KvEngine.BACKUP_MARK_KEY, key);
         ByteBuffer found = marks.get(txn, key.flip());
         return found == null ? 0 : Codec.LONG.read(found.order(java.nio.ByteOrder.BIG_ENDIAN));
     }

@@ -1,13 +1,15 @@
-package kiln.db;
+package kiln.db.lmdb;
 
 import java.nio.ByteBuffer;
+
+import kiln.db.Keys;
 
 import org.lmdbjava.CursorIterable;
 import org.lmdbjava.Dbi;
 
 /**
  * Reads one LMDB table entirely: every entry, in key order, against the entry count the table's
- * record holds. For {@link Db#verify} and for a backup's read-back ({@link Backup}).
+ * record holds. For {@code Db.verify} and for a backup's read-back ({@link LmdbBackup}).
  */
 final class Walk {
     private Walk() {

@@ -1,4 +1,4 @@
-package kiln.db;
+package kiln.db.lmdb;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -20,6 +20,12 @@ import java.util.concurrent.atomic.AtomicIntegerArray;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+
+import kiln.db.Codec;
+import kiln.db.Db;
+import kiln.db.DbException;
+import kiln.db.QueryFuture;
+import kiln.db.Table;
 
 /** {@link Db#backup}: a compacted, consistent copy that opens as a database, taken while writes go on. */
 class BackupTest {
@@ -223,9 +229,9 @@ class BackupTest {
         db.write(txn -> { t.put(txn, 1, 1); return null; }).join();
         Path first = db.backup(tmp.resolve("first")).getParent();
         Path second = db.backup(tmp.resolve("second")).getParent();
-        assertEquals(1, Backup.verify(first), "the first backup's mark");
-        assertEquals(2, Backup.verify(second), "each backup commits a newer mark");
-        DbException.BackupFailed stale = assertThrows(DbException.BackupFailed.class, () -> Backup.finish(first, 2));
+        assertEquals(1, LmdbBackup.verify(first), "the first backup's mark");
+        assertEquals(2, LmdbBackup.verify(second), "each backup commits a newer mark");
+        DbException.BackupFailed stale = assertThrows(DbException.BackupFailed.class, () -> LmdbBackup.finish(first, 2));
         assertTrue(stale.getMessage().contains("older snapshot than the backup's start"), stale.getMessage());
     }
 }

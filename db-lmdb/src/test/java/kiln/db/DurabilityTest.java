@@ -13,6 +13,8 @@ import java.util.List;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
 
+import kiln.db.lmdb.LmdbEngine;
+
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -110,7 +112,7 @@ class DurabilityTest {
     @Test
     void theMapIsItsCeilingFromTheStartAndNeverMoves() {
         long mapSize;
-        try (Db db = Db.builder(dir).maxMapSize(64L << 20).open()) {
+        try (Db db = Db.builder(LmdbEngine.builder(dir).maxMapSize(64L << 20).open()).open()) {
             Table<Integer, String> t = db.table("blobs", Codec.INT, Codec.STRING);
             mapSize = db.stats().mapSize;
             assertEquals(64L << 20, mapSize);
@@ -126,7 +128,7 @@ class DurabilityTest {
             assertEquals(mapSize, s.mapSize, "4 MB later: " + s);
             assertTrue(s.usedBytes > usedAtOpen + (4L << 20), "the file grew with the pages written: " + s);
         }
-        try (Db db = Db.builder(dir).maxMapSize(64L << 20).open()) {
+        try (Db db = Db.builder(LmdbEngine.builder(dir).maxMapSize(64L << 20).open()).open()) {
             Table<Integer, String> t = db.table("blobs", Codec.INT, Codec.STRING);
             assertEquals(400L, db.read(t::count).join());
         }
@@ -134,7 +136,7 @@ class DurabilityTest {
 
     @Test
     void pastTheCeilingAWriteFailsDatabaseFullAloneAndReadsGoOn() throws Exception {
-        try (Db db = Db.builder(dir).maxMapSize(2L << 20).open()) {
+        try (Db db = Db.builder(LmdbEngine.builder(dir).maxMapSize(2L << 20).open()).open()) {
             Table<Integer, String> t = db.table("blobs", Codec.INT, Codec.STRING);
             db.write(txn -> { t.put(txn, 0, "kept"); return null; }).join();
             String value = "v".repeat(100_000);

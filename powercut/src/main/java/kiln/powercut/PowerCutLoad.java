@@ -1,10 +1,17 @@
-package kiln.db;
+package kiln.powercut;
 
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 
 import org.lmdbjava.EnvFlags;
+
+import kiln.db.ChangeFeed;
+import kiln.db.ChangeSet;
+import kiln.db.Codec;
+import kiln.db.Db;
+import kiln.db.Table;
+import kiln.db.lmdb.LmdbEngine;
 
 /**
  * The process the power-cut test kills: durable writes from several threads and change-feed readers
@@ -17,9 +24,8 @@ import org.lmdbjava.EnvFlags;
  * a half-applied one. Output lines: {@code READY}, {@code A w n} (operation n of writer w is
  * durable), {@code S seq} (a feed reader was handed change set seq).
  *
- * <p>It lives in package {@code kiln.db} for one reason: {@code --no-sync} opens LMDB with
- * {@code MDB_NOSYNC} through a setting that is not public API, so that the test can show it would
- * catch a database that acknowledges before its writes are durable.
+ * <p>{@code --no-sync} opens LMDB with {@code MDB_NOSYNC} ({@link LmdbEngine.Builder#flags}), so
+ * that the test can show it would catch a database that acknowledges before its writes are durable.
  *
  * <p>Usage: {@code PowerCutLoad DATA_DIR WRITERS [--no-sync]}
  */
@@ -55,9 +61,9 @@ public final class PowerCutLoad {
         Path data = Path.of(args[0]);
         int writers = Integer.parseInt(args[1]);
         boolean noSync = args.length > 2 && args[2].equals("--no-sync");
-        Db.Builder builder = Db.builder(data).maxMapSize(1L << 30);
-        if (noSync) builder.envFlags(EnvFlags.MDB_NOSYNC);
-        Db db = builder.open();
+        LmdbEngine.Builder engine = LmdbEngine.builder(data).maxMapSize(1L << 30);
+        if (noSync) engine.flags(EnvFlags.MDB_NOSYNC);
+        Db db = Db.builder(engine.open()).open();
         Table<Long, String> rows = db.table(ROWS, Codec.LONG, Codec.STRING);
         Table<Integer, Long> counters = db.table(COUNTERS, Codec.INT, Codec.LONG);
         ChangeFeed<Long, String> feed = db.changeFeed(rows, FEED_WINDOW);

@@ -12,6 +12,8 @@ import java.nio.file.attribute.PosixFilePermissions;
 import java.util.Random;
 import java.util.concurrent.CompletionException;
 
+import kiln.db.lmdb.LmdbEngine;
+
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -122,7 +124,7 @@ class ErrorsTest {
     /** Reads beyond the reader slots wait for one, up to readerWait, then fail naming the limit and its flag. */
     @Test
     void readsBeyondTheReaderSlotsWaitThenFailNamingTheLimit() throws Exception {
-        try (Db db = Db.builder(dir).maxReaders(Db.RESERVED_READERS + 4).readerWait(java.time.Duration.ofMillis(300)).open()) {
+        try (Db db = Db.builder(LmdbEngine.builder(dir).maxReaders(LmdbEngine.RESERVED_READERS + 4).readerWait(java.time.Duration.ofMillis(300)).open()).open()) {
             Table<Integer, Integer> t = db.table("t", Codec.INT, Codec.INT);
             assertEquals(4, db.stats().readSlots);
             java.util.concurrent.CountDownLatch holding = new java.util.concurrent.CountDownLatch(4);
