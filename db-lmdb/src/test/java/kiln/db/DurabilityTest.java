@@ -192,7 +192,7 @@ class DurabilityTest {
         }
         try (Db db = Db.open(dir)) {
             db.table("names", Codec.INT, Codec.STRING);  // "empty" is not opened by this process
-            assertEquals(java.util.Map.of("names", 500L, "empty", 0L, Db.META, 1L), db.verify());
+            assertEquals(java.util.Map.of("names", 500L, "empty", 0L, Catalog.META, 1L), db.verify());
         }
     }
 }

@@ -66,7 +66,10 @@ public final class ChangeFeed<K, V> {
     /** The prefix of a feed's log table's name. */
     static final String LOG_PREFIX = "kiln.changes.";
 
-    private final Db db;
+    private final DbState state;
+    /** Reads the log, for sets older than memory keeps and those other servers committed. */
+    private final Reads reads;
+    private final WatchBudget watchBudget;
     private final Table<K, V> table;
     private final Table<Long, Logged<K, V>> log;
     private final int window;
@@ -93,8 +96,10 @@ public final class ChangeFeed<K, V> {
     private final PrefixGroups<K, V> prefixes;
 
     @SuppressWarnings("unchecked")
-    ChangeFeed(Db db, Table<K, V> table, Table<Long, Logged<K, V>> log, int window) {
-        this.db = db;
+    ChangeFeed(DbState state, Reads reads, WatchBudget watchBudget, Table<K, V> table, Table<Long, Logged<K, V>> log, int window) {
+        this.state = state;
+        this.reads = reads;
+        this.watchBudget = watchBudget;
         this.table = table;
         this.log = log;
         this.window = window;
@@ -213,7 +218,7 @@ public final class ChangeFeed<K, V> {
      */
     private List<ChangeSet<K, V>> logged(long from, long to, int max) {
         List<ChangeSet<K, V>> found = new ArrayList<>();
-        db.readInline(txn -> log.scan(txn, from, (s, logged) -> {
+        reads.inline(txn -> log.scan(txn, from, (s, logged) -> {
             if (s > to) return false;
             found.add(logged.changeSet(s));
             return found.size() < max;
@@ -263,8 +268,8 @@ public final class ChangeFeed<K, V> {
                     return future;
                 }
             }
-            if (!db.reserveWatch()) {
-                future.completeExceptionally(new DbException.TooManyWatches("more than " + db.maxWatches()
+            if (!watchBudget.reserve()) {
+                future.completeExceptionally(new DbException.TooManyWatches("more than " + watchBudget.max()
                     + " watches are pending (Db.builder(dir).maxWatches(n) raises the cap); give up some (cancel their futures)"));
                 return future;
             }
@@ -280,7 +285,7 @@ public final class ChangeFeed<K, V> {
         synchronized (watches) {
             List<Watch<K, V>> list = watches.get(w.key);
             if (list != null && list.remove(w)) {
-                db.releaseWatch();
+                watchBudget.release();
                 if (list.isEmpty()) watches.remove(w.key);
             }
         }
@@ -372,7 +377,7 @@ public final class ChangeFeed<K, V> {
                             Watch<K, V> w = list.get(i);
                             if (set.seq() <= w.seen) continue;
                             list.remove(i);
-                            db.releaseWatch();
+                            watchBudget.release();
                             if (fired == null) fired = new ArrayList<>();
                             fired.add(w.firing(set));
                         }
@@ -430,7 +435,7 @@ public final class ChangeFeed<K, V> {
 
     /** At {@link Db#close}: wakes every reader and watch with {@link DbException.Closed}. */
     void close() {
-        DbException.Closed closed = new DbException.Closed("database " + db.location() + " is closed");
+        DbException.Closed closed = state.closedError();
         next.fail(closed);
         prefixes.close(closed);
         List<Watch<K, V>> all = new ArrayList<>();

@@ -2,16 +2,12 @@ package kiln.db;
 
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.locks.ReentrantReadWriteLock;
 
 /**
  * An embedded database whose query language is Java: a query is a lambda over a transaction. Its
@@ -64,106 +60,29 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  * when the engine opens, so no read ever waits for a remap).
  */
 public final class Db implements AutoCloseable {
-    /** The engine's {@link KvEngine#location}, for messages. */
-    private final String location;
     private final KvEngine engine;
+    /** Open, closed or fatal. */
+    private final DbState state;
     private final Writer writer;
+    private final Reads reads;
     /** Fails the queries not answered in time; null when {@link Builder#deadline} is zero. */
     private final Deadline deadline;
-    /** The reader threads of an engine whose reads block ({@link KvEngine#readThreads}); null: reads run inline. */
-    private final GroupReader readers;
-    /** Reads and backups hold it shared; closing holds it exclusively (an engine must not close under a transaction). */
-    private final ReentrantReadWriteLock closeLock = new ReentrantReadWriteLock();
+    private final Feeds feeds = new Feeds();
     private final long writerStallNanos;
-    private volatile boolean closed;
-    /** The table of every {@link Sequence}, opened on first use. */
-    private Table<String, Long> sequences;
-    /** Every table opened, by name: a table with a change feed must be one object (it records its writes). */
-    private final Map<String, Table<?, ?>> tables = new HashMap<>();
-    private final List<ChangeFeed<?, ?>> feeds = new ArrayList<>();
-    /** {@link #feeds} as the writer thread reads it, without a lock: replaced whole when a feed opens. */
-    private volatile List<ChangeFeed<?, ?>> feedList = List.of();
-    /** How long a change feed's readers wait on one future at most; see {@link ChangeFeed#renewIfOlder}. */
-    private static final long FEED_RENEW_NANOS = 60_000_000_000L;
-    private final int maxWatches;
-    private final AtomicInteger watches = new AtomicInteger();
-    /** Set once when the environment became unusable; see {@link #fatalIf}. */
-    private volatile DbException.Fatal fatal;
-    private final java.util.function.Consumer<DbException.Fatal> onFatal;
-    private final Continuations continuations;
-    /** The table of the database's own settings and states: {@value #META}. */
-    private final Table<String, byte[]> meta;
-    /** Deletes expired rows of expiring tables; null until one is opened. */
-    private Sweeper sweeper;
-    /** Every index declared, by name. */
-    private final Map<String, Index<?, ?, ?>> indexes = new HashMap<>();
+    /** Its tables, indexes, feeds and sequences, by name. */
+    private final Catalog catalog;
 
     private Db(Builder b) {
         this.engine = b.engine != null ? b.engine : KvEngines.open(b.url);
-        this.location = engine.location();
+        this.state = new DbState(engine, b.onFatal);
         this.writerStallNanos = b.writerStallNanos;
-        this.maxWatches = b.maxWatches;
-        this.onFatal = b.onFatal;
         engine.deadline(b.deadline);  // before the first transaction: an engine may set up its sessions by it
         this.deadline = b.deadline.isZero() ? null : new Deadline(b.deadline, engine);
-        this.writer = new Writer(this, engine, b.maxBatch, b.queueCapacity, b.betweenCommitAndPublish, deadline);
-        int readThreads = engine.readThreads();
-        this.readers = readThreads > 0 ? new GroupReader(this, engine, closeLock.readLock(), readThreads, deadline) : null;
-        if (deadline != null) deadline.start(readers == null ? List.of(writer) : List.of(writer, readers));
-        this.meta = new Table<>(META, openSpace(META), Codec.STRING, Codec.BYTES, null);
-        this.continuations = new Continuations(secret());
-        engine.onCommits(this::committedElsewhere);
-    }
-
-    /**
-     * On the engine's thread, when another process sharing it committed to {@code space} (null: to
-     * any): the feeds whose log it is publish what they have not yet.
-     */
-    private void committedElsewhere(String space) {
-        for (ChangeFeed<?, ?> feed : feedList) {
-            if (space != null && !space.equals(feed.logName())) continue;
-            try {
-                feed.catchUp();
-            } catch (RuntimeException e) {  // the database unreachable: the next notification or poll tries again
-                java.util.logging.Logger.getLogger(Db.class.getName()).fine(() -> "catching up on " + feed + ": " + e);
-            }
-        }
-    }
-
-    /** The table of the database's own settings: name → bytes. */
-    static final String META = "kiln.meta";
-    private static final String SECRET = "continuation-secret";
-
-    /**
-     * @return the database's secret for signing continuations: 32 random bytes made once, the first
-     *         time the database is opened, and kept in {@value #META}
-     */
-    private byte[] secret() {
-        byte[] secret = read(txn -> meta.get(txn, SECRET)).join();
-        if (secret != null) return secret;
-        return alone(txn -> {
-            byte[] made = meta.get(txn, SECRET);  // another process may have made it meanwhile
-            if (made == null) {
-                made = new byte[32];
-                new java.security.SecureRandom().nextBytes(made);
-                meta.put(txn, SECRET, made);
-            }
-            return made;
-        });
-    }
-
-    /**
-     * Runs {@code query} on the writer thread in a write transaction of its own ({@link Writer#submitAlone})
-     * and waits for its commit.
-     *
-     * @throws RuntimeException the query's failure, unwrapped
-     */
-    private <R> R alone(Query<R> query) {
-        try {
-            return writer.submitAlone(query).join();
-        } catch (CompletionException e) {
-            throw e.getCause() instanceof RuntimeException r ? r : e;
-        }
+        this.writer = new Writer(state, feeds::idle, engine, b.maxBatch, b.queueCapacity, b.betweenCommitAndPublish, deadline);
+        this.reads = new Reads(engine, state, writer, deadline);
+        if (deadline != null) deadline.start(reads.readers() == null ? List.of(writer) : List.of(writer, reads.readers()));
+        this.catalog = new Catalog(engine, state, writer, reads, feeds, new WatchBudget(b.maxWatches));
+        engine.onCommits(feeds::committedElsewhere);
     }
 
     /**
@@ -210,7 +129,7 @@ public final class Db implements AutoCloseable {
 
     /** @return where the data is, for messages: a directory, or a URL without its password ({@link KvEngine#location}) */
     public String location() {
-        return location;
+        return state.location();
     }
 
     /**
@@ -225,7 +144,7 @@ public final class Db implements AutoCloseable {
      *                               with other codecs before
      */
     public <K, V> Table<K, V> table(String name, Codec<K> keys, Codec<V> values) {
-        return openTable(name, keys, values, false, null);
+        return catalog.table(name, keys, values, false, null);
     }
 
     /**
@@ -249,7 +168,7 @@ public final class Db implements AutoCloseable {
         if (defaultTtl != null && (defaultTtl.isNegative() || defaultTtl.isZero())) {
             throw new IllegalArgumentException("defaultTtl must be positive (or null for none), got " + defaultTtl);
         }
-        return openTable(name, keys, values, true, defaultTtl);
+        return catalog.table(name, keys, values, true, defaultTtl);
     }
 
     /**
@@ -270,76 +189,7 @@ public final class Db implements AutoCloseable {
      * @throws IllegalStateException    as {@link #expiringTable}
      */
     public <R> IdempotencyKeys<R> idempotencyKeys(String name, Codec<R> results, Duration keep) {
-        return IdempotencyKeys.open(this, name, results, keep);
-    }
-
-    /** The {@value #META} key that marks a table as expiring: its values begin with their expiry. */
-    private static String expiringKey(String table) {
-        return "expiring:" + table;
-    }
-
-    private synchronized <K, V> Table<K, V> openTable(String name, Codec<K> keys, Codec<V> values, boolean expiring, java.time.Duration defaultTtl) {
-        checkOpen();
-        if (writer.isWriterThread()) {
-            throw new IllegalStateException("db.table() cannot be called inside a write query or a write future's callback"
-                + " (it waits for the writer thread); open tables at start-up");
-        }
-        Table<?, ?> known = tables.get(name);
-        if (known != null && known.keys() == keys && known.values() == values && known.isExpiring() == expiring
-                && (!expiring || known.defaultTtlMicros() == micros(defaultTtl))) {
-            @SuppressWarnings("unchecked") Table<K, V> same = (Table<K, V>) known;
-            return same;
-        }
-        if (known != null && (known.feed() != null || known.isIndexed() || known.isExpiring() != expiring)) {
-            throw new IllegalStateException("table '" + name + "' is open already with a change feed, an index or another expiry,"
-                + " which the Table object it was opened as keeps: open the table once (with the same codec objects) and share that object");
-        }
-        if (indexes.containsKey(name)) throw new IllegalArgumentException("'" + name + "' is an index's name");
-        KvSpace space = openSpace(name);
-        Table<String, byte[]> marks = meta;
-        boolean marked = read(txn -> marks.get(txn, expiringKey(name)) != null).join();
-        if (marked != expiring) {
-            if (!expiring) {
-                throw new IllegalStateException("table '" + name + "' holds rows that expire: open it with db.expiringTable(...)");
-            }
-            alone(txn -> {  // mark it expiring, if it is empty: a table's rows have an expiry or none, all of them
-                try (KvRange rows = txn.kv.range(space, null, null, false, 1)) {
-                    if (rows.next()) {
-                        throw new IllegalStateException("table '" + name + "' has rows without an expiry: an expiring table must start empty");
-                    }
-                }
-                marks.put(txn, expiringKey(name), new byte[] {1});
-                return null;
-            });
-        }
-        Table<K, V> table = expiring
-            ? new Table<>(name, space, keys, values, continuations, openSpace(EXPIRY_PREFIX + name), micros(defaultTtl))
-            : new Table<>(name, space, keys, values, continuations);
-        tables.putIfAbsent(name, table);
-        if (expiring) sweeper().add(table);
-        return table;
-    }
-
-    /** @return the sweeper of expired rows, started on first use */
-    private synchronized Sweeper sweeper() {
-        if (sweeper == null) sweeper = new Sweeper(this);
-        return sweeper;
-    }
-
-    /** The prefix of an expiring table's schedule's name. */
-    static final String EXPIRY_PREFIX = "kiln.expiry.";
-
-    private static long micros(java.time.Duration d) {
-        return d == null ? 0 : Math.max(1, d.toNanos() / 1_000);
-    }
-
-    /**
-     * Opens (creating if missing) the key space {@code name} on the writer thread, alone: creating
-     * one commits a write transaction (on LMDB, {@code mdb_dbi_open} with {@code MDB_CREATE}), and
-     * every commit goes through the writer, so that reads never go back in time.
-     */
-    private KvSpace openSpace(String name) {
-        return alone(txn -> engine.space(txn.kv, name, true));
+        return IdempotencyKeys.open(catalog, name, results, keep);
     }
 
     /**
@@ -358,34 +208,7 @@ public final class Db implements AutoCloseable {
      * @throws DbException              when the write that switches recording on fails
      */
     public <K, V> ChangeFeed<K, V> changeFeed(Table<K, V> table, int window) {
-        if (window < 1) throw new IllegalArgumentException("window must be >= 1, got " + window);
-        ChangeFeed<K, V> feed;
-        synchronized (this) {
-            checkOpen();
-            if (tables.get(table.name()) != table) {
-                throw new IllegalArgumentException("table " + table + " was not opened by this database (or was opened again since):"
-                    + " open it once and pass that object");
-            }
-            if (table.feed() != null) {
-                if (table.feed().window() != window) {
-                    throw new IllegalArgumentException("the change feed of '" + table.name() + "' is open with window " + table.feed().window());
-                }
-                return table.feed();
-            }
-            Table<Long, ChangeFeed.Logged<K, V>> log = table(ChangeFeed.LOG_PREFIX + table.name(), Codec.LONG,
-                new ChangeFeed.LogCodec<>(table.keys(), table.values()));
-            feed = new ChangeFeed<>(this, table, log, window);
-            feeds.add(feed);
-            feedList = List.copyOf(feeds);
-        }
-        ChangeFeed<K, V> opened = feed;
-        // On the writer thread, between two write queries: exactly the writes after this one are recorded.
-        write(txn -> {
-            opened.start(txn);
-            table.feed(opened);
-            return null;
-        }).join();
-        return feed;
+        return catalog.changeFeed(table, window);
     }
 
     /**
@@ -408,7 +231,7 @@ public final class Db implements AutoCloseable {
      */
     public <I, K, V> Index<I, K, V> index(Table<K, V> table, String name, Codec<I> keys,
                                           java.util.function.BiFunction<? super K, ? super V, ? extends I> key) {
-        return openIndex(table, name, keys, false, one(key));
+        return catalog.index(table, name, keys, false, Catalog.one(key));
     }
 
     /**
@@ -419,7 +242,7 @@ public final class Db implements AutoCloseable {
      */
     public <I, K, V> Index<I, K, V> indexMany(Table<K, V> table, String name, Codec<I> codec,
                                               java.util.function.BiFunction<? super K, ? super V, ? extends java.util.Collection<? extends I>> keys) {
-        return openIndex(table, name, codec, false, keys);
+        return catalog.index(table, name, codec, false, keys);
     }
 
     /**
@@ -429,129 +252,7 @@ public final class Db implements AutoCloseable {
      */
     public <I, K, V> Index<I, K, V> uniqueIndex(Table<K, V> table, String name, Codec<I> keys,
                                                 java.util.function.BiFunction<? super K, ? super V, ? extends I> key) {
-        return openIndex(table, name, keys, true, one(key));
-    }
-
-    private static <I, K, V> java.util.function.BiFunction<K, V, java.util.Collection<I>> one(
-            java.util.function.BiFunction<? super K, ? super V, ? extends I> key) {
-        return (k, v) -> {
-            I i = key.apply(k, v);
-            return i == null ? List.of() : List.of(i);
-        };
-    }
-
-    /**
-     * The {@value #META} key of an index's build state: absent (not begun), {@link #BUILT}, or
-     * {@link #BUILDING} followed by the last row key done.
-     */
-    private static String buildStateKey(String index) {
-        return "index:" + index;
-    }
-
-    /** The build state of an index that holds every row. */
-    private static final byte[] BUILT = {0};
-    /** The first byte of the build state of an index being built; the last row key done follows. */
-    private static final byte BUILDING = 1;
-
-    private <I, K, V> Index<I, K, V> openIndex(Table<K, V> table, String name, Codec<I> keys, boolean unique,
-                                               java.util.function.BiFunction<? super K, ? super V, ? extends java.util.Collection<? extends I>> extractor) {
-        Index<I, K, V> index;
-        synchronized (this) {
-            checkOpen();
-            if (writer.isWriterThread()) throw new IllegalStateException("declare indexes at start-up, not on the writer thread");
-            if (tables.get(table.name()) != table) {
-                throw new IllegalArgumentException("table " + table + " was not opened by this database (or was opened again since):"
-                    + " open it once and pass that object");
-            }
-            Index<?, ?, ?> known = indexes.get(name);
-            if (known != null) {
-                if (known.table() != table || known.isUnique() != unique) {
-                    throw new IllegalArgumentException("index '" + name + "' is declared already, as " + known);
-                }
-                @SuppressWarnings("unchecked") Index<I, K, V> same = (Index<I, K, V>) known;
-                return same;
-            }
-            if (tables.containsKey(name)) throw new IllegalArgumentException("'" + name + "' is a table's name; give the index its own");
-            index = new Index<>(name, table, keys, unique, extractor, openSpace(name), continuations);
-            indexes.put(name, index);
-        }
-        Index<I, K, V> declared = index;
-        // On the writer thread, between two write queries: every write after this one keeps the index.
-        byte[] state = write(txn -> {
-            table.index(declared);
-            byte[] now = meta.get(txn, buildStateKey(name));
-            if (now == null) {
-                try (KvRange rows = txn.kv.range(table.space, null, null, false, 1)) {  // expired rows count: they have entries
-                    if (!rows.next()) {
-                        now = BUILT;  // an empty table's index holds every row already
-                        meta.put(txn, buildStateKey(name), now);
-                    }
-                }
-            }
-            return now;
-        }).join();
-        if (state != null && java.util.Arrays.equals(state, BUILT)) {
-            index.built();
-        } else {
-            long rows = read(txn -> txn.kv.count(table.space)).join();
-            java.util.logging.Logger.getLogger(Db.class.getName()).info(() -> "building index '" + name + "' of '" + table.name() + "' ("
-                + rows + " rows, " + Index.BUILD_BATCH + " per write" + (state == null ? "" : ", going on from where it stopped") + ")");
-            buildStep(index, state == null ? null : java.util.Arrays.copyOfRange(state, 1, state.length), System.nanoTime());
-        }
-        return index;
-    }
-
-    /**
-     * Adds the entries of the next {@link Index#BUILD_BATCH} rows in one write, and from its
-     * callback (on the writer thread, after the commit) queues the next, until the table has no more:
-     * other writes take turns with the build's.
-     */
-    private void buildStep(Index<?, ?, ?> index, byte[] after, long started) {
-        String key = buildStateKey(index.name());
-        write(txn -> {
-            byte[] last = index.build(txn, after, Index.BUILD_BATCH);
-            if (last == null) {
-                meta.put(txn, key, BUILT);
-            } else {
-                byte[] building = new byte[1 + last.length];
-                building[0] = BUILDING;
-                System.arraycopy(last, 0, building, 1, last.length);
-                meta.put(txn, key, building);
-            }
-            return last;
-        }).whenComplete((last, failed) -> {
-            if (failed != null) {
-                Throwable why = failed instanceof java.util.concurrent.CompletionException && failed.getCause() != null ? failed.getCause() : failed;
-                java.util.logging.Logger.getLogger(Db.class.getName()).warning("index '" + index.name() + "' could not be built: " + why);
-                index.buildFailed(why);
-            } else if (last == null) {
-                java.util.logging.Logger.getLogger(Db.class.getName()).info(() -> "index '" + index.name() + "' is built, in "
-                    + (System.nanoTime() - started) / 1_000_000 + " ms");
-                index.built();
-            } else {
-                buildStep(index, last, started);
-            }
-        });
-    }
-
-    /** On the writer thread while it has no work: see {@link ChangeFeed#renewIfOlder}. */
-    void writerIdle() {
-        for (ChangeFeed<?, ?> feed : feedList) feed.renewIfOlder(FEED_RENEW_NANOS);
-    }
-
-    /** @return a pending watch's place under {@link Builder#maxWatches}, or false when there is none left */
-    boolean reserveWatch() {
-        if (watches.incrementAndGet() <= maxWatches) return true;
-        watches.decrementAndGet();
-        return false;
-    }
-
-    void releaseWatch() {
-        watches.decrementAndGet();
-    }
-
-    int maxWatches() {
-        return maxWatches;
+        return catalog.index(table, name, keys, true, Catalog.one(key));
     }
 
     /**
@@ -560,9 +261,8 @@ public final class Db implements AutoCloseable {
      * @param name the sequence's name, 1..511 bytes of UTF-8
      * @throws IllegalStateException on the writer thread (inside a write query)
      */
-    public synchronized Sequence sequence(String name) {
-        if (sequences == null) sequences = table(Sequence.TABLE, Codec.STRING, Codec.LONG);
-        return new Sequence(sequences, name);
+    public Sequence sequence(String name) {
+        return catalog.sequence(name);
     }
 
     /**
@@ -579,56 +279,7 @@ public final class Db implements AutoCloseable {
      *         {@link Builder#deadline})
      */
     public <R> QueryFuture<R> read(Query<R> query) {
-        QueryFuture<R> f = new QueryFuture<>();
-        if (readers == null) {
-            try {
-                f.succeed(readNow(query));
-            } catch (Throwable t) {
-                f.fail(t);
-            }
-        } else if (writer.isRunningQuery()) {
-            f.fail(new IllegalStateException("db.read() inside a write query: use the write transaction you were given"));
-        } else if (closed) {
-            f.fail(new DbException.Closed("database " + location + " is closed"));
-        } else {
-            readers.submit(query, f);
-        }
-        return f;
-    }
-
-    /**
-     * Runs a read query on the calling thread on every engine, for the layers' own rare reads that
-     * cannot wait asynchronously (a change feed reading sets older than it keeps in memory): on
-     * PostgreSQL it holds the caller for one round trip.
-     *
-     * @throws RuntimeException the query's failure (a checked one wrapped)
-     */
-    <R> R readInline(Query<R> query) {
-        try {
-            return readNow(query);
-        } catch (RuntimeException e) {
-            throw e;
-        } catch (Exception e) {
-            throw new java.util.concurrent.CompletionException(e);
-        }
-    }
-
-    private <R> R readNow(Query<R> query) throws Exception {
-        if (writer.isRunningQuery()) {
-            throw new IllegalStateException("db.read() inside a write query: use the write transaction you were given");
-        }
-        ReentrantReadWriteLock.ReadLock lock = closeLock.readLock();
-        lock.lock();
-        try {
-            checkOpen();
-            try (KvTxn t = engine.beginRead()) {
-                return query.run(new Txn(t));
-            }
-        } catch (RuntimeException e) {
-            throw fatalOr(e);
-        } finally {
-            lock.unlock();
-        }
+        return reads.read(query);
     }
 
     /**
@@ -648,17 +299,7 @@ public final class Db implements AutoCloseable {
      *         outcome unknown (it may still commit)
      */
     public <R> QueryFuture<R> write(Query<R> query) {
-        if (writer.isRunningQuery()) {
-            // joining it would deadlock the writer on itself
-            return QueryFuture.failed(new IllegalStateException(
-                "db.write() inside a write query: do the work in the transaction you were given"));
-        }
-        if (closed) {
-            return QueryFuture.failed(new DbException.Closed("database " + location + " is closed"));
-        }
-        DbException.Fatal f = fatal;
-        if (f != null) return QueryFuture.failed(f);
-        return writer.submit(query);
+        return writer.write(query);
     }
 
     /** @return counters since open: commits, writes, batch sizes, map size, read transactions (also after {@link #close}) */
@@ -678,25 +319,13 @@ public final class Db implements AutoCloseable {
             throw new IllegalStateException("db.close() from a write future's callback would wait for the writer thread,"
                 + " which is running that callback; close from another thread");
         }
-        Sweeper s;
-        synchronized (this) {
-            if (closed) return;
-            closed = true;
-            s = sweeper;
-        }
-        if (s != null) s.stop();
+        if (!state.close()) return;
+        catalog.stopSweeper();
         writer.shutdownAndDrain();
-        if (readers != null) readers.stop();
+        reads.stop();
         if (deadline != null) deadline.stop();
-        synchronized (this) {
-            for (ChangeFeed<?, ?> feed : feeds) feed.close();
-        }
-        closeLock.writeLock().lock();
-        try {
-            engine.close();
-        } finally {
-            closeLock.writeLock().unlock();
-        }
+        feeds.close();
+        reads.closeEngine();
     }
 
     /**
@@ -713,7 +342,7 @@ public final class Db implements AutoCloseable {
         DbHealth state = state();
         if (state != null) return state;
         try {
-            readNow(this::probe);
+            reads.now(this::probe);
         } catch (Exception e) {
             return DbHealth.problem("the database does not answer reads: " + e.getMessage());
         }
@@ -743,15 +372,15 @@ public final class Db implements AutoCloseable {
         });
     }
 
-    /** The read of {@link #health}: one key of {@value #META}, so that an engine over the network makes a round trip. */
+    /** The read of {@link #health}: one key of {@value Catalog#META}, so that an engine over the network makes a round trip. */
     private Object probe(Txn txn) {
-        return meta.get(txn, SECRET);
+        return catalog.probe(txn);
     }
 
     /** @return the first problem {@link #health} finds without reading, or null */
     private DbHealth state() {
-        if (closed) return DbHealth.problem("the database is closed");
-        DbException.Fatal f = fatal;
+        if (state.isClosed()) return DbHealth.problem("the database is closed");
+        DbException.Fatal f = state.fatal();
         if (f != null) return DbHealth.problem(f.getMessage());
         if (!writer.isAlive()) return DbHealth.problem("the database's writer thread is not running");
         long busy = writer.busyNanos(System.nanoTime());
@@ -783,14 +412,7 @@ public final class Db implements AutoCloseable {
      */
     public Path backup(Path target) {
         long mark = markBackup();
-        ReentrantReadWriteLock.ReadLock lock = closeLock.readLock();
-        lock.lock();
-        try {
-            checkOpen();
-            return engine.backup(target, mark);
-        } finally {
-            lock.unlock();
-        }
+        return reads.whileOpen(() -> engine.backup(target, mark));
     }
 
     /**
@@ -808,7 +430,7 @@ public final class Db implements AutoCloseable {
                 return mark;
             }).join();
         } catch (CompletionException e) {
-            throw new DbException.BackupFailed("backup of " + location + " could not write its mark (a backup begins with"
+            throw new DbException.BackupFailed("backup of " + location() + " could not write its mark (a backup begins with"
                 + " one small durable write; with the disk full, stop the server and copy the data files instead): "
                 + e.getCause().getMessage(), e.getCause());
         }
@@ -828,23 +450,10 @@ public final class Db implements AutoCloseable {
      * @throws DbException.Closed  after {@link #close}
      */
     public Map<String, Long> verify() {
-        checkOpen();
+        state.checkOpen();
         try {
-            Map<String, KvSpace> spaces = alone(txn -> {
-                Map<String, KvSpace> all = new java.util.LinkedHashMap<>();
-                for (String name : engine.spaceNames(txn.kv)) {
-                    Table<?, ?> known;
-                    synchronized (this) {
-                        known = tables.get(name);
-                    }
-                    all.put(name, known != null ? known.space : engine.space(txn.kv, name, false));
-                }
-                return all;
-            });
-            List<Index<?, ?, ?>> built;
-            synchronized (this) {
-                built = indexes.values().stream().filter(Index::isReady).toList();
-            }
+            Map<String, KvSpace> spaces = catalog.spaces();
+            List<Index<?, ?, ?>> built = catalog.builtIndexes();
             return read(txn -> {
                 Map<String, Long> counts = new java.util.LinkedHashMap<>();
                 for (Map.Entry<String, KvSpace> e : spaces.entrySet()) counts.put(e.getKey(), engine.verify(txn.kv, e.getValue()));
@@ -856,64 +465,13 @@ public final class Db implements AutoCloseable {
         } catch (RuntimeException e) {
             Throwable cause = e instanceof CompletionException ? e.getCause() : e;
             if (cause instanceof DbException d) throw d;
-            throw new DbException.Corrupt("database " + location + " does not verify: " + cause.getMessage(), cause);
+            throw new DbException.Corrupt("database " + location() + " does not verify: " + cause.getMessage(), cause);
         }
     }
 
     /** @return true once {@link #close} has begun */
     public boolean isClosed() {
-        return closed;
-    }
-
-    /** @return the error that makes {@code e}'s engine unusable ({@link #fatalIf}), or {@code e} itself */
-    RuntimeException fatalOr(RuntimeException e) {
-        DbException.Fatal f = fatalIf(e);
-        return f != null ? f : e;
-    }
-
-    void checkOpen() {
-        if (closed) throw new DbException.Closed("database " + location + " is closed");
-        DbException.Fatal f = fatal;
-        if (f != null) throw f;
-    }
-
-    /** @return the error that made the environment unusable, or null while it is usable */
-    DbException.Fatal fatal() {
-        return fatal;
-    }
-
-    /** @return whether {@code e} means the engine must not be used again ({@link KvEngine#fatalCause}) */
-    boolean isFatal(RuntimeException e) {
-        return e instanceof DbException.Fatal || engine.fatalCause(e) != null;
-    }
-
-    /**
-     * Makes the database fatal when {@code e} is an error after which the engine must not be used again
-     * ({@link KvEngine#fatalCause}); the first such error wins, is logged, and {@link Builder#onFatal} hears of
-     * it once, on a thread of its own.
-     *
-     * @return the fatal error to fail with, or null when {@code e} is not fatal
-     */
-    DbException.Fatal fatalIf(RuntimeException e) {
-        if (e instanceof DbException.Fatal f) return f;
-        String cause = engine.fatalCause(e);
-        if (cause == null) return null;
-        DbException.Fatal first;
-        synchronized (this) {
-            if (fatal == null) {
-                fatal = new DbException.Fatal("database " + location + " is unusable: " + cause
-                    + "; restart the process (the engine reopens from the last commit that reached the disk)", e);
-                java.util.logging.Logger.getLogger(Db.class.getName()).log(java.util.logging.Level.SEVERE, fatal.getMessage(), e);
-                if (onFatal != null) {
-                    DbException.Fatal told = fatal;
-                    Thread t = new Thread(() -> onFatal.accept(told), "kiln-db-fatal");
-                    t.setDaemon(true);
-                    t.start();
-                }
-            }
-            first = fatal;
-        }
-        return first;
+        return state.isClosed();
     }
 
     /** {@link Builder#deadline}'s default: 5 s. */

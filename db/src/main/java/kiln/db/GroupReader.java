@@ -26,13 +26,13 @@ final class GroupReader implements Deadline.Watched {
 
     /** One read asked for, its future, and when it was asked for ({@link Deadline#stamp}; 0 without a deadline). */
     private record Pending<R>(Query<R> query, QueryFuture<R> future, long asked) {
-        void run(Txn txn, Db db, List<Runnable> completions) {
+        void run(Txn txn, DbState state, List<Runnable> completions) {
             if (future.isDone()) return;  // failed by the deadline meanwhile: nobody waits for it
             try {
                 R result = query.run(txn);
                 completions.add(() -> future.succeed(result));
             } catch (DbException e) {
-                RuntimeException failure = db.fatalOr(e);
+                RuntimeException failure = state.fatalOr(e);
                 completions.add(() -> future.fail(failure));
                 throw e;
             } catch (Throwable t) {
@@ -41,7 +41,7 @@ final class GroupReader implements Deadline.Watched {
         }
     }
 
-    private final Db db;
+    private final DbState state;
     private final KvEngine engine;
     private final Lock closeLock;
     private final ArrayBlockingQueue<Pending<?>> queue = new ArrayBlockingQueue<>(QUEUE);
@@ -54,8 +54,8 @@ final class GroupReader implements Deadline.Watched {
     private static final Pending<?>[] NONE = new Pending<?>[0];
 
     /** @param deadline the database's, or null for none; it watches these readers once started */
-    GroupReader(Db db, KvEngine engine, Lock closeLock, int count, Deadline deadline) {
-        this.db = db;
+    GroupReader(DbState state, KvEngine engine, Lock closeLock, int count, Deadline deadline) {
+        this.state = state;
         this.engine = engine;
         this.closeLock = closeLock;
         this.deadline = deadline;
@@ -75,7 +75,7 @@ final class GroupReader implements Deadline.Watched {
         if (!queue.offer(p)) {
             future.fail(new DbException.Overloaded("too many reads waiting (" + QUEUE + "); retry shortly"));
         } else if (stopping && queue.remove(p)) {
-            future.fail(new DbException.Closed("database " + db.location() + " is closed"));
+            future.fail(state.closedError());
         }
     }
 
@@ -154,16 +154,16 @@ final class GroupReader implements Deadline.Watched {
             while (next < group.size()) {
                 List<Runnable> completions = new ArrayList<>(group.size() - next);
                 try {
-                    db.checkOpen();
+                    state.checkOpen();
                     try (KvTxn t = engine.beginRead()) {
                         Txn txn = new Txn(t);
-                        while (next < group.size()) group.get(next++).run(txn, db, completions);
+                        while (next < group.size()) group.get(next++).run(txn, state, completions);
                     }
                 } catch (RuntimeException e) {
                     // the engine failed a read (or could not begin): that read has it; the rest go on afresh,
                     // unless no transaction can be had at all (the database closed or unreachable)
                     boolean begun = !completions.isEmpty();
-                    RuntimeException failure = db.fatalOr(e);
+                    RuntimeException failure = state.fatalOr(e);
                     if (!begun) {
                         for (; next < group.size(); next++) group.get(next).future().fail(failure);
                     }

@@ -70,10 +70,10 @@ public final class IdempotencyKeys<R> {
     }
 
     /** {@link Db#idempotencyKeys}: keys in the expiring table {@code name}, rows keyed {@code Tuple.of(scope, key)}. */
-    static <R> IdempotencyKeys<R> open(Db db, String name, Codec<R> results, Duration keep) {
+    static <R> IdempotencyKeys<R> open(Catalog catalog, String name, Codec<R> results, Duration keep) {
         Objects.requireNonNull(results, "results");
         if (keep == null || keep.isNegative() || keep.isZero()) throw new IllegalArgumentException("keep must be positive, got " + keep);
-        return new IdempotencyKeys<>(db.expiringTable(name, Codec.TUPLE, new StoredCodec<>(results), keep), keep);
+        return new IdempotencyKeys<>(catalog.table(name, Codec.TUPLE, new StoredCodec<>(results), true, keep), keep);
     }
 
     /**

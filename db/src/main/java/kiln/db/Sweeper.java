@@ -18,13 +18,17 @@ final class Sweeper implements Runnable {
     /** How long the sweeper waits after a sweep that left nothing due, ms. */
     static final long PERIOD_MS = 1_000;
 
-    private final Db db;
+    private final Reads reads;
+    private final Writer writer;
+    private final DbState state;
     private final List<Table<?, ?>> tables = new CopyOnWriteArrayList<>();
     private final Thread thread;
     private volatile boolean stopping;
 
-    Sweeper(Db db) {
-        this.db = db;
+    Sweeper(Reads reads, Writer writer, DbState state) {
+        this.reads = reads;
+        this.writer = writer;
+        this.state = state;
         this.thread = new Thread(this, "kiln-db-expiry");
         this.thread.setDaemon(true);
         this.thread.start();
@@ -50,12 +54,12 @@ final class Sweeper implements Runnable {
             int n = 0;
             try {
                 // a read first: an idle database commits nothing (DbStats.commits stays still)
-                if (!db.read(txn -> tables.stream().anyMatch(t -> t.hasDue(txn))).join()) {
+                if (!reads.read(txn -> tables.stream().anyMatch(t -> t.hasDue(txn))).join()) {
                     pause();
                     if (stopping) return;
                     continue;
                 }
-                n = db.write(txn -> {
+                n = writer.write(txn -> {
                     int done = 0;
                     for (Table<?, ?> t : tables) {
                         if (done >= Table.SWEEP_BATCH) break;
@@ -64,7 +68,7 @@ final class Sweeper implements Runnable {
                     return done;
                 }).join();
             } catch (CompletionException e) {
-                if (stopping || db.isClosed()) return;
+                if (stopping || state.isClosed()) return;
                 LOG.log(Level.WARNING, "sweeping expired rows failed; trying again in " + PERIOD_MS + " ms", e.getCause());
             }
             if (n < Table.SWEEP_BATCH) pause();

@@ -80,7 +80,9 @@ final class Writer implements Runnable, Deadline.Watched {
         }
     }
 
-    private final Db db;
+    private final DbState state;
+    /** Called on the writer thread when it has had no work for a while (the feeds' renewal: {@link Feeds#idle}). */
+    private final Runnable idle;
     private final KvEngine engine;
     private final int maxBatch;
     private final ArrayBlockingQueue<Pending<?>> queue;
@@ -118,9 +120,14 @@ final class Writer implements Runnable, Deadline.Watched {
      */
     private final Set<ChangeFeed<?, ?>> behind = new LinkedHashSet<>();
 
-    /** @param deadline the database's, or null for none; it watches this writer once started */
-    Writer(Db db, KvEngine engine, int maxBatch, int queueCapacity, Runnable betweenCommitAndPublish, Deadline deadline) {
-        this.db = db;
+    /**
+     * @param idle     run on this thread when it has had no work for 50 ms
+     * @param deadline the database's, or null for none; it watches this writer once started
+     */
+    Writer(DbState state, Runnable idle, KvEngine engine, int maxBatch, int queueCapacity, Runnable betweenCommitAndPublish,
+           Deadline deadline) {
+        this.state = state;
+        this.idle = idle;
         this.deadline = deadline;
         this.betweenCommitAndPublish = betweenCommitAndPublish;
         this.engine = engine;
@@ -158,6 +165,21 @@ final class Writer implements Runnable, Deadline.Watched {
         return started == 0 ? 0 : Math.max(1, now - started);
     }
 
+    /**
+     * {@link Db#write}: queues {@code query}, or fails its future at once inside a write query (joining
+     * it would deadlock the writer on itself), after the database's close, or once it is fatal.
+     */
+    <R> QueryFuture<R> write(Query<R> query) {
+        if (isRunningQuery()) {
+            return QueryFuture.failed(new IllegalStateException(
+                "db.write() inside a write query: do the work in the transaction you were given"));
+        }
+        if (state.isClosed()) return QueryFuture.failed(state.closedError());
+        DbException.Fatal f = state.fatal();
+        if (f != null) return QueryFuture.failed(f);
+        return submit(query);
+    }
+
     <R> QueryFuture<R> submit(Query<R> query) {
         return enqueue(new Pending<>(query, false, deadline == null ? 0 : Deadline.stamp()));
     }
@@ -178,7 +200,7 @@ final class Writer implements Runnable, Deadline.Watched {
                 "write queue full (" + queue.size() + " writes waiting for the disk); retry later"));
         } else if (stopping && queue.remove(p)) {
             // close() raced with this submit and the writer may already have drained: refuse it
-            p.future.fail(new DbException.Closed("database " + db.location() + " is closed"));
+            p.future.fail(state.closedError());
         }
         return p.future;
     }
@@ -210,7 +232,7 @@ final class Writer implements Runnable, Deadline.Watched {
                 if (first == null) {
                     if (stopping && queue.isEmpty()) return;
                     if (!behind.isEmpty()) catchUpBehind();
-                    db.writerIdle();
+                    idle.run();
                     continue;
                 }
                 batch.add(first);
@@ -286,7 +308,7 @@ final class Writer implements Runnable, Deadline.Watched {
      *         the engine would refuse it (or, after an I/O error, could report lost data as durable)
      */
     private boolean failedFatal(List<Pending<?>> batch) {
-        DbException.Fatal fatal = db.fatal();
+        DbException.Fatal fatal = state.fatal();
         if (fatal == null) return false;
         for (Pending<?> p : batch) p.future.fail(fatal);
         return true;
@@ -344,7 +366,7 @@ final class Writer implements Runnable, Deadline.Watched {
                     for (Pending<?> p : batch) p.complete();
                     return;
                 }
-                DbException failure = db.fatalIf(e);
+                DbException failure = state.fatalIf(e);
                 if (failure == null && batch.size() > 1) {
                     // Most likely one write's fault that reached the whole transaction (a statement
                     // PostgreSQL refused aborts it, and every later one is refused): nothing was
@@ -390,7 +412,7 @@ final class Writer implements Runnable, Deadline.Watched {
                 if (attempt < MAX_CONFLICTS && backOff(attempt)) continue;
                 p.error = contended(attempt, c);
             } catch (Exception e) {
-                DbException fatal = e instanceof RuntimeException r ? db.fatalIf(r) : null;
+                DbException fatal = e instanceof RuntimeException r ? state.fatalIf(r) : null;
                 p.error = fatal != null ? fatal : e;
             }
             p.complete();
@@ -421,7 +443,7 @@ final class Writer implements Runnable, Deadline.Watched {
                     } catch (KvTxn.TooLarge | KvTxn.Conflict | DbException.Unavailable e) {
                         throw e;  // the whole batch's: too large, run again, or the engine is out of reach
                     } catch (Exception | StackOverflowError e) {
-                        if (e instanceof RuntimeException r && db.isFatal(r)) throw r;  // the engine's fault, not the query's
+                        if (e instanceof RuntimeException r && state.isFatal(r)) throw r;  // the engine's fault, not the query's
                         p.error = e;
                         p.changes = null;  // rolled back with its nested transaction
                         failed++;

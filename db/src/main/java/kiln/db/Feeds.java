@@ -1,0 +1,49 @@
+package kiln.db;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.logging.Logger;
+
+/**
+ * The database's open {@link ChangeFeed}s: what the writer and the engine tell all of them — a
+ * writer with nothing to do ({@link #idle}), a commit by another process sharing the engine
+ * ({@link #committedElsewhere}), the database's close.
+ */
+final class Feeds {
+    /** How long a change feed's readers wait on one future at most; see {@link ChangeFeed#renewIfOlder}. */
+    private static final long RENEW_NANOS = 60_000_000_000L;
+
+    private final List<ChangeFeed<?, ?>> opened = new ArrayList<>();
+    /** {@link #opened} as the writer and the engine's thread read it, without a lock: replaced whole when a feed opens. */
+    private volatile List<ChangeFeed<?, ?>> all = List.of();
+
+    synchronized void add(ChangeFeed<?, ?> feed) {
+        opened.add(feed);
+        all = List.copyOf(opened);
+    }
+
+    /** On the writer thread while it has no work: see {@link ChangeFeed#renewIfOlder}. */
+    void idle() {
+        for (ChangeFeed<?, ?> feed : all) feed.renewIfOlder(RENEW_NANOS);
+    }
+
+    /**
+     * On the engine's thread, when another process sharing it committed to {@code space} (null: to
+     * any, {@link KvEngine#onCommits}): the feeds whose log it is publish what they have not yet.
+     */
+    void committedElsewhere(String space) {
+        for (ChangeFeed<?, ?> feed : all) {
+            if (space != null && !space.equals(feed.logName())) continue;
+            try {
+                feed.catchUp();
+            } catch (RuntimeException e) {  // the database unreachable: the next notification or poll tries again
+                Logger.getLogger(Feeds.class.getName()).fine(() -> "catching up on " + feed + ": " + e);
+            }
+        }
+    }
+
+    /** At the database's close: wakes every feed's readers and watches with {@link DbException.Closed}. */
+    void close() {
+        for (ChangeFeed<?, ?> feed : all) feed.close();
+    }
+}
