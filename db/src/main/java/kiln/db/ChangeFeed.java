@@ -343,11 +343,22 @@ public final class ChangeFeed<K, V> {
 
     /**
      * When another process sharing the engine committed to the log ({@link KvEngine#onCommits}), on
-     * the engine's thread: keeps and announces the sets this process has not published yet.
+     * the engine's thread (or the writer's, for a feed whose publish failed): keeps and announces the
+     * sets this process has not published yet. The log is read without the feed's lock, so that the
+     * writer's {@link #publish} never waits behind this round trip; what was read is kept under it,
+     * skipping what the writer published meanwhile.
      */
-    synchronized void catchUp() {
+    void catchUp() {
         if (!started) return;
-        keepLogged(Long.MAX_VALUE);
+        while (true) {
+            List<ChangeSet<K, V>> found = logged(lastSeq + 1, Long.MAX_VALUE, MAX_IN_MEMORY);
+            synchronized (this) {
+                for (ChangeSet<K, V> set : found) {
+                    if (set.seq() > lastSeq) keep(set);  // a gap the window trimmed meanwhile: readers of it get Expired
+                }
+            }
+            if (found.size() < MAX_IN_MEMORY) break;
+        }
         wake();
     }
 
@@ -358,11 +369,22 @@ public final class ChangeFeed<K, V> {
 
     /**
      * After the batch's {@link #publish}es (on the writer thread) or a {@link #catchUp}: completes the
-     * readers' shared future and the watches of the keys changed; nothing when nothing was published
-     * since the last call.
+     * readers' shared future, the prefix feeds' and the watches of the keys changed; nothing when
+     * nothing was published since the last call. Who is woken is decided under the feed's lock, in
+     * publish order; the futures are completed after it is released, so that their callbacks (a
+     * fiber's resumption, a stream's next step) never run holding it.
      */
-    synchronized void wake() {
-        if (unannounced.isEmpty()) return;
+    void wake() {
+        Runnable completions;
+        synchronized (this) {
+            completions = announce();
+        }
+        if (completions != null) completions.run();
+    }
+
+    /** @return what {@link #wake} completes, taken from the sets not yet announced; null when there are none */
+    private Runnable announce() {
+        if (unannounced.isEmpty()) return null;
         List<ChangeSet<K, V>> published = List.copyOf(unannounced);
         unannounced.clear();
         QueryFuture<Void> waiting = renew();
@@ -386,11 +408,15 @@ public final class ChangeFeed<K, V> {
                 }
             }
         }
-        waiting.succeed(null);
-        prefixes.dispatch(published);
-        if (fired != null) {
-            for (Watch<K, V> w : fired) w.future.complete(w.set);
-        }
+        List<QueryFuture<Void>> prefixReaders = prefixes.dispatch(published);
+        List<Watch<K, V>> watchers = fired;
+        return () -> {
+            waiting.succeed(null);
+            for (QueryFuture<Void> f : prefixReaders) f.succeed(null);
+            if (watchers != null) {
+                for (Watch<K, V> w : watchers) w.future.complete(w.set);
+            }
+        };
     }
 
     /** @return the readers' shared future, replaced by a new one: complete it */

@@ -228,13 +228,14 @@ final class PrefixGroups<K, V> {
     }
 
     /**
-     * On the writer thread, after the sets were published: gives each set's changes to the groups of
-     * the prefixes they fall under, and completes those groups' futures.
+     * After the sets were published, under their feed's lock (so in publish order): gives each set's
+     * changes to the groups of the prefixes they fall under, and renews those groups' futures.
      *
      * @param published the sets, oldest first; not empty
+     * @return the futures of the groups woken, for the caller to complete once it holds no lock
      */
-    void dispatch(List<ChangeSet<K, V>> published) {
-        List<QueryFuture<Void>> woken = null;
+    List<QueryFuture<Void>> dispatch(List<ChangeSet<K, V>> published) {
+        List<QueryFuture<Void>> woken = List.of();
         synchronized (this) {
             if (!groups.isEmpty()) {
                 Map<Group<K, V>, List<ChangeSet.Change<K, V>>> hits = new HashMap<>();
@@ -255,16 +256,14 @@ final class PrefixGroups<K, V> {
                         g.recent.addLast(new ChangeSet<>(set.seq(), set.committedAt(), List.copyOf(hit.getValue())));
                         if (g.recent.size() > RECENT) g.completeFrom = g.recent.removeFirst().seq();
                         g.lastSeq = set.seq();
-                        if (woken == null) woken = new ArrayList<>();
+                        if (woken.isEmpty()) woken = new ArrayList<>();
                         woken.add(g.renew());
                     }
                 }
             }
             dispatched = published.get(published.size() - 1).seq();
         }
-        if (woken != null) {
-            for (QueryFuture<Void> f : woken) f.succeed(null);
-        }
+        return woken;
     }
 
     /** @return {@code set} with only its changes under {@code prefix}, or null when it has none */

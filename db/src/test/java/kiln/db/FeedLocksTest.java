@@ -1,0 +1,77 @@
+package kiln.db;
+
+import static java.util.concurrent.TimeUnit.SECONDS;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Path;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A change feed holds its lock only to decide, never across a round trip to the engine or while its
+ * readers' callbacks run: over a shared engine (PostgreSQL) the listener's catch-up reads the log
+ * while the one writer publishes, and a reader's callback may do anything.
+ */
+class FeedLocksTest {
+    @TempDir Path dir;
+
+    /** Before: catchUp held the feed's lock through its log read, and the writer's publish (so every write) waited for it. */
+    @Test
+    void aCatchUpReadingTheLogDoesNotHoldUpTheWritersPublish() throws Exception {
+        CountDownLatch inRead = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        KvEngine engine = new ForwardingEngine(MemoryEngine.at(dir)) {
+            @Override
+            public KvTxn beginRead() {
+                if (Thread.currentThread().getName().equals("catch-up")) {
+                    inRead.countDown();
+                    try {
+                        release.await(30, SECONDS);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                }
+                return super.beginRead();
+            }
+        };
+        try (Db db = Db.builder(engine).open()) {
+            Table<Integer, String> t = db.table("notes", Codec.INT, Codec.STRING);
+            ChangeFeed<Integer, String> feed = db.changeFeed(t, 100);
+            Thread catchUp = new Thread(feed::catchUp, "catch-up");
+            catchUp.start();
+            try {
+                assertTrue(inRead.await(30, SECONDS), "the catch-up reads the log");
+                db.write(txn -> { t.put(txn, 1, "one"); return null; }).get(30, SECONDS);
+                assertEquals(1, feed.lastSeq(), "published while the catch-up's read waits");
+            } finally {
+                release.countDown();
+                catchUp.join(30_000);
+            }
+            assertEquals(1, feed.lastSeq());
+        }
+    }
+
+    /** Before: wake() completed the readers' futures inside the feed's lock, so their callbacks ran holding it. */
+    @Test
+    void readersCallbacksRunWithoutTheFeedsLock() throws Exception {
+        try (Db db = Db.builder(MemoryEngine.at(dir)).open()) {
+            Table<Integer, String> t = db.table("notes", Codec.INT, Codec.STRING);
+            ChangeFeed<Integer, String> feed = db.changeFeed(t, 100);
+            PrefixFeed<Integer, String> row = feed.prefix(1);
+            AtomicBoolean held = new AtomicBoolean();
+            CompletableFuture<Void> all = CompletableFuture.allOf(
+                feed.after(0).thenRun(() -> held.compareAndSet(false, Thread.holdsLock(feed))),
+                row.after(0).thenRun(() -> held.compareAndSet(false, Thread.holdsLock(feed))),
+                db.read(txn -> feed.watch(txn, 1)).join().thenRun(() -> held.compareAndSet(false, Thread.holdsLock(feed))));
+            db.write(txn -> { t.put(txn, 1, "one"); return null; }).get(30, SECONDS);
+            all.get(30, SECONDS);
+            assertFalse(held.get(), "a reader's callback ran holding the feed's lock");
+        }
+    }
+}
