@@ -115,7 +115,7 @@ public final class Connections implements Connection.Owner {
     }
 
     private void expireOverdue() {
-        long now = System.nanoTime();
+        long now = nanoTime();
         int expired = 0;
         for (Connection c : open) {
             if (c.expireIfOverdue(now)) expired++;

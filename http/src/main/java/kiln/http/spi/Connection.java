@@ -157,7 +157,7 @@ public final class Connection {
     /** The request whose handler is to run or runs now ({@link Action#HANDLE}), or null; volatile for {@link #handlerName}. */
     private volatile Request pending;
 
-    /** System.nanoTime() after which the reaper may end the connection; meaningful when {@link #phase} != NONE. */
+    /** {@link Owner#nanoTime()} after which the reaper may end the connection; meaningful when {@link #phase} != NONE. */
     private volatile long deadline;
     private volatile int phase = NONE;
     /** Set by the reaper before it half-closes the socket, so the connection knows why it saw end-of-stream. */
@@ -176,6 +176,14 @@ public final class Connection {
      * own layer). The server's reaper calls {@link #expireIfOverdue} on its open connections.
      */
     public interface Owner {
+        /**
+         * @return now on the clock every deadline is kept by, ns: {@link System#nanoTime()}, or a
+         *         test's fake clock; the reaper passes the same clock's time to {@link #expireIfOverdue}
+         */
+        default long nanoTime() {
+            return System.nanoTime();
+        }
+
         /** @return how long a keep-alive connection may wait for its next request, and a write may take, ns */
         long idleTimeoutNanos();
 
@@ -556,8 +564,7 @@ public final class Connection {
             needInput = false;
             // Each byte of content buys 1/rate s; a client may be at most the grace period behind.
             if (phase == CONTENT) {
-                long now = System.nanoTime();
-                deadline = Math.min(now + owner.rateGraceNanos(), deadline + n * 1_000_000_000L / owner.minRequestRate());
+                deadline = Math.min(owner.nanoTime() + owner.rateGraceNanos(), deadline + n * 1_000_000_000L / owner.minRequestRate());
             }
         }
         if (lingering) {
@@ -710,7 +717,7 @@ public final class Connection {
     }
 
     private void arm(int what, long nanos) {
-        deadline = System.nanoTime() + nanos;
+        deadline = owner.nanoTime() + nanos;
         phase = what;
     }
 
@@ -719,6 +726,7 @@ public final class Connection {
      * connection's deadline has passed, half-closes it so that its reader wakes up with end-of-stream
      * (or its writer with a failed write) and closes it.
      *
+     * @param now {@link Owner#nanoTime()}, ns
      * @return true if the connection was expired
      */
     public boolean expireIfOverdue(long now) {
