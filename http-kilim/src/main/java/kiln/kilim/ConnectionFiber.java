@@ -93,6 +93,10 @@ final class ConnectionFiber extends Task<Object> implements PauseReason, Carrier
                     case WRITE -> write();
                     case HANDLE -> c.answer(router.dispatch(c.request()));
                     case WAIT -> handedBack = waitForStream();
+                    case SHUTDOWN_OUTPUT -> {
+                        c.channel().shutdownOutput();  // a failure: the client reset the connection, which closes
+                        c.outputShutDown();
+                    }
                     case CLOSE -> {
                         return;
                     }

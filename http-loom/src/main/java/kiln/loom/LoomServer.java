@@ -206,6 +206,10 @@ public final class LoomServer implements Launcher.Server {
                         if (watched == null) watched = watch.watch(c);
                         watched.await();  // parks until the stream has work or its client sent something
                     }
+                    case SHUTDOWN_OUTPUT -> {
+                        ch.shutdownOutput();  // a failure: the client reset the connection, which closes
+                        c.outputShutDown();
+                    }
                     case CLOSE -> {
                         return;
                     }

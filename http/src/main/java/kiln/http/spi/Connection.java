@@ -5,8 +5,6 @@ import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
-import java.util.logging.Level;
-import java.util.logging.Logger;
 
 import kiln.http.BodyOutput;
 import kiln.http.BodyStream;
@@ -33,13 +31,16 @@ import kiln.http.StreamEnd;
  *         case WRITE  -> { write all of c.output(); c.written(); }       // a failure: c.writeFailed(e)
  *         case HANDLE -> c.answer(router.dispatch(c.request()));        // the fiber pauses, the thread blocks
  *         case WAIT   -> { if (c.park(wake)) wait until wake runs; }     // a streamed body between parts
+ *         case SHUTDOWN_OUTPUT -> { channel.shutdownOutput(); c.outputShutDown(); }  // a lingering close begins
  *         case CLOSE  -> { close the channel; return; }
  *     }
  * }
  * }</pre>
- * The socket is touched here only to half-close it: by the reaper thread when a deadline passes
- * ({@link #expireIfOverdue}, which wakes the loop's blocked read or write with end-of-stream or an
- * error) and to start a lingering close. {@link #next} may be called again without a step in
+ * The connection touches no socket and reads no clock of its own: the loop does what it says
+ * (closing and half-closing included), the time is its owner's ({@link Owner#nanoTime}), and the
+ * reaper thread half-closes the socket as {@link #expireIfOverdue} says when a deadline passes,
+ * which wakes the loop's blocked read or write with end-of-stream or an error. It carries its
+ * socket ({@link #channel()}) only for them. {@link #next} may be called again without a step in
  * between: it says the same.
  *
  * <p>Pipelined requests are answered in order and their responses written together (or once
@@ -77,15 +78,15 @@ import kiln.http.StreamEnd;
  * while its content arrives (the minimum request rate: each byte buys 1/rate s, and the client may
  * be at most the grace period behind; Kestrel's {@code MinRequestBodyDataRate}), and while a response
  * is written to a client that does not read (the grace period plus the bytes at the minimum response
- * rate). Slow content is answered 408. No deadline runs while a handler works or a stream waits. An overdue connection is only half-closed by the reaper
- * ({@code shutdownInput}/{@code shutdownOutput}): that wakes the connection's reader with
+ * rate). Slow content is answered 408. No deadline runs while a handler works or a stream waits.
+ * An overdue connection is only half-closed by the reaper ({@code shutdownInput}, and
+ * {@code shutdownOutput} unless a 408 is to be written: {@link #expireIfOverdue} says which): that wakes the connection's reader with
  * end-of-stream (or its writer with an error), and the connection's loop closes the channel. Kilim
  * needs that (closing a channel from another thread could race with a pending selector
  * registration, which Kilim's registration fiber does not survive); a blocked virtual thread wakes
  * the same way.
  */
 public final class Connection {
-    private static final Logger LOG = Logger.getLogger(Connection.class.getName());
     /** What the front end's loop does next ({@link #next}). */
     public enum Action {
         /** Read into {@link #readBuffer()}, then {@link #read(int)}: more of a request, or a lingering close's discards. */
@@ -96,8 +97,26 @@ public final class Connection {
         HANDLE,
         /** A streamed body waits: {@link #park}, and when its wake-up runs (or at once when park says so), {@link #next} again. */
         WAIT,
+        /**
+         * A lingering close begins: shut the channel's output down, then {@link #outputShutDown()}
+         * (when that fails, the client reset the connection: close it).
+         */
+        SHUTDOWN_OUTPUT,
         /** Close the channel: the connection is done. */
         CLOSE
+    }
+
+    /** What the reaper does to an overdue connection's socket ({@link #expireIfOverdue}). */
+    public enum Shutdown {
+        /** Nothing: no deadline has passed. */
+        NONE,
+        /**
+         * {@code shutdownInput} only: the loop reads end-of-stream and answers 408 (a request's head
+         * or content was overdue), which it can still write.
+         */
+        INPUT,
+        /** {@code shutdownInput} and {@code shutdownOutput}: the loop's read sees end-of-stream, its write fails. */
+        INPUT_AND_OUTPUT
     }
 
     /** Write pipelined responses once this many bytes are waiting. */
@@ -116,12 +135,12 @@ public final class Connection {
 
     /** A lingering close reads and discards at most this much of what the client still sends... */
     private static final int LINGER_MAX_BYTES = 1 << 20;
-    /** ...for at most this long (the reaper ends it, 0-1 s later: it checks once a second). */
+    /** ...for at most this long, ns (the reaper ends it, 0-1 s later: it checks once a second). */
     private static final long LINGER_NANOS = 2_000_000_000L;
 
     private final Owner owner;
     private final SocketChannel channel;
-    private InetSocketAddress remote;
+    private final InetSocketAddress remote;
     /**
      * Bytes reserved for request content held outside {@link #in}: chunked content the parser copied
      * so far, then the parsed request's content until its handler answers.
@@ -250,15 +269,15 @@ public final class Connection {
     /**
      * @param owner   what the connection needs of its server: the timeouts, whether it is stopping,
      *                where it counts requests and streams
-     * @param channel the accepted socket, which the reaper half-closes when overdue; null in tests
+     * @param channel the accepted socket, carried for the loop and the reaper (never used here); null in tests
      */
     public Connection(Owner owner, SocketChannel channel) {
         this(owner, channel, null);
     }
 
     /**
-     * @param remote the client's address when the front end knows it already (its accept loop
-     *               asked for it), else null: asked of the channel when first needed
+     * @param remote the client's address (the accept loop asked the socket for it), or null when
+     *               unknown: the requests then have none and a refusal is reported without it
      */
     public Connection(Owner owner, SocketChannel channel, InetSocketAddress remote) {
         this.owner = owner;
@@ -267,7 +286,7 @@ public final class Connection {
         arm(IDLE, owner.idleTimeoutNanos());  // a client that connects and never sends is reaped
     }
 
-    /** @return the accepted socket */
+    /** @return the accepted socket, as given: the loop's and the reaper's to read, write and (half-)close */
     public SocketChannel channel() {
         return channel;
     }
@@ -285,7 +304,8 @@ public final class Connection {
         if (out.length() > 0) return Action.WRITE;
         if (lingering) return Action.READ;
         if (close || inputEnded) {
-            if (refused && !inputEnded && startLinger()) return Action.READ;
+            // a refused client may still be sending: a lingering close, unless it closed its side already
+            if (refused && !inputEnded) return Action.SHUTDOWN_OUTPUT;
             done = true;
             return Action.CLOSE;
         }
@@ -309,7 +329,7 @@ public final class Connection {
             consumed += p.length;
             phase = NONE;
             holdContent(p.request.body().length);
-            return p.request.remoteAddress(remote());
+            return p.request.remoteAddress(remote);
         } catch (HttpException e) {
             refuseRequest(e);
             return null;
@@ -387,7 +407,7 @@ public final class Connection {
     private void refuse(Reply error, boolean head) {
         ResponseWriter.write(out, 1, error, false, head);
         close = true;
-        owner.refused(remote(), error);
+        owner.refused(remote, error);
     }
 
     /** @return the request whose handler is to run ({@link Action#HANDLE}) */
@@ -648,24 +668,17 @@ public final class Connection {
     }
 
     /**
-     * Starts a lingering close once the responses are written and the connection closes because a
-     * request was refused (413 for a body over the limit, 400 for broken framing...): the client
-     * may still be sending its content, and closing with unread bytes in the socket makes the kernel
-     * reset the connection, which can destroy the refusal before the client, or a proxy such as
-     * nginx (which then answers 502), has read it. So, as RFC 9112 section 9.6 describes: output is
-     * shut down (the client reads the response, then end of stream), and the loop reads and
-     * discards what still arrives, up to {@value #LINGER_MAX_BYTES} bytes and 2 s (the reaper
-     * half-closes input then), then closes.
-     *
-     * @return true when the connection lingers; false to close at once
+     * For {@link Action#SHUTDOWN_OUTPUT}: the channel's output is shut down, and a lingering close
+     * begins. It follows the responses when the connection closes because a request was refused
+     * (413 for a body over the limit, 400 for broken framing...): the client may still be sending
+     * its content, and closing with unread bytes in the socket makes the kernel reset the
+     * connection, which can destroy the refusal before the client, or a proxy such as nginx (which
+     * then answers 502), has read it. So, as RFC 9112 section 9.6 describes: output is shut down
+     * (the client reads the response, then end of stream), and the loop reads and discards what
+     * still arrives, up to {@value #LINGER_MAX_BYTES} bytes and 2 s (the reaper half-closes input
+     * then), then closes.
      */
-    private boolean startLinger() {
-        if (channel == null) return false;
-        try {
-            channel.shutdownOutput();
-        } catch (IOException e) {
-            return false;  // the client reset the connection: nothing is left to protect
-        }
+    public void outputShutDown() {
         if (in == null || inCharge() > 0) {
             if (in != null) giveBackInput();
             in = BufferPool.take();  // what is discarded needs no more room than this
@@ -673,7 +686,6 @@ public final class Connection {
         arm(LINGER, LINGER_NANOS);
         lingering = true;
         discarded = 0;
-        return true;
     }
 
     /** @return the handler now running, e.g. {@code GET /todos/{id}}, for a report, or null between requests */
@@ -700,19 +712,8 @@ public final class Connection {
         return RequestParser.MAX_REQUEST_LINE + RequestParser.MAX_HEADER_BYTES + 2 * owner.maxContentBytes();
     }
 
-    /** @return the client's address: given when the connection was made, or asked of the socket; null when unknown */
+    /** @return the client's address, as given when the connection was made; null when unknown */
     public InetSocketAddress remoteAddress() {
-        return remote();
-    }
-
-    private InetSocketAddress remote() {
-        if (remote == null && channel != null) {
-            try {
-                remote = (InetSocketAddress) channel.getRemoteAddress();
-            } catch (IOException e) {
-                return null;  // closed already
-            }
-        }
         return remote;
     }
 
@@ -722,40 +723,26 @@ public final class Connection {
     }
 
     /**
-     * Called by the reaper thread: wakes a parked stream whose heartbeat is due; if this
-     * connection's deadline has passed, half-closes it so that its reader wakes up with end-of-stream
-     * (or its writer with a failed write) and closes it.
+     * Called by the reaper thread: wakes a parked stream whose heartbeat is due, and says how to
+     * half-close the socket when this connection's deadline has passed, so that its loop's reader
+     * wakes up with end-of-stream (or its writer with a failed write) and closes it. A deadline
+     * expires once: the same phase overdue again says {@link Shutdown#NONE}.
      *
      * @param now {@link Owner#nanoTime()}, ns
-     * @return true if the connection was expired
+     * @return what to shut down: {@link Shutdown#INPUT} after a header or content timeout (so that
+     *         the 408 can still be written), {@link Shutdown#INPUT_AND_OUTPUT} after the others,
+     *         {@link Shutdown#NONE} when nothing is overdue
      */
-    public boolean expireIfOverdue(long now) {
+    public Shutdown expireIfOverdue(long now) {
         StreamedBody s = sending;
         if (s != null) {
             long beat = s.heartbeatAt();
             if (beat != 0 && now - beat >= 0) s.wake();
         }
         int p = phase;
-        if (p == NONE || now - deadline < 0 || expired == p) return false;
+        if (p == NONE || now - deadline < 0 || expired == p) return Shutdown.NONE;
         expired = p;
-        try {
-            channel.shutdownInput();
-            // keep the write side open after a header or content timeout so that the 408 can still be sent
-            if (p != HEADER && p != CONTENT) channel.shutdownOutput();
-        } catch (IOException e) {
-            LOG.log(Level.FINE, "half-closing an expired connection", e);
-        }
-        return true;
-    }
-
-    /** Half-closes both sides, so that the connection's loop ends: at the end of a server's stop. */
-    public void end() {
-        try {
-            channel.shutdownInput();
-            channel.shutdownOutput();
-        } catch (IOException e) {
-            LOG.log(Level.FINE, "half-closing a connection at stop", e);
-        }
+        return p == HEADER || p == CONTENT ? Shutdown.INPUT : Shutdown.INPUT_AND_OUTPUT;
     }
 
     /** Drops the consumed bytes; a grown buffer left empty goes back for one of the pool's (the parse grows it: {@link #grow}). */

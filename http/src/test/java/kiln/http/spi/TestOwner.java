@@ -21,6 +21,10 @@ final class TestOwner implements Connection.Owner {
     /** The request memory the connection reserves from: no limit unless a test gives one. */
     MemoryBudget memory = MemoryBudget.UNLIMITED;
     volatile boolean stopping;
+    /** The minimum data rates, bytes/s (0: none), and how far behind them a client may fall, ms. */
+    long minRequestRate;
+    long minResponseRate;
+    long rateGraceMs = 5_000;
     final AtomicInteger inFlight = new AtomicInteger();
     final AtomicInteger streamsOpen = new AtomicInteger();
     final List<String> streamsEnded = new CopyOnWriteArrayList<>();
@@ -56,6 +60,21 @@ final class TestOwner implements Connection.Owner {
     @Override
     public long headerTimeoutNanos() {
         return 1_000_000_000L;
+    }
+
+    @Override
+    public long minRequestRate() {
+        return minRequestRate;
+    }
+
+    @Override
+    public long minResponseRate() {
+        return minResponseRate;
+    }
+
+    @Override
+    public long rateGraceNanos() {
+        return rateGraceMs * 1_000_000L;
     }
 
     @Override
