@@ -20,15 +20,17 @@ import kiln.http.StreamEnd;
  * of h11 and hyper's {@code proto::h1}): told what was read, what the handler answered, that a
  * write is done or failed, it says what to do next. Parsing, pipelining, the header, idle and write
  * deadlines, 408, 100-continue, lingering close, streamed replies with their heartbeats and stop,
- * and the counting of requests in flight and of streams live here, once. Each of kiln's own front
- * ends is a loop that only reads, writes and waits its own way (a Kilim fiber pauses, a virtual
- * thread blocks):
+ * and the counting of requests in flight and of streams live here, once. Its getters
+ * ({@link #readBuffer}, {@link #output}, {@link #request}) change nothing: the commands that arm a
+ * deadline or lend a buffer ({@link #prepareRead}, {@link #beginWrite}) are the loop's to call.
+ * Each of kiln's own front ends is a loop that only reads, writes and waits its own way (a Kilim
+ * fiber pauses, a virtual thread blocks):
  *
  * <pre>{@code
  * while (true) {
  *     switch (c.next()) {
- *         case READ   -> c.read(channel.read(c.readBuffer()));          // -1 at end of stream
- *         case WRITE  -> { write all of c.output(); c.written(); }       // a failure: c.writeFailed(e)
+ *         case READ   -> { c.prepareRead(); c.read(channel.read(c.readBuffer())); }  // -1 at end of stream
+ *         case WRITE  -> { c.beginWrite(); write all of c.output(); c.written(); }    // a failure: c.writeFailed(e)
  *         case HANDLE -> c.answer(router.dispatch(c.request()));        // the fiber pauses, the thread blocks
  *         case WAIT   -> { if (c.park(wake)) wait until wake runs; }     // a streamed body between parts
  *         case SHUTDOWN_OUTPUT -> { channel.shutdownOutput(); c.outputShutDown(); }  // a lingering close begins
@@ -89,9 +91,12 @@ import kiln.http.StreamEnd;
 public final class Connection {
     /** What the front end's loop does next ({@link #next}). */
     public enum Action {
-        /** Read into {@link #readBuffer()}, then {@link #read(int)}: more of a request, or a lingering close's discards. */
+        /**
+         * {@link #prepareRead()}, read into {@link #readBuffer()}, then {@link #read(int)}: more of a
+         * request, or a lingering close's discards.
+         */
         READ,
-        /** Write all of {@link #output()}, then {@link #written()} (or {@link #writeFailed}). */
+        /** {@link #beginWrite()}, write all of {@link #output()}, then {@link #written()} (or {@link #writeFailed}). */
         WRITE,
         /** Run the handler of {@link #request()}, then {@link #answer}. */
         HANDLE,
@@ -156,6 +161,8 @@ public final class Connection {
     /** Every byte read so far was parsed and no request is complete: parse again only after a read. */
     private boolean needInput;
     private final Output out = new Output();
+    /** The bytes of the write under way ({@link #beginWrite}), or null. */
+    private ByteBuffer writing;
     /** No more requests: close once the output is written (after a lingering close when {@link #refused}). */
     private boolean close;
     /** The client's side ended (end of stream): answer what was read, then close. */
@@ -507,23 +514,33 @@ public final class Connection {
     }
 
     /**
-     * Starts writing: arms the write deadline, by which a client that does not read is cut: the
-     * grace period plus the time the bytes take at the minimum response rate (Kestrel's
-     * {@code MinResponseDataRate}), or the idle timeout when there is no minimum rate. Write all of
-     * the returned bytes, then call {@link #written}.
+     * For {@link Action#WRITE}: starts writing what waits in the output ({@link #output()}) and arms
+     * the write deadline, by which a client that does not read is cut: the grace period plus the
+     * time the bytes take at the minimum response rate (Kestrel's {@code MinResponseDataRate}), or
+     * the idle timeout when there is no minimum rate. Write all of {@link #output()}, then call
+     * {@link #written} (or {@link #writeFailed}).
      */
-    public ByteBuffer output() {
+    public void beginWrite() {
         long rate = owner.minResponseRate();
         arm(WRITE, rate > 0 ? owner.rateGraceNanos() + out.length() * 1_000_000_000L / rate : owner.idleTimeoutNanos());
-        return out.toByteBuffer();
+        writing = out.toByteBuffer();
+    }
+
+    /**
+     * @return the bytes of the write {@link #beginWrite()} began, positioned on what is left of them
+     *         (the loop writes from it), or null when no write is under way
+     */
+    public ByteBuffer output() {
+        return writing;
     }
 
     /**
      * The bytes of {@link #output()} are written: gives their buffer back. No deadline runs until the
-     * next read arms one for what it waits for ({@link #readBuffer()}); a request whose head was
+     * next read arms one for what it waits for ({@link #prepareRead()}); a request whose head was
      * arriving gets its header timeout afresh.
      */
     public void written() {
+        writing = null;
         out.release();
         phase = NONE;
         endUnwritten();
@@ -536,6 +553,7 @@ public final class Connection {
 
     /** A write failed (the client went away, or the reaper cut a client that did not read): the connection closes. */
     public void writeFailed(IOException failure) {
+        writing = null;
         out.release();
         if (sending != null) endStream(expired == WRITE ? StreamEnd.TIMEOUT : StreamEnd.CLIENT);
         endUnwritten();
@@ -543,19 +561,21 @@ public final class Connection {
     }
 
     /**
-     * Prepares a read: drops the bytes of the requests answered, grows the buffer when a partial
-     * request fills it, and arms the idle deadline (nothing of a next request yet) or the header
-     * deadline (its first bytes are here; not re-armed while it arrives). During a lingering close,
-     * the buffer to discard into.
-     *
-     * @return the buffer to read into, with room for at least one byte
+     * For {@link Action#READ}, before each read: borrows the input buffer if the connection holds
+     * none, drops the bytes of the requests answered, and arms the idle deadline (nothing of a next
+     * request yet), the header deadline (its first bytes are here; not re-armed while it arrives)
+     * or the content's minimum rate. During a lingering close, empties the buffer to discard into.
+     * Then read into {@link #readBuffer()}.
      */
-    public ByteBuffer readBuffer() {
+    public void prepareRead() {
         if (in == null) {
             in = BufferPool.take();
             progress = new RequestParser.Progress(owner.maxContentBytes());
         }
-        if (lingering) return in.clear();
+        if (lingering) {
+            in.clear();
+            return;
+        }
         compact();
         if (sending == null) {
             if (in.position() == 0) {
@@ -569,6 +589,14 @@ public final class Connection {
                 }
             }
         }
+    }
+
+    /**
+     * @return the buffer {@link #prepareRead()} made ready, to read into at its position, with room
+     *         for at least one byte; null when the connection holds none (before the first
+     *         {@link #prepareRead()}, and after {@link #releaseIfIdle()})
+     */
+    public ByteBuffer readBuffer() {
         return in;
     }
 
@@ -610,14 +638,15 @@ public final class Connection {
     }
 
     /**
-     * Takes bytes the front end read before it had a buffer for this connection, as if
+     * Takes bytes the front end read before it had a buffer for this connection, as if reads into
      * {@link #readBuffer()} had received them, growing the buffer within the request memory. Bytes
      * beyond what it may hold are dropped: the request is refused by then (431, or 503 for want of memory).
      */
     public void received(byte[] bytes) {
         int off = 0;
         while (off < bytes.length && !done && !close) {
-            ByteBuffer b = readBuffer();
+            prepareRead();
+            ByteBuffer b = in;
             if (!b.hasRemaining()) {
                 try {
                     if (!grow()) {
@@ -640,7 +669,7 @@ public final class Connection {
     /**
      * For a front end about to wait for its socket to become readable without holding a buffer:
      * when nothing of a next request has arrived, gives the input buffer back to the pool and drops
-     * the parser's state, so the idle connection holds neither ({@link #readBuffer()} borrows them
+     * the parser's state, so the idle connection holds neither ({@link #prepareRead()} borrows them
      * again).
      */
     public void releaseIfIdle() {

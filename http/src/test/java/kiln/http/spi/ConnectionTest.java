@@ -85,6 +85,7 @@ class ConnectionTest {
         TestOwner owner = new TestOwner();
         Connection c = new Connection(owner, null);
         byte[] get = GET.getBytes(StandardCharsets.ISO_8859_1);
+        c.prepareRead();
         c.readBuffer().put(get);
         c.read(get.length);
         assertSame(Action.HANDLE, c.next());
@@ -92,6 +93,7 @@ class ConnectionTest {
         c.answer(Reply.text("ok"));
         assertSame(Action.WRITE, c.next());
         assertEquals(1, owner.inFlight.get(), "answered, not yet written: still in flight");
+        c.beginWrite();
         c.output().position(c.output().limit());
         c.written();
         assertEquals(0, owner.inFlight.get());

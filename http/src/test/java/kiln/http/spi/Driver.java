@@ -24,10 +24,8 @@ final class Driver {
     private final ArrayDeque<byte[]> input = new ArrayDeque<>();
     private final ByteArrayOutputStream written = new ByteArrayOutputStream();
     private boolean endOfInput;
-    /** The buffer of the read the loop is in (it waits for input), or null. */
-    private ByteBuffer reading;
-    /** The bytes of the write the loop is in (the client does not read), or null. */
-    private ByteBuffer writing;
+    /** The loop is in a read (it waits for input): its deadline is armed. */
+    private boolean reading;
     /** Writes fail from now on, as to a client that left (or after the reaper shut the output down). */
     boolean failWrites;
     /** Writes block from now on, as to a client that does not read: {@link #run} stops at WRITE. */
@@ -85,10 +83,11 @@ final class Driver {
             Connection.Action a = c.next();
             switch (a) {
                 case READ -> {
-                    if (reading == null) reading = c.readBuffer();
+                    if (!reading) c.prepareRead();
+                    reading = true;
                     if (input.isEmpty() && !endOfInput) return a;
-                    ByteBuffer b = reading;
-                    reading = null;
+                    reading = false;
+                    ByteBuffer b = c.readBuffer();
                     if (input.isEmpty()) {
                         c.read(-1);
                     } else {
@@ -100,9 +99,9 @@ final class Driver {
                     }
                 }
                 case WRITE -> {
-                    if (writing == null) writing = c.output();
+                    if (c.output() == null) c.beginWrite();  // else the write the client did not read goes on
+                    ByteBuffer writing = c.output();
                     if (failWrites) {
-                        writing = null;
                         c.writeFailed(new IOException("Broken pipe"));
                     } else if (stallWrites) {
                         return a;
@@ -110,7 +109,6 @@ final class Driver {
                         byte[] bytes = new byte[writing.remaining()];
                         writing.get(bytes);
                         written.writeBytes(bytes);
-                        writing = null;
                         c.written();
                     }
                 }

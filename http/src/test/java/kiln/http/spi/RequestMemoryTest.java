@@ -104,6 +104,7 @@ class RequestMemoryTest {
 
     /** Puts up to {@code n} bytes into the connection's read buffer, as a front end's read would. @return how many */
     private static int pump(Driver d, int n) {
+        d.c.prepareRead();
         java.nio.ByteBuffer b = d.c.readBuffer();
         int k = Math.min(n, b.remaining());
         b.put("y".repeat(k).getBytes(java.nio.charset.StandardCharsets.US_ASCII));
