@@ -147,6 +147,66 @@ class ConnectionTest {
         assertTrue(d.takeWritten().endsWith("\r\n\r\nok"));
     }
 
+    /** RFC 9110 section 10.1.1: a server ignores a 100-continue expectation in an HTTP/1.0 request. */
+    @Test
+    void expectContinueFromAnHttp10ClientGetsNoInterimResponse() {
+        Driver d = new Driver(r -> Reply.text(new String(r.body(), StandardCharsets.UTF_8)))
+            .send("POST /u HTTP/1.0\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n");
+        assertSame(Action.READ, d.run());
+        assertEquals("", d.takeWritten(), "no 100 Continue to an HTTP/1.0 client");
+        assertSame(Action.CLOSE, d.send("ok").run());
+        String out = d.takeWritten();
+        assertTrue(out.startsWith("HTTP/1.1 200 OK\r\n") && out.endsWith("\r\n\r\nok"), out);
+    }
+
+    /** The 100 Continue invites content the client has not sent: content already here needs none. */
+    @Test
+    void expectContinueWithItsContentAlreadyInGetsNoInterimResponse() {
+        Driver d = new Driver(r -> Reply.text(new String(r.body(), StandardCharsets.UTF_8)))
+            .send("POST /u HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\nok");
+        assertSame(Action.READ, d.run());
+        String out = d.takeWritten();
+        assertTrue(out.startsWith("HTTP/1.1 200 OK\r\n") && out.endsWith("\r\n\r\nok"), out);
+    }
+
+    /** The client sends its content once it has read the 100 Continue: the minimum rate's grace runs from the write's end. */
+    @Test
+    void afterA100ContinueTheContentsGraceRunsFromItsWrite() {
+        TestOwner owner = new TestOwner();
+        owner.minRequestRate = 100;
+        owner.rateGraceMs = 1_000;
+        Driver d = new Driver(owner, r -> Reply.text("ok"))
+            .send("POST /u HTTP/1.1\r\nHost: h\r\nContent-Length: 1000\r\nExpect: 100-continue\r\n\r\n");
+        d.stallWrites = true;
+        assertSame(Action.WRITE, d.run());
+        owner.advance(900);
+        assertSame(Connection.Shutdown.NONE, d.reap(), "the 100 Continue's write has the idle timeout, 1 s");
+        d.stallWrites = false;
+        assertSame(Action.READ, d.run());
+        assertEquals("HTTP/1.1 100 Continue\r\n\r\n", d.takeWritten());
+        owner.advance(999);
+        assertSame(Connection.Shutdown.NONE, d.reap(), "the grace runs from the 100 Continue's write, not the head's arrival");
+        owner.advance(1);
+        assertSame(Connection.Shutdown.INPUT, d.reap());
+        assertSame(Action.CLOSE, d.run());
+        assertTrue(d.takeWritten().startsWith("HTTP/1.1 408 Request Timeout\r\n"));
+    }
+
+    /** Reading the buffer, the output or the request arms no deadline: only prepareRead and beginWrite do. */
+    @Test
+    void theGettersChangeNothing() {
+        Driver d = new Driver(ConnectionTest::echoPath).send(GET);
+        assertSame(Action.READ, d.run());  // answered; the idle timeout runs from here
+        d.owner.advance(900);
+        for (int i = 0; i < 3; i++) {
+            assertSame(d.c.readBuffer(), d.c.readBuffer());
+            assertEquals(null, d.c.output(), "no write under way");
+            assertEquals(null, d.c.request(), "no request being handled");
+        }
+        d.owner.advance(100);
+        assertSame(Connection.Shutdown.INPUT_AND_OUTPUT, d.reap(), "the idle timeout ran on, from the last prepareRead");
+    }
+
     @Test
     void anIdleConnectionIsClosedAtTheIdleTimeoutWithoutAnAnswer() {
         Driver d = new Driver(ConnectionTest::echoPath).send(GET);

@@ -7,6 +7,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayDeque;
 import java.util.Arrays;
 import java.util.function.Function;
+import java.util.function.IntSupplier;
 
 import kiln.http.Reply;
 import kiln.http.Request;
@@ -30,6 +31,8 @@ final class Driver {
     boolean failWrites;
     /** Writes block from now on, as to a client that does not read: {@link #run} stops at WRITE. */
     boolean stallWrites;
+    /** How many bytes each write call takes (at least 1): all by default; fewer are partial writes. */
+    IntSupplier writeSizes = () -> Integer.MAX_VALUE;
     /** The connection shut its output down (a lingering close): the client saw the end of the responses. */
     boolean outputShut;
 
@@ -106,9 +109,11 @@ final class Driver {
                     } else if (stallWrites) {
                         return a;
                     } else {
-                        byte[] bytes = new byte[writing.remaining()];
-                        writing.get(bytes);
-                        written.writeBytes(bytes);
+                        while (writing.hasRemaining()) {
+                            byte[] part = new byte[Math.min(writing.remaining(), Math.max(1, writeSizes.getAsInt()))];
+                            writing.get(part);
+                            written.writeBytes(part);
+                        }
                         c.written();
                     }
                 }
