@@ -43,7 +43,8 @@ import kiln.http.StreamEnd;
  * reaper thread half-closes the socket as {@link #expireIfOverdue} says when a deadline passes,
  * which wakes the loop's blocked read or write with end-of-stream or an error. It carries its
  * socket ({@link #channel()}) only for them. {@link #next} may be called again without a step in
- * between: it says the same.
+ * between: it says the same. The connection's life is a table of five states ({@link State}: open,
+ * closing, refused, lingering, closed) and the moves between them.
  *
  * <p>Pipelined requests are answered in order and their responses written together (or once
  * {@value #FLUSH_AT} bytes wait). A malformed request is answered with its error status after the
@@ -111,6 +112,45 @@ public final class Connection {
         CLOSE
     }
 
+    /**
+     * A connection's life as a whole, as h11 keeps each side's state in a table ({@code _state.py}):
+     * what {@link Connection#next} may say in each state, and where each state may go.
+     *
+     * <pre>
+     * state      next() says                     moves to
+     * OPEN       READ, HANDLE, WRITE, WAIT       CLOSING: an answer without keep-alive (HTTP/1.0,
+     *                                              Connection: close, a server's stop), a stopped
+     *                                              stream, a 408
+     *                                            REFUSED: a request refused before a handler saw it
+     *                                              (400, 413, 431, 503...)
+     *                                            CLOSED: end of stream with all answered, a failed
+     *                                              write, a cut stream
+     * CLOSING    WRITE, WAIT (a stream to 1.0)   CLOSED: all written, a failed write, a cut stream
+     * REFUSED    WRITE, then SHUTDOWN_OUTPUT     LINGERING: the output is shut down ({@link Connection#outputShutDown})
+     *                                            CLOSED: the client's side ended already, a failed write
+     * LINGERING  READ, dropping what arrives     CLOSED: end of stream, 1 MiB dropped, or 2 s (the reaper)
+     * CLOSED     CLOSE
+     * </pre>
+     * Within OPEN and CLOSING, what {@link Connection#next} says comes from the request at hand:
+     * HANDLE while its handler runs, WRITE and WAIT while a streamed body goes on, WRITE while
+     * answers wait, else READ. {@link Connection#closed()} (the loop ended) moves any state to
+     * CLOSED. The client's side is one flag, {@link Connection#inputEnded}: after its end of stream,
+     * what was read is answered, then CLOSED.
+     */
+    enum State {
+        OPEN, CLOSING, REFUSED, LINGERING, CLOSED;
+
+        /** @return true when the table above lets this state move to {@code to}; CLOSING and CLOSED may stay */
+        boolean mayMoveTo(State to) {
+            return switch (this) {
+                case OPEN -> to == CLOSING || to == REFUSED || to == CLOSED;
+                case CLOSING -> to == CLOSING || to == CLOSED;
+                case REFUSED -> to == LINGERING || to == CLOSED;
+                case LINGERING, CLOSED -> to == CLOSED;
+            };
+        }
+    }
+
     /** What the reaper does to an overdue connection's socket ({@link #expireIfOverdue}). */
     public enum Shutdown {
         /** Nothing: no deadline has passed. */
@@ -129,14 +169,26 @@ public final class Connection {
     /** The interim response to {@code Expect: 100-continue} (RFC 9110 section 15.2.1). */
     private static final byte[] CONTINUE = "HTTP/1.1 100 Continue\r\n\r\n".getBytes(StandardCharsets.US_ASCII);
 
-    /** What the current deadline guards. */
-    private static final int NONE = 0;
-    private static final int IDLE = 1;
-    private static final int HEADER = 2;
-    private static final int WRITE = 3;
-    private static final int LINGER = 4;
-    /** A request's head is in and its content arrives: the minimum data rate's deadline. */
-    private static final int CONTENT = 5;
+    /** What the current deadline guards, and so what the reaper does when it passes ({@link #expireIfOverdue}). */
+    private enum Deadline {
+        /** None runs: a handler works, a stream waits, or a write just ended. Nothing expires. */
+        NONE,
+        /** Waiting for a next request, nothing of it here yet (keep-alive): the idle timeout; closed without an answer. */
+        IDLE,
+        /** A request's head arrives (against slowloris): the header timeout, from its first bytes; 408. */
+        HEADER,
+        /** A request's head is in and its content arrives: the minimum request rate after its grace; 408. */
+        CONTENT,
+        /** A write to a client that may not read: the grace plus its bytes at the minimum response rate; cut. */
+        WRITE,
+        /** A lingering close reads and drops what still arrives: 2 s; closed. */
+        LINGER;
+
+        /** @return what the reaper shuts down when this deadline passes: the input only when a 408 is to be written */
+        Shutdown shutdown() {
+            return this == HEADER || this == CONTENT ? Shutdown.INPUT : Shutdown.INPUT_AND_OUTPUT;
+        }
+    }
 
     /** A lingering close reads and discards at most this much of what the client still sends... */
     private static final int LINGER_MAX_BYTES = 1 << 20;
@@ -163,17 +215,12 @@ public final class Connection {
     private final Output out = new Output();
     /** The bytes of the write under way ({@link #beginWrite}), or null. */
     private ByteBuffer writing;
-    /** No more requests: close once the output is written (after a lingering close when {@link #refused}). */
-    private boolean close;
+    /** Where the connection is in its life; it moves only as {@link State#mayMoveTo} allows ({@link #moveTo}). */
+    private State state = State.OPEN;
     /** The client's side ended (end of stream): answer what was read, then close. */
     private boolean inputEnded;
-    /** The connection closes because a request was refused: its content may still be arriving. */
-    private boolean refused;
-    private boolean lingering;
     /** Bytes discarded by a lingering close so far (at most {@value #LINGER_MAX_BYTES}). */
     private int discarded;
-    /** {@link Action#CLOSE} from now on. */
-    private boolean done;
     /**
      * Requests answered whose answers wait in {@link #out}: still in flight for a graceful stop until
      * written ({@link #written}), or until the connection gives them up ({@link #closed}).
@@ -183,11 +230,11 @@ public final class Connection {
     /** The request whose handler is to run or runs now ({@link Action#HANDLE}), or null; volatile for {@link #handlerName}. */
     private volatile Request pending;
 
-    /** {@link Owner#nanoTime()} after which the reaper may end the connection; meaningful when {@link #phase} != NONE. */
+    /** {@link Owner#nanoTime()} after which the reaper may end the connection; meaningful when {@link #phase} is not NONE. */
     private volatile long deadline;
-    private volatile int phase = NONE;
+    private volatile Deadline phase = Deadline.NONE;
     /** Set by the reaper before it half-closes the socket, so the connection knows why it saw end-of-stream. */
-    private volatile int expired = NONE;
+    private volatile Deadline expired = Deadline.NONE;
 
     /** The streamed body being sent, or null. */
     private volatile StreamedBody sending;
@@ -290,7 +337,7 @@ public final class Connection {
         this.owner = owner;
         this.channel = channel;
         this.remote = remote;
-        arm(IDLE, owner.idleTimeoutNanos());  // a client that connects and never sends is reaped
+        arm(Deadline.IDLE, owner.idleTimeoutNanos());  // a client that connects and never sends is reaped
     }
 
     /** @return the accepted socket, as given: the loop's and the reaper's to read, write and (half-)close */
@@ -298,25 +345,36 @@ public final class Connection {
         return channel;
     }
 
-    /** @return what to do next; the same again until the loop reports a step */
+    /** @return what to do next ({@link State} has what each state may say); the same again until the loop reports a step */
     public Action next() {
-        if (done) return Action.CLOSE;
+        if (state == State.CLOSED) return Action.CLOSE;
         if (pending != null) return Action.HANDLE;
         if (sending != null) return streamStep();
         if (out.length() >= FLUSH_AT) return Action.WRITE;
-        if (!close && in != null && !needInput && (pending = parse()) != null) {
+        if (state == State.OPEN && in != null && !needInput && (pending = parse()) != null) {
             owner.requestStarted();
             return Action.HANDLE;
         }
         if (out.length() > 0) return Action.WRITE;
-        if (lingering) return Action.READ;
-        if (close || inputEnded) {
+        if (state == State.LINGERING) return Action.READ;
+        if (state != State.OPEN || inputEnded) {
             // a refused client may still be sending: a lingering close, unless it closed its side already
-            if (refused && !inputEnded) return Action.SHUTDOWN_OUTPUT;
-            done = true;
+            if (state == State.REFUSED && !inputEnded) return Action.SHUTDOWN_OUTPUT;
+            moveTo(State.CLOSED);
             return Action.CLOSE;
         }
         return Action.READ;
+    }
+
+    /** @return where the connection is in its life */
+    State state() {
+        return state;
+    }
+
+    /** Moves to {@code to}; a move the table of {@link State} does not have is a bug, caught where assertions run (the tests). */
+    private void moveTo(State to) {
+        assert state.mayMoveTo(to) : state + " may not move to " + to;
+        state = to;
     }
 
     /** @return the next complete request among the bytes read, or null: an error reply when it is malformed */
@@ -329,12 +387,14 @@ public final class Connection {
                     return null;
                 }
                 if (progress.takeContinue()) out.put(CONTINUE);  // written before the next read
-                if (progress.inContent() && phase == HEADER && owner.minRequestRate() > 0) arm(CONTENT, owner.rateGraceNanos());
+                if (progress.inContent() && phase == Deadline.HEADER && owner.minRequestRate() > 0) {
+                    arm(Deadline.CONTENT, owner.rateGraceNanos());
+                }
                 needInput = true;
                 return null;
             }
             consumed += p.length;
-            phase = NONE;
+            phase = Deadline.NONE;
             holdContent(p.request.body().length);
             return p.request.remoteAddress(remote);
         } catch (HttpException e) {
@@ -346,8 +406,7 @@ public final class Connection {
     /** Answers a request the parser or the limits refused with its error status; the connection closes after a lingering close. */
     private void refuseRequest(HttpException e) {
         // a refused HEAD gets the head only (RFC 9110 section 9.3.2), as every answer to a HEAD
-        refuse(Reply.error(e.status(), e.getMessage()), progress.refusedHead() || progress.isHead());
-        refused = true;
+        refuse(Reply.error(e.status(), e.getMessage()), progress.refusedHead() || progress.isHead(), State.REFUSED);
     }
 
     /**
@@ -407,13 +466,16 @@ public final class Connection {
     /** The server's request memory has no room for this request: 503 with Retry-After, and the connection closes. */
     private void refuseForMemory() {
         refuse(Reply.unavailable("the server holds as many request bytes as it may (--max-request-memory); retry shortly"),
-            progress.isHead());
-        refused = true;
+            progress.isHead(), State.REFUSED);
     }
 
-    private void refuse(Reply error, boolean head) {
+    /**
+     * Answers {@code error} in place of a request and reads no more: {@code then} is REFUSED when the
+     * client may still be sending (a lingering close follows), CLOSING when its side ended.
+     */
+    private void refuse(Reply error, boolean head, State then) {
         ResponseWriter.write(out, 1, error, false, head);
-        close = true;
+        moveTo(then);
         owner.refused(remote, error);
     }
 
@@ -440,7 +502,7 @@ public final class Connection {
             startStream(reply.stream, request.routeName());
         }
         ResponseWriter.write(out, request.minorVersion(), reply, keepAlive, head);
-        if (!keepAlive) close = true;
+        if (!keepAlive) moveTo(State.CLOSING);
         if (sending == null) unwritten++;  // a streamed body carries the request on until it ends
     }
 
@@ -477,12 +539,11 @@ public final class Connection {
         s.end(reason);
         if (StreamEnd.cut(reason)) {
             out.release();  // a cut body: close without writing what may wait
-            close = true;
-            done = true;
+            moveTo(State.CLOSED);
             owner.requestEnded();
         } else {
             if (chunked) ResponseWriter.lastChunk(out);
-            if (reason.equals(StreamEnd.STOP) || owner.isStopping()) close = true;
+            if (reason.equals(StreamEnd.STOP) || owner.isStopping()) moveTo(State.CLOSING);
             unwritten++;  // ends once its last chunk is written
         }
     }
@@ -522,7 +583,7 @@ public final class Connection {
      */
     public void beginWrite() {
         long rate = owner.minResponseRate();
-        arm(WRITE, rate > 0 ? owner.rateGraceNanos() + out.length() * 1_000_000_000L / rate : owner.idleTimeoutNanos());
+        arm(Deadline.WRITE, rate > 0 ? owner.rateGraceNanos() + out.length() * 1_000_000_000L / rate : owner.idleTimeoutNanos());
         writing = out.toByteBuffer();
     }
 
@@ -542,7 +603,7 @@ public final class Connection {
     public void written() {
         writing = null;
         out.release();
-        phase = NONE;
+        phase = Deadline.NONE;
         endUnwritten();
     }
 
@@ -555,9 +616,9 @@ public final class Connection {
     public void writeFailed(IOException failure) {
         writing = null;
         out.release();
-        if (sending != null) endStream(expired == WRITE ? StreamEnd.TIMEOUT : StreamEnd.CLIENT);
+        if (sending != null) endStream(expired == Deadline.WRITE ? StreamEnd.TIMEOUT : StreamEnd.CLIENT);
         endUnwritten();
-        done = true;
+        moveTo(State.CLOSED);
     }
 
     /**
@@ -572,20 +633,20 @@ public final class Connection {
             in = BufferPool.take();
             progress = new RequestParser.Progress(owner.maxContentBytes());
         }
-        if (lingering) {
+        if (state == State.LINGERING) {
             in.clear();
             return;
         }
         compact();
         if (sending == null) {
             if (in.position() == 0) {
-                arm(IDLE, owner.idleTimeoutNanos());
-            } else if (phase != HEADER && phase != CONTENT) {
+                arm(Deadline.IDLE, owner.idleTimeoutNanos());
+            } else if (phase != Deadline.HEADER && phase != Deadline.CONTENT) {
                 // after a 100 Continue its content is awaited: the minimum rate's grace runs from now
                 if (progress.inContent() && owner.minRequestRate() > 0) {
-                    arm(CONTENT, owner.rateGraceNanos());
+                    arm(Deadline.CONTENT, owner.rateGraceNanos());
                 } else {
-                    arm(HEADER, owner.headerTimeoutNanos());
+                    arm(Deadline.HEADER, owner.headerTimeoutNanos());
                 }
             }
         }
@@ -611,24 +672,23 @@ public final class Connection {
         if (n > 0) {
             needInput = false;
             // Each byte of content buys 1/rate s; a client may be at most the grace period behind.
-            if (phase == CONTENT) {
+            if (phase == Deadline.CONTENT) {
                 deadline = Math.min(owner.nanoTime() + owner.rateGraceNanos(), deadline + n * 1_000_000_000L / owner.minRequestRate());
             }
         }
-        if (lingering) {
+        if (state == State.LINGERING) {
             discarded += Math.max(n, 0);
-            if (n < 0 || discarded >= LINGER_MAX_BYTES) {
-                lingering = false;
-                done = true;
-            }
+            if (n < 0 || discarded >= LINGER_MAX_BYTES) moveTo(State.CLOSED);
         } else if (n < 0) {
             inputEnded = true;
             if (sending != null) {
                 endStream(StreamEnd.CLIENT);
-            } else if (expired == HEADER && !close) {
-                refuse(Reply.error(408, "request not received within " + owner.headerTimeoutNanos() / 1_000_000_000L + " s"), false);
-            } else if (expired == CONTENT && !close) {
-                refuse(Reply.error(408, "request content arrived slower than " + owner.minRequestRate() + " bytes/s"), false);
+            } else if (expired == Deadline.HEADER && state == State.OPEN) {
+                refuse(Reply.error(408, "request not received within " + owner.headerTimeoutNanos() / 1_000_000_000L + " s"), false,
+                    State.CLOSING);
+            } else if (expired == Deadline.CONTENT && state == State.OPEN) {
+                refuse(Reply.error(408, "request content arrived slower than " + owner.minRequestRate() + " bytes/s"), false,
+                    State.CLOSING);
             }
         } else if (sending != null && !in.hasRemaining()) {
             // A stream's client has nothing to send: what it sends waits in the connection's first
@@ -644,7 +704,7 @@ public final class Connection {
      */
     public void received(byte[] bytes) {
         int off = 0;
-        while (off < bytes.length && !done && !close) {
+        while (off < bytes.length && state == State.OPEN) {
             prepareRead();
             ByteBuffer b = in;
             if (!b.hasRemaining()) {
@@ -673,7 +733,7 @@ public final class Connection {
      * again).
      */
     public void releaseIfIdle() {
-        if (in != null && in.position() == consumed && out.length() == 0 && !lingering) releaseInput();
+        if (in != null && in.position() == consumed && out.length() == 0 && state != State.LINGERING) releaseInput();
     }
 
     private void releaseInput() {
@@ -712,8 +772,8 @@ public final class Connection {
             if (in != null) giveBackInput();
             in = BufferPool.take();  // what is discarded needs no more room than this
         }
-        arm(LINGER, LINGER_NANOS);
-        lingering = true;
+        arm(Deadline.LINGER, LINGER_NANOS);
+        moveTo(State.LINGERING);
         discarded = 0;
     }
 
@@ -733,7 +793,7 @@ public final class Connection {
         endUnwritten();
         releaseContent();
         if (in != null) releaseInput();
-        done = true;
+        moveTo(State.CLOSED);
     }
 
     /** @return the largest request the parser's limits allow, plus chunk framing: more means the parser already refused it */
@@ -746,7 +806,7 @@ public final class Connection {
         return remote;
     }
 
-    private void arm(int what, long nanos) {
+    private void arm(Deadline what, long nanos) {
         deadline = owner.nanoTime() + nanos;
         phase = what;
     }
@@ -768,10 +828,10 @@ public final class Connection {
             long beat = s.heartbeatAt();
             if (beat != 0 && now - beat >= 0) s.wake();
         }
-        int p = phase;
-        if (p == NONE || now - deadline < 0 || expired == p) return Shutdown.NONE;
+        Deadline p = phase;
+        if (p == Deadline.NONE || now - deadline < 0 || expired == p) return Shutdown.NONE;
         expired = p;
-        return p == HEADER || p == CONTENT ? Shutdown.INPUT : Shutdown.INPUT_AND_OUTPUT;
+        return p.shutdown();
     }
 
     /** Drops the consumed bytes; a grown buffer left empty goes back for one of the pool's (the parse grows it: {@link #grow}). */

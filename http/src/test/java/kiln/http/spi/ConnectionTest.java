@@ -207,6 +207,22 @@ class ConnectionTest {
         assertSame(Connection.Shutdown.INPUT_AND_OUTPUT, d.reap(), "the idle timeout ran on, from the last prepareRead");
     }
 
+    /**
+     * The table of states ({@link Connection.State}) has no way back: a connection that stopped
+     * reading requests never reads one again, and any state may close. (Each move the connection
+     * makes is checked against the table where assertions run, as in every test here.)
+     */
+    @Test
+    void theStatesMoveOnlyTowardsClosed() {
+        for (Connection.State from : Connection.State.values()) {
+            assertFalse(from.mayMoveTo(Connection.State.OPEN), from + " may not reopen");
+            assertTrue(from.mayMoveTo(Connection.State.CLOSED), from + " may close");
+            for (Connection.State to : Connection.State.values()) {
+                if (from.mayMoveTo(to)) assertTrue(to.ordinal() >= from.ordinal(), from + " -> " + to + " goes back");
+            }
+        }
+    }
+
     @Test
     void anIdleConnectionIsClosedAtTheIdleTimeoutWithoutAnAnswer() {
         Driver d = new Driver(ConnectionTest::echoPath).send(GET);
@@ -232,6 +248,7 @@ class ConnectionTest {
         assertSame(Connection.Shutdown.NONE, d.reap(), "the timeout runs from the head's first bytes, not its last");
         d.owner.advance(1);
         assertSame(Connection.Shutdown.INPUT, d.reap(), "the output stays open for the 408");
+        assertSame(Connection.State.OPEN, d.c.state(), "the reaper only half-closes: the loop learns it by its read");
         assertSame(Connection.Shutdown.NONE, d.reap(), "expired once");
         assertSame(Action.CLOSE, d.run());
         String out = d.takeWritten();
@@ -310,6 +327,7 @@ class ConnectionTest {
         assertSame(Action.READ, d.run(), "lingering: reading what the client still sends");
         assertTrue(d.takeWritten().startsWith("HTTP/1.1 400 Bad Request\r\n"));
         assertTrue(d.outputShut, "the output is shut down once the refusal is written");
+        assertSame(Connection.State.LINGERING, d.c.state());
         assertSame(Action.READ, d.send("the content the client was sending").run());
         assertEquals("", d.takeWritten(), "dropped, not parsed");
         d.owner.advance(1_999);
@@ -317,6 +335,7 @@ class ConnectionTest {
         d.owner.advance(1);
         assertSame(Connection.Shutdown.INPUT_AND_OUTPUT, d.reap(), "2 s of lingering");
         assertSame(Action.CLOSE, d.run());
+        assertSame(Connection.State.CLOSED, d.c.state());
 
         Driver e = new Driver(ConnectionTest::echoPath).send("GET /a HTTP/9.9\r\n\r\n");
         assertSame(Action.READ, e.run());
