@@ -93,6 +93,10 @@ final class ConnectionFiber extends Task<Object> implements PauseReason, Carrier
                     case WRITE -> write();
                     case HANDLE -> c.answer(router.dispatch(c.request()));
                     case WAIT -> handedBack = waitForStream();
+                    case SHUTDOWN_OUTPUT -> {
+                        c.channel().shutdownOutput();  // a failure: the client reset the connection, which closes
+                        c.outputShutDown();
+                    }
                     case CLOSE -> {
                         return;
                     }
@@ -107,12 +111,13 @@ final class ConnectionFiber extends Task<Object> implements PauseReason, Carrier
 
     /** @return true when the connection went back to the poller to wait for its next bytes */
     private boolean read() throws Pausable, IOException {
-        ByteBuffer in = connection.readBuffer();  // also arms the idle or header deadline
-        int n = drained ? 0 : readMore(in);
+        connection.prepareRead();  // arms the idle or header deadline
+        int n = drained ? 0 : readMore();
         for (int yields = 0; n == 0 && yields < YIELDS_BEFORE_SELECT && carriers.othersQueued(poller.index()); yields++) {
             connection.releaseIfIdle();  // no buffer held while waiting in the carrier's run queue
             Task.yield();
-            n = readMore(connection.readBuffer());
+            connection.prepareRead();
+            n = readMore();
         }
         if (n != 0) {
             connection.read(n);
@@ -123,8 +128,9 @@ final class ConnectionFiber extends Task<Object> implements PauseReason, Carrier
         return true;
     }
 
-    /** Reads what is there and notes whether that emptied the socket ({@link #drained}). */
-    private int readMore(ByteBuffer in) throws IOException {
+    /** Reads what is there into the connection's read buffer and notes whether that emptied the socket ({@link #drained}). */
+    private int readMore() throws IOException {
+        ByteBuffer in = connection.readBuffer();
         int room = in.remaining();
         int n = poller.read(connection.channel(), in);
         drained = n < room;
@@ -133,6 +139,7 @@ final class ConnectionFiber extends Task<Object> implements PauseReason, Carrier
 
     /** Writes the output, pausing the fiber while the socket's send buffer is full; a failure is the connection's to count. */
     private void write() throws Pausable {
+        connection.beginWrite();  // arms the write deadline
         ByteBuffer bytes = connection.output();
         try {
             while (bytes.hasRemaining()) {
@@ -156,6 +163,7 @@ final class ConnectionFiber extends Task<Object> implements PauseReason, Carrier
         if (parked == null) parked = new Parked(poller, key, connection);
         if (parked.readable) {
             parked.readable = false;
+            connection.prepareRead();
             connection.read(poller.read(connection.channel(), connection.readBuffer()));
             connection.releaseIfIdle();  // nothing was there after all: a waiting stream holds no buffer
             return false;

@@ -198,6 +198,7 @@ public final class LoomServer implements Launcher.Server {
                 switch (c.next()) {
                     case READ -> {
                         if (watched != null) watched.blocking();
+                        c.prepareRead();  // arms the idle or header deadline
                         c.read(ch.read(c.readBuffer()));
                     }
                     case WRITE -> write(c, watched);
@@ -205,6 +206,10 @@ public final class LoomServer implements Launcher.Server {
                     case WAIT -> {
                         if (watched == null) watched = watch.watch(c);
                         watched.await();  // parks until the stream has work or its client sent something
+                    }
+                    case SHUTDOWN_OUTPUT -> {
+                        ch.shutdownOutput();  // a failure: the client reset the connection, which closes
+                        c.outputShutDown();
                     }
                     case CLOSE -> {
                         return;
@@ -222,6 +227,7 @@ public final class LoomServer implements Launcher.Server {
 
     /** Writes the output; a watched stream's socket is non-blocking, and goes back to blocking mode when it is full. */
     private static void write(Connection c, StreamWatch.Watched watched) {
+        c.beginWrite();  // arms the write deadline
         ByteBuffer bytes = c.output();
         try {
             while (bytes.hasRemaining()) {

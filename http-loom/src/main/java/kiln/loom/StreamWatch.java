@@ -225,6 +225,7 @@ final class StreamWatch {
             }
             watching = false;  // the report cancelled the key: the next wait registers again
             SocketChannel ch = connection.channel();
+            connection.prepareRead();
             connection.read(ch.read(connection.readBuffer()));  // non-blocking: 0 when nothing is there
             connection.releaseIfIdle();  // a waiting stream holds no buffer
             return true;

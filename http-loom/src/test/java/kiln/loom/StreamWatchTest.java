@@ -195,6 +195,7 @@ class StreamWatchTest {
             assertEquals(Connection.Action.HANDLE, c.next());
             c.answer(Reply.stream(200, "text/plain", new Waiting()));
             while (c.next() == Connection.Action.WRITE) {  // the head, then the body's first part
+                c.beginWrite();
                 ByteBuffer out = c.output();
                 while (out.hasRemaining()) ch.write(out);
                 c.written();

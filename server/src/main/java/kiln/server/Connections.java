@@ -8,6 +8,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.logging.Level;
 import java.util.logging.Logger;
 
 import kiln.http.spi.Connection;
@@ -115,12 +116,31 @@ public final class Connections implements Connection.Owner {
     }
 
     private void expireOverdue() {
-        long now = System.nanoTime();
+        long now = nanoTime();
         int expired = 0;
         for (Connection c : open) {
-            if (c.expireIfOverdue(now)) expired++;
+            Connection.Shutdown s = c.expireIfOverdue(now);
+            if (s != Connection.Shutdown.NONE) {
+                shutdown(c.channel(), s == Connection.Shutdown.INPUT_AND_OUTPUT);
+                expired++;
+            }
         }
         if (expired > 0) LOG.fine("timed out " + expired + " connections");
+    }
+
+    /**
+     * Half-closes {@code ch} from a thread other than its loop's: the loop's blocked read then sees
+     * end-of-stream (its write fails, when {@code output} is shut too) and closes the channel itself.
+     * Never a close from here: on Kilim it could race with a pending selector registration, which
+     * Kilim's registration fiber does not survive.
+     */
+    private static void shutdown(SocketChannel ch, boolean output) {
+        try {
+            ch.shutdownInput();
+            if (output) ch.shutdownOutput();
+        } catch (IOException e) {
+            LOG.log(Level.FINE, "half-closing a connection", e);
+        }
     }
 
     /** @return open client connections right now */
@@ -250,7 +270,7 @@ public final class Connections implements Connection.Owner {
      * loop then sees end-of-stream and closes. For the end of a stop, after {@link #finishStop}.
      */
     public void endAll() {
-        for (Connection c : open) c.end();
+        for (Connection c : open) shutdown(c.channel(), true);
     }
 
     /** Closes {@code ch}, ignoring a failure: for sockets being given up on. */

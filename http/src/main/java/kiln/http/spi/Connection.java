@@ -5,8 +5,6 @@ import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
-import java.util.logging.Level;
-import java.util.logging.Logger;
 
 import kiln.http.BodyOutput;
 import kiln.http.BodyStream;
@@ -22,25 +20,31 @@ import kiln.http.StreamEnd;
  * of h11 and hyper's {@code proto::h1}): told what was read, what the handler answered, that a
  * write is done or failed, it says what to do next. Parsing, pipelining, the header, idle and write
  * deadlines, 408, 100-continue, lingering close, streamed replies with their heartbeats and stop,
- * and the counting of requests in flight and of streams live here, once. Each of kiln's own front
- * ends is a loop that only reads, writes and waits its own way (a Kilim fiber pauses, a virtual
- * thread blocks):
+ * and the counting of requests in flight and of streams live here, once. Its getters
+ * ({@link #readBuffer}, {@link #output}, {@link #request}) change nothing: the commands that arm a
+ * deadline or lend a buffer ({@link #prepareRead}, {@link #beginWrite}) are the loop's to call.
+ * Each of kiln's own front ends is a loop that only reads, writes and waits its own way (a Kilim
+ * fiber pauses, a virtual thread blocks):
  *
  * <pre>{@code
  * while (true) {
  *     switch (c.next()) {
- *         case READ   -> c.read(channel.read(c.readBuffer()));          // -1 at end of stream
- *         case WRITE  -> { write all of c.output(); c.written(); }       // a failure: c.writeFailed(e)
+ *         case READ   -> { c.prepareRead(); c.read(channel.read(c.readBuffer())); }  // -1 at end of stream
+ *         case WRITE  -> { c.beginWrite(); write all of c.output(); c.written(); }    // a failure: c.writeFailed(e)
  *         case HANDLE -> c.answer(router.dispatch(c.request()));        // the fiber pauses, the thread blocks
  *         case WAIT   -> { if (c.park(wake)) wait until wake runs; }     // a streamed body between parts
+ *         case SHUTDOWN_OUTPUT -> { channel.shutdownOutput(); c.outputShutDown(); }  // a lingering close begins
  *         case CLOSE  -> { close the channel; return; }
  *     }
  * }
  * }</pre>
- * The socket is touched here only to half-close it: by the reaper thread when a deadline passes
- * ({@link #expireIfOverdue}, which wakes the loop's blocked read or write with end-of-stream or an
- * error) and to start a lingering close. {@link #next} may be called again without a step in
- * between: it says the same.
+ * The connection touches no socket and reads no clock of its own: the loop does what it says
+ * (closing and half-closing included), the time is its owner's ({@link Owner#nanoTime}), and the
+ * reaper thread half-closes the socket as {@link #expireIfOverdue} says when a deadline passes,
+ * which wakes the loop's blocked read or write with end-of-stream or an error. It carries its
+ * socket ({@link #channel()}) only for them. {@link #next} may be called again without a step in
+ * between: it says the same. The connection's life is a table of five states ({@link State}: open,
+ * closing, refused, lingering, closed) and the moves between them.
  *
  * <p>Pipelined requests are answered in order and their responses written together (or once
  * {@value #FLUSH_AT} bytes wait). A malformed request is answered with its error status after the
@@ -77,27 +81,87 @@ import kiln.http.StreamEnd;
  * while its content arrives (the minimum request rate: each byte buys 1/rate s, and the client may
  * be at most the grace period behind; Kestrel's {@code MinRequestBodyDataRate}), and while a response
  * is written to a client that does not read (the grace period plus the bytes at the minimum response
- * rate). Slow content is answered 408. No deadline runs while a handler works or a stream waits. An overdue connection is only half-closed by the reaper
- * ({@code shutdownInput}/{@code shutdownOutput}): that wakes the connection's reader with
+ * rate). Slow content is answered 408. No deadline runs while a handler works or a stream waits.
+ * An overdue connection is only half-closed by the reaper ({@code shutdownInput}, and
+ * {@code shutdownOutput} unless a 408 is to be written: {@link #expireIfOverdue} says which): that wakes the connection's reader with
  * end-of-stream (or its writer with an error), and the connection's loop closes the channel. Kilim
  * needs that (closing a channel from another thread could race with a pending selector
  * registration, which Kilim's registration fiber does not survive); a blocked virtual thread wakes
  * the same way.
  */
 public final class Connection {
-    private static final Logger LOG = Logger.getLogger(Connection.class.getName());
     /** What the front end's loop does next ({@link #next}). */
     public enum Action {
-        /** Read into {@link #readBuffer()}, then {@link #read(int)}: more of a request, or a lingering close's discards. */
+        /**
+         * {@link #prepareRead()}, read into {@link #readBuffer()}, then {@link #read(int)}: more of a
+         * request, or a lingering close's discards.
+         */
         READ,
-        /** Write all of {@link #output()}, then {@link #written()} (or {@link #writeFailed}). */
+        /** {@link #beginWrite()}, write all of {@link #output()}, then {@link #written()} (or {@link #writeFailed}). */
         WRITE,
         /** Run the handler of {@link #request()}, then {@link #answer}. */
         HANDLE,
         /** A streamed body waits: {@link #park}, and when its wake-up runs (or at once when park says so), {@link #next} again. */
         WAIT,
+        /**
+         * A lingering close begins: shut the channel's output down, then {@link #outputShutDown()}
+         * (when that fails, the client reset the connection: close it).
+         */
+        SHUTDOWN_OUTPUT,
         /** Close the channel: the connection is done. */
         CLOSE
+    }
+
+    /**
+     * A connection's life as a whole, as h11 keeps each side's state in a table ({@code _state.py}):
+     * what {@link Connection#next} may say in each state, and where each state may go.
+     *
+     * <pre>
+     * state      next() says                     moves to
+     * OPEN       READ, HANDLE, WRITE, WAIT       CLOSING: an answer without keep-alive (HTTP/1.0,
+     *                                              Connection: close, a server's stop), a stopped
+     *                                              stream, a 408
+     *                                            REFUSED: a request refused before a handler saw it
+     *                                              (400, 413, 431, 503...)
+     *                                            CLOSED: end of stream with all answered, a failed
+     *                                              write, a cut stream
+     * CLOSING    WRITE, WAIT (a stream to 1.0)   CLOSED: all written, a failed write, a cut stream
+     * REFUSED    WRITE, then SHUTDOWN_OUTPUT     LINGERING: the output is shut down ({@link Connection#outputShutDown})
+     *                                            CLOSED: the client's side ended already, a failed write
+     * LINGERING  READ, dropping what arrives     CLOSED: end of stream, 1 MiB dropped, or 2 s (the reaper)
+     * CLOSED     CLOSE
+     * </pre>
+     * Within OPEN and CLOSING, what {@link Connection#next} says comes from the request at hand:
+     * HANDLE while its handler runs, WRITE and WAIT while a streamed body goes on, WRITE while
+     * answers wait, else READ. {@link Connection#closed()} (the loop ended) moves any state to
+     * CLOSED. The client's side is one flag, {@link Connection#inputEnded}: after its end of stream,
+     * what was read is answered, then CLOSED.
+     */
+    enum State {
+        OPEN, CLOSING, REFUSED, LINGERING, CLOSED;
+
+        /** @return true when the table above lets this state move to {@code to}; CLOSING and CLOSED may stay */
+        boolean mayMoveTo(State to) {
+            return switch (this) {
+                case OPEN -> to == CLOSING || to == REFUSED || to == CLOSED;
+                case CLOSING -> to == CLOSING || to == CLOSED;
+                case REFUSED -> to == LINGERING || to == CLOSED;
+                case LINGERING, CLOSED -> to == CLOSED;
+            };
+        }
+    }
+
+    /** What the reaper does to an overdue connection's socket ({@link #expireIfOverdue}). */
+    public enum Shutdown {
+        /** Nothing: no deadline has passed. */
+        NONE,
+        /**
+         * {@code shutdownInput} only: the loop reads end-of-stream and answers 408 (a request's head
+         * or content was overdue), which it can still write.
+         */
+        INPUT,
+        /** {@code shutdownInput} and {@code shutdownOutput}: the loop's read sees end-of-stream, its write fails. */
+        INPUT_AND_OUTPUT
     }
 
     /** Write pipelined responses once this many bytes are waiting. */
@@ -105,23 +169,35 @@ public final class Connection {
     /** The interim response to {@code Expect: 100-continue} (RFC 9110 section 15.2.1). */
     private static final byte[] CONTINUE = "HTTP/1.1 100 Continue\r\n\r\n".getBytes(StandardCharsets.US_ASCII);
 
-    /** What the current deadline guards. */
-    private static final int NONE = 0;
-    private static final int IDLE = 1;
-    private static final int HEADER = 2;
-    private static final int WRITE = 3;
-    private static final int LINGER = 4;
-    /** A request's head is in and its content arrives: the minimum data rate's deadline. */
-    private static final int CONTENT = 5;
+    /** What the current deadline guards, and so what the reaper does when it passes ({@link #expireIfOverdue}). */
+    private enum Deadline {
+        /** None runs: a handler works, a stream waits, or a write just ended. Nothing expires. */
+        NONE,
+        /** Waiting for a next request, nothing of it here yet (keep-alive): the idle timeout; closed without an answer. */
+        IDLE,
+        /** A request's head arrives (against slowloris): the header timeout, from its first bytes; 408. */
+        HEADER,
+        /** A request's head is in and its content arrives: the minimum request rate after its grace; 408. */
+        CONTENT,
+        /** A write to a client that may not read: the grace plus its bytes at the minimum response rate; cut. */
+        WRITE,
+        /** A lingering close reads and drops what still arrives: 2 s; closed. */
+        LINGER;
+
+        /** @return what the reaper shuts down when this deadline passes: the input only when a 408 is to be written */
+        Shutdown shutdown() {
+            return this == HEADER || this == CONTENT ? Shutdown.INPUT : Shutdown.INPUT_AND_OUTPUT;
+        }
+    }
 
     /** A lingering close reads and discards at most this much of what the client still sends... */
     private static final int LINGER_MAX_BYTES = 1 << 20;
-    /** ...for at most this long (the reaper ends it, 0-1 s later: it checks once a second). */
+    /** ...for at most this long, ns (the reaper ends it, 0-1 s later: it checks once a second). */
     private static final long LINGER_NANOS = 2_000_000_000L;
 
     private final Owner owner;
     private final SocketChannel channel;
-    private InetSocketAddress remote;
+    private final InetSocketAddress remote;
     /**
      * Bytes reserved for request content held outside {@link #in}: chunked content the parser copied
      * so far, then the parsed request's content until its handler answers.
@@ -137,17 +213,14 @@ public final class Connection {
     /** Every byte read so far was parsed and no request is complete: parse again only after a read. */
     private boolean needInput;
     private final Output out = new Output();
-    /** No more requests: close once the output is written (after a lingering close when {@link #refused}). */
-    private boolean close;
+    /** The bytes of the write under way ({@link #beginWrite}), or null. */
+    private ByteBuffer writing;
+    /** Where the connection is in its life; it moves only as {@link State#mayMoveTo} allows ({@link #moveTo}). */
+    private State state = State.OPEN;
     /** The client's side ended (end of stream): answer what was read, then close. */
     private boolean inputEnded;
-    /** The connection closes because a request was refused: its content may still be arriving. */
-    private boolean refused;
-    private boolean lingering;
     /** Bytes discarded by a lingering close so far (at most {@value #LINGER_MAX_BYTES}). */
     private int discarded;
-    /** {@link Action#CLOSE} from now on. */
-    private boolean done;
     /**
      * Requests answered whose answers wait in {@link #out}: still in flight for a graceful stop until
      * written ({@link #written}), or until the connection gives them up ({@link #closed}).
@@ -157,11 +230,11 @@ public final class Connection {
     /** The request whose handler is to run or runs now ({@link Action#HANDLE}), or null; volatile for {@link #handlerName}. */
     private volatile Request pending;
 
-    /** System.nanoTime() after which the reaper may end the connection; meaningful when {@link #phase} != NONE. */
+    /** {@link Owner#nanoTime()} after which the reaper may end the connection; meaningful when {@link #phase} is not NONE. */
     private volatile long deadline;
-    private volatile int phase = NONE;
+    private volatile Deadline phase = Deadline.NONE;
     /** Set by the reaper before it half-closes the socket, so the connection knows why it saw end-of-stream. */
-    private volatile int expired = NONE;
+    private volatile Deadline expired = Deadline.NONE;
 
     /** The streamed body being sent, or null. */
     private volatile StreamedBody sending;
@@ -176,6 +249,14 @@ public final class Connection {
      * own layer). The server's reaper calls {@link #expireIfOverdue} on its open connections.
      */
     public interface Owner {
+        /**
+         * @return now on the clock every deadline is kept by, ns: {@link System#nanoTime()}, or a
+         *         test's fake clock; the reaper passes the same clock's time to {@link #expireIfOverdue}
+         */
+        default long nanoTime() {
+            return System.nanoTime();
+        }
+
         /** @return how long a keep-alive connection may wait for its next request, and a write may take, ns */
         long idleTimeoutNanos();
 
@@ -242,46 +323,58 @@ public final class Connection {
     /**
      * @param owner   what the connection needs of its server: the timeouts, whether it is stopping,
      *                where it counts requests and streams
-     * @param channel the accepted socket, which the reaper half-closes when overdue; null in tests
+     * @param channel the accepted socket, carried for the loop and the reaper (never used here); null in tests
      */
     public Connection(Owner owner, SocketChannel channel) {
         this(owner, channel, null);
     }
 
     /**
-     * @param remote the client's address when the front end knows it already (its accept loop
-     *               asked for it), else null: asked of the channel when first needed
+     * @param remote the client's address (the accept loop asked the socket for it), or null when
+     *               unknown: the requests then have none and a refusal is reported without it
      */
     public Connection(Owner owner, SocketChannel channel, InetSocketAddress remote) {
         this.owner = owner;
         this.channel = channel;
         this.remote = remote;
-        arm(IDLE, owner.idleTimeoutNanos());  // a client that connects and never sends is reaped
+        arm(Deadline.IDLE, owner.idleTimeoutNanos());  // a client that connects and never sends is reaped
     }
 
-    /** @return the accepted socket */
+    /** @return the accepted socket, as given: the loop's and the reaper's to read, write and (half-)close */
     public SocketChannel channel() {
         return channel;
     }
 
-    /** @return what to do next; the same again until the loop reports a step */
+    /** @return what to do next ({@link State} has what each state may say); the same again until the loop reports a step */
     public Action next() {
-        if (done) return Action.CLOSE;
+        if (state == State.CLOSED) return Action.CLOSE;
         if (pending != null) return Action.HANDLE;
         if (sending != null) return streamStep();
         if (out.length() >= FLUSH_AT) return Action.WRITE;
-        if (!close && in != null && !needInput && (pending = parse()) != null) {
+        if (state == State.OPEN && in != null && !needInput && (pending = parse()) != null) {
             owner.requestStarted();
             return Action.HANDLE;
         }
         if (out.length() > 0) return Action.WRITE;
-        if (lingering) return Action.READ;
-        if (close || inputEnded) {
-            if (refused && !inputEnded && startLinger()) return Action.READ;
-            done = true;
+        if (state == State.LINGERING) return Action.READ;
+        if (state != State.OPEN || inputEnded) {
+            // a refused client may still be sending: a lingering close, unless it closed its side already
+            if (state == State.REFUSED && !inputEnded) return Action.SHUTDOWN_OUTPUT;
+            moveTo(State.CLOSED);
             return Action.CLOSE;
         }
         return Action.READ;
+    }
+
+    /** @return where the connection is in its life */
+    State state() {
+        return state;
+    }
+
+    /** Moves to {@code to}; a move the table of {@link State} does not have is a bug, caught where assertions run (the tests). */
+    private void moveTo(State to) {
+        assert state.mayMoveTo(to) : state + " may not move to " + to;
+        state = to;
     }
 
     /** @return the next complete request among the bytes read, or null: an error reply when it is malformed */
@@ -294,14 +387,16 @@ public final class Connection {
                     return null;
                 }
                 if (progress.takeContinue()) out.put(CONTINUE);  // written before the next read
-                if (progress.inContent() && phase == HEADER && owner.minRequestRate() > 0) arm(CONTENT, owner.rateGraceNanos());
+                if (progress.inContent() && phase == Deadline.HEADER && owner.minRequestRate() > 0) {
+                    arm(Deadline.CONTENT, owner.rateGraceNanos());
+                }
                 needInput = true;
                 return null;
             }
             consumed += p.length;
-            phase = NONE;
+            phase = Deadline.NONE;
             holdContent(p.request.body().length);
-            return p.request.remoteAddress(remote());
+            return p.request.remoteAddress(remote);
         } catch (HttpException e) {
             refuseRequest(e);
             return null;
@@ -311,8 +406,7 @@ public final class Connection {
     /** Answers a request the parser or the limits refused with its error status; the connection closes after a lingering close. */
     private void refuseRequest(HttpException e) {
         // a refused HEAD gets the head only (RFC 9110 section 9.3.2), as every answer to a HEAD
-        refuse(Reply.error(e.status(), e.getMessage()), progress.refusedHead() || progress.isHead());
-        refused = true;
+        refuse(Reply.error(e.status(), e.getMessage()), progress.refusedHead() || progress.isHead(), State.REFUSED);
     }
 
     /**
@@ -372,14 +466,17 @@ public final class Connection {
     /** The server's request memory has no room for this request: 503 with Retry-After, and the connection closes. */
     private void refuseForMemory() {
         refuse(Reply.unavailable("the server holds as many request bytes as it may (--max-request-memory); retry shortly"),
-            progress.isHead());
-        refused = true;
+            progress.isHead(), State.REFUSED);
     }
 
-    private void refuse(Reply error, boolean head) {
+    /**
+     * Answers {@code error} in place of a request and reads no more: {@code then} is REFUSED when the
+     * client may still be sending (a lingering close follows), CLOSING when its side ended.
+     */
+    private void refuse(Reply error, boolean head, State then) {
         ResponseWriter.write(out, 1, error, false, head);
-        close = true;
-        owner.refused(remote(), error);
+        moveTo(then);
+        owner.refused(remote, error);
     }
 
     /** @return the request whose handler is to run ({@link Action#HANDLE}) */
@@ -405,7 +502,7 @@ public final class Connection {
             startStream(reply.stream, request.routeName());
         }
         ResponseWriter.write(out, request.minorVersion(), reply, keepAlive, head);
-        if (!keepAlive) close = true;
+        if (!keepAlive) moveTo(State.CLOSING);
         if (sending == null) unwritten++;  // a streamed body carries the request on until it ends
     }
 
@@ -442,12 +539,11 @@ public final class Connection {
         s.end(reason);
         if (StreamEnd.cut(reason)) {
             out.release();  // a cut body: close without writing what may wait
-            close = true;
-            done = true;
+            moveTo(State.CLOSED);
             owner.requestEnded();
         } else {
             if (chunked) ResponseWriter.lastChunk(out);
-            if (reason.equals(StreamEnd.STOP) || owner.isStopping()) close = true;
+            if (reason.equals(StreamEnd.STOP) || owner.isStopping()) moveTo(State.CLOSING);
             unwritten++;  // ends once its last chunk is written
         }
     }
@@ -479,25 +575,35 @@ public final class Connection {
     }
 
     /**
-     * Starts writing: arms the write deadline, by which a client that does not read is cut: the
-     * grace period plus the time the bytes take at the minimum response rate (Kestrel's
-     * {@code MinResponseDataRate}), or the idle timeout when there is no minimum rate. Write all of
-     * the returned bytes, then call {@link #written}.
+     * For {@link Action#WRITE}: starts writing what waits in the output ({@link #output()}) and arms
+     * the write deadline, by which a client that does not read is cut: the grace period plus the
+     * time the bytes take at the minimum response rate (Kestrel's {@code MinResponseDataRate}), or
+     * the idle timeout when there is no minimum rate. Write all of {@link #output()}, then call
+     * {@link #written} (or {@link #writeFailed}).
+     */
+    public void beginWrite() {
+        long rate = owner.minResponseRate();
+        arm(Deadline.WRITE, rate > 0 ? owner.rateGraceNanos() + out.length() * 1_000_000_000L / rate : owner.idleTimeoutNanos());
+        writing = out.toByteBuffer();
+    }
+
+    /**
+     * @return the bytes of the write {@link #beginWrite()} began, positioned on what is left of them
+     *         (the loop writes from it), or null when no write is under way
      */
     public ByteBuffer output() {
-        long rate = owner.minResponseRate();
-        arm(WRITE, rate > 0 ? owner.rateGraceNanos() + out.length() * 1_000_000_000L / rate : owner.idleTimeoutNanos());
-        return out.toByteBuffer();
+        return writing;
     }
 
     /**
      * The bytes of {@link #output()} are written: gives their buffer back. No deadline runs until the
-     * next read arms one for what it waits for ({@link #readBuffer()}); a request whose head was
+     * next read arms one for what it waits for ({@link #prepareRead()}); a request whose head was
      * arriving gets its header timeout afresh.
      */
     public void written() {
+        writing = null;
         out.release();
-        phase = NONE;
+        phase = Deadline.NONE;
         endUnwritten();
     }
 
@@ -508,39 +614,50 @@ public final class Connection {
 
     /** A write failed (the client went away, or the reaper cut a client that did not read): the connection closes. */
     public void writeFailed(IOException failure) {
+        writing = null;
         out.release();
-        if (sending != null) endStream(expired == WRITE ? StreamEnd.TIMEOUT : StreamEnd.CLIENT);
+        if (sending != null) endStream(expired == Deadline.WRITE ? StreamEnd.TIMEOUT : StreamEnd.CLIENT);
         endUnwritten();
-        done = true;
+        moveTo(State.CLOSED);
     }
 
     /**
-     * Prepares a read: drops the bytes of the requests answered, grows the buffer when a partial
-     * request fills it, and arms the idle deadline (nothing of a next request yet) or the header
-     * deadline (its first bytes are here; not re-armed while it arrives). During a lingering close,
-     * the buffer to discard into.
-     *
-     * @return the buffer to read into, with room for at least one byte
+     * For {@link Action#READ}, before each read: borrows the input buffer if the connection holds
+     * none, drops the bytes of the requests answered, and arms the idle deadline (nothing of a next
+     * request yet), the header deadline (its first bytes are here; not re-armed while it arrives)
+     * or the content's minimum rate. During a lingering close, empties the buffer to discard into.
+     * Then read into {@link #readBuffer()}.
      */
-    public ByteBuffer readBuffer() {
+    public void prepareRead() {
         if (in == null) {
             in = BufferPool.take();
             progress = new RequestParser.Progress(owner.maxContentBytes());
         }
-        if (lingering) return in.clear();
+        if (state == State.LINGERING) {
+            in.clear();
+            return;
+        }
         compact();
         if (sending == null) {
             if (in.position() == 0) {
-                arm(IDLE, owner.idleTimeoutNanos());
-            } else if (phase != HEADER && phase != CONTENT) {
+                arm(Deadline.IDLE, owner.idleTimeoutNanos());
+            } else if (phase != Deadline.HEADER && phase != Deadline.CONTENT) {
                 // after a 100 Continue its content is awaited: the minimum rate's grace runs from now
                 if (progress.inContent() && owner.minRequestRate() > 0) {
-                    arm(CONTENT, owner.rateGraceNanos());
+                    arm(Deadline.CONTENT, owner.rateGraceNanos());
                 } else {
-                    arm(HEADER, owner.headerTimeoutNanos());
+                    arm(Deadline.HEADER, owner.headerTimeoutNanos());
                 }
             }
         }
+    }
+
+    /**
+     * @return the buffer {@link #prepareRead()} made ready, to read into at its position, with room
+     *         for at least one byte; null when the connection holds none (before the first
+     *         {@link #prepareRead()}, and after {@link #releaseIfIdle()})
+     */
+    public ByteBuffer readBuffer() {
         return in;
     }
 
@@ -555,25 +672,23 @@ public final class Connection {
         if (n > 0) {
             needInput = false;
             // Each byte of content buys 1/rate s; a client may be at most the grace period behind.
-            if (phase == CONTENT) {
-                long now = System.nanoTime();
-                deadline = Math.min(now + owner.rateGraceNanos(), deadline + n * 1_000_000_000L / owner.minRequestRate());
+            if (phase == Deadline.CONTENT) {
+                deadline = Math.min(owner.nanoTime() + owner.rateGraceNanos(), deadline + n * 1_000_000_000L / owner.minRequestRate());
             }
         }
-        if (lingering) {
+        if (state == State.LINGERING) {
             discarded += Math.max(n, 0);
-            if (n < 0 || discarded >= LINGER_MAX_BYTES) {
-                lingering = false;
-                done = true;
-            }
+            if (n < 0 || discarded >= LINGER_MAX_BYTES) moveTo(State.CLOSED);
         } else if (n < 0) {
             inputEnded = true;
             if (sending != null) {
                 endStream(StreamEnd.CLIENT);
-            } else if (expired == HEADER && !close) {
-                refuse(Reply.error(408, "request not received within " + owner.headerTimeoutNanos() / 1_000_000_000L + " s"), false);
-            } else if (expired == CONTENT && !close) {
-                refuse(Reply.error(408, "request content arrived slower than " + owner.minRequestRate() + " bytes/s"), false);
+            } else if (expired == Deadline.HEADER && state == State.OPEN) {
+                refuse(Reply.error(408, "request not received within " + owner.headerTimeoutNanos() / 1_000_000_000L + " s"), false,
+                    State.CLOSING);
+            } else if (expired == Deadline.CONTENT && state == State.OPEN) {
+                refuse(Reply.error(408, "request content arrived slower than " + owner.minRequestRate() + " bytes/s"), false,
+                    State.CLOSING);
             }
         } else if (sending != null && !in.hasRemaining()) {
             // A stream's client has nothing to send: what it sends waits in the connection's first
@@ -583,14 +698,15 @@ public final class Connection {
     }
 
     /**
-     * Takes bytes the front end read before it had a buffer for this connection, as if
+     * Takes bytes the front end read before it had a buffer for this connection, as if reads into
      * {@link #readBuffer()} had received them, growing the buffer within the request memory. Bytes
      * beyond what it may hold are dropped: the request is refused by then (431, or 503 for want of memory).
      */
     public void received(byte[] bytes) {
         int off = 0;
-        while (off < bytes.length && !done && !close) {
-            ByteBuffer b = readBuffer();
+        while (off < bytes.length && state == State.OPEN) {
+            prepareRead();
+            ByteBuffer b = in;
             if (!b.hasRemaining()) {
                 try {
                     if (!grow()) {
@@ -613,11 +729,11 @@ public final class Connection {
     /**
      * For a front end about to wait for its socket to become readable without holding a buffer:
      * when nothing of a next request has arrived, gives the input buffer back to the pool and drops
-     * the parser's state, so the idle connection holds neither ({@link #readBuffer()} borrows them
+     * the parser's state, so the idle connection holds neither ({@link #prepareRead()} borrows them
      * again).
      */
     public void releaseIfIdle() {
-        if (in != null && in.position() == consumed && out.length() == 0 && !lingering) releaseInput();
+        if (in != null && in.position() == consumed && out.length() == 0 && state != State.LINGERING) releaseInput();
     }
 
     private void releaseInput() {
@@ -641,32 +757,24 @@ public final class Connection {
     }
 
     /**
-     * Starts a lingering close once the responses are written and the connection closes because a
-     * request was refused (413 for a body over the limit, 400 for broken framing...): the client
-     * may still be sending its content, and closing with unread bytes in the socket makes the kernel
-     * reset the connection, which can destroy the refusal before the client, or a proxy such as
-     * nginx (which then answers 502), has read it. So, as RFC 9112 section 9.6 describes: output is
-     * shut down (the client reads the response, then end of stream), and the loop reads and
-     * discards what still arrives, up to {@value #LINGER_MAX_BYTES} bytes and 2 s (the reaper
-     * half-closes input then), then closes.
-     *
-     * @return true when the connection lingers; false to close at once
+     * For {@link Action#SHUTDOWN_OUTPUT}: the channel's output is shut down, and a lingering close
+     * begins. It follows the responses when the connection closes because a request was refused
+     * (413 for a body over the limit, 400 for broken framing...): the client may still be sending
+     * its content, and closing with unread bytes in the socket makes the kernel reset the
+     * connection, which can destroy the refusal before the client, or a proxy such as nginx (which
+     * then answers 502), has read it. So, as RFC 9112 section 9.6 describes: output is shut down
+     * (the client reads the response, then end of stream), and the loop reads and discards what
+     * still arrives, up to {@value #LINGER_MAX_BYTES} bytes and 2 s (the reaper half-closes input
+     * then), then closes.
      */
-    private boolean startLinger() {
-        if (channel == null) return false;
-        try {
-            channel.shutdownOutput();
-        } catch (IOException e) {
-            return false;  // the client reset the connection: nothing is left to protect
-        }
+    public void outputShutDown() {
         if (in == null || inCharge() > 0) {
             if (in != null) giveBackInput();
             in = BufferPool.take();  // what is discarded needs no more room than this
         }
-        arm(LINGER, LINGER_NANOS);
-        lingering = true;
+        arm(Deadline.LINGER, LINGER_NANOS);
+        moveTo(State.LINGERING);
         discarded = 0;
-        return true;
     }
 
     /** @return the handler now running, e.g. {@code GET /todos/{id}}, for a report, or null between requests */
@@ -685,7 +793,7 @@ public final class Connection {
         endUnwritten();
         releaseContent();
         if (in != null) releaseInput();
-        done = true;
+        moveTo(State.CLOSED);
     }
 
     /** @return the largest request the parser's limits allow, plus chunk framing: more means the parser already refused it */
@@ -693,61 +801,37 @@ public final class Connection {
         return RequestParser.MAX_REQUEST_LINE + RequestParser.MAX_HEADER_BYTES + 2 * owner.maxContentBytes();
     }
 
-    /** @return the client's address: given when the connection was made, or asked of the socket; null when unknown */
+    /** @return the client's address, as given when the connection was made; null when unknown */
     public InetSocketAddress remoteAddress() {
-        return remote();
-    }
-
-    private InetSocketAddress remote() {
-        if (remote == null && channel != null) {
-            try {
-                remote = (InetSocketAddress) channel.getRemoteAddress();
-            } catch (IOException e) {
-                return null;  // closed already
-            }
-        }
         return remote;
     }
 
-    private void arm(int what, long nanos) {
-        deadline = System.nanoTime() + nanos;
+    private void arm(Deadline what, long nanos) {
+        deadline = owner.nanoTime() + nanos;
         phase = what;
     }
 
     /**
-     * Called by the reaper thread: wakes a parked stream whose heartbeat is due; if this
-     * connection's deadline has passed, half-closes it so that its reader wakes up with end-of-stream
-     * (or its writer with a failed write) and closes it.
+     * Called by the reaper thread: wakes a parked stream whose heartbeat is due, and says how to
+     * half-close the socket when this connection's deadline has passed, so that its loop's reader
+     * wakes up with end-of-stream (or its writer with a failed write) and closes it. A deadline
+     * expires once: the same phase overdue again says {@link Shutdown#NONE}.
      *
-     * @return true if the connection was expired
+     * @param now {@link Owner#nanoTime()}, ns
+     * @return what to shut down: {@link Shutdown#INPUT} after a header or content timeout (so that
+     *         the 408 can still be written), {@link Shutdown#INPUT_AND_OUTPUT} after the others,
+     *         {@link Shutdown#NONE} when nothing is overdue
      */
-    public boolean expireIfOverdue(long now) {
+    public Shutdown expireIfOverdue(long now) {
         StreamedBody s = sending;
         if (s != null) {
             long beat = s.heartbeatAt();
             if (beat != 0 && now - beat >= 0) s.wake();
         }
-        int p = phase;
-        if (p == NONE || now - deadline < 0 || expired == p) return false;
+        Deadline p = phase;
+        if (p == Deadline.NONE || now - deadline < 0 || expired == p) return Shutdown.NONE;
         expired = p;
-        try {
-            channel.shutdownInput();
-            // keep the write side open after a header or content timeout so that the 408 can still be sent
-            if (p != HEADER && p != CONTENT) channel.shutdownOutput();
-        } catch (IOException e) {
-            LOG.log(Level.FINE, "half-closing an expired connection", e);
-        }
-        return true;
-    }
-
-    /** Half-closes both sides, so that the connection's loop ends: at the end of a server's stop. */
-    public void end() {
-        try {
-            channel.shutdownInput();
-            channel.shutdownOutput();
-        } catch (IOException e) {
-            LOG.log(Level.FINE, "half-closing a connection at stop", e);
-        }
+        return p.shutdown();
     }
 
     /** Drops the consumed bytes; a grown buffer left empty goes back for one of the pool's (the parse grows it: {@link #grow}). */

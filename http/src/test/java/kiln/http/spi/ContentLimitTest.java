@@ -28,6 +28,7 @@ class ContentLimitTest {
 
     private static String written(Connection c) {
         assertSame(Connection.Action.WRITE, c.next());
+        c.beginWrite();
         ByteBuffer out = c.output();
         byte[] bytes = new byte[out.remaining()];
         out.get(bytes);

@@ -21,6 +21,7 @@ class ReplyTest {
         c.received(rawRequest.getBytes(StandardCharsets.ISO_8859_1));
         assertSame(Connection.Action.HANDLE, c.next());
         c.answer(reply);
+        c.beginWrite();
         ByteBuffer out = c.output();
         byte[] bytes = new byte[out.remaining()];
         out.get(bytes);

@@ -12,18 +12,26 @@ import kiln.http.Limits;
 import kiln.http.Reply;
 
 /**
- * A {@link Connection.Owner} for tests that drive a connection by hand: 1 s timeouts, a content
- * limit, a stop switch, and what the connection reported (requests in flight, streams, refusals).
+ * A {@link Connection.Owner} for tests that drive a connection by hand: a fake clock that moves only
+ * when the test says ({@link #advance}), 1 s timeouts, a content limit, a stop switch, and what the
+ * connection reported (requests in flight, streams, refusals).
  */
 final class TestOwner implements Connection.Owner {
     private final int maxContent;
     /** The request memory the connection reserves from: no limit unless a test gives one. */
     MemoryBudget memory = MemoryBudget.UNLIMITED;
     volatile boolean stopping;
+    /** The minimum data rates, bytes/s (0: none), and how far behind them a client may fall, ms. */
+    long minRequestRate;
+    long minResponseRate;
+    long rateGraceMs = 5_000;
     final AtomicInteger inFlight = new AtomicInteger();
     final AtomicInteger streamsOpen = new AtomicInteger();
     final List<String> streamsEnded = new CopyOnWriteArrayList<>();
     final List<Integer> refused = new CopyOnWriteArrayList<>();
+
+    /** The fake clock's time, ns; starts near the end of the long range, so deadlines wrap as System.nanoTime's may. */
+    private volatile long now = Long.MAX_VALUE - 60_000_000_000L;
 
     TestOwner() {
         this(Limits.MAX_CONTENT);
@@ -31,6 +39,17 @@ final class TestOwner implements Connection.Owner {
 
     TestOwner(int maxContent) {
         this.maxContent = maxContent;
+    }
+
+    /** Moves the fake clock {@code millis} ms on. @return the new time, ns */
+    long advance(long millis) {
+        now += millis * 1_000_000L;
+        return now;
+    }
+
+    @Override
+    public long nanoTime() {
+        return now;
     }
 
     @Override
@@ -41,6 +60,21 @@ final class TestOwner implements Connection.Owner {
     @Override
     public long headerTimeoutNanos() {
         return 1_000_000_000L;
+    }
+
+    @Override
+    public long minRequestRate() {
+        return minRequestRate;
+    }
+
+    @Override
+    public long minResponseRate() {
+        return minResponseRate;
+    }
+
+    @Override
+    public long rateGraceNanos() {
+        return rateGraceMs * 1_000_000L;
     }
 
     @Override
