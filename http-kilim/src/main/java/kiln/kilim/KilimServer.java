@@ -1,16 +1,10 @@
 package kiln.kilim;
 
 import java.io.IOException;
-import java.net.InetSocketAddress;
-import java.net.StandardSocketOptions;
 import java.nio.channels.ServerSocketChannel;
-import java.util.logging.Level;
-import java.util.logging.Logger;
 
 import kiln.db.QueryFuture;
-import kiln.http.Limits;
-import kiln.server.Connections;
-import kiln.server.Launcher;
+import kiln.server.OwnServer;
 import kiln.server.ServerLimits;
 
 /**
@@ -53,20 +47,13 @@ import kiln.server.ServerLimits;
  * What stays is the socket, its selection key and a small {@link kiln.http.spi.Connection}. (Kilim's
  * own {@code kilim.nio} keeps a paused fiber, a mailbox and its events per connection.)
  */
-public final class KilimServer implements Launcher.Server {
-    private static final Logger LOG = Logger.getLogger(KilimServer.class.getName());
-
-    private final String bindAddress;
-    private final int requestedPort;
+public final class KilimServer extends OwnServer {
     private final int threads;
     private final Router router;
-    /** The limits, the open connections and their reaper, the cap's 503, requests in flight: kiln's shared HTTP layer. */
-    private final Connections connections;
     private long blockedCarrierMs = 100;
     private long handOffMs = 20;
     private long unhealthyMs = 5_000;
     private CarrierWatch carrierWatch;
-    private ServerSocketChannel channel;
     /** One per carrier; the first owns the listening socket. */
     private Poller[] pollers;
     private Carriers carriers;
@@ -78,12 +65,10 @@ public final class KilimServer implements Launcher.Server {
      * @param router      the handlers
      */
     public KilimServer(String bindAddress, int port, int threads, Router router) {
+        super(bindAddress, port, router);
         if (threads < 1) throw new IllegalArgumentException("threads must be >= 1, got " + threads);
-        this.bindAddress = bindAddress;
-        this.requestedPort = port;
         this.threads = threads;
         this.router = router;
-        this.connections = new Connections(router);
         router.health().add(this::blockedProblem);
     }
 
@@ -140,11 +125,6 @@ public final class KilimServer implements Launcher.Server {
         return watch == null ? null : watch.problem();
     }
 
-    /** @return the connection cap in force */
-    public int maxConnections() {
-        return connections.limits().maxConnections();
-    }
-
     /**
      * Checks that the classes this server runs were woven, binds the socket and starts accepting.
      *
@@ -155,16 +135,7 @@ public final class KilimServer implements Launcher.Server {
         requireWoven(ConnectionFiber.class);
         requireWoven(Fibers.class);
         QueryFuture.refuseBlockingWhere(KilimServer::blockingRefusal);
-        ServerSocketChannel ssc = ServerSocketChannel.open();
-        try {
-            ssc.setOption(StandardSocketOptions.SO_REUSEADDR, true);
-            ssc.bind(new InetSocketAddress(bindAddress, requestedPort), Limits.BACKLOG);
-            ssc.configureBlocking(false);
-        } catch (IOException e) {
-            ssc.close();
-            throw e;
-        }
-        channel = ssc;
+        ServerSocketChannel ssc = bind(false);
         carriers = new Carriers(threads);
         pollers = new Poller[threads];
         try {
@@ -182,29 +153,13 @@ public final class KilimServer implements Launcher.Server {
         carrierWatch.start();
     }
 
-    /** @return the port actually bound (useful with port 0) */
-    @Override
-    public int port() {
-        return channel.socket().getLocalPort();
-    }
-
-    /** @return open client connections right now */
-    public int connections() {
-        return connections.count();
-    }
-
     /**
      * Graceful stop: closes the listening socket, lets requests in flight finish (up to
      * {@code graceMillis}), answers them with {@code Connection: close}, then stops the threads.
      */
     @Override
     public void stop(long graceMillis) {
-        connections.beginStop();
-        try {
-            if (channel != null) channel.close();
-        } catch (IOException e) {
-            LOG.log(Level.WARNING, "closing the listening socket", e);
-        }
+        beginStop();
         if (pollers != null) pollers[0].wakeup();  // deregisters the listening socket, which closes it
         connections.finishStop(graceMillis);
         if (carrierWatch != null) carrierWatch.stop();

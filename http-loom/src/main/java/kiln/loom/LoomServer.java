@@ -11,12 +11,11 @@ import java.util.concurrent.ThreadFactory;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
-import kiln.server.Launcher;
-import kiln.server.ServerLimits;
-import kiln.http.Limits;
-import kiln.server.VirtualThreads;
 import kiln.http.spi.Connection;
 import kiln.server.Connections;
+import kiln.server.OwnServer;
+import kiln.server.ServerLimits;
+import kiln.server.VirtualThreads;
 
 /**
  * kiln's own HTTP/1.1 layer served by one virtual thread per connection, with blocking socket I/O:
@@ -49,15 +48,10 @@ import kiln.server.Connections;
  * </ul>
  * Needs JDK 21 or newer at run time; {@link #start} refuses to start on an older one.
  */
-public final class LoomServer implements Launcher.Server {
+public final class LoomServer extends OwnServer {
     private static final Logger LOG = Logger.getLogger(LoomServer.class.getName());
 
-    private final String bindAddress;
-    private final int requestedPort;
     private final Router router;
-    /** The limits, the open connections and their reaper, the cap's 503, requests in flight: kiln's shared HTTP layer. */
-    private final Connections connections;
-    private ServerSocketChannel channel;
     private Thread acceptor;
     private StreamWatch watch;
 
@@ -67,10 +61,8 @@ public final class LoomServer implements Launcher.Server {
      * @param router      the handlers
      */
     public LoomServer(String bindAddress, int port, Router router) {
-        this.bindAddress = bindAddress;
-        this.requestedPort = port;
+        super(bindAddress, port, router);
         this.router = router;
-        this.connections = new Connections(router);
     }
 
     /**
@@ -92,36 +84,17 @@ public final class LoomServer implements Launcher.Server {
      */
     public void start() throws IOException {
         ThreadFactory virtualThreads = VirtualThreads.factory("kiln-conn-");
-        ServerSocketChannel ssc = ServerSocketChannel.open();
-        try {
-            ssc.setOption(StandardSocketOptions.SO_REUSEADDR, true);
-            ssc.bind(new InetSocketAddress(bindAddress, requestedPort), Limits.BACKLOG);
-        } catch (IOException e) {
-            ssc.close();
-            throw e;
-        }
+        ServerSocketChannel ssc = bind(true);
         try {
             watch = new StreamWatch();
         } catch (IOException e) {
             ssc.close();
             throw e;
         }
-        channel = ssc;
         connections.start();
         // A platform thread, not daemon: it keeps the JVM alive while the server runs (virtual threads never do).
         acceptor = new Thread(() -> accept(ssc, virtualThreads), "kiln-accept");
         acceptor.start();
-    }
-
-    /** @return the port actually bound (useful with port 0) */
-    @Override
-    public int port() {
-        return channel.socket().getLocalPort();
-    }
-
-    /** @return open client connections right now */
-    public int connections() {
-        return connections.count();
     }
 
     /**
@@ -131,12 +104,7 @@ public final class LoomServer implements Launcher.Server {
      */
     @Override
     public void stop(long graceMillis) {
-        connections.beginStop();
-        try {
-            if (channel != null) channel.close();
-        } catch (IOException e) {
-            LOG.log(Level.WARNING, "closing the listening socket", e);
-        }
+        beginStop();
         connections.finishStop(graceMillis);
         connections.endAll();
         if (acceptor != null) {
