@@ -35,9 +35,9 @@ def test_a_short_line_is_an_error_naming_it(tmp_path):
 
 
 def test_a_jar_is_rebuilt_from_the_modules_and_build_plugins_it_depends_on():
-    # every front end: the demo over the server, the HTTP layer and the database, on LMDB and on
-    # PostgreSQL (db is not woven)
-    layers = {"demo", "server", "http", "db", "db-postgresql"}
+    # every front end: the demo over the server, the HTTP layer and the database with the two engines
+    # its jar carries, LMDB and PostgreSQL (db is not woven)
+    layers = {"demo", "server", "http", "db", "db-lmdb", "db-postgresql"}
     # http-kilim is woven by the kilim-weaver plugin, itself built with asm-api-level, which also
     # repairs the Quasar agent comsat runs on; loom needs neither
     assert set(registry.source_dirs(ROOT, "http-comsat")) == {"http-comsat", "quasar-agent", "asm-api-level"} | layers
