@@ -169,22 +169,64 @@ public final class ChangeFeed<K, V> {
      *         before a restore, or not from this feed): reload, then go on from {@link #lastSeq()}
      */
     public List<ChangeSet<K, V>> read(long seq, int max) {
+        return read(null, seq, max);
+    }
+
+    /**
+     * {@link #read} without a round trip on the calling thread, for fiber and event-loop code: the
+     * future is complete at once when the sets are in memory (the newest min(window, 4096), so nearly
+     * always); else the log is read as any read query is ({@link Db#read}: on LMDB at once, over
+     * PostgreSQL on a reader thread, where the future completes) — a reader that lags far behind, a
+     * set another server committed that this one has not heard of yet, sets from before a restart.
+     *
+     * @return the sets, as {@link #read} returns them; failed with {@link DbException.Expired} where
+     *         {@link #read} throws it
+     */
+    public QueryFuture<List<ChangeSet<K, V>>> readAsync(long seq, int max) {
         if (max < 1) throw new IllegalArgumentException("max must be >= 1, got " + max);
-        if (seq > lastSeq) catchUpTo(seq);
-        long last = lastSeq;
-        if (seq < oldestSeq - 1) {
-            throw new DbException.Expired(behind(seq));
+        List<ChangeSet<K, V>> kept;
+        try {
+            kept = seq <= lastSeq ? fromMemory(seq, max) : null;
+        } catch (DbException.Expired e) {
+            return QueryFuture.failed(e);
         }
-        int n = (int) Math.min(max, last - seq);
+        if (kept == null) return reads.read(txn -> read(txn, seq, max));
+        QueryFuture<List<ChangeSet<K, V>>> done = new QueryFuture<>();
+        done.succeed(kept);
+        return done;
+    }
+
+    /**
+     * @return the sets after {@code seq} when memory holds every one of them (none is older than
+     *         the ring keeps or overwritten), else null: the log must be read
+     * @throws DbException.Expired when {@code seq} is older than the window keeps
+     */
+    private List<ChangeSet<K, V>> fromMemory(long seq, int max) {
+        long last = lastSeq;
+        if (seq < oldestSeq - 1) throw new DbException.Expired(behind(seq));
+        int n = (int) Math.max(0, Math.min(max, last - seq));
         List<ChangeSet<K, V>> sets = new ArrayList<>(n);
         for (long s = seq + 1; s <= seq + n; s++) {
             ChangeSet<K, V> set = ring[(int) (s % ring.length)];
-            if (set == null || set.seq() != s) {
-                readLog(s, seq + n, sets);  // older than memory keeps, or overwritten since we looked
-                break;
-            }
+            if (set == null || set.seq() != s) return null;
             sets.add(set);
         }
+        return sets;
+    }
+
+    /**
+     * {@link #read}, reading the log (when it must) in {@code txn}, a read query's transaction, or
+     * in a read of its own on the calling thread when {@code txn} is null.
+     */
+    List<ChangeSet<K, V>> read(Txn txn, long seq, int max) {
+        if (max < 1) throw new IllegalArgumentException("max must be >= 1, got " + max);
+        if (seq > lastSeq) catchUpTo(txn, seq);
+        List<ChangeSet<K, V>> kept = fromMemory(seq, max);
+        if (kept != null) return kept;
+        // older than memory keeps, or overwritten since: the log has them (or Expired says they went)
+        int n = (int) Math.min(max, lastSeq - seq);
+        List<ChangeSet<K, V>> sets = new ArrayList<>(n);
+        readLog(txn, seq + 1, seq + n, sets);
         return sets;
     }
 
@@ -197,8 +239,8 @@ public final class ChangeFeed<K, V> {
      * @throws DbException.Expired when the log does not hold {@code seq} either (no server gave it),
      *         or the feed could not catch up to it (not started yet)
      */
-    void catchUpTo(long seq) {
-        catchUp();
+    void catchUpTo(Txn txn, long seq) {
+        catchUp(txn);
         long last = lastSeq;
         if (last < seq) {
             throw new DbException.Expired("sequence number " + seq + " is ahead of the feed of '" + table.name() + "', whose newest is "
@@ -206,23 +248,37 @@ public final class ChangeFeed<K, V> {
         }
     }
 
-    private void readLog(long from, long to, List<ChangeSet<K, V>> into) {
-        List<ChangeSet<K, V>> found = logged(from, to, Integer.MAX_VALUE);
+    private void readLog(Txn txn, long from, long to, List<ChangeSet<K, V>> into) {
+        List<ChangeSet<K, V>> found = logged(txn, from, to, Integer.MAX_VALUE);
         if (found.isEmpty() || found.get(0).seq() != from) throw new DbException.Expired(behind(from - 1));
         into.addAll(found);
     }
 
     /**
      * @return the log's sets from {@code from} to {@code to}, oldest first, at most {@code max}; read
-     *         on the calling thread (a fiber's carrier may not join a pending future)
+     *         in {@code txn}, or, when it is null, in a read of its own on the calling thread
      */
-    private List<ChangeSet<K, V>> logged(long from, long to, int max) {
+    private List<ChangeSet<K, V>> logged(Txn txn, long from, long to, int max) {
         List<ChangeSet<K, V>> found = new ArrayList<>();
-        reads.inline(txn -> log.scan(txn, from, (s, logged) -> {
-            if (s > to) return false;
-            found.add(logged.changeSet(s));
-            return found.size() < max;
-        }));
+        Query<Void> scan = t -> {
+            log.scan(t, from, (s, logged) -> {
+                if (s > to) return false;
+                found.add(logged.changeSet(s));
+                return found.size() < max;
+            });
+            return null;
+        };
+        if (txn == null) {
+            reads.inline(scan);
+        } else {
+            try {
+                scan.run(txn);
+            } catch (RuntimeException e) {
+                throw e;
+            } catch (Exception e) {
+                throw new java.util.concurrent.CompletionException(e);
+            }
+        }
         return found;
     }
 
@@ -335,7 +391,7 @@ public final class ChangeFeed<K, V> {
     /** Keeps the sets the log has after {@link #lastSeq}, up to {@code to}: those other processes committed. */
     private void keepLogged(long to) {
         while (lastSeq < to) {
-            List<ChangeSet<K, V>> found = logged(lastSeq + 1, to, MAX_IN_MEMORY);
+            List<ChangeSet<K, V>> found = logged(null, lastSeq + 1, to, MAX_IN_MEMORY);
             if (found.isEmpty()) return;
             for (ChangeSet<K, V> set : found) keep(set);  // a gap the window trimmed meanwhile: readers of it get Expired
         }
@@ -349,9 +405,14 @@ public final class ChangeFeed<K, V> {
      * skipping what the writer published meanwhile.
      */
     void catchUp() {
+        catchUp(null);
+    }
+
+    /** {@link #catchUp}, reading the log in {@code txn} (a read query's), or in a read of its own when it is null. */
+    private void catchUp(Txn txn) {
         if (!started) return;
         while (true) {
-            List<ChangeSet<K, V>> found = logged(lastSeq + 1, Long.MAX_VALUE, MAX_IN_MEMORY);
+            List<ChangeSet<K, V>> found = logged(txn, lastSeq + 1, Long.MAX_VALUE, MAX_IN_MEMORY);
             synchronized (this) {
                 for (ChangeSet<K, V> set : found) {
                     if (set.seq() > lastSeq) keep(set);  // a gap the window trimmed meanwhile: readers of it get Expired
@@ -360,6 +421,11 @@ public final class ChangeFeed<K, V> {
             if (found.size() < MAX_IN_MEMORY) break;
         }
         wake();
+    }
+
+    /** @return how the feed reads its log: {@link PrefixFeed#readAsync} reads through it too */
+    Reads reads() {
+        return reads;
     }
 
     /** @return the name of the table that logs the sets */

@@ -99,8 +99,36 @@ public final class PrefixFeed<K, V> {
      *         keeps or newer than its log holds
      */
     public Changes<K, V> read(long seq, int max) {
+        return read(null, seq, max);
+    }
+
+    /**
+     * {@link #read} without a round trip on the calling thread, for fiber and event-loop code, as
+     * {@link ChangeFeed#readAsync}: complete at once when the prefix's group keeps the sets (a reader
+     * that keeps up); else the feed's sets are read as a read query is (on PostgreSQL on a reader
+     * thread), and the future completes there.
+     *
+     * @return what {@link #read} returns; failed with {@link DbException.Expired} where it throws it
+     */
+    public QueryFuture<Changes<K, V>> readAsync(long seq, int max) {
         if (max < 1) throw new IllegalArgumentException("max must be >= 1, got " + max);
-        if (seq > feed.lastSeq()) feed.catchUpTo(seq);  // as ChangeFeed#read: from another server, or refused
+        if (seq <= feed.lastSeq()) {
+            PrefixGroups.Group<K, V> g = current();
+            g.touch();
+            Changes<K, V> recent = groups.recent(g, seq, max);
+            if (recent != null) {
+                QueryFuture<Changes<K, V>> done = new QueryFuture<>();
+                done.succeed(recent);
+                return done;
+            }
+        }
+        return feed.reads().read(txn -> read(txn, seq, max));
+    }
+
+    /** {@link #read}, reading the feed's log (when it must) in {@code txn}, or in reads of its own when it is null. */
+    private Changes<K, V> read(Txn txn, long seq, int max) {
+        if (max < 1) throw new IllegalArgumentException("max must be >= 1, got " + max);
+        if (seq > feed.lastSeq()) feed.catchUpTo(txn, seq);  // as ChangeFeed#read: from another server, or refused
         PrefixGroups.Group<K, V> g = current();
         g.touch();
         Changes<K, V> recent = groups.recent(g, seq, max);
@@ -110,7 +138,7 @@ public final class PrefixFeed<K, V> {
         long through = seq;
         long last = feed.lastSeq();
         while (out.size() < max && through < last) {
-            List<ChangeSet<K, V>> sets = feed.read(through, 256);
+            List<ChangeSet<K, V>> sets = feed.read(txn, through, 256);
             if (sets.isEmpty()) break;
             for (ChangeSet<K, V> set : sets) {
                 ChangeSet<K, V> mine = groups.filter(set, bytes);

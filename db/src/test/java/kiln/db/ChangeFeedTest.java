@@ -38,6 +38,36 @@ class ChangeFeedTest {
         db.write(txn -> { table.put(txn, k, v); return null; }).join();
     }
 
+    /**
+     * readAsync gives what read gives: from memory, complete at once; from the log (after a restart
+     * memory holds nothing) as a read query, on every engine; an expired position as a failed future.
+     */
+    @Test
+    void readAsyncGivesWhatReadGivesAtOnceFromMemoryAndFromTheLogAsARead() throws Exception {
+        ChangeFeed<Integer, Integer> feed = open(100);
+        for (int i = 1; i <= 5; i++) put(i, 10 * i);
+        QueryFuture<List<ChangeSet<Integer, Integer>>> kept = feed.readAsync(2, 10);
+        assertTrue(kept.isDone(), "in memory: complete at once");
+        assertEquals(List.of(3L, 4L, 5L), kept.join().stream().map(ChangeSet::seq).toList());
+        assertEquals(feed.read(2, 10), kept.join());
+        PrefixFeed.Changes<Integer, Integer> row = feed.prefix(4).readAsync(feed.prefix(4).lastSeq(), 10).join();
+        assertEquals(List.of(), row.sets());
+        db.close();
+
+        feed = open(100);  // reopened: the log has every set, memory none
+        List<ChangeSet<Integer, Integer>> logged = feed.readAsync(0, 10).get(30, TimeUnit.SECONDS);
+        assertEquals(List.of(1L, 2L, 3L, 4L, 5L), logged.stream().map(ChangeSet::seq).toList());
+        assertEquals(feed.read(0, 10), logged);
+        PrefixFeed.Changes<Integer, Integer> fromBack = feed.prefix(4).readAsync(0, 10).get(30, TimeUnit.SECONDS);
+        assertEquals(List.of(4L), fromBack.sets().stream().map(ChangeSet::seq).toList());
+        assertEquals(List.of(new ChangeSet.Change<>(4, 40)), fromBack.sets().get(0).changes());
+        assertEquals(5, fromBack.through());
+        ChangeFeed<Integer, Integer> reopened = feed;
+        java.util.concurrent.ExecutionException ahead = assertThrows(java.util.concurrent.ExecutionException.class,
+            () -> reopened.readAsync(99, 10).get(30, TimeUnit.SECONDS));
+        assertTrue(ahead.getCause() instanceof DbException.Expired, String.valueOf(ahead.getCause()));
+    }
+
     @Test
     void eachWriteQueryIsOneNumberedSetOfItsChangesInOrder() {
         ChangeFeed<Integer, Integer> feed = open(100);

@@ -57,6 +57,43 @@ class FeedLocksTest {
         }
     }
 
+    /** Before: a read of the log ran on its caller (over PostgreSQL, a round trip on a fiber's carrier). */
+    @Test
+    void readAsyncReadsTheLogOnTheDatabasesReaderThreadsNotOnItsCaller() throws Exception {
+        java.util.Set<String> readOn = java.util.concurrent.ConcurrentHashMap.newKeySet();
+        java.util.function.Supplier<KvEngine> engine = () -> new ForwardingEngine(MemoryEngine.at(dir)) {
+            @Override
+            public int readThreads() {
+                return 2;  // reads go to reader threads, as over PostgreSQL
+            }
+
+            @Override
+            public KvTxn beginRead() {
+                readOn.add(Thread.currentThread().getName());
+                return super.beginRead();
+            }
+        };
+        try (Db db = Db.builder(engine.get()).open()) {
+            Table<Integer, String> t = db.table("notes", Codec.INT, Codec.STRING);
+            db.changeFeed(t, 100);
+            for (int i = 1; i <= 3; i++) {
+                int k = i;
+                db.write(txn -> { t.put(txn, k, "n" + k); return null; }).get(30, SECONDS);
+            }
+        }
+        try (Db db = Db.builder(engine.get()).open()) {  // memory keeps nothing after a restart: the log must be read
+            ChangeFeed<Integer, String> feed = db.changeFeed(db.table("notes", Codec.INT, Codec.STRING), 100);
+            readOn.clear();
+            assertEquals(3, feed.readAsync(0, 10).get(30, SECONDS).size());
+            assertEquals(1, feed.prefix(2).readAsync(0, 10).get(30, SECONDS).sets().size());
+            String me = Thread.currentThread().getName();
+            assertFalse(readOn.contains(me), "the caller began a read: " + readOn);
+            assertTrue(readOn.stream().allMatch(n -> n.startsWith("kiln-db-reader-")), readOn.toString());
+            feed.read(0, 10);
+            assertTrue(readOn.contains(me), "read() reads on its caller: " + readOn);
+        }
+    }
+
     /** Before: wake() completed the readers' futures inside the feed's lock, so their callbacks ran holding it. */
     @Test
     void readersCallbacksRunWithoutTheFeedsLock() throws Exception {

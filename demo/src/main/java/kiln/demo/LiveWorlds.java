@@ -6,12 +6,14 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 
 import kiln.db.ChangeFeed;
 import kiln.db.ChangeSet;
 import kiln.db.DbException;
 import kiln.db.PrefixFeed;
+import kiln.db.QueryFuture;
 import kiln.http.Json;
 import kiln.http.ServerSentEvents;
 
@@ -64,6 +66,8 @@ final class LiveWorlds {
     private static final class Subscriber extends ServerSentEvents.Stream {
         private final LiveWorlds live;
         private long seen;
+        /** A read of the feed's log the stream waits for (over PostgreSQL, on a reader thread), or null. */
+        private QueryFuture<List<ChangeSet<Integer, Integer>>> reading;
 
         Subscriber(LiveWorlds live, long seen) {
             this.live = live;
@@ -73,12 +77,17 @@ final class LiveWorlds {
         @Override
         protected CompletableFuture<?> next(ServerSentEvents.Events events) {
             ChangeFeed<Integer, Integer> feed = live.feed;
+            if (reading == null) reading = feed.readAsync(seen, EVENTS_PER_STEP);  // done at once unless the log must be read
+            if (!reading.isDone()) return reading;
+            QueryFuture<List<ChangeSet<Integer, Integer>>> read = reading;
+            reading = null;
             List<ChangeSet<Integer, Integer>> sets;
             try {
-                sets = feed.read(seen, EVENTS_PER_STEP);
-            } catch (DbException.Expired e) {
+                sets = read.join();  // done: returns at once
+            } catch (CompletionException e) {
+                if (!(e.getCause() instanceof DbException.Expired expired)) throw e;
                 seen = feed.lastSeq();
-                events.event(Long.toString(seen), "reload", json(Map.of("reason", e.getMessage())));
+                events.event(Long.toString(seen), "reload", json(Map.of("reason", expired.getMessage())));
                 return feed.after(seen);
             }
             for (ChangeSet<Integer, Integer> set : sets) {
@@ -97,6 +106,8 @@ final class LiveWorlds {
         private final PrefixFeed<Integer, Integer> row;
         private final int id;
         private long seen;
+        /** A read of the feed's log the stream waits for, or null. */
+        private QueryFuture<PrefixFeed.Changes<Integer, Integer>> reading;
 
         RowSubscriber(PrefixFeed<Integer, Integer> row, long seen, int id) {
             this.row = row;
@@ -106,12 +117,17 @@ final class LiveWorlds {
 
         @Override
         protected CompletableFuture<?> next(ServerSentEvents.Events events) {
+            if (reading == null) reading = row.readAsync(seen, EVENTS_PER_STEP);
+            if (!reading.isDone()) return reading;
+            QueryFuture<PrefixFeed.Changes<Integer, Integer>> read = reading;
+            reading = null;
             PrefixFeed.Changes<Integer, Integer> changes;
             try {
-                changes = row.read(seen, EVENTS_PER_STEP);
-            } catch (DbException.Expired e) {
+                changes = read.join();
+            } catch (CompletionException e) {
+                if (!(e.getCause() instanceof DbException.Expired expired)) throw e;
                 seen = row.lastSeq();
-                events.event(Long.toString(seen), "reload", json(Map.of("reason", e.getMessage())));
+                events.event(Long.toString(seen), "reload", json(Map.of("reason", expired.getMessage())));
                 return row.after(seen);
             }
             for (ChangeSet<Integer, Integer> set : changes.sets()) events.event(Long.toString(set.seq()), "update", data(set, id));

@@ -9,6 +9,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 
 import kiln.db.ChangeFeed;
 import kiln.db.ChangeSet;
@@ -20,6 +21,7 @@ import kiln.db.Index;
 import kiln.db.Page;
 import kiln.db.PrefixFeed;
 import kiln.db.Query;
+import kiln.db.QueryFuture;
 import kiln.db.Range;
 import kiln.db.Sequence;
 import kiln.db.Table;
@@ -198,6 +200,8 @@ public final class MessageBoard {
     private static final class RoomEvents extends ServerSentEvents.Stream {
         private final PrefixFeed<Tuple, Message> room;
         private long seen;
+        /** A read of the feed's log the stream waits for (over PostgreSQL, on a reader thread), or null. */
+        private QueryFuture<PrefixFeed.Changes<Tuple, Message>> reading;
 
         RoomEvents(PrefixFeed<Tuple, Message> room, long seen) {
             this.room = room;
@@ -206,12 +210,17 @@ public final class MessageBoard {
 
         @Override
         protected CompletableFuture<?> next(ServerSentEvents.Events events) {
+            if (reading == null) reading = room.readAsync(seen, 64);  // done at once unless the log must be read
+            if (!reading.isDone()) return reading;
+            QueryFuture<PrefixFeed.Changes<Tuple, Message>> read = reading;
+            reading = null;
             PrefixFeed.Changes<Tuple, Message> changes;
             try {
-                changes = room.read(seen, 64);
-            } catch (DbException.Expired e) {              // away longer than the feed keeps: start again
-                seen = room.lastSeq();
-                events.event(Long.toString(seen), "reload", json(Map.of("reason", e.getMessage())));
+                changes = read.join();                      // done: returns at once
+            } catch (CompletionException e) {
+                if (!(e.getCause() instanceof DbException.Expired expired)) throw e;
+                seen = room.lastSeq();                      // away longer than the feed keeps: start again
+                events.event(Long.toString(seen), "reload", json(Map.of("reason", expired.getMessage())));
                 return room.after(seen);
             }
             for (ChangeSet<Tuple, Message> set : changes.sets()) {
