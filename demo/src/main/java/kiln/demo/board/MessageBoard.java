@@ -170,11 +170,11 @@ public final class MessageBoard {
             .steps("GET", "/rooms/{room}/messages", req -> {
                 Range<Tuple> newest = Range.prefix(Tuple.of(req.pathParam("room"))).reverse()
                     .limit(req.intParam("limit", 20, 1, 100)).after(req.param("after"));   // a forged ?after=: 400
-                return Step.of(page(db.read(txn -> messages.range(txn, newest)).join()));   // a read runs inline: done
+                return Step.after(db.read(txn -> messages.range(txn, newest)), p -> Step.of(page(p)));  // over PostgreSQL, on a reader thread
             })
             .steps("GET", "/rooms/{room}", req -> {
                 String room = req.pathParam("room");
-                Map<String, Object> about = db.read(txn -> {
+                return Step.after(db.read(txn -> {
                     Range<Tuple> all = Range.prefix(Tuple.of(room));
                     Page<Tuple, Message> last = messages.range(txn, all.reverse().limit(1));
                     Map<String, Object> r = new LinkedHashMap<>();
@@ -182,13 +182,12 @@ public final class MessageBoard {
                     r.put("messages", messages.count(txn, all));   // counts keys, decodes no message
                     r.put("lastAt", last.rows().isEmpty() ? null : last.rows().get(0).value().at());
                     return r;
-                }).join();
-                return Step.of(Reply.json(about));
+                }), about -> Step.of(Reply.json(about)));
             })
             .steps("GET", "/users/{name}/messages", req -> {
                 Range<Tuple> newest = Range.prefix(Tuple.of(req.pathParam("name"))).reverse()
                     .limit(req.intParam("limit", 20, 1, 100)).after(req.param("after"));
-                return Step.of(page(db.read(txn -> byAuthor.range(txn, newest)).join()));
+                return Step.after(db.read(txn -> byAuthor.range(txn, newest)), p -> Step.of(page(p)));
             })
             .steps("GET", "/rooms/{room}/events", req -> {
                 PrefixFeed<Tuple, Message> room = feed.prefix(Tuple.of(req.pathParam("room")));
