@@ -150,9 +150,7 @@ public final class ChangeFeed<K, V> {
         QueryFuture<Void> f = next;  // read before lastSeq: publish writes lastSeq before it replaces next
         if (lastSeq > seq || f.isDone()) {
             if (f.isCompletedExceptionally()) return f;
-            QueryFuture<Void> done = new QueryFuture<>();
-            done.succeed(null);
-            return done;
+            return QueryFuture.succeeded(null);
         }
         return f;
     }
@@ -190,10 +188,7 @@ public final class ChangeFeed<K, V> {
         } catch (DbException.Expired e) {
             return QueryFuture.failed(e);
         }
-        if (kept == null) return reads.read(txn -> read(txn, seq, max));
-        QueryFuture<List<ChangeSet<K, V>>> done = new QueryFuture<>();
-        done.succeed(kept);
-        return done;
+        return kept != null ? QueryFuture.succeeded(kept) : reads.read(txn -> read(txn, seq, max));
     }
 
     /**
@@ -260,25 +255,13 @@ public final class ChangeFeed<K, V> {
      */
     private List<ChangeSet<K, V>> logged(Txn txn, long from, long to, int max) {
         List<ChangeSet<K, V>> found = new ArrayList<>();
-        Query<Void> scan = t -> {
-            log.scan(t, from, (s, logged) -> {
-                if (s > to) return false;
-                found.add(logged.changeSet(s));
-                return found.size() < max;
-            });
-            return null;
+        java.util.function.BiPredicate<Long, Logged<K, V>> keep = (s, logged) -> {
+            if (s > to) return false;
+            found.add(logged.changeSet(s));
+            return found.size() < max;
         };
-        if (txn == null) {
-            reads.inline(scan);
-        } else {
-            try {
-                scan.run(txn);
-            } catch (RuntimeException e) {
-                throw e;
-            } catch (Exception e) {
-                throw new java.util.concurrent.CompletionException(e);
-            }
-        }
+        if (txn == null) reads.inline(t -> log.scan(t, from, keep));
+        else log.scan(txn, from, keep);
         return found;
     }
 

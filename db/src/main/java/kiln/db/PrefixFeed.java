@@ -82,9 +82,7 @@ public final class PrefixFeed<K, V> {
         QueryFuture<Void> f = g.next;
         if (g.lastSeq > seq || f.isDone()) {
             if (f.isCompletedExceptionally()) return f;
-            QueryFuture<Void> done = new QueryFuture<>();
-            done.succeed(null);
-            return done;
+            return QueryFuture.succeeded(null);
         }
         return f;
     }
@@ -116,11 +114,7 @@ public final class PrefixFeed<K, V> {
             PrefixGroups.Group<K, V> g = current();
             g.touch();
             Changes<K, V> recent = groups.recent(g, seq, max);
-            if (recent != null) {
-                QueryFuture<Changes<K, V>> done = new QueryFuture<>();
-                done.succeed(recent);
-                return done;
-            }
+            if (recent != null) return QueryFuture.succeeded(recent);
         }
         return feed.reads().read(txn -> read(txn, seq, max));
     }

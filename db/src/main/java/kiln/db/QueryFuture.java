@@ -125,6 +125,13 @@ public final class QueryFuture<R> extends CompletableFuture<R> {
         throw new IllegalStateException(refusal + " The write had already begun and commits anyway.");
     }
 
+    /** @return a future complete with {@code value} (the database's own: a feed's answer already in memory) */
+    static <R> QueryFuture<R> succeeded(R value) {
+        QueryFuture<R> f = new QueryFuture<>();
+        f.succeed(value);
+        return f;
+    }
+
     static <R> QueryFuture<R> failed(Throwable t) {
         QueryFuture<R> f = new QueryFuture<>();
         f.fail(t);
