@@ -272,8 +272,9 @@ public final class ServerOptions {
      *         {@link kiln.db.KvEngines} when the builder opens, with the writer's queue and the deadline as given
      */
     public kiln.db.Db.Builder database() {
-        java.util.logging.Logger.getLogger(ServerOptions.class.getName()).info("database: " + kiln.db.KvEngines.redact(databaseUrl()));
-        return kiln.db.Db.builder(databaseUrl()).queueCapacity(dbQueue).deadline(java.time.Duration.ofMillis(dbDeadlineMs));
+        String url = databaseUrl();
+        java.util.logging.Logger.getLogger(ServerOptions.class.getName()).info("database: " + kiln.db.KvEngines.redact(url));
+        return kiln.db.Db.builder(url).queueCapacity(dbQueue).deadline(java.time.Duration.ofMillis(dbDeadlineMs));
     }
 
     /**
