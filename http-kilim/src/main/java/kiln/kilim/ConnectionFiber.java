@@ -72,7 +72,7 @@ final class ConnectionFiber extends Task<Object> implements PauseReason, Carrier
         return poller.index();
     }
 
-    /** @return the handler now running, e.g. {@code GET /todos/{id}}, for a report, or null between requests */
+    /** @return the handler now running, e.g. {@code GET /todos/{id}}, or the route whose stream is sent, for a report; null between requests */
     String handlerName() {
         return connection.handlerName();
     }

@@ -12,6 +12,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 
 import kiln.http.Reply;
+import kiln.http.ServerSentEvents;
 import kiln.db.Codec;
 import kiln.db.Db;
 import kiln.db.Table;
@@ -75,6 +76,25 @@ class TrapsTest {
         call.join();
         assertEquals("slept", get(base + "/slow/2").body());
         assertEquals(1, watchLog.messages.size(), "reported once per handler");
+    }
+
+    /**
+     * A streamed body's poll runs the app's code on the carrier too, after its handler has answered.
+     * Before: the watch named only a running handler, so a poll that blocked (a feed's log read over
+     * PostgreSQL on the carrier) went unreported.
+     */
+    @Test
+    void aStreamWhosePollBlocksIsReportedWithItsRoute() throws Exception {
+        String base = base(new Router().get("/ticks", req -> ServerSentEvents.reply(events -> {
+            Thread.sleep(500);  // the trap, in the body rather than the handler
+            events.comment("tick");
+            return null;  // the end
+        })));
+        String body = get(base + "/ticks").body();
+        assertTrue(body.contains(": tick"), body);
+        assertEquals(1, watchLog.messages.size(), () -> "one warning: " + watchLog.messages);
+        String w = watchLog.messages.get(0);
+        assertTrue(w.startsWith("the handler of GET /ticks (its stream) has held carrier thread") && w.contains("Thread.sleep"), w);
     }
 
     @Test

@@ -777,10 +777,16 @@ public final class Connection {
         discarded = 0;
     }
 
-    /** @return the handler now running, e.g. {@code GET /todos/{id}}, for a report, or null between requests */
+    /**
+     * @return the handler now running, e.g. {@code GET /todos/{id}}, or the route whose streamed body is
+     *         being sent, e.g. {@code GET /updates/events (its stream)} (its body's polls run the app's
+     *         code too), for a report; null between requests
+     */
     public String handlerName() {
         Request r = pending;
-        return r == null ? null : r.routeName();
+        if (r != null) return r.routeName();
+        StreamedBody s = sending;
+        return s == null ? null : s.name() + " (its stream)";
     }
 
     /** The loop ended (the channel is closed): what was open is counted as ended, a stream as the client's leaving. */

@@ -88,6 +88,11 @@ public final class StreamedBody implements BiConsumer<Object, Throwable> {
         this.name = name;
     }
 
+    /** @return the route whose body this is, e.g. {@code GET /updates/events} */
+    public String name() {
+        return name;
+    }
+
     /**
      * @param out where a part or a heartbeat is appended (empty, made for this call)
      * @return {@link Next#PART} when {@code out} has bytes to write, {@link Next#WAIT} to wait,
