@@ -1,5 +1,8 @@
 package kiln.kilim;
 
+import java.util.function.Function;
+
+import kiln.db.Db;
 import kiln.demo.AppOption;
 import kiln.demo.Endpoints;
 import kiln.server.ServerOptions;
@@ -19,6 +22,11 @@ public final class KilimDemo {
         AppOption app = new AppOption();  // --app board: the message board instead
         KilimMain command = new KilimMain();
         ServerOptions options = ServerOptions.parseOrExit(command, AppOption.usage(), args, app);
-        command.start("kiln-kilim", options, db -> app.addTo(new Router(options.metrics(db)), db));
+        command.start("kiln-kilim", options, routes(options, app));
+    }
+
+    /** @return the routes of the app {@code app} names ({@code --app}), with the options' metrics, over a database */
+    static Function<Db, Router> routes(ServerOptions options, AppOption app) {
+        return db -> app.addTo(new Router(options.metrics(db)), db);
     }
 }

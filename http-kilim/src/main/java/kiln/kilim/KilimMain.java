@@ -1,5 +1,6 @@
 package kiln.kilim;
 
+import java.io.IOException;
 import java.util.function.Function;
 
 import kiln.db.Db;
@@ -60,15 +61,24 @@ public final class KilimMain {
 
     /** Serves the router {@code routes} builds, with these parsed options (and the carrier watch's: {@link #blockedCarrierMs} ...). */
     void start(String name, ServerOptions options, Function<Db, Router> routes) {
-        Launcher.run(name, options, db -> {
-            ServerLimits limits = options.limits(HEAP_PER_CONNECTION);
-            KilimServer server = new KilimServer(options.bind, options.port, options.threadsOrDefault(), options.applyTo(routes.apply(db), limits))
-                .limits(limits)
-                .blockedCarrierThreshold(blockedCarrierMs)
-                .handOffThreshold(handOffMs)
-                .unhealthyThreshold(unhealthyAfterMs);
-            server.start();
-            return server;
-        });
+        Launcher.run(name, options, db -> serve(options, db, routes));
+    }
+
+    /**
+     * Starts the server over the open {@code db}, as {@link #start} does once it has opened it: the
+     * router {@code routes} builds, the options' limits and middleware, the carrier watch's thresholds.
+     * A test runs a jar's server through it, without the launcher's signals and exits.
+     *
+     * @throws IOException when the address cannot be bound
+     */
+    KilimServer serve(ServerOptions options, Db db, Function<Db, Router> routes) throws IOException {
+        ServerLimits limits = options.limits(HEAP_PER_CONNECTION);
+        KilimServer server = new KilimServer(options.bind, options.port, options.threadsOrDefault(), options.applyTo(routes.apply(db), limits))
+            .limits(limits)
+            .blockedCarrierThreshold(blockedCarrierMs)
+            .handOffThreshold(handOffMs)
+            .unhealthyThreshold(unhealthyAfterMs);
+        server.start();
+        return server;
     }
 }
