@@ -293,10 +293,11 @@ public final class ChangeFeed<K, V> {
         long seen = logged == null ? 0 : logged;
         CompletableFuture<ChangeSet<K, V>> future = new CompletableFuture<>();
         Watch<K, V> w = new Watch<>(key, seen, future);
-        synchronized (watches) {
-            if (lastSeq > seen) {  // published since the snapshot (rare: a few microseconds' window)
-                try {
-                    for (ChangeSet<K, V> set : read(seen, (int) Math.min(Integer.MAX_VALUE, lastSeq - seen))) {
+        for (long checked = seen; ; ) {
+            long last = lastSeq;
+            if (last > checked) {  // published since the snapshot (rare: a few microseconds' window)
+                try {  // without the lock: sets older than memory keeps are read from the log, a round trip over PostgreSQL
+                    for (ChangeSet<K, V> set : read(checked, (int) Math.min(Integer.MAX_VALUE, last - checked))) {
                         if (set.touches(key)) {
                             future.complete(set);
                             return future;
@@ -306,13 +307,18 @@ public final class ChangeFeed<K, V> {
                     future.completeExceptionally(e);
                     return future;
                 }
+                checked = last;
             }
-            if (!watchBudget.reserve()) {
-                future.completeExceptionally(new DbException.TooManyWatches("more than " + watchBudget.max()
-                    + " watches are pending (Db.builder(dir).maxWatches(n) raises the cap); give up some (cancel their futures)"));
-                return future;
+            synchronized (watches) {  // a set published from here on is announced after this: it fires the watch
+                if (lastSeq > checked) continue;  // published while it read: look at those too
+                if (!watchBudget.reserve()) {
+                    future.completeExceptionally(new DbException.TooManyWatches("more than " + watchBudget.max()
+                        + " watches are pending (Db.builder(dir).maxWatches(n) raises the cap); give up some (cancel their futures)"));
+                    return future;
+                }
+                watches.computeIfAbsent(key, k -> new ArrayList<>(1)).add(w);
+                break;
             }
-            watches.computeIfAbsent(key, k -> new ArrayList<>(1)).add(w);
         }
         future.whenComplete((set, failure) -> {
             if (failure != null) forget(w);  // given up (cancelled, timed out) or the database closed
@@ -355,13 +361,15 @@ public final class ChangeFeed<K, V> {
 
     /**
      * On the writer thread, once {@code set}'s commit is durable: keeps it, newest, after the sets
-     * other processes committed before it (read from the log), unless {@link #catchUp} kept it
-     * already. Then {@link #wake}.
+     * other processes committed before it (read from the log, without the feed's lock, as
+     * {@link #catchUp} reads it), unless {@link #catchUp} kept it already. Then {@link #wake}.
      */
-    synchronized void publish(ChangeSet<K, V> set) {
-        if (set.seq() <= lastSeq) return;  // kept by catchUp, from the log
+    void publish(ChangeSet<K, V> set) {
         if (set.seq() > lastSeq + 1) keepLogged(set.seq() - 1);
-        keep(set);
+        synchronized (this) {
+            if (set.seq() <= lastSeq) return;  // kept by catchUp, from the log
+            keep(set);
+        }
     }
 
     private void keep(ChangeSet<K, V> set) {
@@ -371,12 +379,21 @@ public final class ChangeFeed<K, V> {
         unannounced.add(set);
     }
 
-    /** Keeps the sets the log has after {@link #lastSeq}, up to {@code to}: those other processes committed. */
+    /**
+     * Keeps the sets the log has after {@link #lastSeq}, up to {@code to}: those other processes
+     * committed. Each read of the log runs without the feed's lock (over a shared engine it is a
+     * round trip, which a {@link #catchUp} or a reader's {@link #wake} would wait for); what was read
+     * is kept under it, skipping what {@link #catchUp} kept meanwhile.
+     */
     private void keepLogged(long to) {
         while (lastSeq < to) {
             List<ChangeSet<K, V>> found = logged(null, lastSeq + 1, to, MAX_IN_MEMORY);
             if (found.isEmpty()) return;
-            for (ChangeSet<K, V> set : found) keep(set);  // a gap the window trimmed meanwhile: readers of it get Expired
+            synchronized (this) {
+                for (ChangeSet<K, V> set : found) {
+                    if (set.seq() > lastSeq) keep(set);  // a gap the window trimmed meanwhile: readers of it get Expired
+                }
+            }
         }
     }
 

@@ -6,6 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -54,6 +56,101 @@ class FeedLocksTest {
                 catchUp.join(30_000);
             }
             assertEquals(1, feed.lastSeq());
+        }
+    }
+
+    /**
+     * Before: a publish read the sets another server logged before its own holding the feed's lock,
+     * so that a catch-up (the listener's, a reader's) or a wake waited for the round trip.
+     */
+    @Test
+    void aPublishReadingAnotherServersSetsFromTheLogHoldsNoLock() throws Exception {
+        java.util.concurrent.atomic.AtomicReference<Object> watched = new java.util.concurrent.atomic.AtomicReference<>();
+        java.util.concurrent.atomic.AtomicInteger writerReads = new java.util.concurrent.atomic.AtomicInteger();
+        AtomicBoolean held = new AtomicBoolean();
+        KvEngine engine = new ForwardingEngine(MemoryEngine.at(dir)) {
+            @Override
+            public KvTxn beginRead() {
+                Object feed = watched.get();
+                if (feed != null && Thread.currentThread().getName().equals("kiln-db-writer")) {
+                    writerReads.incrementAndGet();
+                    if (Thread.holdsLock(feed)) held.set(true);
+                }
+                return super.beginRead();
+            }
+        };
+        try (Db other = Db.builder(MemoryEngine.at(dir)).open(); Db db = Db.builder(engine).open()) {  // two servers over one store
+            Table<Integer, String> t = db.table("notes", Codec.INT, Codec.STRING);
+            ChangeFeed<Integer, String> feed = db.changeFeed(t, 100);
+            Table<Integer, String> theirs = other.table("notes", Codec.INT, Codec.STRING);
+            other.changeFeed(theirs, 100);
+            other.write(txn -> { theirs.put(txn, 1, "theirs"); return null; }).get(30, SECONDS);  // set 1, unheard of here
+            watched.set(feed);
+            db.write(txn -> { t.put(txn, 2, "mine"); return null; }).get(30, SECONDS);  // set 2: its publish reads set 1 first
+            assertEquals(2, feed.lastSeq());
+            assertEquals(2, feed.read(0, 10).size(), "set 1 kept from the log, then set 2");
+            assertTrue(writerReads.get() > 0, "the publish read the log");
+            assertFalse(held.get(), "the publish read the log holding the feed's lock");
+        }
+    }
+
+    /**
+     * Before: a watch whose snapshot was older than the feed's memory read the missed sets from the
+     * log holding the watches' lock, so that every publish on the feed (the writer announcing to the
+     * watches) waited for that round trip.
+     */
+    @Test
+    void aWatchReadingTheLogDoesNotHoldUpAPublish() throws Exception {
+        AtomicBoolean armed = new AtomicBoolean();
+        CountDownLatch inRead = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        KvEngine engine = new ForwardingEngine(MemoryEngine.at(dir)) {
+            @Override
+            public KvTxn beginRead() {
+                if (Thread.currentThread().getName().equals("watcher") && armed.compareAndSet(true, false)) {
+                    inRead.countDown();
+                    try {
+                        release.await(30, SECONDS);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                }
+                return super.beginRead();
+            }
+        };
+        try (Db db = Db.builder(engine).open()) {
+            Table<Integer, String> t = db.table("notes", Codec.INT, Codec.STRING);
+            ChangeFeed<Integer, String> feed = db.changeFeed(t, 10_000);
+            CompletableFuture<CompletableFuture<ChangeSet<Integer, String>>> watch = new CompletableFuture<>();
+            Thread watcher = new Thread(() -> {
+                try {
+                    watch.complete(db.read(txn -> {
+                        // more sets than memory keeps are published after this snapshot: the watch reads the log
+                        List<CompletableFuture<?>> writes = new ArrayList<>();
+                        for (int i = 0; i <= ChangeFeed.MAX_IN_MEMORY; i++) {
+                            int k = 100 + i;
+                            writes.add(db.write(w -> { t.put(w, k, "n"); return null; }));
+                        }
+                        CompletableFuture.allOf(writes.toArray(new CompletableFuture<?>[0])).get(30, SECONDS);
+                        armed.set(true);
+                        return feed.watch(txn, 1);
+                    }).get(30, SECONDS));
+                } catch (Exception e) {
+                    watch.completeExceptionally(e);
+                }
+            }, "watcher");
+            watcher.start();
+            try {
+                assertTrue(inRead.await(30, SECONDS), "the watch reads the log");
+                db.write(txn -> { t.put(txn, 2, "two"); return null; }).get(10, SECONDS);  // published, announced to the watches
+            } finally {
+                release.countDown();
+                watcher.join(30_000);
+            }
+            CompletableFuture<ChangeSet<Integer, String>> one = watch.get(30, SECONDS);
+            assertFalse(one.isDone(), "row 1 has not changed");
+            db.write(txn -> { t.put(txn, 1, "one"); return null; }).get(30, SECONDS);
+            assertEquals("one", one.get(30, SECONDS).changes().get(0).value(), "the watch, registered after its read, fires");
         }
     }
 
