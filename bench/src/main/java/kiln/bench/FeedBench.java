@@ -25,6 +25,13 @@ import kiln.db.Tuple;
  * ({@code OperatingSystemMXBean.getProcessCpuTime}) over {@value #COMMITS} durable commits of one
  * message each to the committed room, one at a time, after {@value #WARMUP} unmeasured ones; the
  * median of {@value #ROUNDS} rounds, each measuring every point, after one unmeasured round.
+ *
+ * <p>A second table shows what the subscribers cost the writer thread: its CPU per commit
+ * ({@code ThreadMXBean.getThreadCpuTime} of {@code kiln-db-writer}) and a write's latency (the
+ * commits are sequential: elapsed time per commit), for the two ways above and a third, the table's
+ * feed with each woken subscriber resumed on a carrier thread, as a Kilim fiber is (handed to the
+ * carrier's queue, the carrier woken; the carrier reads and filters): what every commit of
+ * {@code /updates} costs with {@code /updates/events} subscribers.
  */
 public final class FeedBench {
     static final int ROOMS = 1_000;
@@ -37,11 +44,27 @@ public final class FeedBench {
     private FeedBench() {
     }
 
+    /** The ways of following a room, in the order the tables print them. */
+    private enum Way {
+        PREFIX("prefix feeds"), FILTER("table feed + filter"), FIBERS("table feed, fibers on a carrier");
+
+        final String label;
+
+        Way(String label) {
+            this.label = label;
+        }
+    }
+
+    /** What one run measured, per commit: the process's CPU, the writer thread's CPU, the elapsed time (µs). */
+    private record Figures(double cpu, double writerCpu, double elapsed) {
+    }
+
     /** One subscriber: where it is, and what it got. */
     private abstract static class Subscriber {
         final String room;
         long seen;
-        long delivered;
+        /** Counted by the one thread that runs its wake-ups; read by the main thread. */
+        volatile long delivered;
 
         Subscriber(String room, long seen) {
             this.room = room;
@@ -72,7 +95,7 @@ public final class FeedBench {
     }
 
     /** Waits on the whole table's feed and keeps its room's changes. */
-    private static final class ByFilter extends Subscriber {
+    private static class ByFilter extends Subscriber {
         final ChangeFeed<Tuple, String> feed;
 
         ByFilter(ChangeFeed<Tuple, String> feed, String room) {
@@ -82,15 +105,73 @@ public final class FeedBench {
 
         @Override
         void arm() {
-            feed.after(seen).thenRun(() -> {
-                for (ChangeSet<Tuple, String> set : feed.read(seen, 64)) {
-                    for (ChangeSet.Change<Tuple, String> c : set.changes()) {
-                        if (c.key().getString(0).equals(room)) delivered++;
-                    }
-                    seen = set.seq();
+            feed.after(seen).thenRun(this::step);
+        }
+
+        void step() {
+            long got = 0;
+            for (ChangeSet<Tuple, String> set : feed.read(seen, 64)) {
+                for (ChangeSet.Change<Tuple, String> c : set.changes()) {
+                    if (c.key().getString(0).equals(room)) got++;
                 }
-                arm();
-            });
+                seen = set.seq();
+            }
+            if (got > 0) delivered += got;
+            arm();
+        }
+    }
+
+    /** {@link ByFilter}, whose wake-up resumes it on a carrier thread, as a Kilim fiber's does. */
+    private static final class OnCarrier extends ByFilter {
+        final Carrier carrier;
+
+        OnCarrier(ChangeFeed<Tuple, String> feed, String room, Carrier carrier) {
+            super(feed, room);
+            this.carrier = carrier;
+        }
+
+        @Override
+        void arm() {
+            feed.after(seen).thenRun(() -> carrier.resume(this::step));
+        }
+    }
+
+    /**
+     * One carrier thread: a queue of resumed fibers it runs, woken when it sleeps (Kilim's carrier
+     * queues the fiber and wakes its selector once per select).
+     */
+    private static final class Carrier implements AutoCloseable {
+        private final java.util.concurrent.ConcurrentLinkedQueue<Runnable> queue = new java.util.concurrent.ConcurrentLinkedQueue<>();
+        private final java.util.concurrent.atomic.AtomicBoolean asleep = new java.util.concurrent.atomic.AtomicBoolean();
+        private final Thread thread = new Thread(this::run, "bench-carrier");
+        private volatile boolean stopped;
+
+        Carrier() {
+            thread.setDaemon(true);
+            thread.start();
+        }
+
+        void resume(Runnable fiber) {
+            queue.add(fiber);
+            if (asleep.compareAndSet(true, false)) java.util.concurrent.locks.LockSupport.unpark(thread);
+        }
+
+        boolean idle() {
+            return queue.isEmpty();
+        }
+
+        private void run() {
+            while (!stopped) {
+                for (Runnable r; (r = queue.poll()) != null; ) r.run();
+                asleep.set(true);
+                if (queue.isEmpty()) java.util.concurrent.locks.LockSupport.parkNanos(1_000_000);
+                asleep.set(false);
+            }
+        }
+
+        @Override
+        public void close() {
+            stopped = true;
         }
     }
 
@@ -99,58 +180,99 @@ public final class FeedBench {
             (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
         System.out.println("kiln bench-feeds: CPU per durable commit to one room (" + ROOM_SUBSCRIBERS + " subscribers) while "
             + "0..10,000 subscribers wait on " + (ROOMS - 1) + " other rooms; " + COMMITS + " commits per point; "
-            + Runtime.getRuntime().availableProcessors() + " CPUs");
-        double[][][] cpu = new double[ROUNDS + 1][OTHERS.length][2];
+            + Runtime.getRuntime().availableProcessors() + " CPUs, load average at start " + BenchDb.loadAverage());
+        Way[] ways = Way.values();
+        Figures[][][] figures = new Figures[ROUNDS + 1][OTHERS.length][ways.length];
         for (int round = 0; round <= ROUNDS; round++) {
             System.err.printf("bench-feeds: round %d/%d%s%n", round, ROUNDS, round == 0 ? " (warm-up, not counted)" : "");
             for (int i = 0; i < OTHERS.length; i++) {
-                cpu[round][i][0] = run(os, OTHERS[i], true);
-                cpu[round][i][1] = run(os, OTHERS[i], false);
+                for (Way way : ways) figures[round][i][way.ordinal()] = run(os, OTHERS[i], way);
             }
         }
         System.out.printf("  %-18s %24s %31s %8s%n", "other subscribers", "prefix feeds, us/commit", "table feed + filter, us/commit", "ratio");
         for (int i = 0; i < OTHERS.length; i++) {
-            double prefix = median(cpu, i, 0);
-            double filter = median(cpu, i, 1);
+            double prefix = median(figures, i, Way.PREFIX, Figures::cpu);
+            double filter = median(figures, i, Way.FILTER, Figures::cpu);
             System.out.printf("  %-18s %24.1f %31.1f %8.1f%n", String.format("%,d", OTHERS[i]), prefix, filter, filter / prefix);
         }
+        System.out.println();
+        System.out.println("  the writer thread per commit: its CPU, and a write's latency (us); and the process's CPU (us)");
+        System.out.printf("  %-18s %-32s %12s %12s %12s%n", "other subscribers", "way", "writer CPU", "write", "process CPU");
+        for (int i = 0; i < OTHERS.length; i++) {
+            for (Way way : ways) {
+                System.out.printf("  %-18s %-32s %12.1f %12.1f %12.1f%n", String.format("%,d", OTHERS[i]), way.label,
+                    median(figures, i, way, Figures::writerCpu), median(figures, i, way, Figures::elapsed), median(figures, i, way, Figures::cpu));
+            }
+        }
+        System.out.println("  load average at end " + BenchDb.loadAverage());
     }
 
-    /** @return the median over the counted rounds (1..ROUNDS) of one point and way */
-    private static double median(double[][][] cpu, int point, int way) {
+    /** @return the median over the counted rounds (1..ROUNDS) of one figure of one point and way */
+    private static double median(Figures[][][] figures, int point, Way way, java.util.function.ToDoubleFunction<Figures> figure) {
         double[] v = new double[ROUNDS];
-        for (int r = 1; r <= ROUNDS; r++) v[r - 1] = cpu[r][point][way];
+        for (int r = 1; r <= ROUNDS; r++) v[r - 1] = figure.applyAsDouble(figures[r][point][way.ordinal()]);
         java.util.Arrays.sort(v);
         return v[ROUNDS / 2];
     }
 
-    /** @return CPU microseconds per commit */
-    private static double run(com.sun.management.OperatingSystemMXBean os, int others, boolean byPrefix) throws Exception {
+    /** @return the figures per commit, µs */
+    private static Figures run(com.sun.management.OperatingSystemMXBean os, int others, Way way) throws Exception {
         Path dir = BenchDirs.fresh("feeds");
-        try (Db db = Db.open(dir)) {
+        java.lang.management.ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+        try (Db db = Db.open(dir); Carrier carrier = new Carrier()) {
+            long writer = writerThread();
             Table<Tuple, String> messages = db.table("messages", Codec.TUPLE, Codec.STRING);
             ChangeFeed<Tuple, String> feed = db.changeFeed(messages, 10_000);
             List<Subscriber> subscribers = new ArrayList<>();
             for (int i = 0; i < ROOM_SUBSCRIBERS + others; i++) {
                 // the first ROOM_SUBSCRIBERS follow room0, the committed one; the others rooms 1..999
                 String room = i < ROOM_SUBSCRIBERS ? "room0" : "room" + (1 + (i - ROOM_SUBSCRIBERS) % (ROOMS - 1));
-                subscribers.add(byPrefix ? new ByPrefix(feed.prefix(Tuple.of(room)), room) : new ByFilter(feed, room));
+                subscribers.add(switch (way) {
+                    case PREFIX -> new ByPrefix(feed.prefix(Tuple.of(room)), room);
+                    case FILTER -> new ByFilter(feed, room);
+                    case FIBERS -> new OnCarrier(feed, room, carrier);
+                });
             }
             for (Subscriber s : subscribers) s.arm();
             commit(db, messages, 0, WARMUP);
+            settle(subscribers, WARMUP, carrier);
             long before = os.getProcessCpuTime();
+            long writerBefore = threads.getThreadCpuTime(writer);
+            long start = System.nanoTime();
             commit(db, messages, WARMUP, WARMUP + COMMITS);
+            long elapsed = System.nanoTime() - start;
+            long writerCpu = threads.getThreadCpuTime(writer) - writerBefore;
+            settle(subscribers, WARMUP + COMMITS, carrier);
             long cpu = os.getProcessCpuTime() - before;
-            long delivered = 0;
-            for (int i = 0; i < ROOM_SUBSCRIBERS; i++) delivered += subscribers.get(i).delivered;
-            long expected = (long) ROOM_SUBSCRIBERS * (WARMUP + COMMITS);
-            if (delivered != expected) throw new IllegalStateException("room0's subscribers got " + delivered + " changes, not " + expected);
             for (int i = ROOM_SUBSCRIBERS; i < subscribers.size(); i++) {
                 if (subscribers.get(i).delivered != 0) throw new IllegalStateException("a subscriber of another room got room0's changes");
             }
-            return cpu / 1_000.0 / COMMITS;
+            return new Figures(cpu / 1_000.0 / COMMITS, writerCpu / 1_000.0 / COMMITS, elapsed / 1_000.0 / COMMITS);
         } finally {
             BenchDirs.delete(dir);
+        }
+    }
+
+    /** @return the id of the database's writer thread */
+    private static long writerThread() {
+        for (Thread t : Thread.getAllStackTraces().keySet()) {
+            if (t.getName().equals("kiln-db-writer") && t.isAlive()) return t.getId();
+        }
+        throw new IllegalStateException("no kiln-db-writer thread");
+    }
+
+    /** Waits until room0's subscribers got the changes of {@code commits} commits and the carrier is idle. */
+    private static void settle(List<Subscriber> subscribers, long commits, Carrier carrier) throws InterruptedException {
+        long expected = ROOM_SUBSCRIBERS * commits;
+        long deadline = System.nanoTime() + 30_000_000_000L;
+        while (true) {
+            long delivered = 0;
+            for (int i = 0; i < ROOM_SUBSCRIBERS; i++) delivered += subscribers.get(i).delivered;
+            if (delivered == expected && carrier.idle()) return;
+            if (delivered > expected || System.nanoTime() > deadline) {
+                throw new IllegalStateException("room0's subscribers got " + delivered + " changes, not " + expected);
+            }
+            Thread.sleep(1);
         }
     }
 
