@@ -31,7 +31,8 @@ import kiln.db.Tuple;
  * commits are sequential: elapsed time per commit), for the two ways above and a third, the table's
  * feed with each woken subscriber resumed on a carrier thread, as a Kilim fiber is (handed to the
  * carrier's queue, the carrier woken; the carrier reads and filters): what every commit of
- * {@code /updates} costs with {@code /updates/events} subscribers.
+ * {@code /updates} costs with {@code /updates/events} subscribers. Beside them, how long the room's
+ * subscribers took to hear of a commit, from its durable time ({@link ChangeSet#committedAt}) to their step.
  */
 public final class FeedBench {
     static final int ROOMS = 1_000;
@@ -55,8 +56,37 @@ public final class FeedBench {
         }
     }
 
-    /** What one run measured, per commit: the process's CPU, the writer thread's CPU, the elapsed time (µs). */
-    private record Figures(double cpu, double writerCpu, double elapsed) {
+    /**
+     * What one run measured, per commit: the process's CPU, the writer thread's CPU, the elapsed time
+     * (µs); and the delivery latency to the committed room's subscribers, median and 99th percentile (µs).
+     */
+    private record Figures(double cpu, double writerCpu, double elapsed, double deliveryP50, double deliveryP99) {
+    }
+
+    /** The committed room's deliveries while measured: from the commit's durable time to the subscriber's step, µs. */
+    private static final class Latencies {
+        private final long[] values = new long[ROOM_SUBSCRIBERS * COMMITS];
+        private final java.util.concurrent.atomic.AtomicInteger count = new java.util.concurrent.atomic.AtomicInteger();
+        volatile boolean on;
+
+        void add(ChangeSet<?, ?> set) {
+            if (!on) return;
+            int i = count.getAndIncrement();
+            if (i < values.length) values[i] = micros() - set.committedAt();
+        }
+
+        double percentile(double p) {
+            long[] v = java.util.Arrays.copyOf(values, Math.min(count.get(), values.length));
+            if (v.length == 0) return Double.NaN;
+            java.util.Arrays.sort(v);
+            return v[(int) Math.min(v.length - 1, Math.round(p * (v.length - 1)))];
+        }
+
+        /** The database's clock (kiln.db.Clock): a set's committedAt is its durable time by it. */
+        private static long micros() {
+            java.time.Instant now = java.time.Instant.now();
+            return now.getEpochSecond() * 1_000_000L + now.getNano() / 1_000;
+        }
     }
 
     /** One subscriber: where it is, and what it got. */
@@ -65,6 +95,8 @@ public final class FeedBench {
         long seen;
         /** Counted by the one thread that runs its wake-ups; read by the main thread. */
         volatile long delivered;
+        /** Where the committed room's subscribers note their deliveries; null for the other rooms'. */
+        Latencies latencies;
 
         Subscriber(String room, long seen) {
             this.room = room;
@@ -87,7 +119,10 @@ public final class FeedBench {
         void arm() {
             feed.after(seen).thenRun(() -> {
                 PrefixFeed.Changes<Tuple, String> c = feed.read(seen, 64);
-                for (ChangeSet<Tuple, String> set : c.sets()) delivered += set.changes().size();
+                for (ChangeSet<Tuple, String> set : c.sets()) {
+                    delivered += set.changes().size();
+                    if (latencies != null) latencies.add(set);
+                }
                 seen = c.through();
                 arm();
             });
@@ -112,7 +147,10 @@ public final class FeedBench {
             long got = 0;
             for (ChangeSet<Tuple, String> set : feed.read(seen, 64)) {
                 for (ChangeSet.Change<Tuple, String> c : set.changes()) {
-                    if (c.key().getString(0).equals(room)) got++;
+                    if (c.key().getString(0).equals(room)) {
+                        got++;
+                        if (latencies != null) latencies.add(set);
+                    }
                 }
                 seen = set.seq();
             }
@@ -196,12 +234,15 @@ public final class FeedBench {
             System.out.printf("  %-18s %24.1f %31.1f %8.1f%n", String.format("%,d", OTHERS[i]), prefix, filter, filter / prefix);
         }
         System.out.println();
-        System.out.println("  the writer thread per commit: its CPU, and a write's latency (us); and the process's CPU (us)");
-        System.out.printf("  %-18s %-32s %12s %12s %12s%n", "other subscribers", "way", "writer CPU", "write", "process CPU");
+        System.out.println("  per commit (us): the writer thread's CPU, a write's latency, the process's CPU; and the delivery"
+            + " to the room's subscribers, from the commit's durable time, median and p99 (us)");
+        System.out.printf("  %-18s %-32s %11s %11s %11s %11s %11s%n", "other subscribers", "way", "writer CPU", "write", "process CPU",
+            "deliv. p50", "deliv. p99");
         for (int i = 0; i < OTHERS.length; i++) {
             for (Way way : ways) {
-                System.out.printf("  %-18s %-32s %12.1f %12.1f %12.1f%n", String.format("%,d", OTHERS[i]), way.label,
-                    median(figures, i, way, Figures::writerCpu), median(figures, i, way, Figures::elapsed), median(figures, i, way, Figures::cpu));
+                System.out.printf("  %-18s %-32s %11.1f %11.1f %11.1f %11.0f %11.0f%n", String.format("%,d", OTHERS[i]), way.label,
+                    median(figures, i, way, Figures::writerCpu), median(figures, i, way, Figures::elapsed), median(figures, i, way, Figures::cpu),
+                    median(figures, i, way, Figures::deliveryP50), median(figures, i, way, Figures::deliveryP99));
             }
         }
         System.out.println("  load average at end " + BenchDb.loadAverage());
@@ -233,11 +274,14 @@ public final class FeedBench {
                     case FIBERS -> new OnCarrier(feed, room, carrier);
                 });
             }
+            Latencies latencies = new Latencies();
+            for (int i = 0; i < ROOM_SUBSCRIBERS; i++) subscribers.get(i).latencies = latencies;
             for (Subscriber s : subscribers) s.arm();
             commit(db, messages, 0, WARMUP);
             settle(subscribers, WARMUP, carrier);
             long before = os.getProcessCpuTime();
             long writerBefore = threads.getThreadCpuTime(writer);
+            latencies.on = true;
             long start = System.nanoTime();
             commit(db, messages, WARMUP, WARMUP + COMMITS);
             long elapsed = System.nanoTime() - start;
@@ -247,7 +291,8 @@ public final class FeedBench {
             for (int i = ROOM_SUBSCRIBERS; i < subscribers.size(); i++) {
                 if (subscribers.get(i).delivered != 0) throw new IllegalStateException("a subscriber of another room got room0's changes");
             }
-            return new Figures(cpu / 1_000.0 / COMMITS, writerCpu / 1_000.0 / COMMITS, elapsed / 1_000.0 / COMMITS);
+            return new Figures(cpu / 1_000.0 / COMMITS, writerCpu / 1_000.0 / COMMITS, elapsed / 1_000.0 / COMMITS,
+                latencies.percentile(0.5), latencies.percentile(0.99));
         } finally {
             BenchDirs.delete(dir);
         }
