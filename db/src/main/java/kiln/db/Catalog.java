@@ -173,7 +173,7 @@ final class Catalog {
             }
             Table<Long, ChangeFeed.Logged<K, V>> log = table(ChangeFeed.LOG_PREFIX + table.name(), Codec.LONG,
                 new ChangeFeed.LogCodec<>(table.keys(), table.values()), false, null);
-            feed = new ChangeFeed<>(state, reads, watchBudget, table, log, window);
+            feed = new ChangeFeed<>(state, reads, watchBudget, feeds.wakes(), table, log, window);
             feeds.add(feed);
         }
         ChangeFeed<K, V> opened = feed;

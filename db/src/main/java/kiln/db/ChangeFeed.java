@@ -43,9 +43,10 @@ import java.util.concurrent.CompletableFuture;
  *
  * <h2>Threads</h2>
  * Every method may be called from any thread. {@link #after}'s futures and the watches complete on
- * the database's writer thread, or, for sets committed by another server over a shared engine
- * (PostgreSQL), on the engine's notification thread: keep their callbacks short (a fiber's resume,
- * a thread's unpark).
+ * the database's one wake thread, {@code kiln-feed-wake}, in publish order, handed over by the writer
+ * thread once the commit is durable (or, for sets committed by another server over a shared engine
+ * such as PostgreSQL, by the thread that read them from the log): keep their callbacks short (a
+ * fiber's resume, a thread's unpark), since every reader of every feed waits behind them.
  *
  * <h2>Many servers over one engine</h2>
  * Over PostgreSQL every server appends to the same log: a write numbers its set after the log's
@@ -70,6 +71,8 @@ public final class ChangeFeed<K, V> {
     /** Reads the log, for sets older than memory keeps and those other servers committed. */
     private final Reads reads;
     private final WatchBudget watchBudget;
+    /** Runs the completions of its readers' futures ({@link #wake}). */
+    private final Wakes wakes;
     private final Table<K, V> table;
     private final Table<Long, Logged<K, V>> log;
     private final int window;
@@ -81,7 +84,7 @@ public final class ChangeFeed<K, V> {
     private volatile long oldestSeq;
     /** Completes at the next publish (or {@link #renewIfOlder}); replaced by a new one then. */
     private volatile QueryFuture<Void> next = new QueryFuture<>();
-    /** System.nanoTime() when {@link #next} was made: writer thread only. */
+    /** System.nanoTime() when {@link #next} was made; under this object's lock. */
     private long nextMadeAt = System.nanoTime();
     /** Pending watches by key; guarded by itself. */
     private final Map<K, List<Watch<K, V>>> watches = new HashMap<>();
@@ -96,10 +99,12 @@ public final class ChangeFeed<K, V> {
     private final PrefixGroups<K, V> prefixes;
 
     @SuppressWarnings("unchecked")
-    ChangeFeed(DbState state, Reads reads, WatchBudget watchBudget, Table<K, V> table, Table<Long, Logged<K, V>> log, int window) {
+    ChangeFeed(DbState state, Reads reads, WatchBudget watchBudget, Wakes wakes, Table<K, V> table, Table<Long, Logged<K, V>> log,
+               int window) {
         this.state = state;
         this.reads = reads;
         this.watchBudget = watchBudget;
+        this.wakes = wakes;
         this.table = table;
         this.log = log;
         this.window = window;
@@ -141,7 +146,7 @@ public final class ChangeFeed<K, V> {
      * @param seq a sequence number the caller has seen (0 for none)
      * @return a future that completes once a change set newer than {@code seq} is durable: at once
      *         when there is one already; else the one future every reader shares, completed (on the
-     *         writer thread) at the next publish, or failed with {@link DbException.Closed} when the
+     *         wake thread) at the next publish, or failed with {@link DbException.Closed} when the
      *         database closes. The same object until then, so a caller that waits again on it (after
      *         a timeout) registers nothing new. It may also complete with nothing new, after a
      *         minute without a publish (see {@link Db}'s writer): read, then wait again.
@@ -434,22 +439,54 @@ public final class ChangeFeed<K, V> {
     }
 
     /**
-     * After the batch's {@link #publish}es (on the writer thread) or a {@link #catchUp}: completes the
-     * readers' shared future, the prefix feeds' and the watches of the keys changed; nothing when
-     * nothing was published since the last call. Who is woken is decided under the feed's lock, in
-     * publish order; the futures are completed after it is released, so that their callbacks (a
-     * fiber's resumption, a stream's next step) never run holding it.
+     * After the batch's {@link #publish}es (on the writer thread) or a {@link #catchUp}: wakes the
+     * readers — the shared future, the prefix feeds' and the watches of the keys changed; nothing
+     * when nothing was published since the last call. Who is woken is decided under the feed's lock
+     * and handed to the database's wake thread ({@link Wakes}) in publish order, which completes the
+     * futures: their callbacks (a fiber's resumption, a stream's next step) neither run holding the
+     * lock nor hold up the writer's next batch. Futures nobody awaits are completed here (there is
+     * nothing to run), and so is everything after the database's close, once the lock is released.
      */
     void wake() {
-        Runnable completions;
+        Wake<K, V> w;
         synchronized (this) {
-            completions = announce();
+            w = announce();
+            if (w == null || w.awaited() && wakes.offer(w)) return;
         }
-        if (completions != null) completions.run();
+        w.run();  // nothing awaits them, so nothing runs (or the database closed): here, holding no lock
+    }
+
+    /**
+     * What one {@link #wake} completes: the readers' shared future (null when it was not renewed), the
+     * prefix groups' woken, the watches fired (null when none).
+     */
+    private record Wake<K, V>(QueryFuture<Void> waiting, List<QueryFuture<Void>> prefixReaders, List<Watch<K, V>> watchers)
+        implements Runnable {
+        /**
+         * @return whether anyone may wait on these futures ({@link QueryFuture#awaited}; a watch fired
+         *         is its caller's): when not, completing them runs nothing, and is not worth a hand-over
+         *         (a feed nobody follows costs its writes nothing)
+         */
+        boolean awaited() {
+            if (watchers != null || waiting != null && waiting.awaited()) return true;
+            for (QueryFuture<Void> f : prefixReaders) {
+                if (f.awaited()) return true;
+            }
+            return false;
+        }
+
+        @Override
+        public void run() {
+            if (waiting != null) waiting.succeed(null);
+            for (QueryFuture<Void> f : prefixReaders) f.succeed(null);
+            if (watchers != null) {
+                for (Watch<K, V> w : watchers) w.future.complete(w.set);
+            }
+        }
     }
 
     /** @return what {@link #wake} completes, taken from the sets not yet announced; null when there are none */
-    private Runnable announce() {
+    private Wake<K, V> announce() {
         if (unannounced.isEmpty()) return null;
         List<ChangeSet<K, V>> published = List.copyOf(unannounced);
         unannounced.clear();
@@ -474,15 +511,7 @@ public final class ChangeFeed<K, V> {
                 }
             }
         }
-        List<QueryFuture<Void>> prefixReaders = prefixes.dispatch(published);
-        List<Watch<K, V>> watchers = fired;
-        return () -> {
-            waiting.succeed(null);
-            for (QueryFuture<Void> f : prefixReaders) f.succeed(null);
-            if (watchers != null) {
-                for (Watch<K, V> w : watchers) w.future.complete(w.set);
-            }
-        };
+        return new Wake<>(waiting, prefixes.dispatch(published), fired);
     }
 
     /** @return the readers' shared future, replaced by a new one: complete it */
@@ -501,8 +530,20 @@ public final class ChangeFeed<K, V> {
      * stay registered.
      */
     void renewIfOlder(long nanos) {
-        if (System.nanoTime() - nextMadeAt >= nanos) renew().succeed(null);
-        prefixes.idle(nanos);
+        List<QueryFuture<Void>> groups = prefixes.idle(nanos);
+        Wake<K, V> w;
+        synchronized (this) {  // a catch-up's announce may renew it too, on the engine's thread
+            boolean old = System.nanoTime() - nextMadeAt >= nanos;
+            if (!old && groups.isEmpty()) return;
+            w = new Wake<>(old ? renew() : null, groups, null);
+            if (w.awaited() && wakes.offer(w)) return;
+        }
+        w.run();
+    }
+
+    /** @return whether the database's wake thread was started (a wake was handed over); for tests */
+    boolean wakeThreadStarted() {
+        return wakes.started();
     }
 
     /** @return how many prefixes have a group of readers ({@link PrefixFeed}); for tests */
@@ -525,7 +566,7 @@ public final class ChangeFeed<K, V> {
         started = true;
     }
 
-    /** At {@link Db#close}: wakes every reader and watch with {@link DbException.Closed}. */
+    /** At {@link Db#close}, on the wake thread after every wake before: wakes every reader and watch with {@link DbException.Closed}. */
     void close() {
         DbException.Closed closed = state.closedError();
         next.fail(closed);

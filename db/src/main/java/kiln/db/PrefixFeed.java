@@ -73,7 +73,7 @@ public final class PrefixFeed<K, V> {
      * @param seq a sequence number the reader has seen ({@link Changes#through} of its last read)
      * @return a future that completes once a change set newer than {@code seq} touches the prefix: at
      *         once when there may be one already; else the one future every reader of the prefix
-     *         shares, completed on the writer thread. It may also complete with nothing new (after a
+     *         shares, completed on the database's wake thread. It may also complete with nothing new (after a
      *         minute without a commit there): read, then wait again.
      */
     public QueryFuture<Void> after(long seq) {
@@ -303,15 +303,17 @@ final class PrefixGroups<K, V> {
     }
 
     /**
-     * On the writer thread while it has no work: completes the futures of groups without a commit
-     * for {@code nanos} (their readers wake, find nothing and wait again; readers that left let go),
+     * On the writer thread while it has no work: renews the futures of groups without a commit for
+     * {@code nanos} (their readers, woken, find nothing and wait again; readers that left let go),
      * and drops groups unused for as long that nobody waits on.
+     *
+     * @return the futures renewed, for the caller to complete
      */
-    void idle(long nanos) {
+    List<QueryFuture<Void>> idle(long nanos) {
         List<QueryFuture<Void>> renewed = new ArrayList<>();
         long now = System.nanoTime();
         synchronized (this) {
-            if (now - idleAt < Math.min(nanos, 1_000_000_000L)) return;  // the writer idles every 50 ms: look once a second
+            if (now - idleAt < Math.min(nanos, 1_000_000_000L)) return renewed;  // the writer idles every 50 ms: look once a second
             idleAt = now;
             for (Iterator<Group<K, V>> it = groups.values().iterator(); it.hasNext(); ) {
                 Group<K, V> g = it.next();
@@ -324,7 +326,7 @@ final class PrefixGroups<K, V> {
                 }
             }
         }
-        for (QueryFuture<Void> f : renewed) f.succeed(null);
+        return renewed;
     }
 
     /** @return how many groups there are; for tests */

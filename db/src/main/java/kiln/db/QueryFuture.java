@@ -35,6 +35,8 @@ public final class QueryFuture<R> extends CompletableFuture<R> {
 
     /** Calls off a queued write before the writer takes it (a refused join(), the deadline); null for reads and feed futures. */
     private final Withdrawal withdrawal;
+    /** Set once something may wait on this future; see {@link #awaited}. */
+    private volatile boolean awaited;
 
     /** A queued write's way to be called off, while the writer has not taken it yet. */
     interface Withdrawal {
@@ -64,6 +66,29 @@ public final class QueryFuture<R> extends CompletableFuture<R> {
         blockingGuard = guard;
     }
 
+    /**
+     * @return whether anything may wait on this future: a stage built on it ({@code thenRun},
+     *         {@code whenComplete}, {@code copy}...: each is made by {@link #newIncompleteFuture}) or
+     *         a thread in {@link #join()} or {@link #get()}. A change feed hands the completion of a
+     *         future that is awaited to its wake thread, and completes one that is not at once. (Not
+     *         seen: a future only combined as another's argument, {@code allOf}; it is then completed
+     *         where the feed publishes, as before the wake thread.)
+     */
+    boolean awaited() {
+        return awaited;
+    }
+
+    private void noteAwaited() {
+        if (!awaited) awaited = true;
+    }
+
+    /** Notes that a stage is built on this future ({@link #awaited}); the stage is a plain {@link CompletableFuture}. */
+    @Override
+    public <U> CompletableFuture<U> newIncompleteFuture() {
+        noteAwaited();
+        return new CompletableFuture<>();
+    }
+
     /** Completes this future with the query's result; the database's side of {@link #complete}. */
     boolean succeed(R value) {
         return super.complete(value);
@@ -89,6 +114,7 @@ public final class QueryFuture<R> extends CompletableFuture<R> {
     @Override
     public R join() {
         refuseBlockingACarrier("join");
+        noteAwaited();
         return super.join();
     }
 
@@ -96,6 +122,7 @@ public final class QueryFuture<R> extends CompletableFuture<R> {
     @Override
     public R get() throws InterruptedException, ExecutionException {
         refuseBlockingACarrier("get");
+        noteAwaited();
         return super.get();
     }
 
@@ -103,6 +130,7 @@ public final class QueryFuture<R> extends CompletableFuture<R> {
     @Override
     public R get(long timeout, TimeUnit unit) throws InterruptedException, ExecutionException, TimeoutException {
         refuseBlockingACarrier("get");
+        noteAwaited();
         return super.get(timeout, unit);
     }
 

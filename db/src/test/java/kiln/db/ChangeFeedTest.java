@@ -11,6 +11,8 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.AfterEach;
@@ -145,7 +147,7 @@ class ChangeFeedTest {
         feed.renewIfOlder(Long.MAX_VALUE);
         assertFalse(waiting.isDone(), "not old enough");
         feed.renewIfOlder(0);  // what the idle writer does after a minute without a publish
-        assertTrue(waiting.isDone(), "woken with nothing new");
+        waiting.get(10, TimeUnit.SECONDS);  // woken with nothing new
         assertEquals(List.of(), feed.read(0, 10));
         QueryFuture<Void> again = feed.after(0);
         assertFalse(again.isDone(), "a new future to wait on");
@@ -243,7 +245,52 @@ class ChangeFeedTest {
         put(4, 4);
         assertEquals(4, again.join().changes().get(0).key());
         put(2, 2);
-        assertTrue(watches.get(1).isDone(), "a fired watch frees its place too");
+        assertEquals(2, watches.get(1).join().changes().get(0).key(), "a fired watch frees its place too");
+    }
+
+    /** A feed nobody waits on hands nothing to the wake thread: its writes cost what they did before there was one. */
+    @Test
+    void aFeedNobodyWaitsOnWakesNobody() throws Exception {
+        ChangeFeed<Integer, Integer> feed = open(100);
+        QueryFuture<Void> unwatched = feed.after(0);
+        put(1, 1);
+        put(2, 2);
+        assertTrue(unwatched.isDone(), "completed where it was published: nothing waited on it");
+        assertFalse(feed.wakeThreadStarted());
+        feed.after(2).thenRun(() -> { });
+        put(3, 3);
+        assertTrue(feed.wakeThreadStarted(), "a reader waits: handed over");
+    }
+
+    /**
+     * Before: the writer thread ran every waiting reader's callback (a fiber's resumption, a stream's
+     * next step) after each commit, before it answered the batch's writes and took the next batch.
+     */
+    @Test
+    void readersAreWokenOffTheWriterThreadInPublishOrderAndTheCloseLast() throws Exception {
+        ChangeFeed<Integer, Integer> feed = open(100);
+        List<String> woken = new CopyOnWriteArrayList<>();
+        CountDownLatch release = new CountDownLatch(1);
+        feed.after(0).thenRun(() -> {
+            woken.add("1 on " + Thread.currentThread().getName());
+            try {
+                release.await(30, TimeUnit.SECONDS);  // a reader's callback that holds on
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        put(1, 1);  // answered meanwhile
+        QueryFuture<Void> second = feed.after(1);
+        second.thenRun(() -> woken.add("2 on " + Thread.currentThread().getName()));
+        put(2, 2);  // and the writer goes on
+        QueryFuture<Void> third = feed.after(2);
+        CompletableFuture<Void> closed = CompletableFuture.runAsync(db::close);
+        assertFalse(second.isDone(), "the second wake waits behind the first, in publish order");
+        release.countDown();
+        closed.get(30, TimeUnit.SECONDS);
+        assertEquals(List.of("1 on kiln-feed-wake", "2 on kiln-feed-wake"), woken);
+        assertFalse(second.isCompletedExceptionally(), "published before the close: woken by the publish");
+        assertTrue(assertThrows(CompletionException.class, third::join).getCause() instanceof DbException.Closed, "then the close");
     }
 
     @Test

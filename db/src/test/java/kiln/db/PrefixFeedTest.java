@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -38,7 +39,7 @@ class PrefixFeedTest {
     }
 
     @Test
-    void aRoomsReadersAreWokenOnlyByItsCommitsAndSeeOnlyItsChanges() {
+    void aRoomsReadersAreWokenOnlyByItsCommitsAndSeeOnlyItsChanges() throws Exception {
         db = Engines.open(dir);
         Table<Tuple, String> messages = db.table("messages", Codec.TUPLE, Codec.STRING);
         ChangeFeed<Tuple, String> feed = db.changeFeed(messages, 1000);
@@ -51,7 +52,7 @@ class PrefixFeedTest {
         QueryFuture<Void> atticWaits = attic.after(seenAttic);
         assertFalse(lobbyWaits.isDone());
         say(messages, "attic", 2, "up here");
-        assertTrue(atticWaits.isDone(), "the attic's commit woke the attic");
+        atticWaits.get(10, TimeUnit.SECONDS);  // the attic's commit woke the attic
         assertFalse(lobbyWaits.isDone(), "and not the lobby");
         db.write(txn -> {
             messages.put(txn, Tuple.of("lobby", 3L), "hi");
@@ -60,7 +61,7 @@ class PrefixFeedTest {
             messages.delete(txn, Tuple.of("lobby", 1L));
             return null;
         }).join();
-        assertTrue(lobbyWaits.isDone());
+        lobbyWaits.get(10, TimeUnit.SECONDS);
         PrefixFeed.Changes<Tuple, String> got = lobby.read(seenLobby, 100);
         assertEquals(List.of(Tuple.of("lobby", 3L), Tuple.of("lobby", 1L)), keys(got), "only the lobby's changes, in order");
         assertEquals(feed.lastSeq(), got.through());
@@ -123,7 +124,7 @@ class PrefixFeedTest {
     }
 
     @Test
-    void aGroupNobodyWaitsOnIsDroppedAndFoundAgain() {
+    void aGroupNobodyWaitsOnIsDroppedAndFoundAgain() throws Exception {
         db = Engines.open(dir);
         Table<Tuple, String> messages = db.table("messages", Codec.TUPLE, Codec.STRING);
         ChangeFeed<Tuple, String> feed = db.changeFeed(messages, 1000);
@@ -135,7 +136,7 @@ class PrefixFeedTest {
         QueryFuture<Void> waits = lobby.after(seen);
         assertFalse(waits.isDone());
         say(messages, "lobby", 1, "hi");
-        assertTrue(waits.isDone(), "the handle found its prefix's group again");
+        waits.get(10, TimeUnit.SECONDS);  // the handle found its prefix's group again
         assertEquals(1, lobby.read(seen, 10).sets().size());
     }
 }
