@@ -68,7 +68,7 @@ help:
 	@echo "make build                                 build every runnable jar (skips tests)"
 	@echo "make bench-db [BASELINE=REV ROUNDS=5]      database micro-benchmarks (prints a table); BASELINE: against REV's kiln-db side by side"
 	@echo "make bench-db ONLY=model                   only the data model (point read, pages, index, writes) beside raw lmdbjava (~1 min)"
-	@echo "make bench-feeds                           CPU per commit to one room while 0..10,000 subscribers follow others: prefix feeds vs a filtered table feed"
+	@echo "make bench-feeds                           CPU per commit to one room while 0..10,000 subscribers follow others: prefix feeds vs a filtered table feed; the writer thread's share"
 	@echo "make bench-parser                          kiln's parser: a request trickled one byte per read, resumed vs re-parsed"
 	@echo "make bench-memory [CONNECTIONS=19500]      heap and RSS bytes per idle keep-alive connection, every front end beside dummy and nginx (prints a table)"
 	@echo "make bench-traps                           other requests' round trips while a Kilim handler blocks or spins, with and without the carrier hand-off"
@@ -159,7 +159,8 @@ else
 endif
 
 # CPU per commit to one room while 0..10,000 subscribers follow other rooms: prefix feeds against
-# the table's feed filtered (docs/benchmarks/); about a minute.
+# the table's feed filtered; and what the subscribers cost the writer thread, its CPU and a write's
+# latency, with the delivery latency beside (docs/benchmarks/); 2-3 minutes.
 bench-feeds:
 	$(MVN) -DskipTests -pl bench -am package
 	$(JAVA) -Xms256m -Xmx256m $(LMDB_FLAGS) -Dkiln.bench.dir=bench/target/bench-data \
