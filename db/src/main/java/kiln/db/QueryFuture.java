@@ -89,6 +89,13 @@ public final class QueryFuture<R> extends CompletableFuture<R> {
         return new CompletableFuture<>();
     }
 
+    /** Notes that a stage waits on this future ({@link #awaited}), as {@link #newIncompleteFuture} does for the others. */
+    @Override
+    public java.util.concurrent.CompletionStage<R> minimalCompletionStage() {
+        noteAwaited();
+        return super.minimalCompletionStage();
+    }
+
     /** Completes this future with the query's result; the database's side of {@link #complete}. */
     boolean succeed(R value) {
         return super.complete(value);
