@@ -82,14 +82,17 @@ public final class QueryFuture<R> extends CompletableFuture<R> {
         if (!awaited) awaited = true;
     }
 
-    /** Notes that a stage is built on this future ({@link #awaited}); the stage is a plain {@link CompletableFuture}. */
+    /**
+     * Notes that a stage is built on this future, so that a change feed hands its completion to the
+     * database's wake thread; the stage is a plain {@link CompletableFuture}.
+     */
     @Override
     public <U> CompletableFuture<U> newIncompleteFuture() {
         noteAwaited();
         return new CompletableFuture<>();
     }
 
-    /** Notes that a stage waits on this future ({@link #awaited}), as {@link #newIncompleteFuture} does for the others. */
+    /** Notes that a stage waits on this future, as {@link #newIncompleteFuture} does for the other stages. */
     @Override
     public java.util.concurrent.CompletionStage<R> minimalCompletionStage() {
         noteAwaited();
