@@ -123,7 +123,7 @@ public final class Index<I, K, V> {
     public K key(Txn txn, I key) {
         checkReady();
         byte[] p = packed(encode(key));
-        try (KvRange r = txn.kv.range(space, Keys.next(p, (byte) 1), Keys.next(p, (byte) 2), false, 1)) {
+        try (KvCursor r = txn.kv.range(space, Keys.next(p, (byte) 1), Keys.next(p, (byte) 2), false, 1)) {
             while (r.next()) {
                 K row = table.decodeKey(rowKey(r.key()));
                 // an expired row keeps its entries until the sweeper deletes both
@@ -215,7 +215,7 @@ public final class Index<I, K, V> {
 
     /** @return true when {@code visitor} stopped the walk at an entry of the range (there is more) */
     private boolean walk(Txn txn, Range<I> range, Bounds b, EntryVisitor visitor) {
-        try (KvRange r = txn.kv.range(space, b.begin, b.end, range.reverse, range.limit + 1)) {
+        try (KvCursor r = txn.kv.range(space, b.begin, b.end, range.reverse, range.limit + 1)) {
             while (r.next()) {
                 byte[] entry = Keys.toArray(r.key());
                 Tuple t = Tuple.unpack(entry);
@@ -238,7 +238,7 @@ public final class Index<I, K, V> {
      */
     public long verify(Txn txn) {
         long[] expected = {0};
-        try (KvRange r = txn.kv.range(table.space, null, null, false, 0)) {  // every row held, expired ones too
+        try (KvCursor r = txn.kv.range(table.space, null, null, false, 0)) {  // every row held, expired ones too
             while (r.next()) {
                 byte[] row = Keys.toArray(r.key());
                 K k = table.decodeKey(row);
@@ -291,7 +291,7 @@ public final class Index<I, K, V> {
 
     private void refuseTaken(Txn txn, byte[] i, byte[] row, K key) {
         byte[] p = packed(i);
-        try (KvRange r = txn.kv.range(space, Keys.next(p, (byte) 1), Keys.next(p, (byte) 2), false, 2)) {
+        try (KvCursor r = txn.kv.range(space, Keys.next(p, (byte) 1), Keys.next(p, (byte) 2), false, 2)) {
             while (r.next()) {
                 byte[] other = rowKey(r.key());
                 // an expired row's entry does not hold its key: the sweeper deletes it with the row
@@ -316,7 +316,7 @@ public final class Index<I, K, V> {
         byte[] last = null;
         List<byte[]> rows = new ArrayList<>();
         List<V> values = new ArrayList<>();
-        try (KvRange r = txn.kv.range(table.space, after == null ? null : Keys.next(after), null, false, max)) {
+        try (KvCursor r = txn.kv.range(table.space, after == null ? null : Keys.next(after), null, false, max)) {
             while (n < max && r.next()) {
                 rows.add(Keys.toArray(r.key()));
                 values.add(table.decodeValue(r.value()));

@@ -47,7 +47,7 @@ final class OnlineIndexer {
             table.index(index);
             byte[] now = meta.get(txn, buildStateKey(name));
             if (now == null) {
-                try (KvRange rows = txn.kv.range(table.space, null, null, false, 1)) {  // expired rows count: they have entries
+                try (KvCursor rows = txn.kv.range(table.space, null, null, false, 1)) {  // expired rows count: they have entries
                     if (!rows.next()) {
                         now = BUILT;  // an empty table's index holds every row already
                         meta.put(txn, buildStateKey(name), now);

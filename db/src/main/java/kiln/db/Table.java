@@ -232,7 +232,7 @@ public final class Table<K, V> {
     int sweep(Txn txn, int max) {
         byte[] now = dueBound(txn);
         List<byte[]> due = new ArrayList<>();
-        try (KvRange r = txn.kv.range(expiries, null, now, false, max)) {
+        try (KvCursor r = txn.kv.range(expiries, null, now, false, max)) {
             while (due.size() < max && r.next()) due.add(Keys.toArray(r.key()));
         }
         for (byte[] entry : due) {
@@ -250,7 +250,7 @@ public final class Table<K, V> {
 
     /** @return whether a row's expiry has passed, for {@code txn} (a read: the sweeper writes only when one has) */
     boolean hasDue(Txn txn) {
-        try (KvRange r = txn.kv.range(expiries, null, dueBound(txn), false, 1)) {
+        try (KvCursor r = txn.kv.range(expiries, null, dueBound(txn), false, 1)) {
             return r.next();
         }
     }
@@ -389,7 +389,7 @@ public final class Table<K, V> {
     /** Visits the rows of {@code [begin, end)} until the visitor returns false; see {@link KvTxn#range}. */
     private long visit(Txn txn, byte[] begin, byte[] end, boolean reverse, BiPredicate<? super K, ? super V> visitor) {
         long n = 0;
-        try (KvRange r = txn.kv.range(space, begin, end, reverse, 0)) {
+        try (KvCursor r = txn.kv.range(space, begin, end, reverse, 0)) {
             while (r.next()) {
                 if (expiries != null && expired(txn, r.value())) continue;
                 n++;
@@ -411,7 +411,7 @@ public final class Table<K, V> {
     public long scanPrefix(Txn txn, K prefix, BiPredicate<? super K, ? super V> visitor) {
         byte[] p = bytes(prefix);
         long n = 0;
-        try (KvRange r = txn.kv.range(space, p, Keys.strinc(p), false, 0)) {
+        try (KvCursor r = txn.kv.range(space, p, Keys.strinc(p), false, 0)) {
             while (r.next() && keys.extendsPrefix(r.key(), p.length)) {
                 if (expiries != null && expired(txn, r.value())) continue;
                 n++;
@@ -489,12 +489,12 @@ public final class Table<K, V> {
 
     /** What {@link #walk} does at each row of the range: false to stop there. */
     private interface RowVisitor {
-        boolean visit(KvRange row);
+        boolean visit(KvCursor row);
     }
 
     /** @return true when {@code visitor} stopped the walk at a row of the range (there is more) */
     private boolean walk(Txn txn, Range<K> range, Bounds b, RowVisitor visitor) {
-        try (KvRange r = txn.kv.range(space, b.begin, b.end, range.reverse, range.limit + 1)) {
+        try (KvCursor r = txn.kv.range(space, b.begin, b.end, range.reverse, range.limit + 1)) {
             while (r.next()) {
                 // keys that go on a tuple prefix's last element (Codec#extendsPrefix) sort at the top of its keys
                 if (b.prefix != null && !keys.extendsPrefix(r.key(), b.prefix.length)) {
@@ -524,7 +524,7 @@ public final class Table<K, V> {
     }
 
     private K endKey(Txn txn, boolean last) {
-        try (KvRange r = txn.kv.range(space, null, null, last, 1)) {
+        try (KvCursor r = txn.kv.range(space, null, null, last, 1)) {
             while (r.next()) {
                 if (expiries == null || !expired(txn, r.value())) return decodeKey(r);
             }
@@ -532,7 +532,7 @@ public final class Table<K, V> {
         }
     }
 
-    private K decodeKey(KvRange r) {
+    private K decodeKey(KvCursor r) {
         return keys.read(r.key().order(ByteOrder.BIG_ENDIAN));
     }
 
@@ -540,7 +540,7 @@ public final class Table<K, V> {
         return keys.read(wrap(key));
     }
 
-    private V decodeValue(KvRange r) {
+    private V decodeValue(KvCursor r) {
         return decodeValue(r.value());
     }
 

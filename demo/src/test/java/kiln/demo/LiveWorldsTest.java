@@ -18,7 +18,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import kiln.db.Db;
 import kiln.http.BodyOutput;
 import kiln.http.BodyStream;
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.http.ServerSentEvents;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -56,7 +56,7 @@ class LiveWorldsTest {
 
     /** @return the stream of {@code source}'s reply, past its opening part (the {@code retry}) */
     private static BodyStream opened(ServerSentEvents.Stream stream) throws Exception {
-        BodyStream body = ServerSentEvents.reply(stream).stream;
+        BodyStream body = ServerSentEvents.response(stream).stream;
         assertEquals("retry: 2000\n\n", poll(body).text);
         return body;
     }
@@ -69,7 +69,7 @@ class LiveWorldsTest {
 
     @Test
     void everyCommittedUpdateIsOneEventWhoseIdIsItsCommitSequenceNumber() throws Exception {
-        Reply reply = ServerSentEvents.reply(demo.live().subscriber(demo.live().lastSeq(), null));
+        Response reply = ServerSentEvents.response(demo.live().subscriber(demo.live().lastSeq(), null));
         assertEquals(ServerSentEvents.CONTENT_TYPE, reply.contentType);
         assertEquals("no", reply.header("X-Accel-Buffering"));
         Polled opening = poll(reply.stream);
@@ -94,7 +94,7 @@ class LiveWorldsTest {
 
     @Test
     void aRowsStreamCarriesOnlyTheCommitsThatChangedIt() throws Exception {
-        BodyStream body = ServerSentEvents.reply(demo.live().subscriber(demo.live().lastSeq(), 42)).stream;
+        BodyStream body = ServerSentEvents.response(demo.live().subscriber(demo.live().lastSeq(), 42)).stream;
         poll(body);
         update(1);
         update(42, 2);

@@ -13,7 +13,7 @@ import kiln.server.ConnectionWatch;
 import kiln.server.StepRouter;
 import kiln.server.Launcher;
 import kiln.http.Limits;
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.http.spi.RequestParser;
 import kiln.server.OpenStreams;
 import kiln.server.ServerLimits;
@@ -187,7 +187,7 @@ final class ComsatServer implements Launcher.Server {
             throws IOException, ServletException {
             String length = base.getHeader("Content-Length"); // Jetty has rejected a malformed or overflowing one
             java.util.List<String> codings = java.util.Collections.list(base.getHeaders("Transfer-Encoding"));
-            Reply refusal = RequestParser.refuseRequest(base.getHttpFields().size(), length == null ? -1 : Long.parseLong(length.trim()),
+            Response refusal = RequestParser.refuseRequest(base.getHttpFields().size(), length == null ? -1 : Long.parseLong(length.trim()),
                 codings.isEmpty() ? null : String.join(",", codings), base.getHeader("Host"), maxContent);
             if (refusal == null) {
                 // Comsat hands the fiber a Servlet 3.0 wrapper of the request: the fiber reaches Jetty's own

@@ -1,7 +1,7 @@
 package kiln.kilim;
 
 import kilim.Pausable;
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.http.Request;
 
 /**
@@ -27,5 +27,5 @@ public interface Handler {
      * @param request the parsed request
      * @return the response; never null
      */
-    Reply handle(Request request) throws Pausable, Exception;
+    Response handle(Request request) throws Pausable, Exception;
 }

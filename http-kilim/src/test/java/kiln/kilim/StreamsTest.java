@@ -11,7 +11,7 @@ import java.net.SocketTimeoutException;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.CompletableFuture;
 
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.http.ServerSentEvents;
 import kiln.server.ServerLimits;
 import org.junit.jupiter.api.Test;
@@ -53,7 +53,7 @@ class StreamsTest {
     void aSilentStreamSendsKeepAlivesAndOutlivesTheIdleTimeout() throws Exception {
         CompletableFuture<Void> never = new CompletableFuture<>();
         KilimServer server = new KilimServer("127.0.0.1", 0, 1, new Router()
-            .get("/quiet", req -> ServerSentEvents.reply(events -> never, 300)))
+            .get("/quiet", req -> ServerSentEvents.response(events -> never, 300)))
             .limits(ServerLimits.defaults().idleTimeout(200));
         server.start();
         try (Socket s = open(server, "/quiet")) {
@@ -72,7 +72,7 @@ class StreamsTest {
         CompletableFuture<Void> later = new CompletableFuture<>();
         int[] polls = {0};
         KilimServer server = new KilimServer("127.0.0.1", 0, 1, new Router()
-            .get("/fails", req -> Reply.stream(200, "text/plain", out -> {
+            .get("/fails", req -> Response.stream(200, "text/plain", out -> {
                 if (polls[0]++ == 0) {
                     out.write("first part\n");
                     return later;

@@ -11,7 +11,7 @@ import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import java.time.Duration;
 
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.db.Codec;
 import kiln.db.Db;
 import kiln.db.Table;
@@ -55,7 +55,7 @@ class TrapsTest {
     void threadSleepInAHandlerIsReportedWithinASecondOncePerHandler() throws Exception {
         String base = base(new Router().get("/slow/{n}", req -> {
             Thread.sleep(500);  // the trap
-            return Reply.text("slept");
+            return Response.text("slept");
         }));
         long start = System.nanoTime();
         Thread call = new Thread(() -> {
@@ -88,12 +88,12 @@ class TrapsTest {
                         t.put(txn, "k", 1L);
                         return null;
                     }).join();  // the trap
-                    return Reply.text("joined");
+                    return Response.text("joined");
                 } catch (IllegalStateException e) {
-                    return Reply.text(e.getMessage());
+                    return Response.text(e.getMessage());
                 }
             })
-            .get("/read", req -> Reply.text("read " + db.read(txn -> t.get(txn, "k", 0L)).join())));
+            .get("/read", req -> Response.text("read " + db.read(txn -> t.get(txn, "k", 0L)).join())));
         // The writer is busy with an earlier write, so the handler's write is still queued at the
         // join (an idle writer may take a write before the handler gets to its join: then it commits,
         // and the message says so; QueryFutureTest covers that case).

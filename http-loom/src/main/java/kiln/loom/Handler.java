@@ -1,6 +1,6 @@
 package kiln.loom;
 
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.http.Request;
 
 /**
@@ -25,5 +25,5 @@ public interface Handler {
      * @param request the parsed request
      * @return the response; never null
      */
-    Reply handle(Request request) throws Exception;
+    Response handle(Request request) throws Exception;
 }

@@ -23,7 +23,7 @@ import kiln.server.VirtualThreads;
  * parsing, writing, buffers, deadlines, the reaper, the cap's 503 and the error answers are the same
  * code ({@link Connection}, {@link Connections}); here a blocked read, write, {@code join()} or
  * {@code Thread.sleep} parks the connection's virtual thread and frees its carrier. The one
- * exception to blocking I/O: while a streamed reply goes on, its socket is non-blocking and
+ * exception to blocking I/O: while a streamed response goes on, its socket is non-blocking and
  * registered with the stream watch, and a write that finds it full goes back to blocking mode.
  *
  * <pre>{@code
@@ -43,7 +43,7 @@ import kiln.server.VirtualThreads;
  *   <li>{@code kiln-reaper}: once a second, half-closes connections past their idle, header or
  *       write deadline: the blocked read or write then returns, and the connection closes.</li>
  *   <li>{@code kiln-stream-watch}: a platform thread with one selector that watches the sockets of
- *       connections whose streamed reply goes on, so that a client that leaves, or sends junk,
+ *       connections whose streamed response goes on, so that a client that leaves, or sends junk,
  *       while its stream waits between parts is noticed at once ({@link StreamWatch}).</li>
  * </ul>
  * Needs JDK 21 or newer at run time; {@link #start} refuses to start on an older one.
@@ -170,7 +170,7 @@ public final class LoomServer extends OwnServer {
                         c.read(ch.read(c.readBuffer()));
                     }
                     case WRITE -> write(c, watched);
-                    case HANDLE -> c.answer(router.dispatch(c.request()));
+                    case HANDLE -> c.respond(router.dispatch(c.request()));
                     case WAIT -> {
                         if (watched == null) watched = watch.watch(c);
                         watched.await();  // parks until the stream has work or its client sent something

@@ -1,6 +1,6 @@
 package kiln.loom;
 
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.http.Request;
 import kiln.server.AbstractRouter;
 import kiln.server.Metrics;
@@ -36,11 +36,11 @@ public final class Router extends AbstractRouter<Handler, Router> {
     }
 
     /** Routes {@code request} and runs its handler on this virtual thread (the pipeline of {@link AbstractRouter}). */
-    Reply dispatch(Request request) {
+    Response dispatch(Request request) {
         Exchange<Handler> x = begin(request);
-        if (x.isAnswered()) return x.answer(x.reply());
+        if (x.hasResponse()) return x.respond(x.response());
         try {
-            return x.answer(x.handler().handle(request));
+            return x.respond(x.handler().handle(request));
         } catch (Exception e) {
             return x.fail(e);
         }

@@ -15,7 +15,7 @@ import java.util.logging.Logger;
 import kiln.http.spi.Connection;
 
 /**
- * Watches the sockets of the connections whose streamed reply waits between two parts (a
+ * Watches the sockets of the connections whose streamed response waits between two parts (a
  * server-sent-events subscriber between events), so that a client that leaves, or sends what a
  * stream's client has no reason to send, is noticed at once instead of at the next event or
  * heartbeat (15 s later), and its stream stops counting against {@code --max-streams} and

@@ -24,7 +24,7 @@ import kiln.demo.DemoDb;
 import kiln.demo.Endpoints;
 import kiln.demo.Endpoint;
 import kiln.demo.Endpoints;
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.server.Metrics;
 import kiln.server.VirtualThreads;
 import kiln.db.Db;
@@ -79,7 +79,7 @@ class LoomServerTest {
     @Test
     void handlersRunOnVirtualThreads() throws Exception {
         LoomServer server = new LoomServer("127.0.0.1", 0, new Router()
-            .get("/who", req -> Reply.text(Thread.currentThread().getName() + " virtual=" + VirtualThreads.isVirtual(Thread.currentThread()))));
+            .get("/who", req -> Response.text(Thread.currentThread().getName() + " virtual=" + VirtualThreads.isVirtual(Thread.currentThread()))));
         server.start();
         try {
             String who = body(get(server.port(), "/who"));
@@ -98,7 +98,7 @@ class LoomServerTest {
     void aBlockedHandlerParksItsVirtualThreadNotTheCarrier() throws Exception {
         LoomServer server = new LoomServer("127.0.0.1", 0, new Router().get("/sleep", req -> {
             Thread.sleep(1_000);
-            return Reply.text("slept");
+            return Response.text("slept");
         }));
         server.start();
         List<Socket> sockets = new ArrayList<>();
@@ -147,7 +147,7 @@ class LoomServerTest {
             jfr.onEvent("jdk.VirtualThreadPinned", pinned::add);
             jfr.startAsync();
             Router router = Endpoints.addTo(new Router(Metrics.create(db)), DemoDb.open(db))
-                .get("/pin-control", req -> Reply.text("slept " + SleepsWhileInitializing.SLEPT));
+                .get("/pin-control", req -> Response.text("slept " + SleepsWhileInitializing.SLEPT));
             LoomServer server = new LoomServer("127.0.0.1", 0, router);
             server.start();
             try {

@@ -19,7 +19,7 @@ import java.util.concurrent.TimeUnit;
 
 import kiln.http.BodyOutput;
 import kiln.http.BodyStream;
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.http.StreamEnd;
 import kiln.http.spi.Connection;
 import org.junit.jupiter.api.AfterEach;
@@ -61,8 +61,8 @@ class StreamWatchTest {
 
     private Waiting serveOne() throws IOException {
         Waiting body = new Waiting();
-        server = new LoomServer("127.0.0.1", 0, new Router().get("/waits", req -> Reply.stream(200, "text/plain", body))
-            .get("/hello", req -> Reply.text("hello")));
+        server = new LoomServer("127.0.0.1", 0, new Router().get("/waits", req -> Response.stream(200, "text/plain", body))
+            .get("/hello", req -> Response.text("hello")));
         server.start();
         return body;
     }
@@ -144,7 +144,7 @@ class StreamWatchTest {
     @Test
     void aStreamThatWaitsManyTimesKeepsARequestPipelinedAfterIt() throws Exception {
         int parts = 300;
-        server = new LoomServer("127.0.0.1", 0, new Router().get("/ticks", req -> Reply.stream(200, "text/plain", new BodyStream() {
+        server = new LoomServer("127.0.0.1", 0, new Router().get("/ticks", req -> Response.stream(200, "text/plain", new BodyStream() {
             private int sent;
 
             @Override
@@ -153,7 +153,7 @@ class StreamWatchTest {
                 if (sent == parts) return null;
                 return CompletableFuture.runAsync(() -> { }, CompletableFuture.delayedExecutor(1, TimeUnit.MILLISECONDS));
             }
-        })).get("/hello", req -> Reply.text("hello")));
+        })).get("/hello", req -> Response.text("hello")));
         server.start();
         try (Socket s = subscribe("/ticks", "tick 0\n")) {
             s.getOutputStream().write("GET /hello HTTP/1.1\r\nHost: a\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
@@ -193,7 +193,7 @@ class StreamWatchTest {
             }, ch);
             c.received("GET /waits HTTP/1.1\r\nHost: a\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
             assertEquals(Connection.Action.HANDLE, c.next());
-            c.answer(Reply.stream(200, "text/plain", new Waiting()));
+            c.respond(Response.stream(200, "text/plain", new Waiting()));
             while (c.next() == Connection.Action.WRITE) {  // the head, then the body's first part
                 c.beginWrite();
                 ByteBuffer out = c.output();
@@ -230,7 +230,7 @@ class StreamWatchTest {
         byte[] part = "y".repeat(64 * 1024 - 1).concat("\n").getBytes(StandardCharsets.US_ASCII);
         CompletableFuture<String> ended = new CompletableFuture<>();
         CompletableFuture<Void> never = new CompletableFuture<>();
-        server = new LoomServer("127.0.0.1", 0, new Router().get("/bulk", req -> Reply.stream(200, "text/plain", new BodyStream() {
+        server = new LoomServer("127.0.0.1", 0, new Router().get("/bulk", req -> Response.stream(200, "text/plain", new BodyStream() {
             private int sent;
 
             @Override

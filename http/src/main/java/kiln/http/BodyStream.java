@@ -3,13 +3,13 @@ package kiln.http;
 import java.util.concurrent.CompletableFuture;
 
 /**
- * A response body sent in parts as they come ({@link Reply#stream}): a live feed, server-sent events
+ * A response body sent in parts as they come ({@link Response#stream}): a live feed, server-sent events
  * ({@link ServerSentEvents}), a long download produced on the fly. Written once, it runs on every
  * front end: the front end calls {@link #poll}, writes what it appended, waits for the future it
  * returned in its own way (a fiber pauses, a virtual thread parks), and calls it again.
  *
  * <pre>{@code
- * Reply.stream(200, "text/plain", out -> {
+ * Response.stream(200, "text/plain", out -> {
  *     out.write("tick\n");
  *     return ticks.next();              // when to call again; null ends the body
  * });

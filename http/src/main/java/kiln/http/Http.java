@@ -14,7 +14,7 @@ package kiln.http;
  * Connection: keep-alive      (only when answering an HTTP/1.0 keep-alive request)
  * Connection: close           (only when the server closes the connection after the response)
  * </pre>
- * A 204 No Content ({@link Reply#noContent}) has neither Content-Type nor Content-Length, and no
+ * A 204 No Content ({@link Response#noContent}) has neither Content-Type nor Content-Length, and no
  * body (RFC 9110 sections 15.3.5 and 8.6).
  * Jetty writes Content-Length and Connection after every other header, which fixes this order.
  * Undertow writes headers in the order of its internal hash table; its front end sends the same
@@ -27,7 +27,7 @@ public final class Http {
     public static final String TEXT_PLAIN = "text/plain; charset=UTF-8";
     public static final String APPLICATION_JSON = "application/json";
     public static final String TEXT_HTML = "text/html; charset=UTF-8";
-    /** RFC 9457 problem details, the JSON form of an error reply ({@link Reply#negotiated}). */
+    /** RFC 9457 problem details, the JSON form of an error reply ({@link Response#negotiated}). */
     public static final String APPLICATION_PROBLEM_JSON = "application/problem+json";
 
     /** tchar per RFC 9110 section 5.6.2, indexed by ASCII code. */

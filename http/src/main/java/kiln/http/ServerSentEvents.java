@@ -5,12 +5,12 @@ import java.util.concurrent.CompletableFuture;
 
 /**
  * Server-sent events ({@code text/event-stream}, WHATWG HTML Living Standard, section 9.2 "Server-sent
- * events") on a streamed reply ({@link Reply#stream}): what a browser's {@code EventSource} reads, and
+ * events") on a streamed reply ({@link Response#stream}): what a browser's {@code EventSource} reads, and
  * {@code curl -N}.
  *
  * <pre>{@code
  * long[] seen = {ServerSentEvents.lastEventId(request, feed.lastSeq())};  // resume after a reconnect
- * return ServerSentEvents.reply(events -> {
+ * return ServerSentEvents.response(events -> {
  *     for (ChangeSet<Integer, Integer> set : feed.read(seen[0], 100)) {
  *         events.event(Long.toString(set.seq()), "update", new String(Json.write(set.changes()), UTF_8));
  *         seen[0] = set.seq();
@@ -53,7 +53,7 @@ public final class ServerSentEvents {
     /**
      * A stream of events with its own state in one object: for a subscriber kept by the thousand
      * (a live feed's), where a {@link Source} lambda plus its captured state plus the reply's wrapper
-     * would be three. Subclass it and send with {@link #reply(Stream)}.
+     * would be three. Subclass it and send with {@link #response(Stream)}.
      */
     public abstract static class Stream implements BodyStream {
         private final long heartbeatMs;
@@ -97,16 +97,16 @@ public final class ServerSentEvents {
     }
 
     /** @return a 200 {@code text/event-stream} reply that streams {@code stream}'s events */
-    public static Reply reply(Stream stream) {
-        return Reply.stream(200, CONTENT_TYPE, stream).header("Cache-Control", "no-store").header("X-Accel-Buffering", "no");
+    public static Response response(Stream stream) {
+        return Response.stream(200, CONTENT_TYPE, stream).header("Cache-Control", "no-store").header("X-Accel-Buffering", "no");
     }
 
     /**
      * @return a 200 {@code text/event-stream} reply that streams {@code source}'s events, with heartbeat
      *         comments every {@code heartbeatMs} of silence
      */
-    public static Reply reply(Source source, long heartbeatMs) {
-        return reply(new Stream(heartbeatMs) {
+    public static Response response(Source source, long heartbeatMs) {
+        return response(new Stream(heartbeatMs) {
             @Override
             protected CompletableFuture<?> next(Events events) throws Exception {
                 return source.poll(events);
@@ -114,9 +114,9 @@ public final class ServerSentEvents {
         });
     }
 
-    /** @return {@link #reply(Source, long)} with a heartbeat comment after 15 s of silence */
-    public static Reply reply(Source source) {
-        return reply(source, 15_000);
+    /** @return {@link #response(Source, long)} with a heartbeat comment after 15 s of silence */
+    public static Response response(Source source) {
+        return response(source, 15_000);
     }
 
     /**

@@ -9,7 +9,7 @@ import kiln.http.BodyOutput;
 import kiln.http.BodyStream;
 import kiln.http.HttpException;
 import kiln.http.Paths;
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.http.Request;
 import kiln.http.StreamEnd;
 import kiln.http.spi.MemoryBudget;
@@ -28,9 +28,9 @@ import kiln.http.spi.Routes;
  * its own way and ends the {@link Exchange} once:
  * <pre>{@code
  * Exchange<Handler> x = router.begin(request);
- * if (x.isAnswered()) return x.answer(x.reply());        // 400, 404, 405, OPTIONS, a filter's 401: no handler runs
+ * if (x.hasResponse()) return x.respond(x.response());        // 400, 404, 405, OPTIONS, a filter's 401: no handler runs
  * try {
- *     return x.answer(x.handler().handle(request));      // a fiber pauses in it, a thread blocks
+ *     return x.respond(x.handler().handle(request));      // a fiber pauses in it, a thread blocks
  * } catch (Exception e) {
  *     return x.fail(e);                                  // the failure policy's reply
  * }
@@ -162,11 +162,11 @@ public abstract class AbstractRouter<H, R extends AbstractRouter<H, R>> {
      * Counts a streamed reply to {@code request} against the stream cap and its client's share: the
      * reply with its body wrapped so that its end gives the count back, or a 503 when either is full.
      */
-    private Reply countStream(Reply reply, Request request) {
+    private Response countStream(Response reply, Request request) {
         InetAddress client = request.remoteAddress() == null ? null : request.remoteAddress().getAddress();
         ClientLimits counts = clients;
         String refusal = counts.streamStarted(client);
-        if (refusal != null) return Reply.unavailable(refusal);
+        if (refusal != null) return Response.unavailable(refusal);
         metrics.streamStarted();
         return reply.withStream(new CountedStream(reply.stream, counts, client, metrics));
     }
@@ -241,12 +241,12 @@ public abstract class AbstractRouter<H, R extends AbstractRouter<H, R>> {
      * Tells the middleware of a request kiln's own HTTP layer refused before routing
      * ({@link Filter#refused}): the access log's line for a malformed request. Never throws.
      */
-    public final void refused(java.net.InetSocketAddress remote, Reply reply) {
+    public final void refused(java.net.InetSocketAddress remote, Response reply) {
         for (Filter f : filters) {
             try {
                 f.refused(remote, reply);
             } catch (RuntimeException e) {
-                Failures.toReply(e, null);  // logged; the refusal goes out as it is
+                Failures.toResponse(e, null);  // logged; the refusal goes out as it is
             }
         }
     }
@@ -277,15 +277,15 @@ public abstract class AbstractRouter<H, R extends AbstractRouter<H, R>> {
     }
 
     /** Runs the filters' {@link Filter#before}: the first that answers replaces the handler (or the router's answer). */
-    private Exchange<H> filtered(Reply answer, Request request, Metrics.Route series, H handler, long started) {
+    private Exchange<H> filtered(Response answer, Request request, Metrics.Route series, H handler, long started) {
         Filter[] fs = filters;
         int entered = 0;
         for (; entered < fs.length; entered++) {
-            Reply early;
+            Response early;
             try {
                 early = fs[entered].before(request, answer);
             } catch (RuntimeException | Error e) {
-                answer = Failures.toReply(e, request);  // a filter that throws is not entered: its after does not run
+                answer = Failures.toResponse(e, request);  // a filter that throws is not entered: its after does not run
                 break;
             }
             if (early != null) {
@@ -327,12 +327,12 @@ public abstract class AbstractRouter<H, R extends AbstractRouter<H, R>> {
             path = Paths.normalize(rawPath);
         } catch (HttpException e) {
             Request request = Request.of(method, "/", rawQuery, headers, body).remoteAddress(remote);
-            return answered(Reply.error(e.status(), e.getMessage()), request, metrics.start());
+            return answered(Response.error(e.status(), e.getMessage()), request, metrics.start());
         }
         return begin(Request.of(method, path, rawQuery, headers, body).remoteAddress(remote));
     }
 
-    private Exchange<H> answered(Reply reply, Request request, long started) {
+    private Exchange<H> answered(Response reply, Request request, long started) {
         return filtered(reply, request, metrics.unmatched(), null, started);
     }
 
@@ -349,7 +349,7 @@ public abstract class AbstractRouter<H, R extends AbstractRouter<H, R>> {
 
     /**
      * One request between {@link #begin} and its reply: the handler to run, or the router's own
-     * answer. The front end ends it once, with {@link #answer} or {@link #fail}, which record it in
+     * answer. The front end ends it once, with {@link #respond} or {@link #fail}, which record it in
      * the metrics. Not thread-safe: one request, one thread at a time.
      *
      * @param <H> the front end's handler type
@@ -360,12 +360,12 @@ public abstract class AbstractRouter<H, R extends AbstractRouter<H, R>> {
         private final Request request;
         private final Metrics.Route series;
         private final long started;
-        private final Reply reply;
+        private final Response reply;
         /** The filters whose {@link Filter#before} ran, in {@code filters[0..entered)}: their {@link Filter#after} run in reverse. */
         private final Filter[] filters;
         private final int entered;
 
-        Exchange(AbstractRouter<H, ?> router, H handler, Request request, Metrics.Route series, long started, Reply reply,
+        Exchange(AbstractRouter<H, ?> router, H handler, Request request, Metrics.Route series, long started, Response reply,
                  Filter[] filters, int entered) {
             this.router = router;
             this.handler = handler;
@@ -379,18 +379,18 @@ public abstract class AbstractRouter<H, R extends AbstractRouter<H, R>> {
 
         /**
          * @return true when the router or a filter answered (404, 405, OPTIONS, a malformed path, a
-         *         CORS preflight, a 401): run no handler, send {@link #reply()}
+         *         CORS preflight, a 401): run no handler, send {@link #response()}
          */
-        public boolean isAnswered() {
+        public boolean hasResponse() {
             return reply != null;
         }
 
-        /** @return the router's own answer, to send with {@link #answer}; null when a handler is to run */
-        public Reply reply() {
+        /** @return the router's own answer, to send with {@link #respond}; null when a handler is to run */
+        public Response response() {
             return reply;
         }
 
-        /** @return the matched route's handler; null when {@link #isAnswered()} */
+        /** @return the matched route's handler; null when {@link #hasResponse()} */
         public H handler() {
             return handler;
         }
@@ -404,7 +404,7 @@ public abstract class AbstractRouter<H, R extends AbstractRouter<H, R>> {
          * Ends the exchange: a streamed reply is counted open until its body ends, and answered 503
          * instead when the router's stream cap ({@link #maxStreams}) or its client's share
          * ({@link ServerLimits#maxClientStreams}) is full; an error takes the form the request's
-         * {@code Accept} prefers ({@link Reply#negotiated}); the filters' {@link Filter#after} see
+         * {@code Accept} prefers ({@link Response#negotiated}); the filters' {@link Filter#after} see
          * the reply, innermost first; the request is recorded with the final status and its
          * duration, once (404s and 405s under the endpoint label {@value Metrics#UNMATCHED}).
          *
@@ -413,7 +413,7 @@ public abstract class AbstractRouter<H, R extends AbstractRouter<H, R>> {
          *
          * @return the reply to send: {@code reply}, the 503 that replaces it, or what the filters made of it
          */
-        public Reply answer(Reply reply) {
+        public Response respond(Response reply) {
             BodyStream counted = null;
             if (reply.stream != null && !"HEAD".equals(request.method())) {
                 reply = router.countStream(reply, request);
@@ -424,7 +424,7 @@ public abstract class AbstractRouter<H, R extends AbstractRouter<H, R>> {
                 try {
                     reply = filters[i].after(request, reply);
                 } catch (RuntimeException | Error e) {
-                    reply = Failures.toReply(e, request);
+                    reply = Failures.toResponse(e, request);
                 }
             }
             if (counted != null && reply.stream == null) counted.ended(StreamEnd.COMPLETE);  // a filter replaced the stream
@@ -432,9 +432,9 @@ public abstract class AbstractRouter<H, R extends AbstractRouter<H, R>> {
             return reply;
         }
 
-        /** @return the failure policy's reply to {@code failure} ({@link Failures#toReply}), recorded */
-        public Reply fail(Throwable failure) {
-            return answer(Failures.toReply(failure, request));
+        /** @return the failure policy's reply to {@code failure} ({@link Failures#toResponse}), recorded */
+        public Response fail(Throwable failure) {
+            return respond(Failures.toResponse(failure, request));
         }
 
         @Override

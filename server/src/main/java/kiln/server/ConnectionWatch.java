@@ -8,7 +8,7 @@ import java.util.function.IntSupplier;
 import java.util.function.Supplier;
 import java.util.logging.Logger;
 
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.http.spi.ResponseWriter;
 
 /**
@@ -49,7 +49,7 @@ public final class ConnectionWatch<C> {
      * 408 with the contract's head and {@code Connection: close}. Built per call, so its Date is now.
      */
     public static ByteBuffer requestTimeoutResponse() {
-        return ByteBuffer.wrap(ResponseWriter.closing(Reply.error(408, "request head not complete in time")));
+        return ByteBuffer.wrap(ResponseWriter.closing(Response.error(408, "request head not complete in time")));
     }
 
     /** A head in progress: which request it is and when the watch first saw it. */

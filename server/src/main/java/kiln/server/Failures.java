@@ -9,7 +9,7 @@ import java.util.logging.Logger;
 
 import kiln.db.DbException;
 import kiln.http.HttpException;
-import kiln.http.Reply;
+import kiln.http.Response;
 
 /**
  * The failure policy, written once for every front end: what a request that failed is answered.
@@ -56,28 +56,28 @@ public final class Failures {
     /**
      * @param failure what the request's handler threw, or what its awaited future failed with
      * @param request what was asked, for the log line, e.g. {@code GET /updates?queries=5}; may be null
-     * @return the reply to send
+     * @return the response to send
      */
-    public static Reply toReply(Throwable failure, Object request) {
+    public static Response toResponse(Throwable failure, Object request) {
         Throwable cause = failure;
         while ((cause instanceof CompletionException || cause instanceof ExecutionException) && cause.getCause() != null) {
             cause = cause.getCause();
         }
-        if (cause instanceof HttpException) return Reply.error(((HttpException) cause).status(), cause.getMessage());
-        if (cause instanceof DbException.Overloaded) return Reply.unavailable("the database is overloaded; retry shortly");
+        if (cause instanceof HttpException) return Response.error(((HttpException) cause).status(), cause.getMessage());
+        if (cause instanceof DbException.Overloaded) return Response.unavailable("the database is overloaded; retry shortly");
         if (cause instanceof DbException.ReadersFull || cause instanceof DbException.Fatal || cause instanceof DbException.Unavailable) {
-            return Reply.unavailable(cause.getMessage());
+            return Response.unavailable(cause.getMessage());
         }
-        if (cause instanceof DbException.DatabaseFull) return Reply.error(507, cause.getMessage());
-        if (cause instanceof DbException.ValueTooLarge) return Reply.error(413, cause.getMessage());
-        if (cause instanceof DbException.BadContinuation) return Reply.error(400, cause.getMessage());
-        if (cause instanceof DbException.UniqueViolation) return Reply.error(409, cause.getMessage());
-        if (cause instanceof DbException.IdempotencyKeyReused) return Reply.error(422, cause.getMessage());
-        if (cause instanceof DbException.BadIdempotencyKey) return Reply.error(400, cause.getMessage());
-        if (cause instanceof DbException.IndexNotReady) return Reply.unavailable(cause.getMessage());
-        if (cause instanceof RejectedExecutionException) return Reply.unavailable("the server is overloaded; retry shortly");
-        if (cause instanceof TimeoutException) return Reply.error(504, "gateway timeout: " + cause.getMessage());
+        if (cause instanceof DbException.DatabaseFull) return Response.error(507, cause.getMessage());
+        if (cause instanceof DbException.ValueTooLarge) return Response.error(413, cause.getMessage());
+        if (cause instanceof DbException.BadContinuation) return Response.error(400, cause.getMessage());
+        if (cause instanceof DbException.UniqueViolation) return Response.error(409, cause.getMessage());
+        if (cause instanceof DbException.IdempotencyKeyReused) return Response.error(422, cause.getMessage());
+        if (cause instanceof DbException.BadIdempotencyKey) return Response.error(400, cause.getMessage());
+        if (cause instanceof DbException.IndexNotReady) return Response.unavailable(cause.getMessage());
+        if (cause instanceof RejectedExecutionException) return Response.unavailable("the server is overloaded; retry shortly");
+        if (cause instanceof TimeoutException) return Response.error(504, "gateway timeout: " + cause.getMessage());
         LOG.log(Level.SEVERE, "request failed" + (request == null ? "" : ": " + request), cause);
-        return Reply.internalError();
+        return Response.internalError();
     }
 }

@@ -27,7 +27,7 @@ import io.prometheus.metrics.model.snapshots.MetricSnapshots;
 import io.prometheus.metrics.model.snapshots.Unit;
 import kiln.db.Db;
 import kiln.db.DbStats;
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.http.spi.MemoryBudget;
 
 /**
@@ -256,9 +256,9 @@ public final class Metrics {
     }
 
     /** @return the answer to {@code GET /metrics}: the scrape, or 404 when the metrics are off */
-    public Reply reply() {
-        if (!isOn()) return Reply.error(404, "metrics are off (--no-metrics)");
-        return Reply.ok(CONTENT_TYPE, scrape());
+    public Response response() {
+        if (!isOn()) return Response.error(404, "metrics are off (--no-metrics)");
+        return Response.ok(CONTENT_TYPE, scrape());
     }
 
     /**

@@ -249,7 +249,7 @@ public final class OpenStreams {
      * For a front end that could not send a streamed reply at all (its client left before the head
      * went out): ends its body, so that it is counted closed. Nothing for a reply that is not streamed.
      */
-    public static void notSent(kiln.http.Reply reply) {
+    public static void notSent(kiln.http.Response reply) {
         if (reply.stream != null) reply.stream.ended(StreamEnd.CLIENT);
     }
 

@@ -10,11 +10,11 @@ import java.util.function.Consumer;
 import java.util.function.Function;
 import java.util.function.Supplier;
 
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.http.Request;
 
 /**
- * What an endpoint's logic returns: either its {@link Reply}, or one wait (for a future, such as a
+ * What an endpoint's logic returns: either its {@link Response}, or one wait (for a future, such as a
  * durable database write, or for a delay) and the rest of the logic to run after it. The logic is
  * written once (a {@link StepHandler}, as the demo's endpoints are); each front end runs it with its
  * own way of waiting:
@@ -30,17 +30,17 @@ import kiln.http.Request;
  *
  * <pre>{@code
  * World[] rows = demo.randomWorlds(n);
- * return Step.after(db.write(demo.updateWithNewRandomNumbers(rows)), updated -> Step.of(Reply.json(updated)));
+ * return Step.after(db.write(demo.updateWithNewRandomNumbers(rows)), updated -> Step.of(Response.json(updated)));
  * }</pre>
  */
 public final class Step {
-    private final Reply reply;
+    private final Response reply;
     private final CompletableFuture<?> future;
     private final int sleepMs;
     private final Function<Object, Step> then;
     private final Object request;
 
-    private Step(Reply reply, CompletableFuture<?> future, int sleepMs, Function<Object, Step> then, Object request) {
+    private Step(Response reply, CompletableFuture<?> future, int sleepMs, Function<Object, Step> then, Object request) {
         this.reply = reply;
         this.future = future;
         this.sleepMs = sleepMs;
@@ -49,7 +49,7 @@ public final class Step {
     }
 
     /** @return a finished step: answer {@code reply} */
-    public static Step of(Reply reply) {
+    public static Step of(Response reply) {
         return new Step(Objects.requireNonNull(reply, "reply"), null, 0, null, null);
     }
 
@@ -87,7 +87,7 @@ public final class Step {
         try {
             return logic.handle(request).forRequest(request);
         } catch (Exception | Error e) {
-            return of(Failures.toReply(e, request));
+            return of(Failures.toResponse(e, request));
         }
     }
 
@@ -96,13 +96,13 @@ public final class Step {
         return reply != null ? this : new Step(null, future, sleepMs, then, request);
     }
 
-    /** @return true when this step is the answer: {@link #reply()} is ready */
+    /** @return true when this step is the answer: {@link #response()} is ready */
     public boolean isDone() {
         return reply != null;
     }
 
     /** @return the answer, when {@link #isDone()} */
-    public Reply reply() {
+    public Response response() {
         return reply;
     }
 
@@ -132,7 +132,7 @@ public final class Step {
             try {
                 value = future.get();
             } catch (ExecutionException e) {
-                return of(Failures.toReply(e.getCause(), request));
+                return of(Failures.toResponse(e.getCause(), request));
             } catch (InterruptedException e) {
                 throw new IllegalStateException("unreachable: the future is done", e);
             }
@@ -140,7 +140,7 @@ public final class Step {
         try {
             return then.apply(value).forRequest(request);
         } catch (RuntimeException | Error e) {
-            return of(Failures.toReply(e, request));
+            return of(Failures.toResponse(e, request));
         }
     }
 
@@ -151,7 +151,7 @@ public final class Step {
      *
      * @return the reply; an interrupted wait gives 500
      */
-    public static Reply runBlocking(Step step) {
+    public static Response runBlocking(Step step) {
         while (!step.isDone()) {
             try {
                 if (step.sleepMs > 0) {
@@ -161,7 +161,7 @@ public final class Step {
                 }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
-                return Failures.toReply(e, step.request);
+                return Failures.toResponse(e, step.request);
             } catch (ExecutionException e) {
                 throw new IllegalStateException("unreachable: handle() does not fail", e);
             }
@@ -180,7 +180,7 @@ public final class Step {
      * @param send          receives the reply: at once when the step is done, else on a
      *                      {@code continuations} thread
      */
-    public static void runAsync(Step step, Executor continuations, ScheduledExecutorService timer, Consumer<Reply> send) {
+    public static void runAsync(Step step, Executor continuations, ScheduledExecutorService timer, Consumer<Response> send) {
         if (step.isDone()) {
             send.accept(step.reply);
         } else if (step.sleepMs > 0) {

@@ -18,7 +18,7 @@ public final class StepRouter extends AbstractRouter<StepHandler, StepRouter> {
      *         {@link Exchange#answer}, which records it.
      */
     public static Step firstStep(Exchange<StepHandler> exchange) {
-        return exchange.isAnswered() ? Step.of(exchange.reply()) : Step.start(exchange.handler(), exchange.request());
+        return exchange.hasResponse() ? Step.of(exchange.response()) : Step.start(exchange.handler(), exchange.request());
     }
 
     @Override

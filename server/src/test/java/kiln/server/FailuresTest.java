@@ -7,13 +7,13 @@ import java.nio.charset.StandardCharsets;
 import java.util.concurrent.CompletionException;
 
 import kiln.db.DbException;
-import kiln.http.Reply;
+import kiln.http.Response;
 import org.junit.jupiter.api.Test;
 
 /** The failure policy for the database's typed errors: each its status, with its message for the client. */
 class FailuresTest {
     private static void answers(int status, Throwable failure) {
-        Reply r = Failures.toReply(new CompletionException(failure), "GET /t");
+        Response r = Failures.toResponse(new CompletionException(failure), "GET /t");
         assertEquals(status, r.status, String.valueOf(failure));
         String body = new String(r.body, StandardCharsets.UTF_8);
         assertTrue(body.contains(failure.getMessage()), "the message reaches the client: " + body);
@@ -28,7 +28,7 @@ class FailuresTest {
         answers(422, new DbException.IdempotencyKeyReused("k1", "idempotency key 'k1' was used for another request within the last 24h"));
         answers(400, new DbException.BadIdempotencyKey("an idempotency key must not be empty"));
         answers(413, new DbException.ValueTooLarge("value for table 'blobs' is 16777217 bytes; values are at most 16777216 bytes"));
-        assertEquals("1", Failures.toReply(new DbException.IndexNotReady("being built", null), null).header("Retry-After"));
+        assertEquals("1", Failures.toResponse(new DbException.IndexNotReady("being built", null), null).header("Retry-After"));
     }
 
     /** A query the database did not answer within its deadline: 503 with Retry-After, and the message that says what became of it. */
@@ -39,7 +39,7 @@ class FailuresTest {
         answers(503, new DbException.DeadlineExceeded(unknown, java.time.Duration.ofSeconds(5), true));
         String notApplied = "the database did not begin this write within its deadline of 5000 ms (PostgreSQL at jdbc:postgresql://db/kiln,"
             + " its writer busy with earlier writes): it was withdrawn and never runs, so it is not applied; retry shortly";
-        Reply r = Failures.toReply(new DbException.DeadlineExceeded(notApplied, java.time.Duration.ofSeconds(5), false), null);
+        Response r = Failures.toResponse(new DbException.DeadlineExceeded(notApplied, java.time.Duration.ofSeconds(5), false), null);
         assertEquals(503, r.status);
         assertEquals("1", r.header("Retry-After"));
         assertTrue(new String(r.body, StandardCharsets.UTF_8).contains("so it is not applied"));

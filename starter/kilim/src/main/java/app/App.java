@@ -6,7 +6,7 @@ import kiln.db.Codec;
 import kiln.db.Db;
 import kiln.db.Table;
 import kiln.http.HttpException;
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.server.Metrics;
 import kiln.server.Operations;
 import kiln.kilim.KilimMain;
@@ -31,7 +31,7 @@ public final class App {
 
         // /healthz for a monitor or load balancer, /metrics for Prometheus: requests, latency, the database
         return Operations.addTo(new Router(Metrics.create(db)), db)
-            .get("/hello", req -> Reply.text("Hello from __NAME__\n"))
+            .get("/hello", req -> Response.text("Hello from __NAME__\n"))
             .post("/hits/{page}", req -> {
                 String page = req.pathParam("page");
                 long count = await(db.write(txn -> {      // runs on the database's writer thread
@@ -39,13 +39,13 @@ public final class App {
                     hits.put(txn, page, next);
                     return next;
                 }));                                      // the fiber resumes once the commit is on disk
-                return Reply.json(new Hits(page, count));
+                return Response.json(new Hits(page, count));
             })
             .get("/hits/{page}", req -> {
                 String page = req.pathParam("page");
                 Long count = await(db.read(txn -> hits.get(txn, page)));   // on LMDB a read runs inline
                 if (count == null) throw new HttpException(404, "no hits on " + page);
-                return Reply.json(new Hits(page, count));
+                return Response.json(new Hits(page, count));
             });
     }
 

@@ -27,7 +27,7 @@ import kiln.db.DbException;
 import kiln.db.DbStats;
 import kiln.db.Keys;
 import kiln.db.KvEngine;
-import kiln.db.KvRange;
+import kiln.db.KvCursor;
 import kiln.db.KvSpace;
 import kiln.db.KvStats;
 import kiln.db.KvTxn;
@@ -377,7 +377,7 @@ public final class LmdbEngine implements KvEngine {
         }
 
         @Override
-        public KvRange range(KvSpace space, byte[] begin, byte[] end, boolean reverse, int limitHint) {
+        public KvCursor range(KvSpace space, byte[] begin, byte[] end, boolean reverse, int limitHint) {
             try {
                 return new LmdbRange(this, ((Space) space).dbi.openCursor(lmdb), begin, end, reverse);
             } catch (LmdbException e) {
@@ -443,7 +443,7 @@ public final class LmdbEngine implements KvEngine {
     private static final ThreadLocal<ByteBuffer> SEEK_BUFFER = ThreadLocal.withInitial(() -> ByteBuffer.allocateDirect(Table.MAX_KEY_BYTES));
 
     /** A walk of {@code [begin, end)} with an LMDB cursor, forward or back. */
-    private static final class LmdbRange implements KvRange {
+    private static final class LmdbRange implements KvCursor {
         private final LmdbTxn txn;
         private final Cursor<ByteBuffer> cursor;
         private final byte[] begin, end;

@@ -514,7 +514,7 @@ public final class PostgresEngine implements KvEngine {
         PostgresTxn t = (PostgresTxn) txn;
         long n = 0;
         byte[] last = null;
-        try (kiln.db.KvRange r = t.range(space, null, null, false, 0)) {
+        try (kiln.db.KvCursor r = t.range(space, null, null, false, 0)) {
             while (r.next()) {
                 byte[] key = PostgresTxn.bytes(r.key());
                 if (last != null && java.util.Arrays.compareUnsigned(last, key) >= 0) {

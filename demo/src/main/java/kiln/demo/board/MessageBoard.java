@@ -28,7 +28,7 @@ import kiln.db.Table;
 import kiln.db.Tuple;
 import kiln.http.HttpException;
 import kiln.http.Json;
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.http.Request;
 import kiln.http.ServerSentEvents;
 import kiln.server.AbstractRouter;
@@ -125,7 +125,7 @@ public final class MessageBoard {
                     User u = new User(userIds.next(txn), asked.name(), asked.email());
                     users.put(txn, u.id(), u);             // the unique index refuses a taken e-mail: 409
                     return u;
-                }), user -> Step.of(Reply.created("/users/" + user.id(), user)));
+                }), user -> Step.of(Response.created("/users/" + user.id(), user)));
             })
             .steps("POST", "/sessions", req -> {
                 String email = req.json(User.class).email();
@@ -139,7 +139,7 @@ public final class MessageBoard {
                     return u.id();
                 }), user -> {
                     if (user == null) throw new HttpException(404, "no user with that email");
-                    return Step.of(Reply.created("/sessions/" + token, Map.of("token", token, "user", user)));
+                    return Step.of(Response.created("/sessions/" + token, Map.of("token", token, "user", user)));
                 });
             })
             .steps("POST", "/rooms/{room}/messages", req -> {
@@ -164,7 +164,7 @@ public final class MessageBoard {
                     return posted.once(txn, Long.toString(author.id()), key, json(List.of(room, text)), post);
                 }), sent -> {
                     if (sent == null) throw new HttpException(401, "sign in first: POST /sessions, then Authorization: Bearer TOKEN");
-                    return Step.of(Reply.created("/rooms/" + room + "/messages/" + sent.id(), sent));
+                    return Step.of(Response.created("/rooms/" + room + "/messages/" + sent.id(), sent));
                 });
             })
             .steps("GET", "/rooms/{room}/messages", req -> {
@@ -182,7 +182,7 @@ public final class MessageBoard {
                     r.put("messages", messages.count(txn, all));   // counts keys, decodes no message
                     r.put("lastAt", last.rows().isEmpty() ? null : last.rows().get(0).value().at());
                     return r;
-                }), about -> Step.of(Reply.json(about)));
+                }), about -> Step.of(Response.json(about)));
             })
             .steps("GET", "/users/{name}/messages", req -> {
                 Range<Tuple> newest = Range.prefix(Tuple.of(req.pathParam("name"))).reverse()
@@ -191,7 +191,7 @@ public final class MessageBoard {
             })
             .steps("GET", "/rooms/{room}/events", req -> {
                 PrefixFeed<Tuple, Message> room = feed.prefix(Tuple.of(req.pathParam("room")));
-                return Step.of(ServerSentEvents.reply(new RoomEvents(room, ServerSentEvents.lastEventId(req, room.lastSeq()))));
+                return Step.of(ServerSentEvents.response(new RoomEvents(room, ServerSentEvents.lastEventId(req, room.lastSeq()))));
             });
     }
 
@@ -232,13 +232,13 @@ public final class MessageBoard {
         }
     }
 
-    private static Reply page(Page<Tuple, Message> page) {
+    private static Response page(Page<Tuple, Message> page) {
         List<Message> rows = new ArrayList<>(page.rows().size());
         for (Page.Row<Tuple, Message> r : page.rows()) rows.add(r.value());
         Map<String, Object> body = new LinkedHashMap<>();
         body.put("messages", rows);
         body.put("next", page.continuation());                 // the client's ?after= for the next page
-        return Reply.json(body);
+        return Response.json(body);
     }
 
     /** @return the bearer token of the request's Authorization field; 401 without one */

@@ -7,7 +7,7 @@ import java.util.Map;
 import kiln.demo.DemoDb;
 import kiln.demo.Endpoints;
 import kiln.http.HttpException;
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.db.Codec;
 import kiln.db.Db;
 import kiln.db.Table;
@@ -40,7 +40,7 @@ public final class HitCounter {
                 }));                                       // pauses this fiber until the commit is on disk
 
                 long pages = await(db.read(txn -> hits.count(txn)));    // on LMDB a read runs inline: no pause
-                return Reply.json(Map.of("page", page, "hits", count, "pages", pages));
+                return Response.json(Map.of("page", page, "hits", count, "pages", pages));
             });
         // README-END
         return router;

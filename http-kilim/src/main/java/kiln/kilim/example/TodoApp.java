@@ -7,7 +7,7 @@ import java.util.List;
 import java.util.Map;
 
 import kiln.http.HttpException;
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.http.Request;
 import kiln.db.Codec;
 import kiln.db.Db;
@@ -49,7 +49,7 @@ public final class TodoApp {
         Sequence ids = db.sequence("todos");
 
         return new Router()
-            .get("/todos", req -> Reply.json(await(db.read(txn -> {
+            .get("/todos", req -> Response.json(await(db.read(txn -> {
                 List<Todo> all = new ArrayList<>();
                 todos.scan(txn, (id, todo) -> all.add(todo));
                 return all;
@@ -63,7 +63,7 @@ public final class TodoApp {
                     });
                     return n[0];
                 }));
-                return Reply.json(Map.of("open", open));
+                return Response.json(Map.of("open", open));
             })
             .post("/todos", req -> {
                 String title = req.json(Todo.class).title;         // malformed JSON: 400 with the reason
@@ -73,13 +73,13 @@ public final class TodoApp {
                     todos.put(txn, todo.id, todo);
                     return todo;
                 }));                                                 // durable when await returns
-                return Reply.created("/todos/" + added.id, added);
+                return Response.created("/todos/" + added.id, added);
             })
             .get("/todos/{id}", req -> {
                 long id = id(req);
                 Todo todo = await(db.read(txn -> todos.get(txn, id)));
                 if (todo == null) throw new HttpException(404, "no todo " + id);
-                return Reply.json(todo);
+                return Response.json(todo);
             })
             .put("/todos/{id}", req -> {                             // {"done":true}, and a new title if given
                 long id = id(req);
@@ -92,13 +92,13 @@ public final class TodoApp {
                     return next;
                 }));
                 if (updated == null) throw new HttpException(404, "no todo " + id);
-                return Reply.json(updated);
+                return Response.json(updated);
             })
             .delete("/todos/{id}", req -> {
                 long id = id(req);
                 boolean deleted = await(db.write(txn -> todos.delete(txn, id)));
                 if (!deleted) throw new HttpException(404, "no todo " + id);
-                return Reply.noContent();                           // 204: no body, no Content-Length
+                return Response.noContent();                           // 204: no body, no Content-Length
             });
         // README-END
     }

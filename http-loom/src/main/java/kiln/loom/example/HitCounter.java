@@ -5,7 +5,7 @@ import java.util.Map;
 import kiln.demo.DemoDb;
 import kiln.demo.Endpoints;
 import kiln.http.HttpException;
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.db.Codec;
 import kiln.db.Db;
 import kiln.db.Table;
@@ -39,7 +39,7 @@ public final class HitCounter {
                 }).join();                                 // parks this virtual thread until the commit is on disk
 
                 long pages = db.read(txn -> hits.count(txn)).join();    // on LMDB a read runs inline: no wait
-                return Reply.json(Map.of("page", page, "hits", count, "pages", pages));
+                return Response.json(Map.of("page", page, "hits", count, "pages", pages));
             });
         // README-END
         return router;

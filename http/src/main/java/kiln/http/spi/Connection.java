@@ -10,7 +10,7 @@ import kiln.http.BodyOutput;
 import kiln.http.BodyStream;
 import kiln.http.HttpException;
 import kiln.http.Limits;
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.http.Request;
 import kiln.http.StreamEnd;
 
@@ -31,7 +31,7 @@ import kiln.http.StreamEnd;
  *     switch (c.next()) {
  *         case READ   -> { c.prepareRead(); c.read(channel.read(c.readBuffer())); }  // -1 at end of stream
  *         case WRITE  -> { c.beginWrite(); write all of c.output(); c.written(); }    // a failure: c.writeFailed(e)
- *         case HANDLE -> c.answer(router.dispatch(c.request()));        // the fiber pauses, the thread blocks
+ *         case HANDLE -> c.respond(router.dispatch(c.request()));        // the fiber pauses, the thread blocks
  *         case WAIT   -> { if (c.park(wake)) wait until wake runs; }     // a streamed body between parts
  *         case SHUTDOWN_OUTPUT -> { channel.shutdownOutput(); c.outputShutDown(); }  // a lingering close begins
  *         case CLOSE  -> { close the channel; return; }
@@ -52,7 +52,7 @@ import kiln.http.StreamEnd;
  * request's start is unknown (RFC 9112 sections 9.6, 11.2).
  *
  * <h2>Streamed replies</h2>
- * An answer with a {@link Reply#stream} (to anything but HEAD) makes the connection send its body
+ * An answer with a {@link Response#stream} (to anything but HEAD) makes the connection send its body
  * part by part: {@link #next} polls the {@link BodyStream} and says {@link Action#WRITE} while parts
  * are ready, and {@link Action#WAIT} while it waits for the future the body returned. The loop then
  * {@link #park}s with a wake-up of its own; the wake-up runs once, from whichever thread sees it first: the
@@ -99,7 +99,7 @@ public final class Connection {
         READ,
         /** {@link #beginWrite()}, write all of {@link #output()}, then {@link #written()} (or {@link #writeFailed}). */
         WRITE,
-        /** Run the handler of {@link #request()}, then {@link #answer}. */
+        /** Run the handler of {@link #request()}, then {@link #respond}. */
         HANDLE,
         /** A streamed body waits: {@link #park}, and when its wake-up runs (or at once when park says so), {@link #next} again. */
         WAIT,
@@ -316,7 +316,7 @@ public final class Connection {
          *
          * @param remote the client's address, or null
          */
-        default void refused(InetSocketAddress remote, Reply reply) {
+        default void refused(InetSocketAddress remote, Response reply) {
         }
     }
 
@@ -406,7 +406,7 @@ public final class Connection {
     /** Answers a request the parser or the limits refused with its error status; the connection closes after a lingering close. */
     private void refuseRequest(HttpException e) {
         // a refused HEAD gets the head only (RFC 9110 section 9.3.2), as every answer to a HEAD
-        refuse(Reply.error(e.status(), e.getMessage()), progress.refusedHead() || progress.isHead(), State.REFUSED);
+        refuse(Response.error(e.status(), e.getMessage()), progress.refusedHead() || progress.isHead(), State.REFUSED);
     }
 
     /**
@@ -465,7 +465,7 @@ public final class Connection {
 
     /** The server's request memory has no room for this request: 503 with Retry-After, and the connection closes. */
     private void refuseForMemory() {
-        refuse(Reply.unavailable("the server holds as many request bytes as it may (--max-request-memory); retry shortly"),
+        refuse(Response.unavailable("the server holds as many request bytes as it may (--max-request-memory); retry shortly"),
             progress.isHead(), State.REFUSED);
     }
 
@@ -473,7 +473,7 @@ public final class Connection {
      * Answers {@code error} in place of a request and reads no more: {@code then} is REFUSED when the
      * client may still be sending (a lingering close follows), CLOSING when its side ended.
      */
-    private void refuse(Reply error, boolean head, State then) {
+    private void refuse(Response error, boolean head, State then) {
         ResponseWriter.write(out, 1, error, false, head);
         moveTo(then);
         owner.refused(remote, error);
@@ -490,7 +490,7 @@ public final class Connection {
      * connection closes after it unless both sides keep it alive and the server is not stopping; a
      * streamed reply's body follows ({@link Action#WAIT} and {@link Action#WRITE}).
      */
-    public void answer(Reply reply) {
+    public void respond(Response reply) {
         Request request = pending;
         pending = null;
         releaseContent();
@@ -684,10 +684,10 @@ public final class Connection {
             if (sending != null) {
                 endStream(StreamEnd.CLIENT);
             } else if (expired == Deadline.HEADER && state == State.OPEN) {
-                refuse(Reply.error(408, "request not received within " + owner.headerTimeoutNanos() / 1_000_000_000L + " s"), false,
+                refuse(Response.error(408, "request not received within " + owner.headerTimeoutNanos() / 1_000_000_000L + " s"), false,
                     State.CLOSING);
             } else if (expired == Deadline.CONTENT && state == State.OPEN) {
-                refuse(Reply.error(408, "request content arrived slower than " + owner.minRequestRate() + " bytes/s"), false,
+                refuse(Response.error(408, "request content arrived slower than " + owner.minRequestRate() + " bytes/s"), false,
                     State.CLOSING);
             }
         } else if (sending != null && !in.hasRemaining()) {

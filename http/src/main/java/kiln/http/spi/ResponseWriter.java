@@ -6,7 +6,7 @@ import java.util.concurrent.ConcurrentHashMap;
 
 import kiln.http.Http;
 import kiln.http.HttpDate;
-import kiln.http.Reply;
+import kiln.http.Response;
 
 
 /**
@@ -45,7 +45,7 @@ public final class ResponseWriter {
      * @param head         true when answering HEAD: the head only, Content-Length still that of the
      *                     body GET would get (RFC 9110 section 9.3.2)
      */
-    static void write(Output out, int minorVersion, Reply r, boolean keepAlive, boolean head) {
+    static void write(Output out, int minorVersion, Response r, boolean keepAlive, boolean head) {
         out.put(r.status == 200 ? STATUS_200 : ascii("HTTP/1.1 " + r.status + " " + Http.reason(r.status)));
         out.put(SERVER);
         out.put(HttpDate.nowAscii());
@@ -97,7 +97,7 @@ public final class ResponseWriter {
      * @return the whole response to {@code reply} with {@code Connection: close}, head in the
      *         contract's order, ASCII head then the body: for a socket the server writes once and closes
      */
-    public static byte[] closing(Reply reply) {
+    public static byte[] closing(Response reply) {
         Output out = new Output();
         write(out, 1, reply, false, false);
         ByteBuffer bytes = out.toByteBuffer();

@@ -9,7 +9,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import kiln.http.BodyOutput;
 import kiln.http.BodyStream;
 import kiln.http.Limits;
-import kiln.http.Reply;
+import kiln.http.Response;
 
 /**
  * A {@link Connection.Owner} for tests that drive a connection by hand: a fake clock that moves only
@@ -103,14 +103,14 @@ final class TestOwner implements Connection.Owner {
     }
 
     /**
-     * Counts a streamed reply open until its body's {@link BodyStream#ended}, as a server's router
+     * Counts a streamed response open until its body's {@link BodyStream#ended}, as a server's router
      * does: the connection must end every body it started exactly once.
      */
-    Reply counted(kiln.http.Request request, Reply reply) {
-        if (reply.stream == null || "HEAD".equals(request.method())) return reply;
-        BodyStream body = reply.stream;
+    Response counted(kiln.http.Request request, Response response) {
+        if (response.stream == null || "HEAD".equals(request.method())) return response;
+        BodyStream body = response.stream;
         streamsOpen.incrementAndGet();
-        return reply.withStream(new BodyStream() {
+        return response.withStream(new BodyStream() {
             @Override
             public CompletableFuture<?> poll(BodyOutput out) throws Exception {
                 return body.poll(out);
@@ -135,7 +135,7 @@ final class TestOwner implements Connection.Owner {
     }
 
     @Override
-    public void refused(InetSocketAddress remote, Reply reply) {
-        refused.add(reply.status);
+    public void refused(InetSocketAddress remote, Response response) {
+        refused.add(response.status);
     }
 }

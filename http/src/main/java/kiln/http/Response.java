@@ -20,10 +20,10 @@ import java.util.Set;
  * {@link ResponseWriter} is the one writer of its wire bytes.
  *
  * <pre>{@code
- * return Reply.json(todo).header("Location", "/todos/" + id);
+ * return Response.json(todo).header("Location", "/todos/" + id);
  * }</pre>
  */
-public final class Reply {
+public final class Response {
     /** Headers the server writes itself (lower case); a handler cannot set them. */
     private static final Set<String> SERVER_HEADERS =
         Set.of("server", "date", "content-type", "content-length", "connection", "transfer-encoding", "keep-alive", "upgrade");
@@ -43,11 +43,11 @@ public final class Reply {
     /** The body sent in parts as they come ({@link #stream}), or null: then {@link #body} is the whole body. */
     public final BodyStream stream;
 
-    private Reply(int status, String contentType, byte[] body, String[] headers, String problemDetail) {
+    private Response(int status, String contentType, byte[] body, String[] headers, String problemDetail) {
         this(status, contentType, body, headers, problemDetail, null);
     }
 
-    private Reply(int status, String contentType, byte[] body, String[] headers, String problemDetail, BodyStream stream) {
+    private Response(int status, String contentType, byte[] body, String[] headers, String problemDetail, BodyStream stream) {
         this.status = status;
         this.contentType = contentType;
         this.body = body;
@@ -67,9 +67,9 @@ public final class Reply {
      * @param body        gives the parts; run by the front end on the connection's fiber or thread
      * @return the reply
      */
-    public static Reply stream(int status, String contentType, BodyStream body) {
-        Reply head = of(status, contentType, new byte[0]);
-        return new Reply(head.status, head.contentType, head.body, NO_HEADERS, null, java.util.Objects.requireNonNull(body, "body"));
+    public static Response stream(int status, String contentType, BodyStream body) {
+        Response head = of(status, contentType, new byte[0]);
+        return new Response(head.status, head.contentType, head.body, NO_HEADERS, null, java.util.Objects.requireNonNull(body, "body"));
     }
 
     /**
@@ -80,30 +80,30 @@ public final class Reply {
      * @throws IllegalArgumentException when {@code status} is outside 200..599 (1xx and 304
      *                                  framing are the server's business), or 204 ({@link #noContent})
      */
-    public static Reply of(int status, String contentType, byte[] body) {
+    public static Response of(int status, String contentType, byte[] body) {
         if (status < 200 || status > 599) throw new IllegalArgumentException("status must be 200..599, got " + status);
-        if (status == 204) throw new IllegalArgumentException("a 204 has no content type and no body: use Reply.noContent()");
+        if (status == 204) throw new IllegalArgumentException("a 204 has no content type and no body: use Response.noContent()");
         boolean known = contentType == Http.APPLICATION_JSON || contentType == Http.TEXT_PLAIN || contentType == Http.TEXT_HTML;
-        return new Reply(status, known ? contentType : checkValue("Content-Type", contentType), body, NO_HEADERS, null);
+        return new Response(status, known ? contentType : checkValue("Content-Type", contentType), body, NO_HEADERS, null);
     }
 
     /** @return 200 OK with {@code body} of {@code contentType} */
-    public static Reply ok(String contentType, byte[] body) {
+    public static Response ok(String contentType, byte[] body) {
         return of(200, contentType, body);
     }
 
     /** @return 200 with {@code value} serialized as JSON by Jackson ({@link Http#APPLICATION_JSON}) */
-    public static Reply json(Object value) {
+    public static Response json(Object value) {
         return ok(Http.APPLICATION_JSON, Json.write(value));
     }
 
     /** @return 200 with {@code text} as {@link Http#TEXT_PLAIN} (UTF-8) */
-    public static Reply text(String text) {
+    public static Response text(String text) {
         return ok(Http.TEXT_PLAIN, text.getBytes(StandardCharsets.UTF_8));
     }
 
     /** @return 200 with {@code html} as {@link Http#TEXT_HTML} (UTF-8); escape what you put in it */
-    public static Reply html(String html) {
+    public static Response html(String html) {
         return ok(Http.TEXT_HTML, html.getBytes(StandardCharsets.UTF_8));
     }
 
@@ -111,7 +111,7 @@ public final class Reply {
      * @param location where the new resource is, e.g. {@code /todos/7} (RFC 9110 section 10.2.2)
      * @return 201 Created with {@code value} as JSON and {@code Location}
      */
-    public static Reply created(String location, Object value) {
+    public static Response created(String location, Object value) {
         return of(201, Http.APPLICATION_JSON, Json.write(value)).header("Location", location);
     }
 
@@ -122,7 +122,7 @@ public final class Reply {
      * @return the redirect, with a one-line text body naming the target
      * @throws IllegalArgumentException for another status
      */
-    public static Reply redirect(int status, String location) {
+    public static Response redirect(int status, String location) {
         if (status != 301 && status != 302 && status != 303 && status != 307 && status != 308) {
             throw new IllegalArgumentException("a redirect is 301, 302, 303, 307 or 308, got " + status);
         }
@@ -133,7 +133,7 @@ public final class Reply {
      * @return 200 with an empty {@link Http#TEXT_PLAIN} body and {@code Content-Length: 0}; for a
      *         DELETE or PUT with nothing to return, {@link #noContent} says so more exactly
      */
-    public static Reply empty() {
+    public static Response empty() {
         return of(200, Http.TEXT_PLAIN, new byte[0]);
     }
 
@@ -142,8 +142,8 @@ public final class Reply {
      *         without Content-Type, without Content-Length and without a body (RFC 9110 sections
      *         15.3.5 and 8.6: a 204 has no content, and a server must not send Content-Length in it)
      */
-    public static Reply noContent() {
-        return new Reply(204, null, new byte[0], NO_HEADERS, null);
+    public static Response noContent() {
+        return new Response(204, null, new byte[0], NO_HEADERS, null);
     }
 
     /**
@@ -153,8 +153,8 @@ public final class Reply {
      *         {@code ": detail"} when there is none); a front end writes it as problem details
      *         instead to a client that prefers JSON ({@link #negotiated})
      */
-    public static Reply error(int status, String detail) {
-        return new Reply(status, Http.TEXT_PLAIN, errorBody(status, Http.reason(status), detail), NO_HEADERS,
+    public static Response error(int status, String detail) {
+        return new Response(status, Http.TEXT_PLAIN, errorBody(status, Http.reason(status), detail), NO_HEADERS,
             detail == null ? "" : detail);
     }
 
@@ -171,14 +171,14 @@ public final class Reply {
      * @param accept the request's {@code Accept} field value, or null when it has none
      * @return this reply, or its problem-details form
      */
-    public Reply negotiated(String accept) {
+    public Response negotiated(String accept) {
         if (problemDetail == null || !Accept.prefersJson(accept)) return this;
         Map<String, Object> problem = new LinkedHashMap<>();
         problem.put("type", "about:blank");
         problem.put("title", Http.reason(status));
         problem.put("status", status);
         if (!problemDetail.isEmpty()) problem.put("detail", problemDetail);
-        return new Reply(status, Http.APPLICATION_PROBLEM_JSON, Json.write(problem), headers, null);
+        return new Response(status, Http.APPLICATION_PROBLEM_JSON, Json.write(problem), headers, null);
     }
 
     /**
@@ -200,12 +200,12 @@ public final class Reply {
      * @return a copy of this reply with the header added after those it has
      * @throws IllegalArgumentException on a bad or reserved name, or a bad value
      */
-    public Reply header(String name, String value) {
+    public Response header(String name, String value) {
         checkName(name);
         String[] more = Arrays.copyOf(headers, headers.length + 2);
         more[headers.length] = name;
         more[headers.length + 1] = checkValue(name, value);
-        return new Reply(status, contentType, body, more, problemDetail, stream);
+        return new Response(status, contentType, body, more, problemDetail, stream);
     }
 
     /**
@@ -214,9 +214,9 @@ public final class Reply {
      * @return a copy of this reply whose body is {@code body}
      * @throws IllegalStateException when this reply is not streamed ({@link #stream} is null)
      */
-    public Reply withStream(BodyStream body) {
+    public Response withStream(BodyStream body) {
         if (stream == null) throw new IllegalStateException("withStream on a reply that is not streamed (status " + status + ")");
-        return new Reply(status, contentType, this.body, headers, problemDetail, java.util.Objects.requireNonNull(body, "body"));
+        return new Response(status, contentType, this.body, headers, problemDetail, java.util.Objects.requireNonNull(body, "body"));
     }
 
     /** @return how many further headers this reply has (besides those the server writes) */
@@ -243,7 +243,7 @@ public final class Reply {
     }
 
     /** @return 404 for a path no route serves (RFC 9110 section 15.5.5) */
-    public static Reply notFound(String path) {
+    public static Response notFound(String path) {
         return error(404, "no such path: " + path);
     }
 
@@ -251,7 +251,7 @@ public final class Reply {
      * @param allow the methods the path has, e.g. {@code "GET"} or {@code "GET, POST"}
      * @return 405 with {@code Allow} for a known path asked with another method (RFC 9110 section 15.5.6)
      */
-    public static Reply methodNotAllowed(String method, String path, String allow) {
+    public static Response methodNotAllowed(String method, String path, String allow) {
         return error(405, method + " is not allowed on " + path).header("Allow", allow);
     }
 
@@ -260,12 +260,12 @@ public final class Reply {
      * @return the answer to {@code OPTIONS}: 200 with {@code Allow} and no content, so
      *         {@code Content-Length: 0} (RFC 9110 section 9.3.7)
      */
-    public static Reply options(String allow) {
+    public static Response options(String allow) {
         return empty().header("Allow", allow);
     }
 
     /** @return 503 with {@code Retry-After: 1} (RFC 9110 sections 15.6.4, 10.2.3) and {@code detail} */
-    public static Reply unavailable(String detail) {
+    public static Response unavailable(String detail) {
         return error(503, detail).header("Retry-After", "1");
     }
 
@@ -273,12 +273,12 @@ public final class Reply {
      * @param version the request's version number, e.g. {@code 9.9}
      * @return 505 for a well-formed HTTP version other than 1.0 and 1.1 (RFC 9110 section 15.6.6)
      */
-    public static Reply versionNotSupported(String version) {
+    public static Response versionNotSupported(String version) {
         return error(505, "HTTP version " + version + " not supported; use HTTP/1.1");
     }
 
     /** @return 500 with a short body; the cause belongs in the server log, not in the response */
-    public static Reply internalError() {
+    public static Response internalError() {
         return error(500, "internal error (see the server log)");
     }
 
@@ -305,7 +305,7 @@ public final class Reply {
 
     @Override
     public String toString() {
-        StringBuilder s = new StringBuilder("Reply{").append(status).append(", ").append(contentType).append(", ")
+        StringBuilder s = new StringBuilder("Response{").append(status).append(", ").append(contentType).append(", ")
             .append(stream != null ? "streamed" : body.length + " bytes");
         for (int i = 0; i < headers.length; i += 2) s.append(", ").append(headers[i]).append(": ").append(headers[i + 1]);
         return s.append('}').toString();

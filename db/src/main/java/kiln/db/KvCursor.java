@@ -4,7 +4,7 @@ package kiln.db;
  * The entries of one key range of a {@link KvSpace}, met one at a time in key order or reversed
  * ({@link KvTxn#range}). Before the first {@link #next} it stands before the first entry.
  */
-public interface KvRange extends AutoCloseable {
+public interface KvCursor extends AutoCloseable {
     /** @return true when it moved to the next entry of the range; false once the range is done */
     boolean next();
 

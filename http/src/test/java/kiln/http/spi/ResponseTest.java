@@ -11,16 +11,16 @@ import java.nio.charset.StandardCharsets;
 import org.junit.jupiter.api.Test;
 
 import kiln.http.Http;
-import kiln.http.Reply;
+import kiln.http.Response;
 
-/** Reply's shapes, and the bytes kiln's own layer writes for them (ResponseWriter, through a Connection). */
-class ReplyTest {
+/** Response's shapes, and the bytes kiln's own layer writes for them (ResponseWriter, through a Connection). */
+class ResponseTest {
     /** The whole response {@code reply} gets when it answers {@code rawRequest} on a kiln connection, Date masked. */
-    static String onTheWire(String rawRequest, Reply reply) {
+    static String onTheWire(String rawRequest, Response reply) {
         Connection c = new Connection(new TestOwner(), null);
         c.received(rawRequest.getBytes(StandardCharsets.ISO_8859_1));
         assertSame(Connection.Action.HANDLE, c.next());
-        c.answer(reply);
+        c.respond(reply);
         c.beginWrite();
         ByteBuffer out = c.output();
         byte[] bytes = new byte[out.remaining()];
@@ -33,7 +33,7 @@ class ReplyTest {
 
     @Test
     void noContentIsA204WithItsReasonPhraseAndNeitherContentTypeNorContentLengthNorBody() {
-        Reply r = Reply.noContent();
+        Response r = Response.noContent();
         assertEquals(204, r.status);
         assertNull(r.contentType);
         assertEquals(0, r.body.length);
@@ -45,38 +45,38 @@ class ReplyTest {
 
     @Test
     void aReplyOf204IsRefusedInFavourOfNoContent() {
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Reply.of(204, Http.TEXT_PLAIN, new byte[1]));
-        assertEquals("a 204 has no content type and no body: use Reply.noContent()", e.getMessage());
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Response.of(204, Http.TEXT_PLAIN, new byte[1]));
+        assertEquals("a 204 has no content type and no body: use Response.noContent()", e.getMessage());
     }
 
     @Test
     void emptyIsStillA200WithContentLengthZero() {
         assertEquals("HTTP/1.1 200 OK\r\nServer: kiln\r\nDate: D\r\nContent-Type: text/plain; charset=UTF-8\r\nContent-Length: 0\r\n\r\n",
-            onTheWire(GET, Reply.empty()));
+            onTheWire(GET, Response.empty()));
     }
 
     @Test
     void anErrorIsProblemDetailsWhenTheClientPrefersJsonKeepingItsHeaders() {
-        Reply r = Reply.methodNotAllowed("POST", "/plaintext", "GET, HEAD, OPTIONS").negotiated("application/json");
+        Response r = Response.methodNotAllowed("POST", "/plaintext", "GET, HEAD, OPTIONS").negotiated("application/json");
         assertEquals(405, r.status);
         assertEquals("application/problem+json", r.contentType);
         assertEquals("{\"type\":\"about:blank\",\"title\":\"Method Not Allowed\",\"status\":405,\"detail\":\"POST is not allowed on /plaintext\"}",
             new String(r.body, StandardCharsets.UTF_8));
         assertEquals("GET, HEAD, OPTIONS", r.header("Allow"));
-        assertEquals("1", Reply.unavailable("busy").negotiated("application/problem+json").header("Retry-After"));
+        assertEquals("1", Response.unavailable("busy").negotiated("application/problem+json").header("Retry-After"));
         assertEquals("{\"type\":\"about:blank\",\"title\":\"Not Found\",\"status\":404}",
-            new String(Reply.error(404, null).negotiated("application/json").body, StandardCharsets.UTF_8), "no detail, no member");
+            new String(Response.error(404, null).negotiated("application/json").body, StandardCharsets.UTF_8), "no detail, no member");
     }
 
     @Test
     void anErrorStaysPlainTextUnlessTheClientPrefersJsonAndOtherRepliesAreNeverRewritten() {
-        Reply error = Reply.notFound("/nope");
+        Response error = Response.notFound("/nope");
         assertSame(error, error.negotiated(null));
         assertSame(error, error.negotiated("*/*"));
         assertSame(error, error.negotiated("text/plain, application/json"));
-        Reply json = Reply.json(java.util.Map.of("a", 1));
+        Response json = Response.json(java.util.Map.of("a", 1));
         assertSame(json, json.negotiated("application/json"));
-        Reply handlerMade = Reply.of(409, Http.TEXT_PLAIN, "taken\n".getBytes(StandardCharsets.UTF_8));
+        Response handlerMade = Response.of(409, Http.TEXT_PLAIN, "taken\n".getBytes(StandardCharsets.UTF_8));
         assertSame(handlerMade, handlerMade.negotiated("application/json"), "a body a handler wrote itself is its own");
     }
 }
