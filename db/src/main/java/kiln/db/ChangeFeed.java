@@ -174,7 +174,7 @@ public final class ChangeFeed<K, V> {
      * {@link #read} without a round trip on the calling thread, for fiber and event-loop code: the
      * future is complete at once when the sets are in memory (the newest min(window, 4096), so nearly
      * always); else the log is read as any read query is ({@link Db#read}: on LMDB at once, over
-     * PostgreSQL on a reader thread, where the future completes) — a reader that lags far behind, a
+     * PostgreSQL on a read thread, where the future completes) — a reader that lags far behind, a
      * set another server committed that this one has not heard of yet, sets from before a restart.
      *
      * @return the sets, as {@link #read} returns them; failed with {@link DbException.Expired} where

@@ -64,7 +64,7 @@ class FeedLocksTest {
         java.util.function.Supplier<KvEngine> engine = () -> new ForwardingEngine(MemoryEngine.at(dir)) {
             @Override
             public int readThreads() {
-                return 2;  // reads go to reader threads, as over PostgreSQL
+                return 2;  // reads go to read threads, as over PostgreSQL
             }
 
             @Override

@@ -142,12 +142,12 @@ public final class Endpoints {
     }
 
     /**
-     * @return {@code reply} with {@code Cache-Control: no-store}: an answer read from the database
+     * @return {@code response} with {@code Cache-Control: no-store}: an answer read from the database
      *         changes from one request to the next, so no cache (a proxy, a browser's heuristic
      *         freshness, RFC 9111 section 4.2.2) may keep it
      */
-    static Response fresh(Response reply) {
-        return reply.header("Cache-Control", "no-store");
+    static Response fresh(Response response) {
+        return response.header("Cache-Control", "no-store");
     }
 
     /** @param usage the path, with {@code ?name=VALUE} when it takes parameters */

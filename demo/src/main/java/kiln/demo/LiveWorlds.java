@@ -66,7 +66,7 @@ final class LiveWorlds {
     private static final class Subscriber extends ServerSentEvents.Stream {
         private final LiveWorlds live;
         private long seen;
-        /** A read of the feed's log the stream waits for (over PostgreSQL, on a reader thread), or null. */
+        /** A read of the feed's log the stream waits for (over PostgreSQL, on a read thread), or null. */
         private QueryFuture<List<ChangeSet<Integer, Integer>>> reading;
 
         Subscriber(LiveWorlds live, long seen) {

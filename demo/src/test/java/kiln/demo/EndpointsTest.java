@@ -62,7 +62,7 @@ class EndpointsTest {
         db.close();
     }
 
-    /** @return the reply of a step that must not wait */
+    /** @return the response of a step that must not wait */
     private Response now(String method, String path, String rawQuery) {
         Step step = endpoints.start(method, path, rawQuery);
         assertTrue(step.isDone(), () -> method + " " + path + " answered at once, got " + step);
@@ -72,13 +72,13 @@ class EndpointsTest {
     private Response async(Step step, String expectedThread) throws Exception {
         CompletableFuture<Response> sent = new CompletableFuture<>();
         CompletableFuture<String> thread = new CompletableFuture<>();
-        Step.runAsync(step, worker, timer, reply -> {
+        Step.runAsync(step, worker, timer, response -> {
             thread.complete(Thread.currentThread().getName());
-            sent.complete(reply);
+            sent.complete(response);
         });
-        Response reply = sent.get(30, TimeUnit.SECONDS);
-        assertEquals(expectedThread, thread.get(), "the reply is sent from");
-        return reply;
+        Response response = sent.get(30, TimeUnit.SECONDS);
+        assertEquals(expectedThread, thread.get(), "the response is sent from");
+        return response;
     }
 
     private static String text(Response r) {
@@ -169,7 +169,7 @@ class EndpointsTest {
     void headIsAnsweredByTheGetLogic() {
         Response head = now("HEAD", "/plaintext", null);
         assertEquals(200, head.status);
-        assertArrayEquals(Bodies.PLAINTEXT, head.body, "the same reply; the front end drops the body");
+        assertArrayEquals(Bodies.PLAINTEXT, head.body, "the same response; the front end drops the body");
     }
 
     @Test
@@ -254,8 +254,8 @@ class EndpointsTest {
             release.countDown();
         }
         gate.join();
-        Response reply = async(step, "test-worker");
-        JsonNode rows = JSON.readTree(reply.body);
+        Response response = async(step, "test-worker");
+        JsonNode rows = JSON.readTree(response.body);
         assertEquals(4, rows.size());
         for (JsonNode row : rows) {
             int id = row.get("id").intValue();

@@ -54,7 +54,7 @@ class LiveWorldsTest {
         return new Polled(new String(out.array(), 0, out.length(), StandardCharsets.UTF_8), next);
     }
 
-    /** @return the stream of {@code source}'s reply, past its opening part (the {@code retry}) */
+    /** @return the stream of {@code source}'s response, past its opening part (the {@code retry}) */
     private static BodyStream opened(ServerSentEvents.Stream stream) throws Exception {
         BodyStream body = ServerSentEvents.response(stream).stream;
         assertEquals("retry: 2000\n\n", poll(body).text);
@@ -69,19 +69,19 @@ class LiveWorldsTest {
 
     @Test
     void everyCommittedUpdateIsOneEventWhoseIdIsItsCommitSequenceNumber() throws Exception {
-        Response reply = ServerSentEvents.response(demo.live().subscriber(demo.live().lastSeq(), null));
-        assertEquals(ServerSentEvents.CONTENT_TYPE, reply.contentType);
-        assertEquals("no", reply.header("X-Accel-Buffering"));
-        Polled opening = poll(reply.stream);
+        Response response = ServerSentEvents.response(demo.live().subscriber(demo.live().lastSeq(), null));
+        assertEquals(ServerSentEvents.CONTENT_TYPE, response.contentType);
+        assertEquals("no", response.header("X-Accel-Buffering"));
+        Polled opening = poll(response.stream);
         assertEquals("retry: 2000\n\n", opening.text, "the reconnection delay, in a part of its own");
         assertTrue(opening.next.isDone(), "poll again at once");
-        Polled first = poll(reply.stream);
+        Polled first = poll(response.stream);
         assertEquals("", first.text, "nothing committed yet");
         assertFalse(first.next.isDone());
 
         World[] updated = update(7, 8);
         first.next.get(10, TimeUnit.SECONDS);
-        Polled second = poll(reply.stream);
+        Polled second = poll(response.stream);
         assertTrue(second.text.startsWith("id: 1\nevent: update\ndata: {"), second.text);
         assertTrue(second.text.endsWith("}\n\n"), second.text);
         JsonNode data = data(second.text).get(0);

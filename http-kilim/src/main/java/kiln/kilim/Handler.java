@@ -17,7 +17,7 @@ import kiln.http.Request;
  *   <li>the class must be woven by Kilim ({@code mvn package} does it); the server refuses
  *       unwoven handlers at start-up.</li>
  * </ul>
- * An exception becomes the failure policy's reply ({@link kiln.server.Failures}): a
+ * An exception becomes the failure policy's response ({@link kiln.server.Failures}): a
  * {@link kiln.http.HttpException} its own status, {@link kiln.db.DbException.Overloaded} 503, anything
  * else 500.
  */

@@ -58,7 +58,7 @@ public final class KilimMain {
         command.start(name, ServerOptions.parseOrExit(command, name, "Your routes on kiln's Kilim fiber HTTP server.", args), routes);
     }
 
-    /** Serves the router {@code routes} builds, with these parsed options (and the carrier watch's: {@link #blockedCarrierMs} ...). */
+    /** Serves the router {@code routes} builds, with these parsed options (and the blocked-carrier checker's: {@link #blockedCarrierMs} ...). */
     void start(String name, ServerOptions options, Function<Db, Router> routes) {
         Launcher.run(name, options, db -> {
             ServerLimits limits = options.limits(HEAP_PER_CONNECTION);

@@ -21,7 +21,7 @@ import org.junit.jupiter.api.Test;
  * The two ways fiber code waits on things that are not the database, as docs/handlers.md shows them:
  * an outbound HTTP call with {@code HttpClient.sendAsync} and a timeout ({@link Fibers#await(java.util.concurrent.CompletionStage, Duration)}),
  * and a blocking library call run on the bounded pool ({@link Fibers#blocking}). Neither holds the
- * carrier: the carrier watch never reports them, and nothing is handed off. One carrier.
+ * carrier: the blocked-carrier checker never reports them, and nothing is handed off. One carrier.
  */
 class FibersTest {
     private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();

@@ -18,7 +18,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * A streamed reply on Kilim fibers: keep-alive comments after the body's silence limit, and a live
+ * A streamed response on Kilim fibers: keep-alive comments after the body's silence limit, and a live
  * stream outlasting the idle timeout (which governs idle connections, not streams); a body that
  * fails midway is cut (no last chunk) and the connection closed.
  */

@@ -137,18 +137,18 @@ class TrapsTest {
             {new StackTraceElement("java.lang.Class", "getDeclaredMethods0", null, -2), loop},
             {new StackTraceElement("java.lang.invoke.InnerClassLambdaMetafactory", "spinInnerClass", null, -1), loop},
         };
-        for (StackTraceElement[] stack : warmUps) assertTrue(CarrierWatch.warmingUp(stack), stack[0].toString());
-        assertFalse(CarrierWatch.warmingUp(new StackTraceElement[] {loop}));
-        assertFalse(CarrierWatch.warmingUp(new StackTraceElement[] {
+        for (StackTraceElement[] stack : warmUps) assertTrue(BlockedCarrierChecker.warmingUp(stack), stack[0].toString());
+        assertFalse(BlockedCarrierChecker.warmingUp(new StackTraceElement[] {loop}));
+        assertFalse(BlockedCarrierChecker.warmingUp(new StackTraceElement[] {
             new StackTraceElement("java.lang.Thread", "sleep", null, -2), loop}));
-        assertFalse(CarrierWatch.warmingUp(new StackTraceElement[] {
+        assertFalse(BlockedCarrierChecker.warmingUp(new StackTraceElement[] {
             new StackTraceElement("com.fasterxml.jackson.core.json.UTF8JsonGenerator", "writeString", null, -1), loop}),
             "writing JSON is work, not warm-up");
     }
 
     @Test
     void theReportNamesTheBlockingCallAndTheFiberAlternative() {
-        CarrierWatch watch = new CarrierWatch(new Carriers(1), 100, 20, 0);
+        BlockedCarrierChecker watch = new BlockedCarrierChecker(new Carriers(1), 100, 20, 0);
         String t = "kiln-selector";
         StackTraceElement park = new StackTraceElement("java.util.concurrent.locks.LockSupport", "park", "LockSupport.java", 211);
         StackTraceElement io = new StackTraceElement("sun.nio.ch.SocketDispatcher", "read0", null, -2);

@@ -15,7 +15,7 @@ import kiln.http.Request;
  *       as many carriers as cores; use {@code java.util.concurrent} locks around blocking code;</li>
  *   <li>a long computation holds its carrier too (virtual threads are not time-sliced).</li>
  * </ul>
- * An exception becomes the failure policy's reply ({@link kiln.server.Failures}): a
+ * An exception becomes the failure policy's response ({@link kiln.server.Failures}): a
  * {@link kiln.http.HttpException} its own status, {@link kiln.db.DbException.Overloaded} 503, anything
  * else 500.
  */

@@ -52,7 +52,7 @@ public interface BodyStream {
 
     /**
      * The body ended, for any reason: it said it was complete, its client left or did not read, the
-     * server stopped, {@link #poll} threw, or the reply was never sent at all. Called at most once,
+     * server stopped, {@link #poll} threw, or the response was never sent at all. Called at most once,
      * from the front end's thread; {@link #poll} is not called after it. By default nothing: a body
      * that holds something (a subscription, a count) lets it go here.
      *

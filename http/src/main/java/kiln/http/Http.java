@@ -8,7 +8,7 @@ package kiln.http;
  * Server: kiln
  * Date: Sun, 22 Nov 2026 16:19:12 GMT
  * Content-Type: ...
- * Allow: GET                  (the reply's further headers, in the order added: Allow on 405,
+ * Allow: GET                  (the response's further headers, in the order added: Allow on 405,
  *                              Retry-After on 503, Location, Set-Cookie... from a handler)
  * Content-Length: ...
  * Connection: keep-alive      (only when answering an HTTP/1.0 keep-alive request)
@@ -27,7 +27,7 @@ public final class Http {
     public static final String TEXT_PLAIN = "text/plain; charset=UTF-8";
     public static final String APPLICATION_JSON = "application/json";
     public static final String TEXT_HTML = "text/html; charset=UTF-8";
-    /** RFC 9457 problem details, the JSON form of an error reply ({@link Response#negotiated}). */
+    /** RFC 9457 problem details, the JSON form of an error response ({@link Response#negotiated}). */
     public static final String APPLICATION_PROBLEM_JSON = "application/problem+json";
 
     /** tchar per RFC 9110 section 5.6.2, indexed by ASCII code. */

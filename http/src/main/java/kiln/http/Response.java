@@ -36,8 +36,8 @@ public final class Response {
     /** Further headers as name, value, name, value... in the order added. */
     private final String[] headers;
     /**
-     * An error reply's detail ("" for none), kept so that {@link #negotiated} can write it as
-     * problem details; null for every other reply.
+     * An error response's detail ("" for none), kept so that {@link #negotiated} can write it as
+     * problem details; null for every other response.
      */
     private final String problemDetail;
     /** The body sent in parts as they come ({@link #stream}), or null: then {@link #body} is the whole body. */
@@ -60,12 +60,12 @@ public final class Response {
      * A response whose body is sent in parts as they come, for as long as {@code body} says: on
      * HTTP/1.1 with the chunked transfer coding (RFC 9112 section 7.1), to an HTTP/1.0 client as a
      * body that ends when the connection closes (RFC 9112 section 6.3). HEAD gets the head only.
-     * For server-sent events, {@link ServerSentEvents#reply} builds one.
+     * For server-sent events, {@link ServerSentEvents#response} builds one.
      *
      * @param status      200..599, not 204
      * @param contentType e.g. {@code text/event-stream}
      * @param body        gives the parts; run by the front end on the connection's fiber or thread
-     * @return the reply
+     * @return the response
      */
     public static Response stream(int status, String contentType, BodyStream body) {
         Response head = of(status, contentType, new byte[0]);
@@ -76,7 +76,7 @@ public final class Response {
      * @param status      a status code, 200..599
      * @param contentType the {@code Content-Type} value, e.g. {@link Http#APPLICATION_JSON}
      * @param body        the body bytes (not copied: do not modify them afterwards)
-     * @return the reply
+     * @return the response
      * @throws IllegalArgumentException when {@code status} is outside 200..599 (1xx and 304
      *                                  framing are the server's business), or 204 ({@link #noContent})
      */
@@ -159,17 +159,17 @@ public final class Response {
     }
 
     /**
-     * Chooses how an error reply ({@link #error}, and those made from it: 404, 405, 503, the
+     * Chooses how an error response ({@link #error}, and those made from it: 404, 405, 503, the
      * failure policy's) is written for the client that asked: as RFC 9457 problem details
      * ({@link Http#APPLICATION_PROBLEM_JSON}, {@code {"type":"about:blank","title":"Not Found",
      * "status":404,"detail":"..."}}, title the reason phrase, no detail when there is none) when
      * the request's {@code Accept} prefers JSON to plain text ({@link Accept#prefersJson}), as
      * plain text otherwise (no {@code Accept}, {@code *}{@code /*}, a browser's). Further headers
      * ({@code Allow}, {@code Retry-After}) are kept. Every front end calls it where it writes the
-     * reply, with the request's {@code Accept} when its server library hands that over.
+     * response, with the request's {@code Accept} when its server library hands that over.
      *
      * @param accept the request's {@code Accept} field value, or null when it has none
-     * @return this reply, or its problem-details form
+     * @return this response, or its problem-details form
      */
     public Response negotiated(String accept) {
         if (problemDetail == null || !Accept.prefersJson(accept)) return this;
@@ -197,7 +197,7 @@ public final class Response {
      *              ({@code Server, Date, Content-Type, Content-Length, Connection, Transfer-Encoding})
      * @param value its value: visible ASCII, spaces and tabs (no CR, LF or other control bytes:
      *              they would split the head)
-     * @return a copy of this reply with the header added after those it has
+     * @return a copy of this response with the header added after those it has
      * @throws IllegalArgumentException on a bad or reserved name, or a bad value
      */
     public Response header(String name, String value) {
@@ -209,17 +209,17 @@ public final class Response {
     }
 
     /**
-     * @param body gives the parts instead of this reply's streamed body (middleware that wraps a
+     * @param body gives the parts instead of this response's streamed body (middleware that wraps a
      *             stream: counts it, watches it)
-     * @return a copy of this reply whose body is {@code body}
-     * @throws IllegalStateException when this reply is not streamed ({@link #stream} is null)
+     * @return a copy of this response whose body is {@code body}
+     * @throws IllegalStateException when this response is not streamed ({@link #stream} is null)
      */
     public Response withStream(BodyStream body) {
-        if (stream == null) throw new IllegalStateException("withStream on a reply that is not streamed (status " + status + ")");
+        if (stream == null) throw new IllegalStateException("withStream on a response that is not streamed (status " + status + ")");
         return new Response(status, contentType, this.body, headers, problemDetail, java.util.Objects.requireNonNull(body, "body"));
     }
 
-    /** @return how many further headers this reply has (besides those the server writes) */
+    /** @return how many further headers this response has (besides those the server writes) */
     public int headerCount() {
         return headers.length / 2;
     }
@@ -288,7 +288,7 @@ public final class Response {
             if (!Http.isTokenChar(name.charAt(i))) throw new IllegalArgumentException("header name is not a token: '" + name + "'");
         }
         if (SERVER_HEADERS.contains(name.toLowerCase(Locale.ROOT))) {
-            throw new IllegalArgumentException(name + " is written by the server; a reply cannot set it");
+            throw new IllegalArgumentException(name + " is written by the server; a response cannot set it");
         }
     }
 

@@ -5,7 +5,7 @@ import java.util.concurrent.CompletableFuture;
 
 /**
  * Server-sent events ({@code text/event-stream}, WHATWG HTML Living Standard, section 9.2 "Server-sent
- * events") on a streamed reply ({@link Response#stream}): what a browser's {@code EventSource} reads, and
+ * events") on a streamed response ({@link Response#stream}): what a browser's {@code EventSource} reads, and
  * {@code curl -N}.
  *
  * <pre>{@code
@@ -19,7 +19,7 @@ import java.util.concurrent.CompletableFuture;
  * });
  * }</pre>
  *
- * <p>The reply carries {@code Cache-Control: no-store} and {@code X-Accel-Buffering: no} (nginx then
+ * <p>The response carries {@code Cache-Control: no-store} and {@code X-Accel-Buffering: no} (nginx then
  * passes each event on at once instead of buffering the response). It opens with a {@code retry:}
  * field (how long a browser waits before it reconnects) and sends a comment line,
  * {@code : keep-alive}, after 15 s without an event: proxies and load balancers close connections
@@ -38,7 +38,7 @@ public final class ServerSentEvents {
 
     /**
      * What a stream of events sends: written once, run by every front end as the {@link BodyStream}
-     * of the reply (see its rules: never block in {@link #poll}; return the future to wait for).
+     * of the response (see its rules: never block in {@link #poll}; return the future to wait for).
      */
     @FunctionalInterface
     public interface Source {
@@ -52,7 +52,7 @@ public final class ServerSentEvents {
 
     /**
      * A stream of events with its own state in one object: for a subscriber kept by the thousand
-     * (a live feed's), where a {@link Source} lambda plus its captured state plus the reply's wrapper
+     * (a live feed's), where a {@link Source} lambda plus its captured state plus the response's wrapper
      * would be three. Subclass it and send with {@link #response(Stream)}.
      */
     public abstract static class Stream implements BodyStream {
@@ -96,13 +96,13 @@ public final class ServerSentEvents {
         }
     }
 
-    /** @return a 200 {@code text/event-stream} reply that streams {@code stream}'s events */
+    /** @return a 200 {@code text/event-stream} response that streams {@code stream}'s events */
     public static Response response(Stream stream) {
         return Response.stream(200, CONTENT_TYPE, stream).header("Cache-Control", "no-store").header("X-Accel-Buffering", "no");
     }
 
     /**
-     * @return a 200 {@code text/event-stream} reply that streams {@code source}'s events, with heartbeat
+     * @return a 200 {@code text/event-stream} response that streams {@code source}'s events, with heartbeat
      *         comments every {@code heartbeatMs} of silence
      */
     public static Response response(Source source, long heartbeatMs) {

@@ -14,7 +14,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The rule between kiln's HTTP API and its front-end interface: {@code kiln.http} is what an app
- * uses (requests, replies, errors, streamed bodies, JSON); {@code kiln.http.spi} is what a front end
+ * uses (requests, responses, errors, streamed bodies, JSON); {@code kiln.http.spi} is what a front end
  * uses to serve a connection (the connection state machine, the parser, the response writer, the
  * route table). The API never reaches into the interface, and no app does either: the demo, the
  * in-tree examples and the starter templates.

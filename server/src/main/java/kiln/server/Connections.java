@@ -236,8 +236,8 @@ public final class Connections implements Connection.Owner {
     }
 
     @Override
-    public void refused(java.net.InetSocketAddress remote, Response reply) {
-        router.refused(remote, reply);
+    public void refused(java.net.InetSocketAddress remote, Response response) {
+        router.refused(remote, response);
     }
 
     /**

@@ -53,7 +53,7 @@ public final class Operations {
         });
     }
 
-    private static Response noStore(Response reply) {
-        return reply.header("Cache-Control", "no-store");
+    private static Response noStore(Response response) {
+        return response.header("Cache-Control", "no-store");
     }
 }

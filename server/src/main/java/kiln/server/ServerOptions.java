@@ -29,8 +29,8 @@ public final class ServerOptions {
 
     @Option(names = "--db", paramLabel = "URL",
         description = "Serve from the database at URL, on an engine in this jar, instead of LMDB in --data:"
-            + " postgresql://[USER[:PASSWORD]@]HOST[:PORT]/DATABASE[?readers=N] or jdbc:postgresql://... (several servers may share"
-            + " one database: docs/scaling.md; readers: connections for reads, default 8), lmdb:DIR[?maxMapSize=BYTES]. Default: LMDB.")
+            + " postgresql://[USER[:PASSWORD]@]HOST[:PORT]/DATABASE[?readConnections=N] or jdbc:postgresql://... (several servers may share"
+            + " one database: docs/scaling.md; readConnections: connections for reads, default 8), lmdb:DIR[?maxMapSize=BYTES]. Default: LMDB.")
     public String db;
 
     @Option(names = "--threads", paramLabel = "N",
@@ -95,7 +95,7 @@ public final class ServerOptions {
     public int maxContentBytes;
 
     @Option(names = "--max-streams", paramLabel = "N",
-        description = "The most streamed replies (server-sent events) open at once; beyond it 503 with Retry-After (default: no cap"
+        description = "The most streamed responses (server-sent events) open at once; beyond it 503 with Retry-After (default: no cap"
             + " but --max-connections).")
     public Integer maxStreams;
 

@@ -25,7 +25,7 @@ import kiln.http.Request;
  *       {@link #runBlocking};</li>
  *   <li>a front end whose threads must never block continues in callbacks: {@link #runAsync}.</li>
  * </ul>
- * A wait whose future fails, or a continuation that throws, becomes the failure policy's reply
+ * A wait whose future fails, or a next step that throws, becomes the failure policy's response
  * ({@link Failures}), so running a step never throws.
  *
  * <pre>{@code
@@ -34,23 +34,23 @@ import kiln.http.Request;
  * }</pre>
  */
 public final class Step {
-    private final Response reply;
+    private final Response response;
     private final CompletableFuture<?> future;
     private final int sleepMs;
     private final Function<Object, Step> then;
     private final Object request;
 
-    private Step(Response reply, CompletableFuture<?> future, int sleepMs, Function<Object, Step> then, Object request) {
-        this.reply = reply;
+    private Step(Response response, CompletableFuture<?> future, int sleepMs, Function<Object, Step> then, Object request) {
+        this.response = response;
         this.future = future;
         this.sleepMs = sleepMs;
         this.then = then;
         this.request = request;
     }
 
-    /** @return a finished step: answer {@code reply} */
-    public static Step of(Response reply) {
-        return new Step(Objects.requireNonNull(reply, "reply"), null, 0, null, null);
+    /** @return a finished step: answer {@code response} */
+    public static Step of(Response response) {
+        return new Step(Objects.requireNonNull(response, "response"), null, 0, null, null);
     }
 
     /**
@@ -79,9 +79,9 @@ public final class Step {
 
     /**
      * Runs {@code logic} up to its first wait. Never throws: an exception (or an error) from the
-     * logic gives the failure policy's reply ({@link Failures}).
+     * logic gives the failure policy's response ({@link Failures}).
      *
-     * @return the reply, or the first wait, naming {@code request} in a later failure's log line
+     * @return the response, or the first wait, naming {@code request} in a later failure's log line
      */
     public static Step start(StepHandler logic, Request request) {
         try {
@@ -93,17 +93,17 @@ public final class Step {
 
     /** @return this step, naming {@code request} in the log line of a failure after its wait */
     Step forRequest(Object request) {
-        return reply != null ? this : new Step(null, future, sleepMs, then, request);
+        return response != null ? this : new Step(null, future, sleepMs, then, request);
     }
 
     /** @return true when this step is the answer: {@link #response()} is ready */
     public boolean isDone() {
-        return reply != null;
+        return response != null;
     }
 
     /** @return the answer, when {@link #isDone()} */
     public Response response() {
-        return reply;
+        return response;
     }
 
     /** @return the delay to wait, ms, when this step sleeps; 0 when it waits for {@link #future()} or is done */
@@ -118,14 +118,14 @@ public final class Step {
 
     /**
      * Runs the rest of the logic once the wait is over: the delay has passed, or {@link #future()}
-     * is complete. Never throws: a failed future or a continuation that throws gives the failure
-     * policy's reply.
+     * is complete. Never throws: a failed future or a next step that throws gives the failure
+     * policy's response.
      *
      * @return the next step
      * @throws IllegalStateException when called on a done step or before the future is complete
      */
     public Step next() {
-        if (reply != null) throw new IllegalStateException("the step is done");
+        if (response != null) throw new IllegalStateException("the step is done");
         Object value = null;
         if (future != null) {
             if (!future.isDone()) throw new IllegalStateException("next() before the awaited future completed");
@@ -145,11 +145,11 @@ public final class Step {
     }
 
     /**
-     * Runs {@code step} to its reply on the calling thread, which blocks in each wait: for the
+     * Runs {@code step} to its response on the calling thread, which blocks in each wait: for the
      * thread-per-request baselines and for virtual threads (where blocking parks the virtual thread
      * and frees its carrier).
      *
-     * @return the reply; an interrupted wait gives 500
+     * @return the response; an interrupted wait gives 500
      */
     public static Response runBlocking(Step step) {
         while (!step.isDone()) {
@@ -167,33 +167,33 @@ public final class Step {
             }
             step = step.next();
         }
-        return step.reply;
+        return step.response;
     }
 
     /**
      * Runs {@code step} without ever blocking: the rest of the logic after each wait is handed to
-     * {@code continuations} (the front end's worker threads), so the database's writer thread and
+     * {@code workers} (the front end's worker threads), so the database's writer thread and
      * the {@code timer} thread only signal.
      *
-     * @param continuations where the logic continues after a wait
+     * @param workers       where the logic continues after a wait
      * @param timer         schedules the ends of delays
-     * @param send          receives the reply: at once when the step is done, else on a
-     *                      {@code continuations} thread
+     * @param send          receives the response: at once when the step is done, else on a
+     *                      {@code workers} thread
      */
-    public static void runAsync(Step step, Executor continuations, ScheduledExecutorService timer, Consumer<Response> send) {
+    public static void runAsync(Step step, Executor workers, ScheduledExecutorService timer, Consumer<Response> send) {
         if (step.isDone()) {
-            send.accept(step.reply);
+            send.accept(step.response);
         } else if (step.sleepMs > 0) {
-            timer.schedule(() -> continuations.execute(() -> runAsync(step.next(), continuations, timer, send)),
+            timer.schedule(() -> workers.execute(() -> runAsync(step.next(), workers, timer, send)),
                 step.sleepMs, TimeUnit.MILLISECONDS);
         } else {
-            step.future.whenComplete((r, t) -> continuations.execute(() -> runAsync(step.next(), continuations, timer, send)));
+            step.future.whenComplete((r, t) -> workers.execute(() -> runAsync(step.next(), workers, timer, send)));
         }
     }
 
     @Override
     public String toString() {
-        if (reply != null) return "Step{" + reply + '}';
+        if (response != null) return "Step{" + response + '}';
         return sleepMs > 0 ? "Step{sleep " + sleepMs + " ms}" : "Step{after " + future + '}';
     }
 }

@@ -46,7 +46,7 @@ import kiln.db.KvTxn;
  * <h2>Transactions</h2>
  * <ul>
  *   <li><b>Reads</b> run in {@code REPEATABLE READ, READ ONLY} transactions (a snapshot, as LMDB's
- *       readers) on a pool of {@code readers} connections (HikariCP), one per reader thread of the
+ *       readers) on a pool of {@code readConnections} connections (HikariCP), one per read thread of the
  *       database ({@link #readThreads}), each running every read waiting at once in one
  *       transaction: JDBC blocks, so a read never runs on a fiber's carrier.</li>
  *   <li><b>Writes</b> run on the database's one writer thread, in {@code SERIALIZABLE}
@@ -104,14 +104,14 @@ public final class PostgresEngine implements KvEngine {
     public static final int WRITER_IDLE_MILLIS = 5_000;
     /** How long a writer waits for the write lock another server holds, ms ({@code lock_timeout}): then its batch fails, 503. */
     public static final int WRITE_LOCK_WAIT_MILLIS = 10_000;
-    /** Default number of read connections (and reader threads). */
-    public static final int DEFAULT_READERS = 8;
+    /** Default number of read connections (and read threads). */
+    public static final int DEFAULT_READ_CONNECTIONS = 8;
     /**
      * How long past the database's deadline a read statement may run, ms: PostgreSQL then ends it
      * ({@code statement_timeout} on the read connections; see {@link #deadline}).
      */
     public static final int READ_STATEMENT_GRACE_MILLIS = 1_000;
-    /** PgJDBC's socket timeout, s, unless the URL gives one: the writer's, and the readers' without a deadline. */
+    /** PgJDBC's socket timeout, s, unless the URL gives one: the writer's, and the read connections' without a deadline. */
     static final int SOCKET_TIMEOUT_SECONDS = 30;
     /**
      * Every session's TCP keep-alives, on PostgreSQL's side of the connection: a peer gone (a
@@ -129,37 +129,37 @@ public final class PostgresEngine implements KvEngine {
     private volatile int writerBackend;
     private final HikariDataSource reads;
     private final HikariDataSource writes;
-    private final int readerCount;
+    private final int readConnections;
     /** System.nanoTime() until which the server counts as unreachable (0: reachable); see {@link #connect}. */
     private volatile long unreachableUntil;
     private volatile String unreachableWhy;
     private volatile boolean closed;
     private Thread listener;
 
-    private PostgresEngine(String url, int readerCount) {
+    private PostgresEngine(String url, int readConnections) {
         this.jdbcUrl = jdbcUrl(url);
         this.shownUrl = KvEngines.redact(jdbcUrl);
         this.reads = new HikariDataSource();  // started by the first read, after deadline() has set its sessions up
-        configure(reads, "kiln-pg-reads", readerCount, true);
+        configure(reads, "kiln-pg-reads", readConnections, true);
         this.writes = pool("kiln-pg-writes", 1, false);
-        this.readerCount = readerCount;
+        this.readConnections = readConnections;
     }
 
     /**
-     * Opens the engine on the PostgreSQL database at {@code url} with {@value #DEFAULT_READERS}
-     * read connections, or as many as the URL's {@code readers} parameter says. It creates the
+     * Opens the engine on the PostgreSQL database at {@code url} with {@value #DEFAULT_READ_CONNECTIONS}
+     * read connections, or as many as the URL's {@code readConnections} parameter says. It creates the
      * schema (the URL's {@code currentSchema}, else {@value #DEFAULT_SCHEMA}) and the registry table
      * when missing.
      *
      * @param url {@code postgresql://[user[:password]@]host[:port][,host[:port]...]/database[?param=value&...]} (libpq's form) or
      *            {@code jdbc:postgresql://...}; parameters are PgJDBC's ({@code user}, {@code password},
-     *            {@code currentSchema}, {@code sslmode}, ...) and {@code readers}
+     *            {@code currentSchema}, {@code sslmode}, ...) and {@code readConnections}
      * @throws IllegalArgumentException when the URL is neither form
      * @throws DbException.Unavailable when the database cannot be reached
      */
     public static PostgresEngine open(String url) {
         Map<String, String> params = params(url);
-        int n = readers(params.remove("readers"));
+        int n = readConnections(params.remove("readConnections"));
         PostgresEngine engine = new PostgresEngine(withParams(url, params), n);
         try {
             engine.createRegistry(params.get("currentSchema"));
@@ -173,23 +173,23 @@ public final class PostgresEngine implements KvEngine {
     /**
      * Checks a URL as {@link #open} takes it, without connecting: for a command line.
      *
-     * @throws IllegalArgumentException naming what is wrong: not a PostgreSQL URL, or {@code readers}
+     * @throws IllegalArgumentException naming what is wrong: not a PostgreSQL URL, or {@code readConnections}
      *         not 1..1000
      */
     public static void checkUrl(String url) {
         jdbcUrl(url);
-        readers(params(url).get("readers"));
+        readConnections(params(url).get("readConnections"));
     }
 
-    private static int readers(String value) {
-        if (value == null) return DEFAULT_READERS;
+    private static int readConnections(String value) {
+        if (value == null) return DEFAULT_READ_CONNECTIONS;
         int n;
         try {
             n = Integer.parseInt(value);
         } catch (NumberFormatException e) {
             n = 0;
         }
-        if (n < 1 || n > 1000) throw new IllegalArgumentException("readers must be 1..1000, got '" + value + "'");
+        if (n < 1 || n > 1000) throw new IllegalArgumentException("readConnections must be 1..1000, got '" + value + "'");
         return n;
     }
 
@@ -270,7 +270,7 @@ public final class PostgresEngine implements KvEngine {
      * ({@code statement_timeout}), so a read whose caller was answered at the deadline does not go
      * on on the server (a lock it waits for, a scan); and their socket timeout becomes that plus 2 s
      * (in whole seconds, as PgJDBC takes it) instead of {@value #SOCKET_TIMEOUT_SECONDS} s, unless the
-     * URL gives one: a live server has answered by then, so a reader thread held by a server that
+     * URL gives one: a live server has answered by then, so a read thread held by a server that
      * answers nothing (paused, cut off) is let go sooner, and the engine counts the server
      * unreachable. Without a deadline (zero) they stay as they are. The writer's session is left
      * alone (see {@link #pool}).
@@ -547,10 +547,10 @@ public final class PostgresEngine implements KvEngine {
         return new KvStats(0, 0, pool.getActiveConnections(), pool.getIdleConnections(), reads.getMaximumPoolSize());
     }
 
-    /** @return the read connections: the database runs as many reader threads, a connection each */
+    /** @return the read connections: the database runs as many read threads, a connection each */
     @Override
     public int readThreads() {
-        return readerCount;
+        return readConnections;
     }
 
     @Override

@@ -12,7 +12,7 @@ public final class PostgresEngineProvider implements KvEngineProvider {
 
     @Override
     public String usage() {
-        return "postgresql://[USER[:PASSWORD]@]HOST[:PORT][,HOST[:PORT]...]/DATABASE[?readers=N&...] or jdbc:postgresql://...";
+        return "postgresql://[USER[:PASSWORD]@]HOST[:PORT][,HOST[:PORT]...]/DATABASE[?readConnections=N&...] or jdbc:postgresql://...";
     }
 
     @Override

@@ -170,7 +170,7 @@ public final class MessageBoard {
             .steps("GET", "/rooms/{room}/messages", req -> {
                 Range<Tuple> newest = Range.prefix(Tuple.of(req.pathParam("room"))).reverse()
                     .limit(req.intParam("limit", 20, 1, 100)).after(req.param("after"));   // a forged ?after=: 400
-                return Step.after(db.read(txn -> messages.range(txn, newest)), p -> Step.of(page(p)));  // over PostgreSQL, on a reader thread
+                return Step.after(db.read(txn -> messages.range(txn, newest)), p -> Step.of(page(p)));  // over PostgreSQL, on a read thread
             })
             .steps("GET", "/rooms/{room}", req -> {
                 String room = req.pathParam("room");
@@ -199,7 +199,7 @@ public final class MessageBoard {
     private static final class RoomEvents extends ServerSentEvents.Stream {
         private final PrefixFeed<Tuple, Message> room;
         private long seen;
-        /** A read of the feed's log the stream waits for (over PostgreSQL, on a reader thread), or null. */
+        /** A read of the feed's log the stream waits for (over PostgreSQL, on a read thread), or null. */
         private QueryFuture<PrefixFeed.Changes<Tuple, Message>> reading;
 
         RoomEvents(PrefixFeed<Tuple, Message> room, long seen) {

@@ -19,7 +19,7 @@ import kiln.http.StreamEnd;
  * One client connection's HTTP/1.1 life as a state machine that does no I/O (the "sans-I/O" design
  * of h11 and hyper's {@code proto::h1}): told what was read, what the handler answered, that a
  * write is done or failed, it says what to do next. Parsing, pipelining, the header, idle and write
- * deadlines, 408, 100-continue, lingering close, streamed replies with their heartbeats and stop,
+ * deadlines, 408, 100-continue, lingering close, streamed responses with their heartbeats and stop,
  * and the counting of requests in flight and of streams live here, once. Its getters
  * ({@link #readBuffer}, {@link #output}, {@link #request}) change nothing: the commands that arm a
  * deadline or lend a buffer ({@link #prepareRead}, {@link #beginWrite}) are the loop's to call.
@@ -51,7 +51,7 @@ import kiln.http.StreamEnd;
  * responses to the requests before it, then the connection closes: after a framing error the next
  * request's start is unknown (RFC 9112 sections 9.6, 11.2).
  *
- * <h2>Streamed replies</h2>
+ * <h2>Streamed responses</h2>
  * An answer with a {@link Response#stream} (to anything but HEAD) makes the connection send its body
  * part by part: {@link #next} polls the {@link BodyStream} and says {@link Action#WRITE} while parts
  * are ready, and {@link Action#WAIT} while it waits for the future the body returned. The loop then
@@ -316,7 +316,7 @@ public final class Connection {
          *
          * @param remote the client's address, or null
          */
-        default void refused(InetSocketAddress remote, Response reply) {
+        default void refused(InetSocketAddress remote, Response response) {
         }
     }
 
@@ -377,7 +377,7 @@ public final class Connection {
         state = to;
     }
 
-    /** @return the next complete request among the bytes read, or null: an error reply when it is malformed */
+    /** @return the next complete request among the bytes read, or null: an error response when it is malformed */
     private Request parse() {
         try {
             RequestParser.Parsed p = RequestParser.parse(in.array(), consumed, in.position(), progress);
@@ -485,23 +485,23 @@ public final class Connection {
     }
 
     /**
-     * The handler of {@link #request()} answered {@code reply} (through the router, which put an
+     * The handler of {@link #request()} answered {@code response} (through the router, which put an
      * error in the form the request's {@code Accept} prefers): appends it, head only for HEAD. The
      * connection closes after it unless both sides keep it alive and the server is not stopping; a
-     * streamed reply's body follows ({@link Action#WAIT} and {@link Action#WRITE}).
+     * streamed response's body follows ({@link Action#WAIT} and {@link Action#WRITE}).
      */
-    public void respond(Response reply) {
+    public void respond(Response response) {
         Request request = pending;
         pending = null;
         releaseContent();
         boolean keepAlive = request.keepAlive() && !owner.isStopping();
         boolean head = "HEAD".equals(request.method());
-        if (reply.stream != null && !head) {
+        if (response.stream != null && !head) {
             chunked = request.minorVersion() >= 1;
             if (!chunked) keepAlive = false;  // an HTTP/1.0 client learns the body's end from the close
-            startStream(reply.stream, request.routeName());
+            startStream(response.stream, request.routeName());
         }
-        ResponseWriter.write(out, request.minorVersion(), reply, keepAlive, head);
+        ResponseWriter.write(out, request.minorVersion(), response, keepAlive, head);
         if (!keepAlive) moveTo(State.CLOSING);
         if (sending == null) unwritten++;  // a streamed body carries the request on until it ends
     }

@@ -11,7 +11,7 @@ import kiln.http.Response;
 
 /**
  * Encodes responses into a connection's output bytes, headers in the order {@link Http} fixes for
- * every front end: Server, Date, Content-Type, the reply's further headers (Allow, Retry-After,
+ * every front end: Server, Date, Content-Type, the response's further headers (Allow, Retry-After,
  * Location...) in the order added, Content-Length, then Connection when needed; a 204 without
  * Content-Type, Content-Length and body. The status line is always HTTP/1.1, the
  * highest version this server conforms to (RFC 9110 section 6.2), also for HTTP/1.0 requests.
@@ -94,12 +94,12 @@ public final class ResponseWriter {
     }
 
     /**
-     * @return the whole response to {@code reply} with {@code Connection: close}, head in the
+     * @return the whole response to {@code response} with {@code Connection: close}, head in the
      *         contract's order, ASCII head then the body: for a socket the server writes once and closes
      */
-    public static byte[] closing(Response reply) {
+    public static byte[] closing(Response response) {
         Output out = new Output();
-        write(out, 1, reply, false, false);
+        write(out, 1, response, false, false);
         ByteBuffer bytes = out.toByteBuffer();
         byte[] all = new byte[bytes.remaining()];
         bytes.get(all);

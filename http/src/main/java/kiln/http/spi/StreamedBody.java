@@ -14,7 +14,7 @@ import kiln.http.Response;
 import kiln.http.StreamEnd;
 
 /**
- * A streamed reply's body while it is sent ({@link Response#stream}): the one loop of every front end,
+ * A streamed response's body while it is sent ({@link Response#stream}): the one loop of every front end,
  * as a state machine that does no I/O. It polls the {@link BodyStream}, says when a part or a
  * heartbeat is to be written and when to wait, and why the body ended; the front end writes and
  * waits its own way:

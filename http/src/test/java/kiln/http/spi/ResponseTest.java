@@ -15,12 +15,12 @@ import kiln.http.Response;
 
 /** Response's shapes, and the bytes kiln's own layer writes for them (ResponseWriter, through a Connection). */
 class ResponseTest {
-    /** The whole response {@code reply} gets when it answers {@code rawRequest} on a kiln connection, Date masked. */
-    static String onTheWire(String rawRequest, Response reply) {
+    /** The whole response {@code response} gets when it answers {@code rawRequest} on a kiln connection, Date masked. */
+    static String onTheWire(String rawRequest, Response response) {
         Connection c = new Connection(new TestOwner(), null);
         c.received(rawRequest.getBytes(StandardCharsets.ISO_8859_1));
         assertSame(Connection.Action.HANDLE, c.next());
-        c.respond(reply);
+        c.respond(response);
         c.beginWrite();
         ByteBuffer out = c.output();
         byte[] bytes = new byte[out.remaining()];

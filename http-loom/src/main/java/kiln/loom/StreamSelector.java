@@ -19,7 +19,7 @@ import kiln.http.spi.Connection;
  * server-sent-events subscriber between events), so that a client that leaves, or sends what a
  * stream's client has no reason to send, is noticed at once instead of at the next event or
  * heartbeat (15 s later), and its stream stops counting against {@code --max-streams} and
- * {@code --max-client-streams}: one platform thread, {@code kiln-stream-watch}, with one
+ * {@code --max-client-streams}: one platform thread, {@code kiln-stream-selector}, with one
  * {@link Selector} for the whole server, as Kilim's selectors watch their parked streams
  * ({@code kiln.kilim.ConnectionFiber.Parked}).
  *
@@ -61,8 +61,8 @@ import kiln.http.spi.Connection;
  * close waits for the deregistration): this thread registers such a channel after a
  * {@code selectNow}, and {@link #closed} wakes it for a channel closed before.
  */
-final class StreamWatch {
-    private static final Logger LOG = Logger.getLogger(StreamWatch.class.getName());
+final class StreamSelector {
+    private static final Logger LOG = Logger.getLogger(StreamSelector.class.getName());
 
     private final Selector selector;
     private final Thread thread;
@@ -79,14 +79,14 @@ final class StreamWatch {
      *
      * @throws IOException when the selector cannot be opened
      */
-    StreamWatch() throws IOException {
+    StreamSelector() throws IOException {
         selector = Selector.open();
-        thread = new Thread(this::run, "kiln-stream-watch");
+        thread = new Thread(this::run, "kiln-stream-selector");
         thread.setDaemon(true);  // the server's accept thread keeps the JVM alive, and its stop ends this one
         thread.start();
     }
 
-    /** @return the hold on this watch of {@code c}, whose virtual thread calls this at its first streamed wait and keeps it */
+    /** @return the hold on this selector of {@code c}, whose virtual thread calls this at its first streamed wait and keeps it */
     Watched watch(Connection c) {
         return new Watched(c, Thread.currentThread());
     }
@@ -119,12 +119,12 @@ final class StreamWatch {
                 report();
             }
         } catch (IOException | RuntimeException e) {
-            if (running) LOG.log(Level.SEVERE, "the stream watch failed: waiting streams notice their clients only when they write", e);
+            if (running) LOG.log(Level.SEVERE, "the stream selector failed: waiting streams notice their clients only when they write", e);
         } finally {
             try {
                 selector.close();
             } catch (IOException e) {
-                LOG.log(Level.FINE, "closing the stream watch's selector", e);
+                LOG.log(Level.FINE, "closing the stream selector's selector", e);
             }
         }
     }
@@ -159,10 +159,10 @@ final class StreamWatch {
     }
 
     /**
-     * A connection's hold on the watch, from its first streamed wait to its close: its virtual
+     * A connection's hold on the selector, from its first streamed wait to its close: its virtual
      * thread's wake-up ({@link Connection#park}), reused by every wait, and its selection key's
      * attachment. Its virtual thread calls {@link #await} for each wait and {@link #blocking}
-     * before blocking I/O; the watch's thread and the virtual thread hand the key and the report
+     * before blocking I/O; the selector's thread and the virtual thread hand the key and the report
      * over under its monitor, never held across a park or I/O.
      */
     final class Watched implements Runnable {
@@ -262,7 +262,7 @@ final class StreamWatch {
         }
 
         /**
-         * On the watch's thread: registers the channel unless its virtual thread gave it up or it is
+         * On the selector's thread: registers the channel unless its virtual thread gave it up or it is
          * registered already (queued twice).
          *
          * @return false when the channel still has a cancelled key (not dropped yet): try after a selectNow
@@ -284,7 +284,7 @@ final class StreamWatch {
         }
 
         /**
-         * On the watch's thread, {@code k} cancelled: notes the socket readable unless the virtual
+         * On the selector's thread, {@code k} cancelled: notes the socket readable unless the virtual
          * thread gave the key up meanwhile.
          *
          * @return true when noted: wake the connection (its next wait reads it if it is not waiting)

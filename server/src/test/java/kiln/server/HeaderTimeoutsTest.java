@@ -8,8 +8,8 @@ import java.util.List;
 
 import org.junit.jupiter.api.Test;
 
-/** The header-timeout bookkeeping of {@link ConnectionWatch}, driven tick by tick with a made-up clock. */
-class ConnectionWatchTest {
+/** The header-timeout bookkeeping of {@link HeaderTimeouts}, driven tick by tick with a made-up clock. */
+class HeaderTimeoutsTest {
     /** A connection as the probe sees it. */
     static final class Conn {
         boolean readingHead;
@@ -18,7 +18,7 @@ class ConnectionWatchTest {
     }
 
     private final List<Conn> open = new ArrayList<>();
-    private final ConnectionWatch.Probe<Conn> probe = new ConnectionWatch.Probe<>() {
+    private final HeaderTimeouts.Probe<Conn> probe = new HeaderTimeouts.Probe<>() {
         @Override
         public boolean readingHead(Conn c) {
             return c.readingHead;
@@ -36,13 +36,13 @@ class ConnectionWatchTest {
         }
     };
 
-    private ConnectionWatch<Conn> watch(long headerTimeoutMs) {
-        return ConnectionWatch.manual(headerTimeoutMs, () -> new ArrayList<>(open), probe);
+    private HeaderTimeouts<Conn> watch(long headerTimeoutMs) {
+        return HeaderTimeouts.manual(headerTimeoutMs, () -> new ArrayList<>(open), probe);
     }
 
     @Test
     void aHeadStillArrivingAfterTheTimeoutIsExpired() {
-        ConnectionWatch<Conn> w = watch(1_000);
+        HeaderTimeouts<Conn> w = watch(1_000);
         try {
             Conn slow = new Conn();
             slow.readingHead = true;
@@ -59,7 +59,7 @@ class ConnectionWatchTest {
 
     @Test
     void eachRequestHeadGetsItsOwnTimeAndIdleConnectionsAreLeftAlone() {
-        ConnectionWatch<Conn> w = watch(1_000);
+        HeaderTimeouts<Conn> w = watch(1_000);
         try {
             Conn keepAlive = new Conn();
             open.add(keepAlive);

@@ -25,14 +25,14 @@ import kiln.http.spi.ResponseWriter;
  *
  * @param <C> the library's connection type
  */
-public final class ConnectionWatch<C> {
-    private static final Logger LOG = Logger.getLogger(ConnectionWatch.class.getName());
+public final class HeaderTimeouts<C> {
+    private static final Logger LOG = Logger.getLogger(HeaderTimeouts.class.getName());
     /** Ticks per header timeout: the timeout's precision. */
     static final int TICKS_PER_TIMEOUT = 4;
     /** At most one "at the connection cap" line per this many ms. */
     static final long CAP_REPORT_MS = 10_000;
 
-    /** What the watch needs to know about, and do to, one connection. */
+    /** What the timeouts need to know about, and do to, one connection. */
     public interface Probe<C> {
         /** @return true while a request head has started arriving and is not complete */
         boolean readingHead(C connection);
@@ -52,7 +52,7 @@ public final class ConnectionWatch<C> {
         return ByteBuffer.wrap(ResponseWriter.closing(Response.error(408, "request head not complete in time")));
     }
 
-    /** A head in progress: which request it is and when the watch first saw it. */
+    /** A head in progress: which request it is and when the reaper first saw it. */
     private static final class Head {
         final long request;
         final long seenAt;
@@ -84,29 +84,29 @@ public final class ConnectionWatch<C> {
      * @param probe           reads and expires one connection
      * @param maxConnections  --max-connections
      * @param openConnections how many connections are open now, for the cap report
-     * @return the running watch; {@link #stop} it with the server
+     * @return the running timeouts; {@link #stop} it with the server
      */
-    public static <C> ConnectionWatch<C> headsAndCap(String server, long headerTimeoutMs,
+    public static <C> HeaderTimeouts<C> headsAndCap(String server, long headerTimeoutMs,
                                                      Supplier<? extends Collection<? extends C>> connections, Probe<C> probe,
                                                      int maxConnections, IntSupplier openConnections) {
-        return new ConnectionWatch<>(server, headerTimeoutMs, connections, probe, maxConnections, openConnections, true);
+        return new HeaderTimeouts<>(server, headerTimeoutMs, connections, probe, maxConnections, openConnections, true);
     }
 
     /** As {@link #headsAndCap}, but without the thread: a test calls {@link #tick} with its own clock. */
-    static <C> ConnectionWatch<C> manual(long headerTimeoutMs, Supplier<? extends Collection<? extends C>> connections, Probe<C> probe) {
-        return new ConnectionWatch<>("test", headerTimeoutMs, connections, probe, Integer.MAX_VALUE, () -> 0, false);
+    static <C> HeaderTimeouts<C> manual(long headerTimeoutMs, Supplier<? extends Collection<? extends C>> connections, Probe<C> probe) {
+        return new HeaderTimeouts<>("test", headerTimeoutMs, connections, probe, Integer.MAX_VALUE, () -> 0, false);
     }
 
     /**
      * Starts watching only the cap, for a library that times request heads out itself.
      *
-     * @return the running watch; {@link #stop} it with the server
+     * @return the running timeouts; {@link #stop} it with the server
      */
-    public static ConnectionWatch<Object> capOnly(String server, int maxConnections, IntSupplier openConnections) {
-        return new ConnectionWatch<>(server, 0, null, null, maxConnections, openConnections, true);
+    public static HeaderTimeouts<Object> capOnly(String server, int maxConnections, IntSupplier openConnections) {
+        return new HeaderTimeouts<>(server, 0, null, null, maxConnections, openConnections, true);
     }
 
-    private ConnectionWatch(String server, long headerTimeoutMs, Supplier<? extends Collection<? extends C>> connections,
+    private HeaderTimeouts(String server, long headerTimeoutMs, Supplier<? extends Collection<? extends C>> connections,
                             Probe<C> probe, int maxConnections, IntSupplier openConnections, boolean scheduled) {
         if (probe != null && headerTimeoutMs < 1) {
             throw new IllegalArgumentException("headerTimeoutMs must be positive, got " + headerTimeoutMs);
@@ -126,7 +126,7 @@ public final class ConnectionWatch<C> {
         this.reaper = new Reaper(tick, () -> tick(System.nanoTime() / 1_000_000));
     }
 
-    /** Stops the watch thread. */
+    /** Stops the timeouts. */
     public void stop() {
         if (reaper != null) reaper.stop();
     }

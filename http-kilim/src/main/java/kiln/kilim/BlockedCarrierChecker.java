@@ -18,7 +18,7 @@ import kiln.server.Threads;
 /**
  * Watches what each carrier thread runs, so that the worst fiber trap — a handler that keeps its
  * carrier thread busy (a {@code Thread.sleep}, a blocking call, a long loop) — neither freezes the
- * server nor goes unsaid. One daemon thread, {@code kiln-carrier-watch}, looks at every carrier a few
+ * server nor goes unsaid. One daemon thread, {@code kiln-blocked-carrier-checker}, looks at every carrier a few
  * times per threshold (every {@link #tickMs} ms); when one fiber run has held a carrier's thread:
  * <ul>
  *   <li>for {@code handOffMs} (default 20 ms): it hands the carrier to a new thread
@@ -32,8 +32,8 @@ import kiln.server.Threads;
  * </ul>
  * The carriers' cost is a counter, a store and a compare-and-set per fiber run ({@link Carriers#runQueued}).
  */
-final class CarrierWatch {
-    private static final Logger LOG = Logger.getLogger(CarrierWatch.class.getName());
+final class BlockedCarrierChecker {
+    private static final Logger LOG = Logger.getLogger(BlockedCarrierChecker.class.getName());
     /** Threads held by fibers after a hand-off, at most; past it a blocked carrier waits, as it would without hand-offs. */
     static final int MAX_HANDED_OFF = 64;
 
@@ -51,7 +51,7 @@ final class CarrierWatch {
     };
 
     /**
-     * A fiber run that has held a thread since {@code sinceMs} (the watch's clock): on a carrier, or
+     * A fiber run that has held a thread since {@code sinceMs} (the checker's clock): on a carrier, or
      * after a hand-off on the old thread, which is watched until it ends.
      */
     private record Held(Thread thread, String carrier, Task<?> fiber, long sinceMs) {
@@ -61,15 +61,15 @@ final class CarrierWatch {
     private final long reportMs;
     private final long handOffMs;
     private final long unhealthyMs;
-    /** How often the watch looks, ms; 0 when it is off. */
+    /** How often the checker looks, ms; 0 when it is off. */
     final long tickMs;
     private final Set<String> reported = ConcurrentHashMap.newKeySet();
-    /** Per carrier, the run the watch saw last and since when (ms, its own clock); watch thread only. */
+    /** Per carrier, the run the checker saw last and since when (ms, its own clock); checker thread only. */
     private final long[] seenRun;
     private final long[] seenSince;
     /** Watch thread only. */
     private final List<Held> handedOff = new ArrayList<>();
-    /** When the watch last looked (ms, its own clock), -1 before its first look; watch thread only. */
+    /** When the checker last looked (ms, its own clock), -1 before its first look; checker thread only. */
     private long lastLookMs = -1;
     private boolean capReported;
     private volatile String problem;
@@ -82,7 +82,7 @@ final class CarrierWatch {
      *                    carrier's other fibers then wait for the held thread)
      * @param unhealthyMs how long before {@link #problem()} reports it, ms; 0: never
      */
-    CarrierWatch(Carriers carriers, long reportMs, long handOffMs, long unhealthyMs) {
+    BlockedCarrierChecker(Carriers carriers, long reportMs, long handOffMs, long unhealthyMs) {
         this.carriers = carriers;
         this.reportMs = reportMs;
         this.handOffMs = handOffMs;
@@ -91,7 +91,7 @@ final class CarrierWatch {
         this.seenSince = new long[carriers.count()];
         long shortest = LongStream.of(reportMs, handOffMs, unhealthyMs).filter(ms -> ms > 0).min().orElse(0);
         tickMs = shortest == 0 ? 0 : Math.max(5, shortest / 4);
-        timer = tickMs == 0 ? null : Executors.newSingleThreadScheduledExecutor(Threads.daemon("kiln-carrier-watch"));
+        timer = tickMs == 0 ? null : Executors.newSingleThreadScheduledExecutor(Threads.daemon("kiln-blocked-carrier-checker"));
     }
 
     void start() {
@@ -115,8 +115,8 @@ final class CarrierWatch {
     }
 
     /**
-     * One look at every carrier and every handed-off thread, on the watch thread, at {@code now} ms.
-     * A look that comes more than two ticks after the last one means that the watch itself was
+     * One look at every carrier and every handed-off thread, on the checker thread, at {@code now} ms.
+     * A look that comes more than two ticks after the last one means that the checker itself was
      * stopped (a garbage collection's pause stops every thread; an overloaded CPU may not run it):
      * then the carriers' fibers were stopped as well, so their clocks restart rather than count the
      * stop toward a hand-off.

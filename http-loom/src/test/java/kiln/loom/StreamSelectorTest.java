@@ -27,12 +27,12 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * A waiting stream's socket is watched ({@link StreamWatch}): its client's leaving, or junk that
+ * A waiting stream's socket is watched ({@link StreamSelector}): its client's leaving, or junk that
  * fills the connection's first KiB, ends it at once as the client's; a request pipelined after
  * the stream waits for it; and a stream that waits hundreds of times in a row is watched at each.
  */
 @Timeout(60)
-class StreamWatchTest {
+class StreamSelectorTest {
     private LoomServer server;
 
     @AfterEach
@@ -165,13 +165,13 @@ class StreamWatchTest {
 
     /**
      * After a report (the client sent a request pipelined after the stream) the channel is still
-     * non-blocking, though no longer registered: {@link StreamWatch.Watched#blocking} must put it
+     * non-blocking, though no longer registered: {@link StreamSelector.Watched#blocking} must put it
      * back in blocking mode all the same, or the connection's next read returns 0 at once, again
      * and again (a stream that completes right after a report reads next).
      */
     @Test
     void afterAReportBlockingPutsTheChannelBackInBlockingMode() throws Exception {
-        StreamWatch watch = new StreamWatch();
+        StreamSelector watch = new StreamSelector();
         try (ServerSocketChannel listener = ServerSocketChannel.open().bind(new InetSocketAddress("127.0.0.1", 0));
              SocketChannel client = SocketChannel.open(listener.getLocalAddress());
              SocketChannel ch = listener.accept()) {
@@ -203,7 +203,7 @@ class StreamWatchTest {
             assertEquals(Connection.Action.WAIT, c.next());
             CompletableFuture<Boolean> blockingAfter = CompletableFuture.supplyAsync(() -> {
                 try {
-                    StreamWatch.Watched w = watch.watch(c);
+                    StreamSelector.Watched w = watch.watch(c);
                     client.write(ByteBuffer.wrap("GET /hello HTTP/1.1\r\nHost: a\r\n\r\n".getBytes(StandardCharsets.US_ASCII)));
                     w.await();  // returns once the watch reported the bytes and they were read
                     assertEquals(Connection.Action.WAIT, c.next(), "the stream goes on; the request waits for it");
