@@ -73,7 +73,7 @@ final class OnlineIndexer {
     private void step(Index<?, ?, ?> index, byte[] after, long started) {
         String key = buildStateKey(index.name());
         writer.write(txn -> {
-            byte[] last = index.build(txn, after, Index.BUILD_BATCH);
+            byte[] last = index.maintainer.build(txn, after, Index.BUILD_BATCH);
             if (last == null) {
                 meta.put(txn, key, BUILT);
             } else {

@@ -54,7 +54,7 @@ public final class Table<K, V> {
     /** The expiry of a put that gives none, microseconds; 0 for none. */
     private final long defaultTtlMicros;
     /** The table's indexes, replaced whole on the writer thread as one is declared ({@link Db#index}): each kept from then on. */
-    private volatile List<Index<?, K, V>> indexes = List.of();
+    private volatile List<IndexMaintainer<?, K, V>> indexes = List.of();
     /** Set once, on the writer thread, by {@link Db#changeFeed}: from then on every put and delete is recorded. */
     private volatile ChangeFeed<K, V> feed;
 
@@ -148,7 +148,7 @@ public final class Table<K, V> {
             throw new DbException.ValueTooLarge("value for table '" + name + "' is " + size + " bytes; values are at most "
                 + MAX_VALUE_BYTES + " bytes (" + (MAX_VALUE_BYTES >> 20) + " MiB): keep a larger one in a file and its name in the table");
         }
-        List<Index<?, K, V>> indexed = indexes;
+        List<IndexMaintainer<?, K, V>> indexed = indexes;
         byte[] row = indexed.isEmpty() && expiries == null ? null : bytes(key);
         if (row != null) {
             // what the table holds, expired or not, read before this write changes anything (LMDB's
@@ -156,8 +156,8 @@ public final class Table<K, V> {
             ByteBuffer old = txn.kv.get(space, keyBuffer(row));
             V oldValue = old == null || indexed.isEmpty() ? null : decodeValue(old.duplicate());
             long oldExpiresAt = old == null || expiries == null ? 0 : expiresAt(old);
-            for (Index<?, K, V> i : indexed) i.check(txn, row, key, value);
-            for (Index<?, K, V> i : indexed) i.put(txn, row, key, oldValue, value);
+            for (IndexMaintainer<?, K, V> i : indexed) i.check(txn, row, key, value);
+            for (IndexMaintainer<?, K, V> i : indexed) i.update(txn, row, key, oldValue, value);
             if (oldExpiresAt != 0 && oldExpiresAt != expiresAt) txn.kv.delete(expiries, scheduled(oldExpiresAt, row));
             if (expiresAt != 0) txn.kv.reserve(expiries, scheduled(expiresAt, row), 0);
         }
@@ -207,12 +207,12 @@ public final class Table<K, V> {
         // everything read from the old value before the first write (LMDB's buffers are valid until then)
         boolean live = expiries == null || !expired(txn, old);
         long expiresAt = expiries == null ? 0 : expiresAt(old);
-        List<Index<?, K, V>> indexed = indexes;
+        List<IndexMaintainer<?, K, V>> indexed = indexes;
         V oldValue = indexed.isEmpty() ? null : decodeValue(old.duplicate());
         if (expiresAt != 0) txn.kv.delete(expiries, scheduled(expiresAt, row));
         if (!indexed.isEmpty()) {
             K k = key != null ? key : decodeKey(row);
-            for (Index<?, K, V> i : indexed) i.delete(txn, row, k, oldValue);
+            for (IndexMaintainer<?, K, V> i : indexed) i.update(txn, row, k, oldValue, null);
         }
         ByteBuffer k = keyBuffer(row);
         txn.kv.delete(space, k);
@@ -327,8 +327,8 @@ public final class Table<K, V> {
 
     /** Keeps {@code index} from the next write on: called inside a write query, on the writer thread. */
     void index(Index<?, K, V> index) {
-        List<Index<?, K, V>> more = new ArrayList<>(indexes);
-        more.add(index);
+        List<IndexMaintainer<?, K, V>> more = new ArrayList<>(indexes);
+        more.add(index.maintainer);
         indexes = List.copyOf(more);
     }
 
