@@ -212,7 +212,9 @@ public final class Connection {
     private int consumed;
     /** Every byte read so far was parsed and no request is complete: parse again only after a read. */
     private boolean needInput;
-    private final Output out = new Output();
+    /** Where its read and write buffers come from: its owner's. */
+    private final BufferPool buffers;
+    private final Output out;
     /** The bytes of the write under way ({@link #beginWrite}), or null. */
     private ByteBuffer writing;
     /** Where the connection is in its life; it moves only as {@link State#mayMoveTo} allows ({@link #moveTo}). */
@@ -255,6 +257,11 @@ public final class Connection {
          */
         default long nanoTime() {
             return System.nanoTime();
+        }
+
+        /** @return where the connection borrows its buffers, and gives them back: {@link BufferPool#SHARED}, or a test's */
+        default BufferPool buffers() {
+            return BufferPool.SHARED;
         }
 
         /** @return how long a keep-alive connection may wait for its next request, and a write may take, ns */
@@ -335,6 +342,8 @@ public final class Connection {
      */
     public Connection(Owner owner, SocketChannel channel, InetSocketAddress remote) {
         this.owner = owner;
+        this.buffers = owner.buffers();
+        this.out = new Output(buffers);
         this.channel = channel;
         this.remote = remote;
         arm(Deadline.IDLE, owner.idleTimeoutNanos());  // a client that connects and never sends is reaped
@@ -454,7 +463,7 @@ public final class Connection {
         if (held == 0) return;
         if (inCharge() > 0) {
             int remaining = in.position() - consumed;
-            ByteBuffer rest = remaining <= BufferPool.BUFFER_BYTES ? BufferPool.take() : ByteBuffer.allocate(remaining);
+            ByteBuffer rest = remaining <= BufferPool.BUFFER_BYTES ? buffers.take() : ByteBuffer.allocate(remaining);
             rest.put(in.array(), consumed, remaining);
             in = rest;  // reserved at its capacity when it is not the pool's
             consumed = 0;
@@ -507,7 +516,7 @@ public final class Connection {
     }
 
     private void startStream(BodyStream body, String name) {
-        StreamedBody s = new StreamedBody(body, name.intern());  // a route's name: one string for all its streams
+        StreamedBody s = new StreamedBody(body, name.intern(), owner::nanoTime);  // a route's name: one string for all its streams
         sending = s;  // still in flight: a graceful stop waits for the stream to end (it wakes it first)
         if (in != null && in.position() == consumed) releaseInput();  // a waiting subscriber holds no buffer
         if (streamStopped) s.stop();
@@ -630,7 +639,7 @@ public final class Connection {
      */
     public void prepareRead() {
         if (in == null) {
-            in = BufferPool.take();
+            in = buffers.take();
             progress = new RequestParser.Progress(owner.maxContentBytes());
         }
         if (state == State.LINGERING) {
@@ -746,7 +755,7 @@ public final class Connection {
     /** Gives {@link #in} back to the pool (a grown one to the garbage collector) and its reservation to the memory. */
     private void giveBackInput() {
         int charge = inCharge();
-        BufferPool.give(in);
+        buffers.give(in);
         if (charge > 0) owner.requestMemory().release(charge);
     }
 
@@ -770,7 +779,7 @@ public final class Connection {
     public void outputShutDown() {
         if (in == null || inCharge() > 0) {
             if (in != null) giveBackInput();
-            in = BufferPool.take();  // what is discarded needs no more room than this
+            in = buffers.take();  // what is discarded needs no more room than this
         }
         arm(Deadline.LINGER, LINGER_NANOS);
         moveTo(State.LINGERING);
@@ -843,7 +852,7 @@ public final class Connection {
         consumed = 0;
         if (remaining == 0 && inCharge() > 0) {
             giveBackInput();
-            in = BufferPool.take();
+            in = buffers.take();
         }
     }
 }

@@ -374,15 +374,35 @@ class ConnectionTest {
     }
 
     @Test
-    void aSilentStreamSendsItsHeartbeat() throws Exception {
+    void aSilentStreamSendsItsHeartbeatOnItsOwnersClock() {
         Feed feed = new Feed();
-        feed.heartbeatMs = 1;
+        feed.heartbeatMs = 15_000;
         Driver d = new Driver(r -> Response.stream(200, "text/event-stream", feed)).send(GET);
         assertSame(Action.WAIT, d.run());
         d.takeWritten();
-        Thread.sleep(5);
+        d.owner.advance(14_999);
+        assertSame(Action.WAIT, d.run());
+        assertEquals("", d.takeWritten(), "not yet due");
+        d.owner.advance(1);
         assertSame(Action.WAIT, d.run());
         assertEquals("7\r\n: beat\n\r\n", d.takeWritten());
+        d.owner.advance(14_999);
+        assertSame(Action.WAIT, d.run());
+        assertEquals("", d.takeWritten(), "the next one 15 s after this one");
+    }
+
+    /** The driver lends the buffers ({@link Connection.Owner#buffers}): each comes back once, and none is held once the connection is idle or closed. */
+    @Test
+    void everyBufferBorrowedIsGivenBackOnceAndAnIdleConnectionHoldsNone() {
+        TestOwner owner = new TestOwner();
+        String big = "GET /" + "x".repeat(3000) + " HTTP/1.1\r\nHost: h\r\n\r\n";  // a head that grows the read buffer
+        Driver d = new Driver(owner, r -> Response.text("y".repeat(5000))).send(GET + big + GET);  // responses that grow the output
+        assertSame(Action.READ, d.run());
+        assertEquals(3, d.takeWritten().split("HTTP/1.1 200 OK", -1).length - 1);
+        assertTrue(owner.buffers.taken > 0, "the connection borrowed from its owner's pool, not a static one");
+        assertTrue(owner.buffers.outstanding() <= 1, "waiting for a request: at most the read buffer it reads into");
+        d.c.closed();
+        assertEquals(0, owner.buffers.outstanding(), "closed: every buffer given back");
     }
 
     @Test

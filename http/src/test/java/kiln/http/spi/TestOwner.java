@@ -1,6 +1,7 @@
 package kiln.http.spi;
 
 import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -30,6 +31,33 @@ final class TestOwner implements Connection.Owner {
     final List<String> streamsEnded = new CopyOnWriteArrayList<>();
     final List<Integer> refused = new CopyOnWriteArrayList<>();
 
+    /** The buffers the connection borrows: counted, so that a test sees each given back once. */
+    final CountingPool buffers = new CountingPool();
+
+    /** A {@link BufferPool} that knows which of its buffers are out, and fails a buffer given back twice or never lent. */
+    static final class CountingPool implements BufferPool {
+        final java.util.Set<ByteBuffer> out = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+        int taken;
+
+        @Override
+        public synchronized ByteBuffer take() {
+            taken++;
+            ByteBuffer b = ByteBuffer.allocate(BUFFER_BYTES);
+            out.add(b);
+            return b;
+        }
+
+        @Override
+        public synchronized void give(ByteBuffer b) {
+            if (b.capacity() != BUFFER_BYTES) return;  // a buffer that grew: the pool drops it, as the shared one does
+            if (!out.remove(b)) throw new AssertionError("a buffer given back twice, or never lent");
+        }
+
+        synchronized int outstanding() {
+            return out.size();
+        }
+    }
+
     /** The fake clock's time, ns; starts near the end of the long range, so deadlines wrap as System.nanoTime's may. */
     private volatile long now = Long.MAX_VALUE - 60_000_000_000L;
 
@@ -50,6 +78,11 @@ final class TestOwner implements Connection.Owner {
     @Override
     public long nanoTime() {
         return now;
+    }
+
+    @Override
+    public BufferPool buffers() {
+        return buffers;
     }
 
     @Override
