@@ -63,7 +63,7 @@ final class GroupReader implements Deadline.Watched {
         this.threads = new Thread[count];
         for (int i = 0; i < count; i++) {
             int index = i;
-            threads[i] = new Thread(() -> run(index), "kiln-db-reader-" + (i + 1));
+            threads[i] = new Thread(() -> run(index), "kiln-db-read-" + (i + 1));
             threads[i].setDaemon(true);
             threads[i].start();
         }

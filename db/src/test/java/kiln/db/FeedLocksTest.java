@@ -88,7 +88,7 @@ class FeedLocksTest {
             assertEquals(1, feed.prefix(2).readAsync(0, 10).get(30, SECONDS).sets().size());
             String me = Thread.currentThread().getName();
             assertFalse(readOn.contains(me), "the caller began a read: " + readOn);
-            assertTrue(readOn.stream().allMatch(n -> n.startsWith("kiln-db-reader-")), readOn.toString());
+            assertTrue(readOn.stream().allMatch(n -> n.startsWith("kiln-db-read-")), readOn.toString());
             feed.read(0, 10);
             assertTrue(readOn.contains(me), "read() reads on its caller: " + readOn);
         }
