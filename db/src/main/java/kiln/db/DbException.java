@@ -101,8 +101,9 @@ public class DbException extends RuntimeException {
     }
 
     /**
-     * A {@link Range#after continuation} this database did not make for that range: not a token,
-     * altered or forged (its signature fails), from another database, or for another range or table.
+     * A {@link Range#after continuation} this database did not make for that listing: not a token,
+     * altered or forged (its signature fails), from another database, or for another table, index,
+     * prefix or direction (its bounds may differ: see {@link Range#after}).
      * An HTTP layer answers 400 with the message.
      */
     public static final class BadContinuation extends DbException {

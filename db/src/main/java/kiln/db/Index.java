@@ -194,7 +194,7 @@ public final class Index<I, K, V> {
         byte[] begin = range.begin == null ? null : encode(range.begin);
         byte[] end = range.end == null ? null : encode(range.end);
         java.util.function.Supplier<byte[]> fingerprint = () ->
-            Continuations.fingerprint(name, prefix, begin, range.beginInclusive, end, range.endInclusive, range.reverse);
+            Continuations.fingerprint(name, prefix, range.reverse);
         byte[] after = range.after == null ? null : continuations.lastKey(range.after, fingerprint.get());
         byte[] lo = null;
         byte[] hi = null;

@@ -101,11 +101,13 @@ public final class Range<K> {
     }
 
     /**
-     * @param continuation a previous page's {@link Page#continuation()} of this same range, as the
-     *                     client handed it back (e.g. {@code ?after=...}), or null or empty for the
-     *                     first page
-     * @return the page after it; a token that this database did not make for this range is
-     *         refused by {@link Table#range} with {@link DbException.BadContinuation}
+     * @param continuation a previous page's {@link Page#continuation()} of this same listing (the
+     *                     table or index, prefix and direction), as the client handed it back (e.g.
+     *                     {@code ?after=...}), or null or empty for the first page
+     * @return the page after it: after the token's key and within this range's bounds, which may
+     *         have moved since the token was made (a range from now); a token that this database did
+     *         not make for this listing is refused by {@link Table#range} with
+     *         {@link DbException.BadContinuation}
      */
     public Range<K> after(String continuation) {
         String token = continuation == null || continuation.isEmpty() ? null : continuation;

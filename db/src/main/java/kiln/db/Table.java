@@ -476,7 +476,7 @@ public final class Table<K, V> {
         byte[] begin = range.begin == null ? null : bytes(range.begin);
         byte[] end = range.end == null ? null : bytes(range.end);
         java.util.function.Supplier<byte[]> fingerprint = () ->
-            Continuations.fingerprint(name, prefix, begin, range.beginInclusive, end, range.endInclusive, range.reverse);
+            Continuations.fingerprint(name, prefix, range.reverse);
         byte[] after = range.after == null ? null : continuations.lastKey(range.after, fingerprint.get());
         byte[] lo = Keys.max(prefix, begin == null || range.beginInclusive ? begin : Keys.next(begin));
         byte[] hi = Keys.min(prefix == null ? null : Keys.strinc(prefix), end == null || !range.endInclusive ? end : Keys.next(end));
