@@ -15,6 +15,15 @@ public class DbException extends RuntimeException {
         super(message, cause);
     }
 
+    /**
+     * @return what a client may be told: what went wrong in its terms, never a table, index, row,
+     *         host or path ({@link #getMessage()} has those, for the log). An HTTP layer answers
+     *         with it ({@code kiln.server.Failures}).
+     */
+    public String clientMessage() {
+        return "the database could not complete the request";
+    }
+
     /** The database was closed: no new reads or writes are accepted. */
     public static final class Closed extends DbException {
         private static final long serialVersionUID = 1L;
@@ -27,6 +36,7 @@ public class DbException extends RuntimeException {
      */
     public static final class Overloaded extends DbException {
         private static final long serialVersionUID = 1L;
+        @Override public String clientMessage() { return "the database is overloaded; retry shortly"; }
         public Overloaded(String message) { super(message); }
     }
 
@@ -36,6 +46,7 @@ public class DbException extends RuntimeException {
      */
     public static final class ReadersFull extends DbException {
         private static final long serialVersionUID = 1L;
+        @Override public String clientMessage() { return "the database is busy; retry shortly"; }
         public ReadersFull(String message, Throwable cause) { super(message, cause); }
     }
 
@@ -73,7 +84,17 @@ public class DbException extends RuntimeException {
      */
     public static final class ValueTooLarge extends DbException {
         private static final long serialVersionUID = 1L;
-        public ValueTooLarge(String message) { super(message); }
+        /** The value's size, bytes. */
+        public final long bytes;
+
+        public ValueTooLarge(String message, long bytes) {
+            super(message);
+            this.bytes = bytes;
+        }
+
+        @Override public String clientMessage() {
+            return "the value is " + bytes + " bytes; at most " + Table.MAX_VALUE_BYTES + " are stored";
+        }
     }
 
     /**
@@ -83,6 +104,7 @@ public class DbException extends RuntimeException {
      */
     public static final class DatabaseFull extends DbException {
         private static final long serialVersionUID = 1L;
+        @Override public String clientMessage() { return "the database is full"; }
         public DatabaseFull(String message) { super(message); }
     }
 
@@ -97,6 +119,7 @@ public class DbException extends RuntimeException {
      */
     public static final class Fatal extends DbException {
         private static final long serialVersionUID = 1L;
+        @Override public String clientMessage() { return "the database failed; this server is restarting"; }
         public Fatal(String message, Throwable cause) { super(message, cause); }
     }
 
@@ -108,6 +131,7 @@ public class DbException extends RuntimeException {
      */
     public static final class BadContinuation extends DbException {
         private static final long serialVersionUID = 1L;
+        @Override public String clientMessage() { return getMessage(); }
         public BadContinuation(String message) { super(message); }
     }
 
@@ -135,16 +159,26 @@ public class DbException extends RuntimeException {
 
     /**
      * A write would give a {@link Index unique index} a key that another row already has: the write
-     * query fails (its transaction rolls back alone) and an HTTP layer answers 409 Conflict.
+     * query fails (its transaction rolls back alone) and an HTTP layer answers 409 Conflict with
+     * {@link #clientMessage} ({@code 'ada@example.org' is already taken}); the message, for the log,
+     * names the index, its table and both rows. For a message of the app's own ("that e-mail
+     * address is registered"), catch it in the handler and throw an {@code HttpException(409, ...)}.
      */
     public static final class UniqueViolation extends DbException {
         private static final long serialVersionUID = 1L;
         /** The unique index's name. */
         public final String index;
+        /** The index key that is taken: what the write gave (an e-mail address, say). */
+        public final transient Object value;
 
-        public UniqueViolation(String index, String message) {
+        public UniqueViolation(String index, Object value, String message) {
             super(message);
             this.index = index;
+            this.value = value;
+        }
+
+        @Override public String clientMessage() {
+            return "'" + value + "' is already taken";
         }
     }
 
@@ -165,6 +199,8 @@ public class DbException extends RuntimeException {
             super(message);
             this.key = key;
         }
+
+        @Override public String clientMessage() { return getMessage(); }
     }
 
     /**
@@ -175,6 +211,7 @@ public class DbException extends RuntimeException {
      */
     public static final class BadIdempotencyKey extends DbException {
         private static final long serialVersionUID = 1L;
+        @Override public String clientMessage() { return getMessage(); }
         public BadIdempotencyKey(String message) { super(message); }
     }
 
@@ -184,6 +221,7 @@ public class DbException extends RuntimeException {
      */
     public static final class IndexNotReady extends DbException {
         private static final long serialVersionUID = 1L;
+        @Override public String clientMessage() { return "an index this request needs is not ready; retry shortly"; }
         public IndexNotReady(String message, Throwable cause) { super(message, cause); }
     }
 
@@ -198,6 +236,7 @@ public class DbException extends RuntimeException {
      */
     public static class Unavailable extends DbException {
         private static final long serialVersionUID = 1L;
+        @Override public String clientMessage() { return "the database is unavailable; retry shortly"; }
         public Unavailable(String message, Throwable cause) { super(message, cause); }
     }
 
@@ -226,6 +265,11 @@ public class DbException extends RuntimeException {
             super(message, null);
             this.deadline = deadline;
             this.outcomeUnknown = outcomeUnknown;
+        }
+
+        @Override public String clientMessage() {
+            return "the database did not answer within " + deadline.toMillis() + " ms: "
+                + (outcomeUnknown ? "the write had begun and may still be applied (its outcome is unknown)" : "nothing of it was applied; retry shortly");
         }
     }
 }

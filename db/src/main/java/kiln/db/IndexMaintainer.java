@@ -139,7 +139,7 @@ abstract sealed class IndexMaintainer<I, K, V> permits IndexMaintainer.Value, In
                     if (table.isExpiring() && table.get(txn, table.decodeKey(other)) == null) continue;
                     if (!Arrays.equals(other, row)) {
                         Object taken = index.decodeKey(ByteBuffer.wrap(i).order(ByteOrder.BIG_ENDIAN));
-                        throw new DbException.UniqueViolation(index.name(), "'" + taken + "' is taken in unique index '" + index.name()
+                        throw new DbException.UniqueViolation(index.name(), taken, "'" + taken + "' is taken in unique index '" + index.name()
                             + "' of '" + table.name() + "' (by row " + table.decodeKey(other) + "; the write for row " + key + " was refused)");
                     }
                 }

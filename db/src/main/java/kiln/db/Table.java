@@ -146,7 +146,7 @@ public final class Table<K, V> {
         int size = values.size(value);
         if (size > MAX_VALUE_BYTES) {
             throw new DbException.ValueTooLarge("value for table '" + name + "' is " + size + " bytes; values are at most "
-                + MAX_VALUE_BYTES + " bytes (" + (MAX_VALUE_BYTES >> 20) + " MiB): keep a larger one in a file and its name in the table");
+                + MAX_VALUE_BYTES + " bytes (" + (MAX_VALUE_BYTES >> 20) + " MiB): keep a larger one in a file and its name in the table", size);
         }
         List<IndexMaintainer<?, K, V>> indexed = indexes;
         byte[] row = indexed.isEmpty() && expiries == null ? null : bytes(key);
