@@ -44,6 +44,7 @@ JAR    = $(if $(MODULE),$(MODULE)/target/$(call fe_field,$(SERVER),3))
 APP_MODULE = $(if $(APP),examples-$(SERVER))
 APP_JAR    = $(if $(APP),$(APP_MODULE)/target/kiln-$(APP_MODULE).jar)
 EXAMPLE_SERVERS := $(patsubst examples-%,%,$(wildcard examples-*))
+EXAMPLE_JARS    := $(foreach s,$(EXAMPLE_SERVERS),examples-$(s)/target/kiln-examples-$(s).jar)
 FRONTEND_ARGS = $(shell awk -v n='$(SERVER)' '!/^\#/ && $$1 == n {$$1=$$2=$$3=$$4=$$5=$$6=""; sub(/^ +/, ""); print}' $(FRONTENDS))
 # The java that runs SERVER: $(JAVA) when its JDK range allows, else a fitting JDK under /usr/lib/jvm
 # (scripts/find-java.sh). When none fits, $(JAVA) runs it and the server names the JDK it needs.
@@ -103,8 +104,8 @@ new-app:
 $(JAR): $(MAIN_SOURCES)
 	$(MVN) -DskipTests -pl $(MODULE) -am package
 
-$(APP_JAR): $(MAIN_SOURCES)
-	$(MVN) -DskipTests -pl $(APP_MODULE) -am package
+$(EXAMPLE_JARS): $(MAIN_SOURCES)
+	$(MVN) -DskipTests -pl $(firstword $(subst /, ,$@)) -am package
 
 demo: check-server check-app $(or $(APP_JAR),$(JAR))
 	@echo "Starting $(or $(APP),kiln ($(SERVER))) on http://$(BIND):$(PORT)/ with $(if $(DB),the database $(DB_SHOWN),data in $(DATA)), heap up to $(HEAP_MAX). Ctrl-C stops it cleanly."
