@@ -17,8 +17,9 @@ import kiln.kilim.KilimMain;
 import kiln.kilim.Router;
 
 /**
- * The README's second example: a todo list as a small REST API on fiber handlers, kept identical to
- * the README's text and tested (including every acknowledged add surviving SIGKILL) by TodoAppTest.
+ * The handler guide's second example (docs/handlers.md): a todo list as a small REST API on fiber
+ * handlers, kept identical to the guide's text and tested (including every acknowledged add
+ * surviving SIGKILL) by TodoAppTest; in examples-kilim, not in kiln-http-kilim's jar.
  * Run it with {@code make demo APP=kiln.kilim.example.TodoApp}, then
  * {@code curl --json '{"title":"milk"}' http://127.0.0.1:8080/todos}.
  */

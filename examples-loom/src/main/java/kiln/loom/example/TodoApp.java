@@ -15,9 +15,10 @@ import kiln.loom.LoomMain;
 import kiln.loom.Router;
 
 /**
- * The README's second example on virtual threads, the twin of {@code kiln.kilim.example.TodoApp}
- * (join() where the fiber awaits), kept identical to the README's text and tested (including
- * every acknowledged add surviving SIGKILL) by TodoAppTest. Run it with
+ * The handler guide's second example on virtual threads (docs/handlers.md), the twin of
+ * {@code kiln.kilim.example.TodoApp} (join() where the fiber awaits), kept identical to the guide's
+ * text and tested (including every acknowledged add surviving SIGKILL) by TodoAppTest; in
+ * examples-loom, not in kiln-http-loom's jar. Run it with
  * {@code make demo SERVER=loom APP=kiln.loom.example.TodoApp}, then
  * {@code curl --json '{"title":"milk"}' http://127.0.0.1:8080/todos}. JDK 21+.
  */
