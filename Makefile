@@ -12,8 +12,9 @@ DATA   ?= data
 DB     ?=
 # DB as make prints it: without its password (the command line that holds it is not echoed)
 DB_SHOWN = $(shell printf '%s' '$(DB)' | sed -E 's#(//[^/:@]*:)[^@/]*@#\1***@#; s#(password=)[^&]*#\1***#')
-# A main class to run instead of the demo's, from SERVER's jar: the in-tree examples
-# (e.g. kiln.kilim.example.HitCounter). Your own app lives in its own project: make new-app.
+# A main class to run instead of the demo's: an in-tree example, from the jar of SERVER's examples module
+# (examples-kilim: kiln.kilim.example.HitCounter; SERVER=loom, examples-loom: kiln.loom.example.*).
+# Your own app lives in its own project: make new-app.
 APP    ?=
 # The heap's ceiling (-Xmx); empty: deploy/jvm.options' own (256m, for a 1 GB VPS: it starts at 16 MB and
 # grows only as the server needs, leaving the rest to LMDB's page cache and the OS).
@@ -39,6 +40,11 @@ SERVER_NAMES := $(shell awk '!/^\#/ && NF {print $$1}' $(FRONTENDS))
 fe_field = $(shell awk -v n='$(1)' '!/^\#/ && $$1 == n {print $$$(2)}' $(FRONTENDS))
 MODULE = $(call fe_field,$(SERVER),2)
 JAR    = $(if $(MODULE),$(MODULE)/target/$(call fe_field,$(SERVER),3))
+# APP's module and jar: SERVER's examples (examples-kilim, examples-loom), rebuilt as a front end's jar is.
+APP_MODULE = $(if $(APP),examples-$(SERVER))
+APP_JAR    = $(if $(APP),$(APP_MODULE)/target/kiln-$(APP_MODULE).jar)
+EXAMPLE_SERVERS := $(patsubst examples-%,%,$(wildcard examples-*))
+EXAMPLE_JARS    := $(foreach s,$(EXAMPLE_SERVERS),examples-$(s)/target/kiln-examples-$(s).jar)
 FRONTEND_ARGS = $(shell awk -v n='$(SERVER)' '!/^\#/ && $$1 == n {$$1=$$2=$$3=$$4=$$5=$$6=""; sub(/^ +/, ""); print}' $(FRONTENDS))
 # The java that runs SERVER: $(JAVA) when its JDK range allows, else a fitting JDK under /usr/lib/jvm
 # (scripts/find-java.sh). When none fits, $(JAVA) runs it and the server names the JDK it needs.
@@ -50,12 +56,12 @@ NEW_JDK_FLAGS = $(shell v=$$($(SERVER_JAVA) -version 2>&1 | sed -n 's/.*version 
 # A jar is rebuilt when any main source or pom changed since it was made.
 MAIN_SOURCES := $(shell find . \( -path ./conformance -o -path ./starter \) -prune -o \( -path '*/src/main/*' -o -name pom.xml \) -type f -print 2>/dev/null)
 
-.PHONY: help build install new-app demo backup cluster cluster-stop test powercut bench-db bench-feeds bench-parser bench-memory bench-traps bench-hostile clean check-server
+.PHONY: help build install new-app demo backup cluster cluster-stop test powercut bench-db bench-feeds bench-parser bench-memory bench-traps bench-hostile clean check-server check-app
 
 help:
 	@echo "make demo [SERVER=$(SERVER_NAMES)] [PORT=8080] [DATA=data] [HEAP=256m] [ARGS=\"--threads 2\"]   build if needed and start a server"
 	@echo "make demo DB=postgresql://kiln@127.0.0.1:5432/kiln   the same over PostgreSQL instead of LMDB (docs/scaling.md)"
-	@echo "make demo APP=kiln.kilim.example.TodoApp   build and run an in-tree example instead of the demo (SERVER=loom for kiln.loom.example.*)"
+	@echo "make demo APP=kiln.kilim.example.TodoApp   build and run an in-tree example instead of the demo (examples-kilim/; SERVER=loom: kiln.loom.example.*)"
 	@echo "make demo ARGS=\"--app board\"              the message board example (docs/data.md) on any SERVER="
 	@echo "make install                               put kiln's artifacts (with sources and javadoc jars) and its Kilim weaver plugin into ~/.m2 (tests skipped)"
 	@echo "make new-app DIR=../myapp [KIND=loom]      a new app of your own in DIR, on Kilim fibers (or virtual threads); then: cd DIR && make run"
@@ -78,6 +84,9 @@ help:
 check-server:
 	@if [ -z "$(JAR)" ]; then echo "make: unknown SERVER '$(SERVER)'; choose one of: $(SERVER_NAMES) (frontends.conf)" >&2; exit 2; fi
 
+check-app:
+	@if [ -n "$(APP)" ] && [ ! -d "$(APP_MODULE)" ]; then echo "make: no in-tree examples for SERVER '$(SERVER)' (no $(APP_MODULE)/); APP= runs with one of: $(EXAMPLE_SERVERS)" >&2; exit 2; fi
+
 build:
 	$(MVN) -DskipTests package
 
@@ -95,10 +104,13 @@ new-app:
 $(JAR): $(MAIN_SOURCES)
 	$(MVN) -DskipTests -pl $(MODULE) -am package
 
-demo: check-server $(JAR)
+$(EXAMPLE_JARS): $(MAIN_SOURCES)
+	$(MVN) -DskipTests -pl $(firstword $(subst /, ,$@)) -am package
+
+demo: check-server check-app $(or $(APP_JAR),$(JAR))
 	@echo "Starting $(or $(APP),kiln ($(SERVER))) on http://$(BIND):$(PORT)/ with $(if $(DB),the database $(DB_SHOWN),data in $(DATA)), heap up to $(HEAP_MAX). Ctrl-C stops it cleanly."
 	@$(if $(APP),true,echo "  try: curl http://127.0.0.1:$(PORT)/db    curl 'http://127.0.0.1:$(PORT)/updates?queries=5'")
-	$(if $(DB),@)exec $(SERVER_JAVA) $(JAVA_FLAGS) $(NEW_JDK_FLAGS) $(if $(APP),-cp $(JAR) $(APP),-jar $(JAR)) --port $(PORT) --bind $(BIND) $(if $(DB),--db '$(DB)',--data $(DATA)) $(if $(APP),,$(FRONTEND_ARGS)) $(ARGS)
+	$(if $(DB),@)exec $(SERVER_JAVA) $(JAVA_FLAGS) $(NEW_JDK_FLAGS) $(if $(APP),-cp $(APP_JAR) $(APP),-jar $(JAR)) --port $(PORT) --bind $(BIND) $(if $(DB),--db '$(DB)',--data $(DATA)) $(if $(APP),,$(FRONTEND_ARGS)) $(ARGS)
 
 # A consistent, compacted copy of $(DATA) in $(TO)/data.mdb, safe while a server serves $(DATA) (README,
 # "Backup and restore"). Any front end's jar can do it; the heap is small, the copy is not on the heap.

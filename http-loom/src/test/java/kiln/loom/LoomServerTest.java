@@ -192,7 +192,8 @@ class LoomServerTest {
     /** On JDK 17 the server does not start: exit 1 and one line that names the JDK to use. */
     @Test
     void anOlderJdkIsRefusedWithOneLine() throws Exception {
-        Process find = new ProcessBuilder(ReadmeExample.REPO.resolve("scripts/find-java.sh").toString(), "17").start();
+        // Maven runs the tests in http-loom/, beside scripts/
+        Process find = new ProcessBuilder(Path.of("../scripts/find-java.sh").toString(), "17").start();
         String java17 = new String(find.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
         assertEquals(0, find.waitFor(), "the build's JDK 17 is on this machine");
         Process p = new ProcessBuilder(java17, "-cp", System.getProperty("java.class.path"), LoomDemo.class.getName(),

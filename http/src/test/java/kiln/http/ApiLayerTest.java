@@ -42,8 +42,8 @@ class ApiLayerTest {
 
     @Test
     void appsUseOnlyTheApi() throws IOException {
-        List<Path> apps = List.of(REPO.resolve("demo/src/main/java"), REPO.resolve("http-kilim/src/main/java/kiln/kilim/example"),
-            REPO.resolve("http-loom/src/main/java/kiln/loom/example"), REPO.resolve("starter"));
+        List<Path> apps = List.of(REPO.resolve("demo/src/main/java"), REPO.resolve("examples-kilim/src/main/java"),
+            REPO.resolve("examples-loom/src/main/java"), REPO.resolve("starter"));
         for (Path app : apps) {
             assertTrue(Files.isDirectory(app), "no " + app + ": the list of apps is out of date");
             assertEquals(List.of(), namingSpi(app, Integer.MAX_VALUE), "apps use kiln.http, not kiln.http.spi");

@@ -13,9 +13,10 @@ import kiln.loom.LoomMain;
 import kiln.loom.Router;
 
 /**
- * The README's handler example on virtual threads, the twin of {@code kiln.kilim.example.HitCounter}
- * (join() where the fiber has await()), kept compiling and in sync with the README by
- * HitCounterTest. Run it with {@code make demo SERVER=loom APP=kiln.loom.example.HitCounter}, then
+ * The handler guide's example on virtual threads (docs/handlers.md), the twin of
+ * {@code kiln.kilim.example.HitCounter} (join() where the fiber has await()), kept compiling and in
+ * sync with the guide by HitCounterTest; in examples-loom, not in kiln-http-loom's jar. Run it with
+ * {@code make demo SERVER=loom APP=kiln.loom.example.HitCounter}, then
  * {@code curl 'http://127.0.0.1:8080/hits?page=home'}. JDK 21+.
  */
 public final class HitCounter {

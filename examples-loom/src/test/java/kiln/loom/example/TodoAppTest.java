@@ -1,4 +1,4 @@
-package kiln.loom;
+package kiln.loom.example;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -31,14 +31,14 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import kiln.db.Codec;
 import kiln.db.Db;
 import kiln.db.Table;
-import kiln.loom.example.TodoApp;
+import kiln.loom.LoomServer;
 import kiln.loom.example.TodoApp.Todo;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /** The README's todo example on virtual threads: its text matches the compiled source, its REST API works, and it is durable. */
 class TodoAppTest {
-    private static final String SOURCE = "http-loom/src/main/java/kiln/loom/example/TodoApp.java";
+    private static final String SOURCE = "examples-loom/src/main/java/kiln/loom/example/TodoApp.java";
     private static final ObjectMapper JSON = new ObjectMapper();
     private final HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 

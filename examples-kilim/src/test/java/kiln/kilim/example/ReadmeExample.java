@@ -1,4 +1,4 @@
-package kiln.loom;
+package kiln.kilim.example;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -23,24 +23,20 @@ final class ReadmeExample {
 
     /** Asserts that {@value #PAGE} contains the marked part of {@code source} (a path from the repository root), dedented. */
     static void assertInReadme(String source) throws IOException {
-        String example = example(source);
+        String code = Files.readString(REPO.resolve(source));
+        int b = code.indexOf("// README-BEGIN\n");
+        int e = code.indexOf("// README-END");
+        assertTrue(b >= 0 && e > b, "README markers missing in " + source);
+        String example = dedent(code.substring(code.indexOf('\n', b) + 1, code.lastIndexOf('\n', e)));
         String readme = Files.readString(REPO.resolve(PAGE));
         assertTrue(readme.contains(example), PAGE + " must contain the code between README-BEGIN and README-END of "
             + source + ", verbatim:\n" + example);
     }
 
-    /** @return the marked lines' count (the lines the README shows), for the README's claims */
+    /** @return the marked lines' count, for the README's claims */
     static long lines(String source) throws IOException {
-        return example(source).lines().count();
-    }
-
-    /** @return the lines between README-BEGIN and README-END of {@code source}, dedented */
-    private static String example(String source) throws IOException {
         String code = Files.readString(REPO.resolve(source));
-        int b = code.indexOf("// README-BEGIN\n");
-        int e = code.indexOf("// README-END");
-        assertTrue(b >= 0 && e > b, "README markers missing in " + source);
-        return dedent(code.substring(code.indexOf('\n', b) + 1, code.lastIndexOf('\n', e)));
+        return code.substring(code.indexOf("// README-BEGIN"), code.indexOf("// README-END")).lines().count() - 1;
     }
 
     private static String dedent(String block) {

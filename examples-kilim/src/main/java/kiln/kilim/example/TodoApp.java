@@ -1,4 +1,6 @@
-package kiln.loom.example;
+package kiln.kilim.example;
+
+import static kiln.kilim.Fibers.await;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -11,15 +13,15 @@ import kiln.db.Codec;
 import kiln.db.Db;
 import kiln.db.Sequence;
 import kiln.db.Table;
-import kiln.loom.LoomMain;
-import kiln.loom.Router;
+import kiln.kilim.KilimMain;
+import kiln.kilim.Router;
 
 /**
- * The README's second example on virtual threads, the twin of {@code kiln.kilim.example.TodoApp}
- * (join() where the fiber awaits), kept identical to the README's text and tested (including
- * every acknowledged add surviving SIGKILL) by TodoAppTest. Run it with
- * {@code make demo SERVER=loom APP=kiln.loom.example.TodoApp}, then
- * {@code curl --json '{"title":"milk"}' http://127.0.0.1:8080/todos}. JDK 21+.
+ * The handler guide's second example (docs/handlers.md): a todo list as a small REST API on fiber
+ * handlers, kept identical to the guide's text and tested (including every acknowledged add
+ * surviving SIGKILL) by TodoAppTest; in examples-kilim, not in kiln-http-kilim's jar.
+ * Run it with {@code make demo APP=kiln.kilim.example.TodoApp}, then
+ * {@code curl --json '{"title":"milk"}' http://127.0.0.1:8080/todos}.
  */
 public final class TodoApp {
     private TodoApp() {
@@ -48,54 +50,54 @@ public final class TodoApp {
         Sequence ids = db.sequence("todos");
 
         return new Router()
-            .get("/todos", req -> Response.json(db.read(txn -> {
+            .get("/todos", req -> Response.json(await(db.read(txn -> {
                 List<Todo> all = new ArrayList<>();
                 todos.scan(txn, (id, todo) -> all.add(todo));
                 return all;
-            }).join()))
+            }))))
             .get("/todos/open", req -> {
-                long open = db.read(txn -> {
+                long open = await(db.read(txn -> {
                     long[] n = {0};
                     todos.scan(txn, (id, todo) -> {
                         if (!todo.done) n[0]++;
                         return true;
                     });
                     return n[0];
-                }).join();
+                }));
                 return Response.json(Map.of("open", open));
             })
             .post("/todos", req -> {
                 String title = req.json(Todo.class).title;         // malformed JSON: 400 with the reason
                 if (title == null || title.isBlank()) throw new HttpException(400, "a todo needs a title");
-                Todo added = db.write(txn -> {
+                Todo added = await(db.write(txn -> {
                     Todo todo = new Todo(ids.next(txn), title, false); // the id commits with the row
                     todos.put(txn, todo.id, todo);
                     return todo;
-                }).join();                                           // durable when join() returns
+                }));                                                 // durable when await returns
                 return Response.created("/todos/" + added.id, added);
             })
             .get("/todos/{id}", req -> {
                 long id = id(req);
-                Todo todo = db.read(txn -> todos.get(txn, id)).join();
+                Todo todo = await(db.read(txn -> todos.get(txn, id)));
                 if (todo == null) throw new HttpException(404, "no todo " + id);
                 return Response.json(todo);
             })
             .put("/todos/{id}", req -> {                             // {"done":true}, and a new title if given
                 long id = id(req);
                 Todo change = req.json(Todo.class);
-                Todo updated = db.write(txn -> {
+                Todo updated = await(db.write(txn -> {
                     Todo todo = todos.get(txn, id);
                     if (todo == null) return null;
                     Todo next = new Todo(id, change.title != null ? change.title : todo.title, change.done);
                     todos.put(txn, id, next);
                     return next;
-                }).join();
+                }));
                 if (updated == null) throw new HttpException(404, "no todo " + id);
                 return Response.json(updated);
             })
             .delete("/todos/{id}", req -> {
                 long id = id(req);
-                boolean deleted = db.write(txn -> todos.delete(txn, id)).join();
+                boolean deleted = await(db.write(txn -> todos.delete(txn, id)));
                 if (!deleted) throw new HttpException(404, "no todo " + id);
                 return Response.noContent();                           // 204: no body, no Content-Length
             });
@@ -111,8 +113,8 @@ public final class TodoApp {
         }
     }
 
-    /** {@code make demo SERVER=loom APP=kiln.loom.example.TodoApp}; the standard options, {@code --help} for them. */
+    /** {@code make demo APP=kiln.kilim.example.TodoApp}; the standard options, {@code --help} for them. */
     public static void main(String[] args) {
-        LoomMain.serve("todo", args, TodoApp::routes);
+        KilimMain.serve("todo", args, TodoApp::routes);
     }
 }

@@ -1,4 +1,4 @@
-package kiln.kilim;
+package kiln.kilim.example;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -31,14 +31,14 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import kiln.db.Codec;
 import kiln.db.Db;
 import kiln.db.Table;
-import kiln.kilim.example.TodoApp;
+import kiln.kilim.KilimServer;
 import kiln.kilim.example.TodoApp.Todo;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /** The README's todo example: its text matches the compiled source, its REST API works, and it is durable. */
 class TodoAppTest {
-    private static final String SOURCE = "http-kilim/src/main/java/kiln/kilim/example/TodoApp.java";
+    private static final String SOURCE = "examples-kilim/src/main/java/kiln/kilim/example/TodoApp.java";
     private static final ObjectMapper JSON = new ObjectMapper();
     private final HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 

@@ -15,9 +15,11 @@ import kiln.kilim.KilimMain;
 import kiln.kilim.Router;
 
 /**
- * The README's "write your own fiber handler" example, kept compiling (and its text in sync with
- * the README) by HitCounterTest. Run it with {@code make demo APP=kiln.kilim.example.HitCounter},
- * then {@code curl 'http://127.0.0.1:8080/hits?page=home'}.
+ * The handler guide's fiber handler example (docs/handlers.md), kept compiling (and its text in sync
+ * with the guide) by HitCounterTest: an app on kiln-http-kilim, in a module of its own
+ * (examples-kilim), not in the library's jar. Run it with
+ * {@code make demo APP=kiln.kilim.example.HitCounter}, then
+ * {@code curl 'http://127.0.0.1:8080/hits?page=home'}.
  */
 public final class HitCounter {
     private HitCounter() {

@@ -1,4 +1,4 @@
-package kiln.kilim;
+package kiln.kilim.example;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -13,7 +13,7 @@ import java.nio.file.Path;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import kiln.db.Db;
-import kiln.kilim.example.HitCounter;
+import kiln.kilim.KilimServer;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -21,7 +21,7 @@ import org.junit.jupiter.api.io.TempDir;
 class HitCounterTest {
     @Test
     void readmeShowsTheExampleExactlyAsCompiled() throws IOException {
-        ReadmeExample.assertInReadme("http-kilim/src/main/java/kiln/kilim/example/HitCounter.java");
+        ReadmeExample.assertInReadme("examples-kilim/src/main/java/kiln/kilim/example/HitCounter.java");
     }
 
     @Test

@@ -1,4 +1,4 @@
-package kiln.loom;
+package kiln.loom.example;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -13,7 +13,7 @@ import java.nio.file.Path;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import kiln.db.Db;
-import kiln.loom.example.HitCounter;
+import kiln.loom.LoomServer;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -21,7 +21,7 @@ import org.junit.jupiter.api.io.TempDir;
 class HitCounterTest {
     @Test
     void readmeShowsTheExampleExactlyAsCompiled() throws IOException {
-        ReadmeExample.assertInReadme("http-loom/src/main/java/kiln/loom/example/HitCounter.java");
+        ReadmeExample.assertInReadme("examples-loom/src/main/java/kiln/loom/example/HitCounter.java");
     }
 
     /** The README's table of the twins gives each example's line count, fibers beside virtual threads. */
@@ -29,8 +29,8 @@ class HitCounterTest {
     void readmeCountsTheTwinsLines() throws IOException {
         String readme = java.nio.file.Files.readString(ReadmeExample.REPO.resolve(ReadmeExample.PAGE));
         for (String example : new String[] {"HitCounter", "TodoApp"}) {
-            long fiber = ReadmeExample.lines("http-kilim/src/main/java/kiln/kilim/example/" + example + ".java");
-            long loom = ReadmeExample.lines("http-loom/src/main/java/kiln/loom/example/" + example + ".java");
+            long fiber = ReadmeExample.lines("examples-kilim/src/main/java/kiln/kilim/example/" + example + ".java");
+            long loom = ReadmeExample.lines("examples-loom/src/main/java/kiln/loom/example/" + example + ".java");
             String row = "| `" + example + "` lines | " + fiber + " | " + loom + " |";
             assertTrue(readme.contains(row), ReadmeExample.PAGE + " must say " + row);
         }
