@@ -38,6 +38,7 @@ final class Continuations {
     /** @param secret 32 random bytes kept in the database ({@code kiln.meta}) */
     Continuations(byte[] secret) {
         this.secret = new SecretKeySpec(secret, "HmacSHA256");
+        mac(new byte[1], 1);  // the JCA's first look-up of HmacSHA256 takes 100s of ms: here, at open, not in a first request
     }
 
     /**

@@ -41,8 +41,10 @@ final class BlockedCarrierChecker {
     private static final String[][] ADVICE = {
         {"jdk.internal.net.http.", "a blocking HttpClient.send", "use HttpClient.sendAsync and Fibers.await(future, timeout)"},
         {"java.lang.Thread.sleep", "Thread.sleep", "use Fibers.sleep(ms): it pauses the fiber, not the carrier"},
-        {"kiln.db.QueryFuture.", "a database future's join()/get()", "use Fibers.await(future): it pauses the fiber until the result is in"},
-        {"java.util.concurrent.CompletableFuture.", "CompletableFuture.join()/get()", "use Fibers.await(future, timeout): it pauses the fiber until the future completes"},
+        {"kiln.db.QueryFuture.join", "a database future's join()/get()", "use Fibers.await(future): it pauses the fiber until the result is in"},
+        {"kiln.db.QueryFuture.get", "a database future's join()/get()", "use Fibers.await(future): it pauses the fiber until the result is in"},
+        {"java.util.concurrent.CompletableFuture.waitingGet", "CompletableFuture.join()/get()", "use Fibers.await(future, timeout): it pauses the fiber until the future completes"},
+        {"java.util.concurrent.CompletableFuture.timedGet", "CompletableFuture.join()/get()", "use Fibers.await(future, timeout): it pauses the fiber until the future completes"},
         {"java.util.concurrent.locks.LockSupport.park", "a lock, latch or blocking queue", "wait with a Kilim Mailbox or Cell (get() pauses the fiber), or run the blocking call with Fibers.blocking(() -> ...)"},
         {"java.lang.Object.wait", "Object.wait", "wait with a Kilim Mailbox or Cell (get() pauses the fiber), or run the blocking call with Fibers.blocking(() -> ...)"},
         {"sun.nio.ch.", "blocking I/O", "run the call with Fibers.blocking(() -> ...): it runs on a bounded thread pool and pauses the fiber until it returns"},
@@ -203,6 +205,9 @@ final class BlockedCarrierChecker {
         "com.fasterxml.jackson.databind.ser.BasicSerializerFactory", "com.fasterxml.jackson.databind.ser.SerializerCache",
         "com.fasterxml.jackson.databind.deser.BeanDeserializerFactory", "com.fasterxml.jackson.databind.deser.BasicDeserializerFactory",
         "com.fasterxml.jackson.databind.deser.DeserializerCache",
+        // Jackson's first buffer recycler of a thread; the JCA's first look-up of an algorithm (a MAC, a digest)
+        "com.fasterxml.jackson.core.JsonFactory#_getBufferRecycler", "com.fasterxml.jackson.core.util.BufferRecyclers",
+        "javax.crypto.Mac#getInstance", "java.security.MessageDigest#getInstance", "sun.security.jca.",
     };
 
     /**
@@ -228,9 +233,16 @@ final class BlockedCarrierChecker {
     String report(String handler, String carrier, long busyMs, StackTraceElement[] stack) {
         String what = "a long computation";
         String instead = "split it into smaller steps, or run it with Fibers.blocking(() -> ...) and pause until it returns";
+        // what kiln's own Fibers calls (a completed future's result, a callback registered) never blocks:
+        // only the frames of its callers can be the blocking call
+        int from = 0;
+        for (int i = 0; i < stack.length; i++) {
+            if (stack[i].getClassName().equals(Fibers.class.getName())) from = i + 1;
+        }
         search:
         for (String[] a : ADVICE) {  // the most specific advice first: a blocking HttpClient.send parks in a CompletableFuture too
-            for (StackTraceElement f : stack) {
+            for (int i = from; i < stack.length; i++) {
+                StackTraceElement f = stack[i];
                 if ((f.getClassName() + "." + f.getMethodName()).startsWith(a[0])) {
                     what = a[1];
                     instead = a[2];

@@ -160,6 +160,13 @@ class TrapsTest {
         String client = watch.report("GET /a", t, 150, new StackTraceElement[] {park, get, send, loop});
         assertTrue(client.contains("blocked in a blocking HttpClient.send. In fiber code, use HttpClient.sendAsync and Fibers.await(future, timeout)"),
             () -> "the most specific advice wins, though the stack parks in a CompletableFuture first: " + client);
+        StackTraceElement whenComplete = new StackTraceElement("java.util.concurrent.CompletableFuture", "uniWhenCompleteStage", "CompletableFuture.java", 884);
+        StackTraceElement await = new StackTraceElement("kiln.kilim.Fibers", "await", "Fibers.java", 56);
+        String awaiting = watch.report("POST /login", t, 150, new StackTraceElement[] {whenComplete, await, loop});
+        assertTrue(awaiting.contains("a long computation") && !awaiting.contains("join()/get()"),
+            () -> "Fibers.await's own frames are not a blocking join: " + awaiting);
+        StackTraceElement join = new StackTraceElement("java.util.concurrent.CompletableFuture", "waitingGet", "CompletableFuture.java", 1864);
+        assertTrue(watch.report("GET /a", t, 150, new StackTraceElement[] {park, join, loop}).contains("blocked in CompletableFuture.join()/get()"));
         String busy = watch.report("GET /a", t, 150, new StackTraceElement[] {loop});
         assertTrue(busy.contains("a long computation") && busy.contains("at my.App.lambda$routes$0(App.java:42)"), busy);
         assertTrue(busy.contains("The server handed the carrier's other fibers to a new thread after 20 ms"), busy);
