@@ -35,7 +35,9 @@ public interface BodyStream {
      * Appends the parts available now to {@code out} (nothing is fine).
      *
      * @return a future that completes when there may be more to send (its result and failure are
-     *         ignored: {@code poll} is called again either way), or null when the body is complete
+     *         ignored: {@code poll} is called again either way), or null when the body is complete.
+     *         A completed future means "poll me again now": returned 1,000 times in a row with
+     *         nothing appended, the stream is ended as a busy loop (a warning names its route)
      * @throws Exception ends the stream: the front end logs it and closes the connection
      */
     CompletableFuture<?> poll(BodyOutput out) throws Exception;

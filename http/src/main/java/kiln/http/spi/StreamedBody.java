@@ -79,6 +79,14 @@ public final class StreamedBody implements BiConsumer<Object, Throwable> {
     private volatile boolean stopped;
     /** Set by {@link #clientLeft}: the body ends as {@link StreamEnd#CLIENT} at its next step. */
     private volatile boolean clientLeft;
+    /**
+     * Polls in a row that wrote nothing and returned a completed future: the body asks to be polled
+     * again at once without having anything to send. A few are a body's own steps (a read it started
+     * was already done); this many is a busy loop (a merged future reused after it completed), and
+     * the body is ended rather than spun.
+     */
+    static final int MAX_IDLE_POLLS = 1_000;
+    private int idlePolls;
     /** The parked loop's wake-up ({@link #park}); whoever swaps it out runs it. */
     @SuppressWarnings("unused") private volatile Runnable wake;
 
@@ -146,8 +154,17 @@ public final class StreamedBody implements BiConsumer<Object, Throwable> {
             }
             if (out.length() > 0) {
                 lastSent = clock.getAsLong();
+                idlePolls = 0;
                 return Next.PART;
             }
+            if (next != null && next.isDone() && ++idlePolls >= MAX_IDLE_POLLS) {
+                LOG.warning("the streamed body of " + name + " returned a completed future " + MAX_IDLE_POLLS + " times in a row"
+                    + " without writing anything: it would spin on its thread forever, so it is ended (return a future that"
+                    + " completes when there is something to send)");
+                reason = StreamEnd.ERROR;
+                return Next.END;
+            }
+            if (next == null || !next.isDone()) idlePolls = 0;
         }
         return Next.END;
     }

@@ -391,6 +391,21 @@ class ConnectionTest {
         assertEquals("", d.takeWritten(), "the next one 15 s after this one");
     }
 
+    /** A body that asks to be polled again at once, forever, with nothing to send (a combined future reused once complete) is ended, not spun. */
+    @Test
+    void aStreamThatNeverWritesAndNeverWaitsIsEndedInsteadOfSpinning() {
+        AtomicInteger polls = new AtomicInteger();
+        CompletableFuture<Void> done = CompletableFuture.completedFuture(null);
+        BodyStream spinning = out -> {
+            polls.incrementAndGet();
+            return done;
+        };
+        Driver d = new Driver(r -> Response.stream(200, "text/event-stream", spinning)).send(GET);
+        assertSame(Action.CLOSE, d.run(), "ended: the chunked body is cut, the connection closes");
+        assertEquals(StreamedBody.MAX_IDLE_POLLS, polls.get());
+        assertEquals(List.of(StreamEnd.ERROR), d.owner.streamsEnded);
+    }
+
     /** The driver lends the buffers ({@link Connection.Owner#buffers}): each comes back once, and none is held once the connection is idle or closed. */
     @Test
     void everyBufferBorrowedIsGivenBackOnceAndAnIdleConnectionHoldsNone() {
