@@ -47,7 +47,7 @@ public final class Endpoints {
             (demo, router) -> request -> {
                 int id = Params.worldId(request);
                 LiveWorlds live = demo.live();
-                return Step.of(ServerSentEvents.response(live.subscriber(ServerSentEvents.lastEventId(request, live.lastSeq()), id)));
+                return Step.of(ServerSentEvents.response(live.subscriber(request.header("Last-Event-ID"), id)));
             }),
         get("/queries?queries=N", "/queries?queries=20", "N random rows (1..500)",
             (demo, router) -> request -> Step.after(demo.db().read(demo.randomWorlds(Params.queries(request.param("queries")))),
@@ -61,7 +61,7 @@ public final class Endpoints {
         get("/updates/events", "/updates/events", "server-sent events: every committed /updates, id = its commit sequence number",
             (demo, router) -> request -> {
                 LiveWorlds live = demo.live();
-                return Step.of(ServerSentEvents.response(live.subscriber(ServerSentEvents.lastEventId(request, live.lastSeq()), null)));
+                return Step.of(ServerSentEvents.response(live.subscriber(request.header("Last-Event-ID"), null)));
             }),
         get("/live", "/live", "a page whose table follows /updates/events live (EventSource)",
             (demo, router) -> {

@@ -8,20 +8,16 @@ import java.util.Base64;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 
 import kiln.db.ChangeFeed;
 import kiln.db.ChangeSet;
 import kiln.db.Codec;
 import kiln.db.Db;
-import kiln.db.DbException;
 import kiln.db.IdempotencyKeys;
 import kiln.db.Index;
 import kiln.db.Page;
 import kiln.db.PrefixFeed;
 import kiln.db.Query;
-import kiln.db.QueryFuture;
 import kiln.db.Range;
 import kiln.db.Sequence;
 import kiln.db.Table;
@@ -32,6 +28,7 @@ import kiln.http.Response;
 import kiln.http.Request;
 import kiln.http.ServerSentEvents;
 import kiln.server.AbstractRouter;
+import kiln.server.FeedEvents;
 import kiln.server.Step;
 
 /**
@@ -191,45 +188,15 @@ public final class MessageBoard {
             })
             .steps("GET", "/rooms/{room}/events", req -> {
                 PrefixFeed<Tuple, Message> room = feed.prefix(Tuple.of(req.pathParam("room")));
-                return Step.of(ServerSentEvents.response(new RoomEvents(room, ServerSentEvents.lastEventId(req, room.lastSeq()))));
+                return Step.of(ServerSentEvents.response(FeedEvents.builder()   // woken only by the room's commits
+                    .add(room, (events, id, set) -> {
+                        for (ChangeSet.Change<Tuple, Message> c : set.changes()) {
+                            if (!c.deleted()) events.event(id, "message", json(c.value()));
+                        }
+                    })
+                    .resumeFrom(req)
+                    .build()));
             });
-    }
-
-    /** One subscriber of a room: its position in the feed, woken only by the room's commits. */
-    private static final class RoomEvents extends ServerSentEvents.Stream {
-        private final PrefixFeed<Tuple, Message> room;
-        private long seen;
-        /** A read of the feed's log the stream waits for (over PostgreSQL, on a read thread), or null. */
-        private QueryFuture<PrefixFeed.Changes<Tuple, Message>> reading;
-
-        RoomEvents(PrefixFeed<Tuple, Message> room, long seen) {
-            this.room = room;
-            this.seen = seen;
-        }
-
-        @Override
-        protected CompletableFuture<?> next(ServerSentEvents.Events events) {
-            if (reading == null) reading = room.readAsync(seen, 64);  // done at once unless the log must be read
-            if (!reading.isDone()) return reading;
-            QueryFuture<PrefixFeed.Changes<Tuple, Message>> read = reading;
-            reading = null;
-            PrefixFeed.Changes<Tuple, Message> changes;
-            try {
-                changes = read.join();                      // done: returns at once
-            } catch (CompletionException e) {
-                if (!(e.getCause() instanceof DbException.Expired expired)) throw e;
-                seen = room.lastSeq();                      // away longer than the feed keeps: start again
-                events.event(Long.toString(seen), "reload", json(Map.of("reason", expired.getMessage())));
-                return room.after(seen);
-            }
-            for (ChangeSet<Tuple, Message> set : changes.sets()) {
-                for (ChangeSet.Change<Tuple, Message> c : set.changes()) {
-                    if (!c.deleted()) events.event(Long.toString(set.seq()), "message", json(c.value()));
-                }
-            }
-            seen = changes.through();
-            return room.after(seen);
-        }
     }
 
     private static Response page(Page<Tuple, Message> page) {
