@@ -5,12 +5,13 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.function.LongFunction;
+import java.util.function.LongSupplier;
 
 import kiln.db.ChangeFeed;
 import kiln.db.ChangeSet;
 import kiln.db.DbException;
 import kiln.db.PrefixFeed;
-import kiln.db.QueryFuture;
 import kiln.http.HttpException;
 import kiln.http.Json;
 import kiln.http.Request;
@@ -147,13 +148,15 @@ public final class FeedEvents extends ServerSentEvents.Stream {
 
         /** Adds a table's feed: every committed write to the table is a set. */
         public <K, V> Builder add(ChangeFeed<K, V> feed, Format<K, V> format) {
-            parts.add(new TablePart<>(feed, format));
+            parts.add(new Part<>(format, feed::lastSeq, feed::after,
+                seq -> feed.readAsync(seq, SETS_PER_STEP).thenApply(sets -> new Read<>(sets, seq))));
             return this;
         }
 
         /** Adds a prefix feed: the writes that touch its prefix ({@link ChangeFeed#prefix}). */
         public <K, V> Builder add(PrefixFeed<K, V> feed, Format<K, V> format) {
-            parts.add(new PrefixPart<>(feed, format));
+            parts.add(new Part<>(format, feed::lastSeq, feed::after,
+                seq -> feed.readAsync(seq, SETS_PER_STEP).thenApply(c -> new Read<>(c.sets(), c.through()))));
             return this;
         }
 
@@ -184,40 +187,46 @@ public final class FeedEvents extends ServerSentEvents.Stream {
             resume = parse(resumeText, parts.size());
             for (int i = 0; i < parts.size(); i++) {
                 Part<?, ?> p = parts.get(i);
-                p.seen = resume == null ? p.lastSeq() : resume[i];
+                p.seen = resume == null ? p.lastSeq.getAsLong() : resume[i];
                 // a resumed part reads at once: what it missed, or the feed's word that its id is
                 // older than the feed keeps or ahead of it (a reload), rather than waiting for a commit
-                if (resume != null) p.startReading();
+                if (resume != null) p.readNow();
             }
             return new FeedEvents(heartbeatMs, new ArrayList<>(parts));
         }
     }
 
+    /**
+     * What one read of a part gave: its sets, and the position it read through (a prefix feed's
+     * read passes the sets of other prefixes).
+     */
+    private record Read<K, V>(List<ChangeSet<K, V>> sets, long through) {
+    }
+
     /** One feed of the stream: where it is, and the wait or read under way. */
-    private abstract static class Part<K, V> {
+    private static final class Part<K, V> {
         final Format<K, V> format;
+        final LongSupplier lastSeq;
+        final LongFunction<? extends CompletableFuture<Void>> after;
+        final LongFunction<CompletableFuture<Read<K, V>>> read;
         long seen;
         /** What the part waits on ({@code after(seen)}), or null. */
         CompletableFuture<Void> waiting;
         /** A read of what came after {@code seen}, or null. */
-        CompletableFuture<List<ChangeSet<K, V>>> reading;
-        /** The position a finished read delivered through (a prefix feed skips other prefixes' sets). */
-        long readThrough;
+        CompletableFuture<Read<K, V>> reading;
 
-        Part(Format<K, V> format) {
+        Part(Format<K, V> format, LongSupplier lastSeq, LongFunction<? extends CompletableFuture<Void>> after,
+             LongFunction<CompletableFuture<Read<K, V>>> read) {
             this.format = format;
+            this.lastSeq = lastSeq;
+            this.after = after;
+            this.read = read;
         }
 
-        abstract long lastSeq();
-
-        void startReading() {
-            reading = readAsync(seen);
+        /** Starts a read after {@link #seen}. */
+        void readNow() {
+            reading = read.apply(seen);
         }
-
-        abstract QueryFuture<Void> after(long seq);
-
-        /** @return the sets after {@code seq}; sets {@link #readThrough} once done */
-        abstract CompletableFuture<List<ChangeSet<K, V>>> readAsync(long seq);
 
         /**
          * One step: writes what the part's feed has after {@link #seen}.
@@ -225,92 +234,39 @@ public final class FeedEvents extends ServerSentEvents.Stream {
          * @return what the part waits on: complete when the feed has more already (after events
          *         were written, or when the feed moved during the step), else not complete
          */
-        final CompletableFuture<?> step(FeedEvents stream, ServerSentEvents.Events events) {
+        CompletableFuture<?> step(FeedEvents stream, ServerSentEvents.Events events) {
             for (int reads = 0; ; ) {
                 if (reading != null) {
                     if (!reading.isDone()) return reading;
-                    CompletableFuture<List<ChangeSet<K, V>>> read = reading;
+                    CompletableFuture<Read<K, V>> done = reading;
                     reading = null;
-                    List<ChangeSet<K, V>> sets;
+                    Read<K, V> got;
                     try {
-                        sets = read.join();
+                        got = done.join();
                     } catch (CompletionException e) {
                         if (!(e.getCause() instanceof DbException.Expired expired)) throw e;
-                        seen = lastSeq();
+                        seen = lastSeq.getAsLong();
                         events.event(stream.id(), "reload", reason(expired));
-                        return waiting = after(seen);
+                        return waiting = after.apply(seen);
                     }
-                    long through = Math.max(readThrough, seen);
-                    for (ChangeSet<K, V> set : sets) {
+                    for (ChangeSet<K, V> set : got.sets()) {
                         seen = set.seq();
                         format.write(events, stream.id(), set);
                     }
-                    seen = Math.max(seen, through);
-                    if (!sets.isEmpty()) return waiting = after(seen);
-                    // nothing for this part (a prefix feed skips other prefixes' sets): wait from where the read got to
+                    seen = Math.max(seen, got.through());
+                    if (!got.sets().isEmpty()) return waiting = after.apply(seen);
+                    // nothing for this part (a prefix feed passes other prefixes' sets): wait from where the read got to
                 }
-                if (waiting == null) waiting = after(seen);
+                if (waiting == null) waiting = after.apply(seen);
                 if (!waiting.isDone()) return waiting;
                 waiting = null;
-                if (++reads > 2) return after(Math.max(seen, lastSeq()));  // woken twice for nothing: wait for the feed to move
-                reading = readAsync(seen);  // done at once unless the log must be read
+                if (++reads > 2) return after.apply(Math.max(seen, lastSeq.getAsLong()));  // woken twice for nothing: wait for the feed to move
+                readNow();  // done at once unless the log must be read
             }
         }
     }
 
     private static String reason(DbException.Expired expired) {
         return new String(Json.write(Map.of("reason", expired.getMessage())), java.nio.charset.StandardCharsets.UTF_8);
-    }
-
-    private static final class TablePart<K, V> extends Part<K, V> {
-        private final ChangeFeed<K, V> feed;
-
-        TablePart(ChangeFeed<K, V> feed, Format<K, V> format) {
-            super(format);
-            this.feed = feed;
-        }
-
-        @Override
-        long lastSeq() {
-            return feed.lastSeq();
-        }
-
-        @Override
-        QueryFuture<Void> after(long seq) {
-            return feed.after(seq);
-        }
-
-        @Override
-        CompletableFuture<List<ChangeSet<K, V>>> readAsync(long seq) {
-            readThrough = seq;
-            return feed.readAsync(seq, SETS_PER_STEP);
-        }
-    }
-
-    private static final class PrefixPart<K, V> extends Part<K, V> {
-        private final PrefixFeed<K, V> feed;
-
-        PrefixPart(PrefixFeed<K, V> feed, Format<K, V> format) {
-            super(format);
-            this.feed = feed;
-        }
-
-        @Override
-        long lastSeq() {
-            return feed.lastSeq();
-        }
-
-        @Override
-        QueryFuture<Void> after(long seq) {
-            return feed.after(seq);
-        }
-
-        @Override
-        CompletableFuture<List<ChangeSet<K, V>>> readAsync(long seq) {
-            return feed.readAsync(seq, SETS_PER_STEP).thenApply(changes -> {
-                readThrough = changes.through();  // read by the stream once the future is done: ordered by it
-                return changes.sets();
-            });
-        }
     }
 }
