@@ -149,9 +149,14 @@ public final class DbTool implements Runnable {
         }
     }
 
+    /** @return the engine's location for messages, without the session name {@link #named} gave it */
+    static String where(KvEngine engine) {
+        return engine.location().replaceAll("ApplicationName=kiln-db[^&]*&?", "").replaceAll("[?&]$", "");
+    }
+
     static KvSpace space(KvEngine engine, KvTxn txn, String name) {
         KvSpace s = engine.space(txn, name, false);
-        if (s == null) throw new ToolException("no space '" + name + "' in " + engine.location() + "; there are: " + String.join(", ", engine.spaceNames(txn)));
+        if (s == null) throw new ToolException("no space '" + name + "' in " + where(engine) + "; there are: " + String.join(", ", engine.spaceNames(txn)));
         return s;
     }
 
@@ -377,14 +382,14 @@ public final class DbTool implements Runnable {
     /** @return {@code e}, saying what a load that failed half-way left in the target */
     private static RuntimeException partly(RuntimeException e, Loader loader, KvEngine target) {
         if (loader.loaded().isEmpty() || !(e instanceof ToolException)) return e;
-        return new ToolException(e.getMessage() + "; " + target.location() + " holds what was loaded before ("
+        return new ToolException(e.getMessage() + "; " + where(target) + " holds what was loaded before ("
             + Layout.plural(loader.loaded().size(), "space") + "): load again with --replace", e);
     }
 
     private static void report(PrintStream out, String verb, Loader loader, KvEngine target, String from) {
         long entries = loader.loaded().values().stream().mapToLong(Long::longValue).sum();
         out.printf(Locale.ROOT, "%s %s, %s into %s %s; read back and checked%n", verb, Layout.plural(loader.loaded().size(), "space"),
-            Layout.plural(entries, "entry"), target.location(), from);
+            Layout.plural(entries, "entry"), where(target), from);
         int width = 5;
         for (String s : loader.loaded().keySet()) width = Math.max(width, s.length());
         for (Map.Entry<String, Long> e : loader.loaded().entrySet()) out.printf(Locale.ROOT, "  %-" + width + "s  %,10d%n", e.getKey(), e.getValue());
@@ -411,7 +416,7 @@ public final class DbTool implements Runnable {
             Path a = lmdbDirectory(from);
             if (a != null && a.equals(lmdbDirectory(to))) throw new ToolException("FROM and TO are the same directory, " + a);
             try (KvEngine source = openReadOnly(from); KvEngine target = openToWrite(to)) {
-                if (source.location().equals(target.location())) throw new ToolException("FROM and TO are the same database, " + source.location());
+                if (where(source).equals(where(target))) throw new ToolException("FROM and TO are the same database, " + where(source));
                 Loader loader = new Loader(target, replace, batch, new Progress(tool.err, quiet));
                 Dump.Header h;
                 try {
@@ -436,7 +441,7 @@ public final class DbTool implements Runnable {
         @Override
         public Integer call() {
             try (KvEngine engine = openReadOnly(url)) {
-                return Verify.print(tool.out, KvEngines.engineName(url) + " " + engine.location(), Verify.run(engine)) == 0 ? 0 : 1;
+                return Verify.print(tool.out, KvEngines.engineName(url) + " " + where(engine), Verify.run(engine)) == 0 ? 0 : 1;
             }
         }
     }

@@ -109,7 +109,7 @@ final class Dump {
     static Header read(KvEngine engine, String engineName, List<String> names, Sink sink) {
         try (KvTxn txn = engine.beginRead()) {
             List<String> spaces = Layout.only(engine.spaceNames(txn), names);
-            Header header = new Header(engine.location(), engineName, Instant.now(), spaces);
+            Header header = new Header(DbTool.where(engine), engineName, Instant.now(), spaces);
             sink.begin(header);
             long entries = 0;
             for (String name : spaces) {

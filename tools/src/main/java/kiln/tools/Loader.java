@@ -62,7 +62,7 @@ final class Loader implements Dump.Sink {
     public void begin(Dump.Header header) {
         List<String> others = target.otherClients();
         if (!others.isEmpty()) {
-            throw new ToolException(target.location() + " has other clients (" + String.join(", ", others) + "): a kiln server may be"
+            throw new ToolException(DbTool.where(target) + " has other clients (" + String.join(", ", others) + "): a kiln server may be"
                 + " using it, and a load must not write behind a server's back; stop them, then load");
         }
         Map<String, Long> holding = new LinkedHashMap<>();
@@ -74,7 +74,7 @@ final class Loader implements Dump.Sink {
         }
         if (holding.isEmpty()) return;
         if (!replace) {
-            throw new ToolException(target.location() + " holds data already (" + describe(holding) + "): load into an empty database,"
+            throw new ToolException(DbTool.where(target) + " holds data already (" + describe(holding) + "): load into an empty database,"
                 + " or give --replace to empty the dump's spaces there first");
         }
         Set<String> dumped = new HashSet<>(header.spaces());
@@ -131,7 +131,7 @@ final class Loader implements Dump.Sink {
             String hint = e.getClass().getSimpleName().contains("DbFull")
                 ? ": LMDB's maxTables is too small for this database's spaces; open it with lmdb:DIR?maxTables=N (N at least "
                 + loaded.size() + " and more), and give servers the same --db URL" : "";
-            throw new ToolException("cannot make space '" + name + "' in " + target.location() + ": " + e.getMessage() + hint, e);
+            throw new ToolException("cannot make space '" + name + "' in " + DbTool.where(target) + ": " + e.getMessage() + hint, e);
         }
     }
 
@@ -169,7 +169,7 @@ final class Loader implements Dump.Sink {
         try {
             txn.commit();
         } catch (KvTxn.TooLarge e) {
-            throw new ToolException("the load does not fit in " + target.location() + ": " + e.getMessage(), e);
+            throw new ToolException("the load does not fit in " + DbTool.where(target) + ": " + e.getMessage(), e);
         } finally {
             txn.close();
             txn = null;
@@ -197,7 +197,7 @@ final class Loader implements Dump.Sink {
                     while (c.next()) d.add(c.key(), c.value());
                 }
                 if (d.entries() != loaded.get(e.getKey()) || !MessageDigest.isEqual(d.sha256(), e.getValue())) {
-                    throw new ToolException("space '" + e.getKey() + "' in " + target.location() + " reads back " + d.entries()
+                    throw new ToolException("space '" + e.getKey() + "' in " + DbTool.where(target) + " reads back " + d.entries()
                         + " entries that differ from the " + loaded.get(e.getKey()) + " loaded: another process wrote it meanwhile?");
                 }
             }

@@ -126,7 +126,7 @@ final class Stat {
     /** @return the engine's line: where, and its map's use where it has a map */
     private static String describe(String engineName, KvEngine engine) {
         KvStats s = engine.stats();
-        String where = engineName + " " + engine.location() + " (read-only)";
+        String where = engineName + " " + DbTool.where(engine) + " (read-only)";
         if (s.mapSize() <= 0) return where;
         return where + ": map " + bytes(s.usedBytes()) + " used of " + bytes(s.mapSize())
             + String.format(Locale.ROOT, " (%.2f %%)", 100.0 * s.usedBytes() / s.mapSize());
