@@ -43,7 +43,7 @@ import picocli.CommandLine.Parameters;
  * (its writers' lock), and refuse a PostgreSQL database with other sessions on it, or one that holds
  * data. Exit status: 0 done, 1 refused or failed (one line says why), 2 a wrong command line.
  */
-@Command(name = "kiln db", mixinStandardHelpOptions = true, version = "kiln db 0.1.0", sortOptions = false,
+@Command(name = "kiln db", mixinStandardHelpOptions = true, version = "kiln db 0.1.0", sortOptions = false, usageHelpWidth = 110,
     subcommands = {DbTool.StatCommand.class, DbTool.GetCommand.class, DbTool.RangeCommand.class, DbTool.DumpCommand.class,
         DbTool.LoadCommand.class, DbTool.CopyCommand.class, DbTool.VerifyCommand.class, CommandLine.HelpCommand.class},
     description = {"See and move a kiln database, over any engine URL, without the app's code.",
@@ -122,9 +122,14 @@ public final class DbTool implements Runnable {
         return KvEngines.openReadOnly(named(url, "kiln-db"));
     }
 
-    /** @return the engine at {@code url}, to write; its PostgreSQL sessions named as this process's alone */
+    /**
+     * @return the engine at {@code url}, to write; its PostgreSQL sessions named as this process's
+     *         alone, and 2 read connections unless the URL says (a tool's, not a server's 8)
+     */
     static KvEngine openToWrite(String url) {
-        return KvEngines.open(named(url, "kiln-db-load-" + ProcessHandle.current().pid()));
+        String named = named(url, "kiln-db-load-" + ProcessHandle.current().pid());
+        if (!named.equals(url) && !url.contains("readConnections=")) named += "&readConnections=2";
+        return KvEngines.open(named);
     }
 
     /**
@@ -173,10 +178,11 @@ public final class DbTool implements Runnable {
 
     // ---- the commands ----
 
-    @Command(name = "stat", mixinStandardHelpOptions = true, description = {
-        "Every space of the database in one snapshot: kind, entries, bytes of keys and values, and what kiln's marks say:",
-        "an index's build state, a feed's last sequence, an expiring table's next expiry, the sequences; the map's use (LMDB).",
-        "Read-only: runs beside a server."})
+    @Command(name = "stat", mixinStandardHelpOptions = true, usageHelpWidth = 110, sortOptions = false, description = {
+        "Every space: kind, entries, bytes, index builds, feeds' last sequences, the map's use.",
+        "In one snapshot, each space's kind, entries and bytes of keys and values, and what kiln's marks say of it: an",
+        "index's build state, a feed's last sequence, an expiring table's next expiry, the sequences' values; then the",
+        "map's use (LMDB). Read-only: runs beside a server."})
     static final class StatCommand extends Sub implements Callable<Integer> {
         @Parameters(index = "0", paramLabel = "URL", description = "the database") String url;
 
@@ -189,9 +195,10 @@ public final class DbTool implements Runnable {
         }
     }
 
-    @Command(name = "get", mixinStandardHelpOptions = true, description = {
-        "One entry of a space: its value (and expiry, in an expiring table); in an index, the rows of an index key.",
-        "Exit status 1 when there is none. Read-only: runs beside a server."})
+    @Command(name = "get", mixinStandardHelpOptions = true, usageHelpWidth = 110, sortOptions = false, description = {
+        "One entry of a space; in an index, an index key's rows.",
+        "Prints the entry as range does: its key and value (and expiry, in an expiring table); in an index, each row key",
+        "of the index key. Exit status 1 when there is none. Read-only: runs beside a server."})
     static final class GetCommand extends Sub implements Callable<Integer> {
         @Parameters(index = "0", paramLabel = "URL", description = "the database") String url;
         @Parameters(index = "1", paramLabel = "SPACE", description = "a table, index or any space stat lists") String spaceName;
@@ -230,8 +237,9 @@ public final class DbTool implements Runnable {
         }
     }
 
-    @Command(name = "range", mixinStandardHelpOptions = true, description = {
-        "A page of a space's entries in key order, one per line: KEY, TAB, VALUE (and TAB, a note).",
+    @Command(name = "range", mixinStandardHelpOptions = true, usageHelpWidth = 110, sortOptions = false, description = {
+        "A page of a space's entries, in key order.",
+        "One entry per line: KEY, TAB, VALUE (and TAB, a note).",
         "Keys print as they are typed: \"text\", tuples, int:N, long:N, 0xHEX; values as JSON, \"text\", numbers or hex.",
         "In an index, KEY bounds are index keys and each line is an index key and its row's key.",
         "When more entries follow, the last line on standard error gives the --after of the next page.",
@@ -297,8 +305,9 @@ public final class DbTool implements Runnable {
         }
     }
 
-    @Command(name = "dump", mixinStandardHelpOptions = true, description = {
-        "The database, or some of its spaces, in one snapshot as a portable dump: JSON lines, a line per entry",
+    @Command(name = "dump", mixinStandardHelpOptions = true, usageHelpWidth = 110, sortOptions = false, description = {
+        "The database as a portable dump, a line per entry.",
+        "The database, or some of its spaces, in one snapshot as JSON lines, a line per entry",
         "(keys and values in base64), each space counted and digested (SHA-256) so that load checks it.",
         "Read-only: runs beside a server (an LMDB snapshot held for long keeps freed pages from reuse meanwhile)."})
     static final class DumpCommand extends Sub implements Callable<Integer> {
@@ -347,8 +356,9 @@ public final class DbTool implements Runnable {
         };
     }
 
-    @Command(name = "load", mixinStandardHelpOptions = true, description = {
-        "A dump into a database, in write transactions of bounded size, each space checked against the dump's count and digest",
+    @Command(name = "load", mixinStandardHelpOptions = true, usageHelpWidth = 110, sortOptions = false, description = {
+        "A dump into an empty database.",
+        "In write transactions of bounded size, each space checked against the dump's count and digest",
         "as it is read, and read back from the database at the end. Refused where a server uses the database (LMDB: its",
         "writers' lock; PostgreSQL: other sessions on it), and where it holds data, unless --replace."})
     static final class LoadCommand extends Sub implements Callable<Integer> {
@@ -397,8 +407,9 @@ public final class DbTool implements Runnable {
         if (!loader.leftAlone().isEmpty()) out.println("left as they were (not in the dump): " + String.join(", ", loader.leftAlone()));
     }
 
-    @Command(name = "copy", mixinStandardHelpOptions = true, description = {
-        "One database into another, over any two engines (an LMDB directory into PostgreSQL and back): every space,",
+    @Command(name = "copy", mixinStandardHelpOptions = true, usageHelpWidth = 110, sortOptions = false, description = {
+        "One database into another, empty one: LMDB into PostgreSQL and back.",
+        "Over any two engines, every space,",
         "so tables, indexes, feeds and their sequence numbers, sequences, expiries and settings alike; a dump piped into a",
         "load in one process. FROM is read in one snapshot, beside a server; TO is refused as load refuses it."})
     static final class CopyCommand extends Sub implements Callable<Integer> {
@@ -431,7 +442,8 @@ public final class DbTool implements Runnable {
         }
     }
 
-    @Command(name = "verify", mixinStandardHelpOptions = true, description = {
+    @Command(name = "verify", mixinStandardHelpOptions = true, usageHelpWidth = 110, sortOptions = false, description = {
+        "Check every space and kiln's structures in it.",
         "Reads the whole database in one snapshot and checks it: every space's keys in order and its count (the engine's",
         "walk), feed logs without gaps, expiry schedules against their tables, index entries' shape and build state,",
         "sequences, settings. Exit status 1 when a problem is found. Read-only: runs beside a server."})

@@ -50,6 +50,8 @@ final class Loader implements Dump.Sink {
     private long inSpace;
     private int inBatch;
     private long bytesInBatch;
+    /** The spaces the dump holds, from its header. */
+    private int spaces;
 
     Loader(KvEngine target, boolean replace, int batchEntries, Progress progress) {
         this.target = target;
@@ -60,6 +62,7 @@ final class Loader implements Dump.Sink {
 
     @Override
     public void begin(Dump.Header header) {
+        spaces = header.spaces().size();
         List<String> others = target.otherClients();
         if (!others.isEmpty()) {
             throw new ToolException(DbTool.where(target) + " has other clients (" + String.join(", ", others) + "): a kiln server may be"
@@ -129,8 +132,8 @@ final class Loader implements Dump.Sink {
             txn.close();
             txn = null;
             String hint = e.getClass().getSimpleName().contains("DbFull")
-                ? ": LMDB's maxTables is too small for this database's spaces; open it with lmdb:DIR?maxTables=N (N at least "
-                + loaded.size() + " and more), and give servers the same --db URL" : "";
+                ? " (LMDB's maxTables, 32 by default, is too small for the dump's " + spaces + " spaces: give lmdb:DIR?maxTables=N with N at"
+                + " least " + spaces + " here, and the servers the same --db lmdb:DIR?maxTables=N)" : "";
             throw new ToolException("cannot make space '" + name + "' in " + DbTool.where(target) + ": " + e.getMessage() + hint, e);
         }
     }
