@@ -65,7 +65,7 @@ final class Loader implements Dump.Sink {
         spaces = header.spaces().size();
         List<String> others = target.otherClients();
         if (!others.isEmpty()) {
-            throw new ToolException(DbTool.where(target) + " has other clients (" + String.join(", ", others) + "): a kiln server may be"
+            throw new ToolException(DbTool.where(target) + " has other clients (" + summary(others) + "): a kiln server may be"
                 + " using it, and a load must not write behind a server's back; stop them, then load");
         }
         Map<String, Long> holding = new LinkedHashMap<>();
@@ -89,6 +89,18 @@ final class Loader implements Dump.Sink {
                 leftAlone.add(e.getKey());
             }
         }
+    }
+
+    /** @return {@code others} counted by who they are: "11 sessions of user kiln ('kiln-a'), 1 session of user ops" */
+    static String summary(List<String> others) {
+        Map<String, Integer> byWho = new LinkedHashMap<>();
+        for (String o : others) byWho.merge(o.replaceFirst("^session [0-9]+ ", ""), 1, Integer::sum);
+        List<String> parts = new ArrayList<>();
+        for (Map.Entry<String, Integer> e : byWho.entrySet()) {
+            parts.add(e.getKey().startsWith("of ") ? Layout.plural(e.getValue(), "session") + " " + e.getKey()
+                : e.getValue() > 1 ? e.getValue() + " × " + e.getKey() : e.getKey());
+        }
+        return String.join(", ", parts);
     }
 
     private static String describe(Map<String, Long> counts) {

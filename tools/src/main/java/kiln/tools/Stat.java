@@ -110,12 +110,12 @@ final class Stat {
         out.println(describe(engineName, engine));
         int width = "space".length();
         for (Row r : rows) width = Math.max(width, r.space().length());
-        String format = "%-" + width + "s  %-15s  %,10d  %,12d  %s%n";
+        String format = "%-" + width + "s  %-15s  %,10d  %,12d  %s";
         out.printf(Locale.ROOT, "%-" + width + "s  %-15s  %10s  %12s  %s%n", "space", "kind", "entries", "bytes", "about");
         long entries = 0;
         long bytes = 0;
         for (Row r : rows) {
-            out.printf(Locale.ROOT, format, r.space(), r.kind().word, r.entries(), r.bytes(), r.about()).flush();
+            out.println(String.format(Locale.ROOT, format, r.space(), r.kind().word, r.entries(), r.bytes(), r.about()).stripTrailing());
             entries += r.entries();
             bytes += r.bytes();
         }
