@@ -320,15 +320,16 @@ public final class LmdbEngine implements KvEngine {
         return new KvStats(mapSize, readOnly ? usedBytesNow() : usedBytes, inUse, pooled, readSlotCount);
     }
 
+    /** Closes the environment, then lets go of the writers' lock, whatever the close met (a fatal environment's). */
     @Override
     public void close() {
-        org.lmdbjava.Txn<ByteBuffer> t;
-        while ((t = idleReadTxns.poll()) != null) {
-            idleReadCount.decrementAndGet();
-            closeResetReadTxn(t);
-            readSlots.release();
-        }
         try {
+            org.lmdbjava.Txn<ByteBuffer> t;
+            while ((t = idleReadTxns.poll()) != null) {
+                idleReadCount.decrementAndGet();
+                closeResetReadTxn(t);
+                readSlots.release();
+            }
             env.close();
         } finally {
             unlock();
