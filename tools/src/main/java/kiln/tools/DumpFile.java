@@ -134,8 +134,13 @@ final class DumpFile {
         if (version != Dump.VERSION) throw r.bad("is a kiln dump of format version " + version + "; this tool reads version " + Dump.VERSION);
         List<String> spaces = new ArrayList<>();
         first.path("spaces").forEach(s -> spaces.add(s.asText()));
-        Dump.Header header = new Dump.Header(first.path("source").asText(""), first.path("engine").asText(""),
-            Instant.parse(first.path("taken").asText("1970-01-01T00:00:00Z")), spaces);
+        Instant taken;
+        try {
+            taken = Instant.parse(first.path("taken").asText(""));
+        } catch (java.time.format.DateTimeParseException e) {
+            throw r.bad("names no time for its snapshot (\"taken\")");
+        }
+        Dump.Header header = new Dump.Header(first.path("source").asText(""), first.path("engine").asText(""), taken, spaces);
         sink.begin(header);
         long total = 0;
         int seen = 0;
