@@ -66,6 +66,7 @@ help:
 	@echo "make install                               put kiln's artifacts (with sources and javadoc jars) and its Kilim weaver plugin into ~/.m2 (tests skipped)"
 	@echo "make new-app DIR=../myapp [KIND=loom]      a new app of your own in DIR, on Kilim fibers (or virtual threads); then: cd DIR && make run"
 	@echo "make backup TO=DIR [DATA=data]             compacted copy of the database into DIR/data.mdb (also while a server runs)"
+	@echo "./kiln db stat|get|range|dump|load|copy|verify URL ...   see and move a database, LMDB or PostgreSQL (./kiln db --help; docs/operations.md)"
 	@echo "make cluster [SERVER=kilim] [PORT=8080]     PostgreSQL primary + standby under Patroni (failover on its own), two servers, nginx in front (docs/scaling.md);"
 	@echo "             [JAR=your-app.jar]            JAR: your own app's jar instead (its main takes kiln's flags, as make new-app's)"
 	@echo "make cluster-stop                          stop all of it (the data stays in ./$(CLUSTER_DIR))"

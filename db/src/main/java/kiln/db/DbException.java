@@ -66,6 +66,16 @@ public class DbException extends RuntimeException {
     }
 
     /**
+     * The database is open by another process that writes it (a kiln server, or {@code kiln db
+     * load}): an engine whose data has one writer process at a time (LMDB) refuses a second. The
+     * message names the directory and the process holding it.
+     */
+    public static final class InUse extends DbException {
+        private static final long serialVersionUID = 1L;
+        public InUse(String message, Throwable cause) { super(message, cause); }
+    }
+
+    /**
      * A commit failed (for example the disk is full: ENOSPC, EDQUOT or EFBIG). Every write in the
      * batch was rolled back; the database stays consistent and later writes are tried again. Retrying
      * is safe even when the failure came from {@code fdatasync} (unlike PostgreSQL's retried fsync in

@@ -139,6 +139,18 @@ public interface KvEngine extends AutoCloseable {
     default void deadline(java.time.Duration deadline) {
     }
 
+    /**
+     * Who else has the engine's data open now, as far as the engine can tell: what a tool that must
+     * write alone ({@code kiln db load}) checks before it writes. An engine whose {@link KvEngines#open}
+     * already keeps every other writer out (LMDB's lock on its directory) returns none.
+     *
+     * @return one line per other client (PostgreSQL: each other session on the database, with its
+     *         application name); empty when there is none (the default)
+     */
+    default List<String> otherClients() {
+        return List.of();
+    }
+
     /** Closes the engine; see the class comment for when it is called. */
     @Override
     void close();

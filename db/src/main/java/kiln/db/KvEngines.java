@@ -26,6 +26,23 @@ public final class KvEngines {
     }
 
     /**
+     * Opens the engine {@code url} names to read only ({@link KvEngineProvider#openReadOnly}): safe
+     * beside a server that writes the same data, where the engine allows.
+     *
+     * @throws IllegalArgumentException as {@link #open} does
+     * @throws DbException when there is no database there, or it cannot be opened or reached
+     * @throws UnsupportedOperationException when the engine cannot be opened read-only
+     */
+    public static KvEngine openReadOnly(String url) {
+        return providerFor(url).openReadOnly(url);
+    }
+
+    /** @return the name of the engine that takes {@code url} ({@code lmdb}, {@code postgresql}) */
+    public static String engineName(String url) {
+        return providerFor(url).name();
+    }
+
+    /**
      * Checks that an engine on the class path takes {@code url} and that its form is right, without
      * opening anything.
      *

@@ -128,6 +128,7 @@ public final class PostgresEngine implements KvEngine {
     /** The PostgreSQL backend (process id) of this engine's write connection: its own commits' notifications are not news. */
     private volatile int writerBackend;
     private final HikariDataSource reads;
+    /** The writer's connection; null when opened {@linkplain #openReadOnly read-only}. */
     private final HikariDataSource writes;
     private final int readConnections;
     /** System.nanoTime() until which the server counts as unreachable (0: reachable); see {@link #connect}. */
@@ -136,12 +137,12 @@ public final class PostgresEngine implements KvEngine {
     private volatile boolean closed;
     private Thread listener;
 
-    private PostgresEngine(String url, int readConnections) {
+    private PostgresEngine(String url, int readConnections, boolean readOnly) {
         this.jdbcUrl = jdbcUrl(url);
         this.shownUrl = KvEngines.redact(jdbcUrl);
         this.reads = new HikariDataSource();  // started by the first read, after deadline() has set its sessions up
         configure(reads, "kiln-pg-reads", readConnections, true);
-        this.writes = pool("kiln-pg-writes", 1, false);
+        this.writes = readOnly ? null : pool("kiln-pg-writes", 1, false);
         this.readConnections = readConnections;
     }
 
@@ -160,7 +161,7 @@ public final class PostgresEngine implements KvEngine {
     public static PostgresEngine open(String url) {
         Map<String, String> params = params(url);
         int n = readConnections(params.remove("readConnections"));
-        PostgresEngine engine = new PostgresEngine(withParams(url, params), n);
+        PostgresEngine engine = new PostgresEngine(withParams(url, params), n, false);
         try {
             engine.createRegistry(params.get("currentSchema"));
         } catch (RuntimeException e) {
@@ -169,6 +170,33 @@ public final class PostgresEngine implements KvEngine {
         }
         return engine;
     }
+
+    /**
+     * Opens the engine on the kiln database at {@code url} to read it only, beside the servers that
+     * use it: nothing is created (the schema and its registry must be there), no writer's connection
+     * is made, and {@link #beginWrite} is refused. Reads run on {@code readConnections} connections,
+     * by default {@value #READ_ONLY_CONNECTIONS}: a tool's, not a server's.
+     *
+     * @throws IllegalArgumentException when the URL is neither form
+     * @throws DbException.Unavailable when the database cannot be reached
+     * @throws DbException when it holds no kiln database in the schema (no {@value #REGISTRY} table)
+     */
+    public static PostgresEngine openReadOnly(String url) {
+        Map<String, String> params = params(url);
+        String given = params.remove("readConnections");
+        int n = given == null ? READ_ONLY_CONNECTIONS : readConnections(given);
+        PostgresEngine engine = new PostgresEngine(withParams(url, params), n, true);
+        try {
+            engine.findRegistry(params.get("currentSchema"));
+        } catch (RuntimeException e) {
+            engine.close();
+            throw e;
+        }
+        return engine;
+    }
+
+    /** Read connections of an engine opened read-only, unless its URL says otherwise. */
+    static final int READ_ONLY_CONNECTIONS = 2;
 
     /**
      * Checks a URL as {@link #open} takes it, without connecting: for a command line.
@@ -308,6 +336,36 @@ public final class PostgresEngine implements KvEngine {
     }
 
     /**
+     * Chooses the schema as {@link #createRegistry} does, on a read connection, and checks that its
+     * registry is there: a read-only engine creates nothing.
+     */
+    private void findRegistry(String named) {
+        try (Connection c = connect(reads)) {
+            try {
+                String chosen = named != null ? named : defaultSchema(c);
+                schema = quote(chosen);
+                writeLock = ("kiln.writer:" + chosen).hashCode();
+                boolean there;
+                try (PreparedStatement s = c.prepareStatement("SELECT to_regclass(?) IS NOT NULL")) {
+                    s.setString(1, table(REGISTRY));
+                    try (ResultSet r = s.executeQuery()) {
+                        r.next();
+                        there = r.getBoolean(1);
+                    }
+                }
+                if (!there) {
+                    throw new DbException("no kiln database at " + shownUrl + ": schema " + chosen + " has no table " + REGISTRY
+                        + " (currentSchema=NAME in the URL names another schema)", null);
+                }
+            } finally {
+                c.rollback();
+            }
+        } catch (SQLException e) {
+            throw failure(e, "looking for the registry table " + REGISTRY, false);
+        }
+    }
+
+    /**
      * @return {@value #DEFAULT_SCHEMA}; or {@code public} where kiln's tables are there and not in
      *         {@value #DEFAULT_SCHEMA} (made by a kiln before it had a schema of its own), with a
      *         warning that says how to move them
@@ -419,6 +477,7 @@ public final class PostgresEngine implements KvEngine {
      */
     @Override
     public KvTxn beginWrite() {
+        if (writes == null) throw new IllegalStateException("the PostgreSQL engine at " + shownUrl + " is open read-only");
         Connection c = connect(writes);
         try {
             c.setAutoCommit(true);
@@ -622,7 +681,35 @@ public final class PostgresEngine implements KvEngine {
         }
         if (l != null) l.interrupt();
         reads.close();
-        writes.close();
+        if (writes != null) writes.close();
+    }
+
+    /**
+     * The other client sessions on this engine's database ({@code pg_stat_activity}), leaving out
+     * those named as this engine's own: every session whose {@code application_name} is this one's
+     * (the URL's {@code ApplicationName}; a tool that must write alone gives its engine a name of its
+     * own). Other users' sessions are listed too: PostgreSQL shows their process id, user and
+     * application name to everyone.
+     */
+    @Override
+    public List<String> otherClients() {
+        List<String> others = new ArrayList<>();
+        try (Connection c = connect(reads)) {
+            try (Statement s = c.createStatement();
+                 ResultSet r = s.executeQuery("SELECT pid, usename, application_name FROM pg_stat_activity WHERE datname = current_database()"
+                     + " AND pid <> pg_backend_pid() AND backend_type = 'client backend'"
+                     + " AND application_name IS DISTINCT FROM current_setting('application_name') ORDER BY pid")) {
+                while (r.next()) {
+                    String app = r.getString(3);
+                    others.add("session " + r.getInt(1) + " of user " + r.getString(2) + (app == null || app.isEmpty() ? "" : " ('" + app + "')"));
+                }
+            } finally {
+                c.rollback();
+            }
+        } catch (SQLException e) {
+            throw failure(e, "listing the other sessions", false);
+        }
+        return others;
     }
 
     // ---- URLs ----

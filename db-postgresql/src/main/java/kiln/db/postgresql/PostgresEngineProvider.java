@@ -29,4 +29,10 @@ public final class PostgresEngineProvider implements KvEngineProvider {
     public KvEngine open(String url) {
         return PostgresEngine.open(url);
     }
+
+    /** {@link PostgresEngine#openReadOnly}: nothing created, no writer's connection. */
+    @Override
+    public KvEngine openReadOnly(String url) {
+        return PostgresEngine.openReadOnly(url);
+    }
 }
