@@ -159,7 +159,7 @@ class TicketsAppTest {
         }
     }
 
-    /** Opens the live stream and queues its events (id, type, data) from a reader thread. */
+    /** Opens the live stream and queues its events (id, type, data) from a thread of its own. */
     private InputStream open(long id, String lastEventId, BlockingQueue<String[]> events) throws Exception {
         HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(base + "/events/" + id + "/live"));
         if (lastEventId != null) b.header("Last-Event-ID", lastEventId);
