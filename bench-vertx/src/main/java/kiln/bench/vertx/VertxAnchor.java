@@ -9,6 +9,7 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -82,6 +83,8 @@ public final class VertxAnchor extends AbstractVerticle {
 
     private final PgConnectOptions options;
     private final int port;
+    /** The port the servers listen on: --port, or the one chosen for --port 0. */
+    private static final AtomicInteger LISTENING = new AtomicInteger();
     private final String bind;
     private SqlClient db;
     /** This verticle's heads, read and rebuilt on its event loop only. */
@@ -123,7 +126,7 @@ public final class VertxAnchor extends AbstractVerticle {
             .onSuccess(id -> {
                 System.out.println("vertx-anchor: " + (vertx.isNativeTransportEnabled() ? "native transport" : "NIO (" + vertx.unavailableNativeTransportCause() + ")")
                     + ", " + instances + " event loop(s)" + (connect == null ? ", no database" : ""));
-                System.out.println("vertx-anchor listening on http://" + b + ":" + p + "/");
+                System.out.println("vertx-anchor listening on http://" + b + ":" + LISTENING.get() + "/");
             })
             .onFailure(e -> {
                 System.err.println("vertx-anchor: cannot start: " + e);
@@ -159,7 +162,9 @@ public final class VertxAnchor extends AbstractVerticle {
             });
         HttpServerOptions http = new HttpServerOptions().setHttp2ClearTextEnabled(false).setStrictThreadMode(true);
         connected
-            .compose(v -> vertx.createHttpServer(http).requestHandler(this::handle).listen(port, bind))
+            // Port 0 would give each verticle a port of its own; a negative one, one random port they share (Vert.x's rule).
+            .compose(v -> vertx.createHttpServer(http).requestHandler(this::handle).listen(port == 0 ? -1 : port, bind))
+            .onSuccess(server -> LISTENING.set(server.actualPort()))
             .<Void>mapEmpty().onComplete(started);
     }
 
