@@ -24,6 +24,9 @@ SERVER (one or more):
   netty        anchor: Netty as TechEmpower's entry runs it (bench-netty/), kiln's heads on /hello,
                /plaintext and /json (left out for another --path); its own JVM flags
                (bench-netty/jvm.options), kiln's under --vps
+  vertx        anchor, measured only when named: Vert.x as TechEmpower's entry runs it
+               (bench-vertx/), the same paths and heads; its own JVM flags (bench-vertx/jvm.options),
+               kiln's under --vps
   all          every front end present, in rounds that interleave the servers
 The anchors are measured in every round unless --no-anchors; each figure is also reported as a
 ratio to them, measured in the same round."""

@@ -1,5 +1,6 @@
 """The servers the sweep knows: kiln's front ends, read from frontends.conf at the repository root (the
-one list the Makefile and the conformance suite read too), and the three anchors measured beside them."""
+one list the Makefile and the conformance suite read too), the three anchors measured beside them, and
+Vert.x, an anchor measured when named."""
 
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
@@ -12,16 +13,16 @@ from kiln_sweep import SweepError
 # TechEmpower's entry runs it (bench-netty/). Why each is a fair anchor:
 # docs/benchmarks/2026-11-28-anchors.md.
 ANCHORS = ("dummy", "nginx", "netty")
-# What the Netty anchor serves; for another --path it is left out (nginx and the dummy answer every path
-# with /hello's bytes).
-NETTY_PATHS = ("/hello", "/plaintext", "/json")
+# What the JVM anchors netty and vertx serve; for another --path netty is left out (nginx and the dummy
+# answer every path with /hello's bytes).
+ANCHOR_PATHS = ("/hello", "/plaintext", "/json")
 
 
 @dataclass(frozen=True)
 class Server:
     """One server the sweep can start.
 
-    kind is "jar" (a kiln front end), "anchor" (a Java anchor built by Maven: netty), "dummy" or "nginx";
+    kind is "jar" (a kiln front end), "anchor" (a Java anchor built by Maven: netty, vertx), "dummy" or "nginx";
     module/jar are the Maven module and its runnable jar relative to the repository root; jdk is
     frontends.conf's range ("17", "17+", "21+"; "" for nginx); args go after the contract's
     --port/--bind/--data (an anchor gets --port/--bind only). An anchor has its own JVM flags
@@ -62,7 +63,10 @@ def known(root):
     servers["dummy"] = Server("dummy", "dummy", jdk="17+")
     servers["nginx"] = Server("nginx", "nginx")
     servers["netty"] = Server("netty", "anchor", "bench-netty", "bench-netty/target/netty-anchor.jar", "17+",
-                              jvm_options="bench-netty/jvm.options", paths=NETTY_PATHS)
+                              jvm_options="bench-netty/jvm.options", paths=ANCHOR_PATHS)
+    # Measured only when named (./ab-sweep.sh kilim vertx): no ratio columns of its own.
+    servers["vertx"] = Server("vertx", "anchor", "bench-vertx", "bench-vertx/target/vertx-anchor.jar", "17+",
+                              jvm_options="bench-vertx/jvm.options", paths=ANCHOR_PATHS)
     return servers
 
 
@@ -72,7 +76,7 @@ def present(root, server):
 
 
 def serves(server, path):
-    """True when `server` answers GET `path` (netty serves NETTY_PATHS only)."""
+    """True when `server` answers GET `path` (netty and vertx serve ANCHOR_PATHS only)."""
     return not server.paths or path in server.paths
 
 

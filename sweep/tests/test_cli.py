@@ -15,7 +15,7 @@ def test_help_documents_every_option_and_every_front_end():
                 "--no-pin", "--no-anchors", "--no-build", "--port", "--out", "--plan-only", "--setup",
                 "--no-install", "--report", "--vps", "--memory", "--no-jfr", "--perf", "--nmt", "--postgres"):
         assert opt in done.stdout, f"--help does not document {opt}"
-    for name in conf_names() + ["dummy", "nginx", "netty", "all"]:
+    for name in conf_names() + ["dummy", "nginx", "netty", "vertx", "all"]:
         assert f" {name}" in done.stdout, f"--help does not name {name}"
 
 
@@ -42,7 +42,7 @@ def test_bad_usage_exits_2_and_says_why(args, message):
     assert "./ab-sweep.sh --help" in done.stderr
 
 
-@pytest.mark.parametrize("name", conf_names() + ["dummy", "nginx", "netty", "all"])
+@pytest.mark.parametrize("name", conf_names() + ["dummy", "nginx", "netty", "vertx", "all"])
 def test_plan_only_accepts_every_front_end_of_frontends_conf(name):
     # shared/hooks/before-stop runs exactly this for every name in the Makefile's SERVERS.
     done = ab_sweep("--plan-only", name)

@@ -1,8 +1,9 @@
-"""The Netty anchor (bench-netty/) on the wire and in the plan: for GET /hello, /plaintext and /json it
-sends the bytes kiln's Kilim front end sends (the Date aside) under each keep-alive rule and when
-pipelined, or the ratios to it would compare unlike work; it runs on its own JVM flags, and on kiln's
-under --vps; it is left out of a sweep of a path it does not serve. Starts both jars on loopback ports
-the kernel picks (building them when outdated, as the sweep does)."""
+"""The JVM anchors on the wire and in the plan. For GET /hello, /plaintext and /json the Netty anchor
+(bench-netty/) sends the bytes kiln's Kilim front end sends (the Date aside) under each keep-alive rule
+and when pipelined, or the ratios to it would compare unlike work; the Vert.x anchor (bench-vertx/) too,
+but for what Vert.x writes its own way. Each runs on its own JVM flags, and on kiln's under --vps; netty
+is left out of a sweep of a path it does not serve. Starts the jars on loopback ports the kernel picks
+(building them when outdated, as the sweep does)."""
 
 import re
 import socket
@@ -46,7 +47,7 @@ def ports(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("anchor")
     started = {}
     try:
-        for name in ("kilim", "netty"):
+        for name in ("kilim", "netty", "vertx"):
             started[name] = start(name, tmp)
         yield {name: port for name, (_, port) in started.items()}
     finally:
@@ -78,7 +79,7 @@ def without_dates(response):
     return DATE.sub(b"\r\nDate: -\r\n", response)
 
 
-@pytest.mark.parametrize("path", registry.NETTY_PATHS)
+@pytest.mark.parametrize("path", registry.ANCHOR_PATHS)
 @pytest.mark.parametrize("request_head", [
     b"HTTP/1.1\r\nHost: x\r\n\r\n",
     b"HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n",          # ab -k
@@ -92,6 +93,26 @@ def test_netty_sends_kilims_bytes(ports, path, request_head):
     assert (without_dates(netty[0]), netty[1]) == (without_dates(kilim[0]), kilim[1])
 
 
+@pytest.mark.parametrize("path", registry.ANCHOR_PATHS)
+@pytest.mark.parametrize("request_head", [
+    b"HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n",          # ab -k
+])
+def test_vertx_sends_kilims_bytes_but_for_its_version_and_connection_spelling(ports, path, request_head):
+    data = b"GET " + path.encode() + b" " + request_head
+    kilim, vertx = exchange(ports["kilim"], data), exchange(ports["vertx"], data)
+    # Vert.x answers an HTTP/1.0 request with an HTTP/1.0 status line and names the header it adds
+    # 'connection': the same length, the same work.
+    spelled = re.sub(rb"^HTTP/1\.0 ", b"HTTP/1.1 ", vertx[0]).replace(b"\r\nconnection: ", b"\r\nConnection: ")
+    assert (without_dates(spelled), vertx[1]) == (without_dates(kilim[0]), kilim[1])
+
+
+def test_vertx_closes_when_asked(ports):
+    for data in (b"GET /hello HTTP/1.0\r\n\r\n", b"GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"):
+        got, closed = exchange(ports["vertx"], data)
+        assert closed and got.endswith(b"\r\n\r\nHelloWorld"), got
+
+
 def test_pipelined_requests_are_answered_in_order_as_kilim_answers_them(ports):
     data = (b"GET /hello HTTP/1.1\r\nHost: x\r\n\r\nGET /json HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"
             b"GET /plaintext HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\nGET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -100,10 +121,11 @@ def test_pipelined_requests_are_answered_in_order_as_kilim_answers_them(ports):
     assert without_dates(netty[0]) == without_dates(kilim[0])
 
 
-def test_the_date_follows_the_clock(ports):
+@pytest.mark.parametrize("anchor", ["netty", "vertx"])
+def test_the_date_follows_the_clock(ports, anchor):
     # One Date per event loop, rebuilt by a task at the start of every second.
     for _ in range(3):
-        got, _ = exchange(ports["netty"], b"GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        got, _ = exchange(ports[anchor], b"GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
         sent = parsedate_to_datetime(DATE.search(got).group(1).decode()).timestamp()
         assert abs(time.time() - sent) < 2.5, (got, time.time())
         time.sleep(1)
@@ -114,15 +136,17 @@ def test_an_unknown_path_is_a_404_and_closes(ports):
     assert got.startswith(b"HTTP/1.1 404 Not Found\r\n") and closed, got
 
 
-def test_netty_runs_on_its_own_flags_and_on_kilns_under_vps(tmp_path):
+@pytest.mark.parametrize("anchor", ["netty", "vertx"])
+def test_an_anchor_runs_on_its_own_flags_and_on_kilns_under_vps(tmp_path, anchor):
     known = registry.known(ROOT)
     java = servers.Java("java")
-    own = servers.command(known["netty"], java, None, 1, tmp_path, None)
-    vps = servers.command(known["netty"], java, None, 1, tmp_path, None, same_flags=True)
+    own = servers.command(known[anchor], java, None, 1, tmp_path, None)
+    vps = servers.command(known[anchor], java, None, 1, tmp_path, None, same_flags=True)
     kilim = servers.command(known["kilim"], java, None, 1, tmp_path, None, same_flags=True)
-    assert f"@{ROOT / 'bench-netty' / 'jvm.options'}" in own and f"@{servers.JVM_OPTIONS}" not in own
-    assert vps[:vps.index("-jar")] == kilim[:kilim.index("-jar")], "--vps: netty on exactly kiln's JVM flags"
-    assert vps[vps.index("-jar"):] == ["-jar", "bench-netty/target/netty-anchor.jar", "--port", "1", "--bind", "127.0.0.1"]
+    assert f"@{ROOT / f'bench-{anchor}' / 'jvm.options'}" in own and f"@{servers.JVM_OPTIONS}" not in own
+    assert vps[:vps.index("-jar")] == kilim[:kilim.index("-jar")], "--vps: the anchor on exactly kiln's JVM flags"
+    assert vps[vps.index("-jar"):] == ["-jar", f"bench-{anchor}/target/{anchor}-anchor.jar", "--port", "1", "--bind",
+                                       "127.0.0.1"]
 
 
 def test_netty_is_left_out_of_a_path_it_does_not_serve_unless_named():
@@ -133,3 +157,10 @@ def test_netty_is_left_out_of_a_path_it_does_not_serve_unless_named():
     assert done.stdout.splitlines()[0] == "Servers:     dummy nginx netty kilim", done.stdout
     done = ab_sweep("--plan-only", "--path", "/db", "netty", "kilim")
     assert done.stdout.splitlines()[0] == "Servers:     dummy nginx netty kilim", done.stdout
+
+
+def test_vertx_is_measured_only_when_named():
+    assert "vertx" not in ab_sweep("--plan-only", "kilim").stdout.splitlines()[0]
+    done = ab_sweep("--plan-only", "kilim", "vertx")
+    assert done.stdout.splitlines()[0] == "Servers:     dummy nginx netty kilim vertx", done.stdout
+    assert "vertx: its own, @bench-vertx/jvm.options" in done.stdout

@@ -14,7 +14,7 @@ def conf_names():
 def test_every_line_of_frontends_conf_is_a_front_end_in_file_order():
     assert [s.name for s in registry.read_frontends(ROOT / "frontends.conf")] == conf_names()
     known = registry.known(ROOT)
-    assert list(known) == conf_names() + ["dummy", "nginx", "netty"]
+    assert list(known) == conf_names() + ["dummy", "nginx", "netty", "vertx"]
 
 
 def test_columns_give_the_jar_the_jdk_range_and_the_arguments():
