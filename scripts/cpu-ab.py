@@ -2,8 +2,9 @@
 """Side-by-side CPU per request of several Kilim jars (e.g. before and after a change), nginx and Netty.
 
 Each server is started once and pinned to CPU 0 (the sweep's nginx anchor configuration; the sweep's
-Netty anchor, bench-netty/, built when missing or outdated, on its own JVM flags; each jar on a fresh
-data directory), warmed up with 200,000 requests per path, then per round, in an order rotated each
+Netty anchor, bench-netty/, and with --vertx its Vert.x anchor, bench-vertx/, each built when missing or
+outdated and on its own JVM flags; each jar on a fresh data directory), warmed up with 200,000 requests
+per path, then per round, in an order rotated each
 round, loaded with `ab -k` pinned to CPU 1: 300,000 requests at c <= 1,000, 600,000 above. Server CPU
 comes from /proc/PID/stat before and after each run; between runs it waits until the server is idle.
 Unlike ./ab-sweep.sh, whose every step is a fresh JVM, this measures warm JVMs, so small differences
@@ -21,9 +22,10 @@ req/s, and each run also reports how the server's CPU split over its threads (e.
 Prints each run, then per path and concurrency each server's CPU per request (and with --shared its
 req/s) as a ratio to nginx's and to Netty's in the same round (per round, and the median), and writes
 every run to OUT/results.json. The jars start with deploy/jvm.options, the flags of `make demo`; Netty
-with bench-netty/jvm.options (TechEmpower's flags, kiln's heap ceiling), or with --same-flags with
-deploy/jvm.options like the jars (as ./ab-sweep.sh --vps runs it). Netty serves /hello, /plaintext and
-/json only: it is left out of the runs of other paths (/db). Loopback only; needs ab (apache2-utils), nginx,
+with bench-netty/jvm.options (TechEmpower's flags, kiln's heap ceiling) and Vert.x with
+bench-vertx/jvm.options, or with --same-flags with deploy/jvm.options like the jars (as ./ab-sweep.sh
+--vps runs them). They serve /hello, /plaintext and /json only: they are left out of the runs of other
+paths (/db). Loopback only; needs ab (apache2-utils), nginx,
 taskset, java (and mvn to build the Netty anchor); about 4 minutes per round for two jars.
 """
 import argparse
@@ -42,7 +44,7 @@ sys.path.insert(0, str(ROOT / "sweep"))
 from kiln_sweep import SweepError, measure, registry  # noqa: E402  the sweep's /proc readings; its servers
 from kiln_sweep.servers import JVM_OPTIONS, build, nginx_conf  # noqa: E402  make demo's JVM flags; the sweep's anchors
 FIRST_PORT = 18100
-ANCHORS = ("nginx", "netty")
+ANCHORS = ("nginx", "netty")  # every ratio is also given to these
 
 
 def cpu_seconds(pids):
@@ -100,20 +102,21 @@ class Server:
         return used * 1e6 / max(done, 1), float(rps.group(1)) if rps else 0.0, failed, done, shares
 
 
-def netty_jar(work):
-    """The sweep's Netty anchor jar, built first (as ./ab-sweep.sh does) when it is missing or older than its sources."""
-    netty = registry.known(ROOT)["netty"]
-    if registry.jar_outdated(ROOT, netty):
-        print(f"cpu-ab: building {netty.jar} (mvn -B -q -DskipTests -pl {netty.module} -am package)", flush=True)
+def jvm_anchor(name, work, same_flags):
+    """(name, jar, JVM options file, paths) of one of the sweep's JVM anchors (netty, vertx), its jar built
+    first (as ./ab-sweep.sh does) when it is missing or older than its sources."""
+    server = registry.known(ROOT)[name]
+    if registry.jar_outdated(ROOT, server):
+        print(f"cpu-ab: building {server.jar} (mvn -B -q -DskipTests -pl {server.module} -am package)", flush=True)
         try:
-            build(ROOT, netty, work / "build-netty.log")
+            build(ROOT, server, work / f"build-{name}.log")
         except SweepError as e:
             raise SystemExit(f"cpu-ab: {e}")
-    return str(ROOT / netty.jar), f"@{ROOT / netty.jvm_options}"
+    return name, str(ROOT / server.jar), f"@{JVM_OPTIONS if same_flags else ROOT / server.jvm_options}", server.paths
 
 
-def start_servers(jars, work, nofile, steps, pin, nginx_workers, first_port, netty_flags):
-    """nginx on first_port, then each jar, then Netty (netty_flags: its JVM options file, or None to leave it out)."""
+def start_servers(jars, work, nofile, steps, pin, nginx_workers, first_port, anchors):
+    """nginx on first_port, then each jar, then each JVM anchor (see jvm_anchor())."""
     servers = []
     server_cpu = ["taskset", "-c", "0"] if pin else []
     nginx_dir = work / "nginx"
@@ -134,13 +137,12 @@ def start_servers(jars, work, nofile, steps, pin, nginx_workers, first_port, net
                                  "--data", str(work / f"data-{name}"), *args],
                                 stdout=log, stderr=subprocess.STDOUT)
         servers.append(Server(name, proc, port, pin))
-    if netty_flags:
-        jar, flags = netty_flags
-        port = first_port + len(jars) + 1
-        log = open(work / "netty.log", "w")
+    for i, (name, jar, flags, paths) in enumerate(anchors, len(jars) + 1):
+        port = first_port + i
+        log = open(work / f"{name}.log", "w")
         proc = subprocess.Popen([*server_cpu, "java", flags, "-jar", jar, "--port", str(port), "--bind", "127.0.0.1"],
                                 stdout=log, stderr=subprocess.STDOUT)
-        servers.append(Server("netty", proc, port, pin, registry.NETTY_PATHS))
+        servers.append(Server(name, proc, port, pin, paths))
     deadline = time.time() + 60
     for s in servers[1:]:
         while f"listening on http://127.0.0.1:{s.port}/" not in (work / f"{s.name}.log").read_text():
@@ -185,8 +187,9 @@ def main(argv):
     p.add_argument("--nginx-workers", type=int, help="nginx worker processes (default 1, or 2 with --shared)")
     p.add_argument("--no-netty", dest="netty", action="store_false",
                    help="leave the Netty anchor out (it is left out of paths other than /hello, /plaintext and /json anyway)")
+    p.add_argument("--vertx", action="store_true", help="add the Vert.x anchor (bench-vertx/) beside Netty")
     p.add_argument("--same-flags", action="store_true",
-                   help="start Netty with deploy/jvm.options like the jars, not its own bench-netty/jvm.options")
+                   help="start Netty (and Vert.x) with deploy/jvm.options like the jars, not their own jvm.options")
     p.add_argument("--port", type=int, default=FIRST_PORT,
                    help=f"the first of the consecutive loopback ports the servers listen on (default {FIRST_PORT})")
     args = p.parse_args(argv)
@@ -194,8 +197,8 @@ def main(argv):
     for spec in args.jars:
         name, eq, rest = spec.partition("=")
         jar, *server_args = rest.split(",")
-        if not eq or not Path(jar).is_file() or name in ANCHORS:
-            p.error(f"expected NAME=JAR[,ARG...] with an existing jar (and a name other than {' or '.join(ANCHORS)}), got '{spec}'")
+        if not eq or not Path(jar).is_file() or name in ("nginx", "netty", "vertx"):
+            p.error(f"expected NAME=JAR[,ARG...] with an existing jar (and a name other than nginx, netty or vertx), got '{spec}'")
         jars[name] = (jar, server_args)
     paths = args.paths.split(",")
     steps = [int(c) for c in args.concurrency.split(",")]
@@ -207,12 +210,9 @@ def main(argv):
             p.error(f"{tool} not found (apt-get install apache2-utils nginx-light util-linux procps, and a JDK)")
     work = Path(args.out or tempfile.mkdtemp(prefix="cpu-ab-"))
     work.mkdir(parents=True, exist_ok=True)
-    netty = None
-    if args.netty:
-        jar, flags = netty_jar(work)
-        netty = (jar, f"@{JVM_OPTIONS}" if args.same_flags else flags)
+    anchors = [jvm_anchor(name, work, args.same_flags) for name, on in (("netty", args.netty), ("vertx", args.vertx)) if on]
     servers = start_servers(jars, work, nofile, steps, not args.shared, args.nginx_workers or (2 if args.shared else 1), args.port,
-                            netty)
+                            anchors)
     results = []
     try:
         print(f"cpu-ab: servers in {work}; warming up", flush=True)
@@ -243,7 +243,8 @@ def main(argv):
                 s.proc.kill()
     (work / "results.json").write_text(json.dumps(results, indent=1))
     figures = [("us", "CPU per request")] + ([("rps", "req/s")] if args.shared else [])
-    summary(results, list(jars), [a for a in ANCHORS if any(s.name == a for s in servers)], paths, steps, figures)
+    names = list(jars) + (["vertx"] if args.vertx else [])
+    summary(results, names, [a for a in ANCHORS if any(s.name == a for s in servers)], paths, steps, figures)
     print(f"\nruns: {work / 'results.json'}")
     return 0
 
