@@ -77,7 +77,7 @@ help:
 	@echo "make bench-db ONLY=model                   only the data model (point read, pages, index, writes) beside raw lmdbjava (~1 min)"
 	@echo "make bench-feeds                           CPU per commit to one room while 0..10,000 subscribers follow others: prefix feeds vs a filtered table feed"
 	@echo "make bench-parser                          kiln's parser: a request trickled one byte per read, resumed vs re-parsed"
-	@echo "make bench-memory [CONNECTIONS=19500]      heap and RSS bytes per idle keep-alive connection, every front end beside dummy and nginx (prints a table)"
+	@echo "make bench-memory [CONNECTIONS=19500]      heap and RSS bytes per idle keep-alive connection, every front end beside dummy, nginx and netty (prints a table)"
 	@echo "make bench-traps                           other requests' round trips while a Kilim handler blocks or spins, with and without the carrier hand-off"
 	@echo "make bench-hostile [SERVER=kilim]          5,000 partial bodies, then 20,000 heads only, against SERVER with make demo's defaults (~1 min)"
 	@echo "make clean                                 remove build output (keeps ./$(DATA))"
@@ -184,7 +184,7 @@ bench-parser:
 	$(JAVA) -cp http/target/classes:http/target/test-classes kiln.http.spi.TrickleBench
 
 # Bytes per idle keep-alive connection (heap from jcmd's class histogram, RSS), every front end of
-# frontends.conf beside the dummy and nginx anchors: ./ab-sweep.sh --memory (README, "Benchmark sweep").
+# frontends.conf beside the dummy, nginx and netty anchors: ./ab-sweep.sh --memory (README, "Benchmark sweep").
 # About a minute per server; 19500 connections fit an open-files limit of 20000.
 CONNECTIONS ?= 19500
 bench-memory:
