@@ -56,7 +56,12 @@ NEW_JDK_FLAGS = $(shell v=$$($(SERVER_JAVA) -version 2>&1 | sed -n 's/.*version 
 # A jar is rebuilt when any main source or pom changed since it was made.
 MAIN_SOURCES := $(shell find . \( -path ./conformance -o -path ./starter \) -prune -o \( -path '*/src/main/*' -o -name pom.xml \) -type f -print 2>/dev/null)
 
-.PHONY: help build install new-app demo backup cluster cluster-stop test powercut bench-db bench-feeds bench-parser bench-memory bench-traps bench-hostile clean check-server check-app
+# The modules whose javadoc is the API reference (make docs): the database and its engines, the HTTP
+# layer, the pipeline, the two front ends an app is written on. Not the demo, the library front ends
+# (a main class each), the examples, tests or benchmarks.
+API_MODULES := db,db-lmdb,db-postgresql,http,server,http-kilim,http-loom
+
+.PHONY: help build install docs new-app demo backup cluster cluster-stop test powercut bench-db bench-feeds bench-parser bench-memory bench-traps bench-hostile clean check-server check-app
 
 help:
 	@echo "make demo [SERVER=$(SERVER_NAMES)] [PORT=8080] [DATA=data] [HEAP=256m] [ARGS=\"--threads 2\"]   build if needed and start a server"
@@ -64,6 +69,7 @@ help:
 	@echo "make demo APP=kiln.kilim.example.TodoApp   build and run an in-tree example instead of the demo (examples-kilim/; SERVER=loom: kiln.loom.example.*)"
 	@echo "make demo ARGS=\"--app board\"              the message board example (docs/data.md) on any SERVER="
 	@echo "make install                               put kiln's artifacts (with sources and javadoc jars) and its Kilim weaver plugin into ~/.m2 (tests skipped)"
+	@echo "make docs                                  the API reference (javadoc of kiln.db, kiln.http, kiln.server, kiln.kilim, kiln.loom...) in target/site/apidocs"
 	@echo "make new-app DIR=../myapp [KIND=loom]      a new app of your own in DIR, on Kilim fibers (or virtual threads); then: cd DIR && make run"
 	@echo "make backup TO=DIR [DATA=data]             compacted copy of the database into DIR/data.mdb (also while a server runs)"
 	@echo "./kiln db stat|get|range|dump|load|copy|verify URL ...   see and move a database, LMDB or PostgreSQL (./kiln db --help; docs/operations.md)"
@@ -96,6 +102,17 @@ build:
 # tree (make new-app). `make test` installs them too, without sources and javadoc.
 install:
 	$(MVN) -DskipTests -Pdocs install
+
+# The API reference: one javadoc site of API_MODULES' packages in target/site/apidocs (the demo's
+# module is there for the demo mains' imports; its packages are left out by the root pom), failing on any
+# javadoc warning; then scripts/check-api-docs.py, which fails when a type or member the guides name has
+# no doc comment. Maven's own output goes to target/docs.log; on a failure its warnings are printed.
+docs:
+	@mkdir -p target
+	@mvn -B --no-transfer-progress -pl .,$(API_MODULES),demo javadoc:aggregate > target/docs.log 2>&1 \
+	  || { grep -E 'warning:|error:|\[ERROR\] [^ ]' target/docs.log >&2; echo "make docs: javadoc failed, target/docs.log has the whole output" >&2; exit 1; }
+	scripts/check-api-docs.py target/site/apidocs README.md docs/*.md
+	@echo "The API reference: target/site/apidocs/index.html"
 
 KIND ?= kilim
 new-app:

@@ -28,7 +28,7 @@ public final class KvWriteBuffer {
     /** This level's writes by space, keys in unsigned byte order. */
     private final Map<KvSpace, TreeMap<byte[], byte[]>> writes = new HashMap<>();
 
-    /** @return the buffer of a top-level write transaction */
+    /** The buffer of a top-level write transaction. */
     public KvWriteBuffer() {
         this(null);
     }

@@ -4,7 +4,8 @@ package kiln.http;
  * The one client-error type: a request the server answers with an error status instead of 500,
  * whether a parser refused it (malformed, too large: 400, 413, 414, 431...), a parameter was wrong
  * ({@code ?delay=abc}: 400) or a handler said so ({@code throw new HttpException(404, "no such todo")}).
- * {@link Failures#toResponse} turns it into {@link Response#error}{@code (status, message)}.
+ * The server's failure policy ({@code kiln.server.Failures.toResponse}) turns it into
+ * {@link Response#error}{@code (status, message)}.
  *
  * <p>The message becomes the response body's detail, so keep it short and free of secrets. No stack
  * trace is recorded: a client's mistake is not a server bug, and a flood of malformed requests

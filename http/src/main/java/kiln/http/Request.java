@@ -4,7 +4,7 @@ import java.net.InetSocketAddress;
 import java.util.List;
 
 /**
- * An HTTP request as a handler sees it, whichever server parsed it: kiln's own {@link RequestParser}
+ * An HTTP request as a handler sees it, whichever server parsed it: kiln's own {@link kiln.http.spi.RequestParser}
  * (with its headers, content, version and keep-alive), or a server library's, through a front end that
  * passes the method and target ({@link #of(String, String, String)}). Immutable but for the route the
  * router matched, which it sets before the handler runs so that {@link #pathParam} reads its template.

@@ -17,7 +17,7 @@ import java.util.Set;
  * {@code Content-Type}, the further headers in the order they were added, {@code Content-Length},
  * then {@code Connection} when needed. The server writes {@code Server}, {@code Date},
  * {@code Content-Length}, {@code Connection} and the framing itself, so {@link #header} refuses them.
- * {@link ResponseWriter} is the one writer of its wire bytes.
+ * {@link kiln.http.spi.ResponseWriter} is the one writer of its wire bytes.
  *
  * <pre>{@code
  * return Response.json(todo).header("Location", "/todos/" + id);

@@ -266,7 +266,7 @@ public abstract class AbstractRouter<H, R extends AbstractRouter<H, R>> {
      * clock. Never throws.
      *
      * @return the exchange: a handler to run, or the router's own answer (404, 405, OPTIONS); end it with
-     *         {@link Exchange#answer} or {@link Exchange#fail}
+     *         {@link Exchange#respond} or {@link Exchange#fail}
      */
     public final Exchange<H> begin(Request request) {
         long started = metrics.start();

@@ -21,7 +21,7 @@ import kiln.http.spi.StreamedBody;
 /**
  * The streamed responses a library front end (Jetty, Undertow, Comsat) is sending: each body ended
  * exactly once ({@link StreamedBody#end}, which tells the body, and so the router that counts it open:
- * {@link AbstractRouter.Exchange#answer}), and all woken and ended by a server stop, so that a
+ * {@link AbstractRouter.Exchange#respond}), and all woken and ended by a server stop, so that a
  * graceful stop does not wait its whole grace period for streams that would never end by
  * themselves. One per server.
  *

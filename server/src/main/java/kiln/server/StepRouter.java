@@ -15,7 +15,7 @@ public final class StepRouter extends AbstractRouter<StepHandler, StepRouter> {
     /**
      * @return the exchange's first step: the router's own answer, or its handler run up to its first
      *         wait (a throwing handler gives the failure policy's response). Send the final response with
-     *         {@link Exchange#answer}, which records it.
+     *         {@link Exchange#respond}, which records it.
      */
     public static Step firstStep(Exchange<StepHandler> exchange) {
         return exchange.hasResponse() ? Step.of(exchange.response()) : Step.start(exchange.handler(), exchange.request());
