@@ -27,6 +27,7 @@ import html
 import os
 import re
 import sys
+import urllib.parse
 from collections import defaultdict
 
 # Variables the guides use without declaring them, and their types (simple names in the reference).
@@ -120,7 +121,7 @@ class Type:
         self._inherited = defaultdict(list)  # name -> [(page href, anchor)]
         for links in INHERITED.findall(text):
             for href, anchor, name in LINK.findall(links):
-                self._inherited[name].append((href, html.unescape(anchor)))
+                self._inherited[name].append((href, urllib.parse.unquote(html.unescape(anchor))))
 
     def documented(self):
         if self._documented is None:

@@ -32,7 +32,13 @@ public final class Router extends AbstractRouter<Handler, Router> {
         this(Metrics.off());
     }
 
-    /** @param metrics where every request of every route is counted and timed ({@code ServerOptions.metrics(db)}) */
+    /**
+     * A router whose requests are counted and timed in {@code metrics}, which {@code /metrics} serves:
+     * {@code Operations.addTo(new Router(Metrics.create(db)), db)}.
+     *
+     * @param metrics where every request of every route is counted and timed ({@link Metrics#create},
+     *                or {@code ServerOptions.metrics(db)}, which honours {@code --no-metrics})
+     */
     public Router(Metrics metrics) {
         super(metrics);
     }

@@ -16,6 +16,11 @@ public class HttpException extends RuntimeException {
     private final int status;
 
     /**
+     * An error the client gets instead of the handler's response:
+     * {@code throw new HttpException(404, "no todo " + id)} answers {@code 404 Not Found: no todo 7}
+     * (or problem details to a client that prefers JSON); the server logs nothing of it (an access
+     * log, when on, has the status).
+     *
      * @param status  an HTTP error status, 400..599
      * @param message a short, client-safe explanation
      * @throws IllegalArgumentException when {@code status} is not 400..599

@@ -92,12 +92,28 @@ public final class Response {
         return of(200, contentType, body);
     }
 
-    /** @return 200 with {@code value} serialized as JSON by Jackson ({@link Http#APPLICATION_JSON}) */
+    /**
+     * A 200 whose body is {@code value} as JSON: {@code Response.json(todo)},
+     * {@code Response.json(Map.of("page", page, "hits", 3))} gives {@code {"page":"home","hits":3}}.
+     * Jackson serializes it now, on the caller's thread (a record's components, a class's public
+     * fields or getters, maps, lists), so a value changed afterwards does not change the response.
+     *
+     * @param value what to send: a record, a {@code Map}, a {@code List}, a string or number...
+     * @return 200 with {@code value} serialized as JSON by Jackson ({@link Http#APPLICATION_JSON})
+     * @throws IllegalArgumentException when Jackson cannot serialize it (a server bug: the client
+     *                                  gets 500)
+     */
     public static Response json(Object value) {
         return ok(Http.APPLICATION_JSON, Json.write(value));
     }
 
-    /** @return 200 with {@code text} as {@link Http#TEXT_PLAIN} (UTF-8) */
+    /**
+     * A 200 whose body is {@code text}: {@code Response.text("Hello, World!")}, sent as those bytes
+     * in UTF-8 with {@code Content-Type: text/plain; charset=UTF-8}, nothing added (no newline).
+     *
+     * @param text the body
+     * @return 200 with {@code text} as {@link Http#TEXT_PLAIN} (UTF-8)
+     */
     public static Response text(String text) {
         return ok(Http.TEXT_PLAIN, text.getBytes(StandardCharsets.UTF_8));
     }
@@ -108,14 +124,23 @@ public final class Response {
     }
 
     /**
+     * The answer to a POST that made a resource: {@code Response.created("/todos/" + todo.id, todo)}
+     * is {@code 201 Created} with {@code Location: /todos/7} and the todo as JSON, as
+     * {@link #json} writes it.
+     *
      * @param location where the new resource is, e.g. {@code /todos/7} (RFC 9110 section 10.2.2)
+     * @param value    the resource as it now is, serialized by Jackson
      * @return 201 Created with {@code value} as JSON and {@code Location}
+     * @throws IllegalArgumentException when Jackson cannot serialize {@code value}, or
+     *                                  {@code location} holds a control character
      */
     public static Response created(String location, Object value) {
         return of(201, Http.APPLICATION_JSON, Json.write(value)).header("Location", location);
     }
 
     /**
+     * Sends the client elsewhere: {@code Response.redirect(303, "/")} after a form's POST.
+     *
      * @param status   301, 302, 303, 307 or 308 (RFC 9110 section 15.4); 303 See Other after a
      *                 POST sends a browser on with GET
      * @param location the target, e.g. {@code /todos}
@@ -130,6 +155,8 @@ public final class Response {
     }
 
     /**
+     * A 200 with no content: {@code Content-Type: text/plain}, {@code Content-Length: 0}.
+     *
      * @return 200 with an empty {@link Http#TEXT_PLAIN} body and {@code Content-Length: 0}; for a
      *         DELETE or PUT with nothing to return, {@link #noContent} says so more exactly
      */
@@ -138,6 +165,9 @@ public final class Response {
     }
 
     /**
+     * The answer to a DELETE or PUT that succeeded with nothing to say: {@code return Response.noContent();}.
+     * It takes no {@code Content-Type} and no body; {@link #header} adds others (an {@code ETag}).
+     *
      * @return 204 No Content, for a DELETE or PUT that succeeded with nothing to return: written
      *         without Content-Type, without Content-Length and without a body (RFC 9110 sections
      *         15.3.5 and 8.6: a 204 has no content, and a server must not send Content-Length in it)
@@ -147,6 +177,12 @@ public final class Response {
     }
 
     /**
+     * An error answer to return instead of throwing {@link HttpException}:
+     * {@code return Response.error(404, "no todo " + id);}. The client reads
+     * {@code 404 Not Found: no todo 7}, or {@code {"type":"about:blank","title":"Not Found",
+     * "status":404,"detail":"no todo 7"}} (RFC 9457) when its {@code Accept} prefers JSON. The detail
+     * goes to the client as it is: no secrets, no stack traces.
+     *
      * @param status an error status (4xx, 5xx)
      * @param detail a short explanation for the body, or null
      * @return the error as {@link Http#TEXT_PLAIN}, body {@code "404 Not Found: detail\n"} (without
@@ -193,6 +229,9 @@ public final class Response {
     }
 
     /**
+     * Adds a header: {@code Response.json(page).header("Cache-Control", "no-store")}. A name may be
+     * added more than once ({@code Set-Cookie}); they are written in the order added.
+     *
      * @param name  a header name: an RFC 9110 token, not one the server writes itself
      *              ({@code Server, Date, Content-Type, Content-Length, Connection, Transfer-Encoding})
      * @param value its value: visible ASCII, spaces and tabs (no CR, LF or other control bytes:
@@ -234,7 +273,14 @@ public final class Response {
         return headers[2 * i + 1];
     }
 
-    /** @return the value of the first further header named {@code name} (any case), or null */
+    /**
+     * Reads a header this response carries, as a filter's {@code after} may:
+     * {@code response.header("Cache-Control")}. The headers the server writes itself
+     * ({@code Date}, {@code Content-Length}...) are not among them.
+     *
+     * @param name a header name, in any case
+     * @return the value of the first further header named {@code name} (any case), or null
+     */
     public String header(String name) {
         for (int i = 0; i < headers.length; i += 2) {
             if (headers[i].equalsIgnoreCase(name)) return headers[i + 1];

@@ -96,14 +96,27 @@ public final class ServerSentEvents {
         }
     }
 
-    /** @return a 200 {@code text/event-stream} response that streams {@code stream}'s events */
+    /**
+     * The response that sends a {@link Stream}'s events, for a stream class of your own:
+     * {@code return ServerSentEvents.response(new RoomStream(room, seen));}.
+     *
+     * @param stream the events; the front end polls it on the connection's fiber or thread
+     * @return a 200 {@code text/event-stream} response that streams {@code stream}'s events, with
+     *         {@code Cache-Control: no-store} and {@code X-Accel-Buffering: no}
+     */
     public static Response response(Stream stream) {
         return Response.stream(200, CONTENT_TYPE, stream).header("Cache-Control", "no-store").header("X-Accel-Buffering", "no");
     }
 
     /**
+     * As {@link #response(Source)}, with a heartbeat of your choosing (shorter behind a proxy that
+     * closes connections silent for less than 15 s).
+     *
+     * @param source      the events, polled as {@link Source#poll} says
+     * @param heartbeatMs how long the stream may be silent before a heartbeat comment, ms, at least 1
      * @return a 200 {@code text/event-stream} response that streams {@code source}'s events, with heartbeat
      *         comments every {@code heartbeatMs} of silence
+     * @throws IllegalArgumentException when {@code heartbeatMs} is below 1
      */
     public static Response response(Source source, long heartbeatMs) {
         return response(new Stream(heartbeatMs) {
@@ -114,7 +127,16 @@ public final class ServerSentEvents {
         });
     }
 
-    /** @return {@link #response(Source, long)} with a heartbeat comment after 15 s of silence */
+    /**
+     * The response that sends a {@link Source}'s events: the front end calls
+     * {@code source.poll(events)} once at the start, then again each time the future it returned
+     * completes, until it returns null, the client leaves or the server stops. The stream opens with
+     * {@code retry: 2000} and sends {@code : keep-alive} after 15 s of silence. The class comment has
+     * an example; {@code kiln.server.FeedEvents} is such a source for one or several feeds.
+     *
+     * @param source the events, polled as {@link Source#poll} says; it never blocks
+     * @return {@link #response(Source, long)} with a heartbeat comment after 15 s of silence
+     */
     public static Response response(Source source) {
         return response(source, 15_000);
     }

@@ -74,7 +74,14 @@ public final class AccessLog implements Filter, AutoCloseable {
         LOG.info("access log: " + where);
     }
 
-    /** @return an access log written to the process's standard output (the journal's, under systemd) */
+    /**
+     * An access log on standard output, one combined-format line per request:
+     * {@code router.filter(new RequestId()).filter(AccessLog.toStandardOutput())}. Add it after
+     * {@link RequestId} (its lines then end with the id) and before {@link Authentication} (it then
+     * logs the 401s too). Make one per process: each has its writer thread.
+     *
+     * @return an access log written to the process's standard output (the journal's, under systemd)
+     */
     public static AccessLog toStandardOutput() {
         return new AccessLog(new BufferedWriter(new OutputStreamWriter(System.out, StandardCharsets.UTF_8)), "standard output");
     }

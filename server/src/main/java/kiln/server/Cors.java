@@ -52,6 +52,9 @@ public final class Cors implements Filter {
     }
 
     /**
+     * CORS for pages of these origins, without credentials:
+     * {@code router.filter(Cors.allow("https://app.example.com", "http://localhost:5173"))}.
+     *
      * @param origins the origins allowed, each {@code scheme://host[:port]} as a browser sends it in
      *                {@code Origin} (no path, no trailing '/'), or {@code *} for any (without credentials)
      * @return the filter; requests carry no cookies or {@code Authorization} cross-origin ({@link #withCredentials()})

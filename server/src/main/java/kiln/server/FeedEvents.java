@@ -80,7 +80,13 @@ public final class FeedEvents extends ServerSentEvents.Stream {
         this.parts = parts.toArray(new Part<?, ?>[0]);
     }
 
-    /** @return a builder: {@link Builder#add} each feed, then {@link Builder#resumeFrom} and {@link Builder#build} */
+    /**
+     * Starts a stream of one or more feeds, one per request: add each feed with how its sets are
+     * written, say where to resume, and build; {@link ServerSentEvents#response(ServerSentEvents.Stream)}
+     * sends it. The class comment has the whole handler.
+     *
+     * @return a builder: {@link Builder#add} each feed, then {@link Builder#resumeFrom} and {@link Builder#build}
+     */
     public static Builder builder() {
         return new Builder();
     }

@@ -179,7 +179,14 @@ public final class Metrics {
         unmatched = new Route(UNMATCHED);
     }
 
-    /** @return metrics for a server over {@code db}: requests, connections, the database, the JVM */
+    /**
+     * The metrics of an app's router, served at {@code /metrics} by {@link Operations#addTo}:
+     * {@code Operations.addTo(new Router(Metrics.create(db)), db)}. Each call registers its series in
+     * a registry of its own: make one per server.
+     *
+     * @param db the database whose writer, reads, feeds and engine are reported
+     * @return metrics for a server over {@code db}: requests, connections, the database, the JVM
+     */
     public static Metrics create(Db db) {
         return new Metrics(db);
     }

@@ -27,6 +27,14 @@ public final class RequestId implements Filter {
     private final String prefix = String.format("%08x-", ThreadLocalRandom.current().nextInt());
     private final AtomicLong counter = new AtomicLong();
 
+    /**
+     * A request id filter with a random prefix of its own: {@code router.filter(new RequestId())},
+     * first, so that every filter after it and the handler see the id
+     * ({@link #of}).
+     */
+    public RequestId() {
+    }
+
     @Override
     public Response before(Request request, Response answer) {
         String id = request.header(HEADER);

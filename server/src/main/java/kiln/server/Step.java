@@ -48,12 +48,22 @@ public final class Step {
         this.request = request;
     }
 
-    /** @return a finished step: answer {@code response} */
+    /**
+     * The last step: the answer, with no wait before it. {@code return Step.of(Response.text("ok"));}
+     *
+     * @param response the answer, not null
+     * @return a finished step: answer {@code response}
+     */
     public static Step of(Response response) {
         return new Step(Objects.requireNonNull(response, "response"), null, 0, null, null);
     }
 
     /**
+     * A wait and the rest of the logic after it:
+     * {@code return Step.after(db.write(txn -> todos.put(txn, id, todo)), done -> Step.of(Response.noContent()));}.
+     * On Kilim the fiber pauses, on a virtual thread or a blocking baseline the thread waits, on an
+     * async front end {@code then} runs in a callback: the same logic on every front end.
+     *
      * @param future what to wait for, e.g. {@code db.write(query)}
      * @param then   the rest of the logic, given the future's result; runs on the front end's
      *               thread after the wait (never on the thread that completed the future)
