@@ -104,12 +104,21 @@ public final class Db implements AutoCloseable {
         return builder(url).open();
     }
 
-    /** @return a builder for a database in the directory {@code dir}, on the local engine ({@link #open(Path)}) */
+    /**
+     * Settings before opening: {@code Db db = Db.builder(Path.of("data")).maxWatches(50_000).open();}
+     * (the deadline, the write queue, the watches, what to do on a fatal error: {@link Builder}).
+     *
+     * @param dir the directory of the data, created if missing
+     * @return a builder for a database in the directory {@code dir}, on the local engine ({@link #open(Path)})
+     */
     public static Builder builder(Path dir) {
         return new Builder(dir.toString(), null);
     }
 
     /**
+     * Settings before opening a database named by URL:
+     * {@code Db.builder("postgresql://kiln@db1:5432/kiln").deadline(Duration.ofSeconds(2)).open()}.
+     *
      * @param url an engine's URL, opened by {@link KvEngines#open} when the builder opens the
      *            database: {@code lmdb:DIR} or a directory, {@code postgresql://HOST[:PORT]/DATABASE}
      * @return a builder for the database at {@code url}
@@ -119,6 +128,9 @@ public final class Db implements AutoCloseable {
     }
 
     /**
+     * Settings before opening a database over an engine opened with settings of its own:
+     * {@code Db.builder(LmdbEngine.builder(dir).maxMapSize(1L << 30).open()).open()}.
+     *
      * @param engine an engine the caller opened (with settings of its own: {@code LmdbEngine.builder(dir)});
      *               the database closes it with itself
      * @return a builder for a database over it
@@ -302,7 +314,13 @@ public final class Db implements AutoCloseable {
         return writer.write(query);
     }
 
-    /** @return counters since open: commits, writes, batch sizes, map size, read transactions (also after {@link #close}) */
+    /**
+     * The database's own counters, read now without waiting for the writer: what {@code /metrics}
+     * reports as {@code kiln_db_*}. {@code db.stats().commits} is the commits since open;
+     * {@link DbStats} names each figure and its unit.
+     *
+     * @return counters since open: commits, writes, batch sizes, map size, read transactions (also after {@link #close})
+     */
     public DbStats stats() {
         return writer.stats(engine.stats());
     }

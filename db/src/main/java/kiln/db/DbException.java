@@ -3,19 +3,45 @@ package kiln.db;
 /**
  * Base class of every error the database reports about itself (as opposed to exceptions thrown by
  * a user's query, which are passed through unchanged). Unchecked, like lmdbjava's own exceptions.
+ * Each kind is a nested class, so a caller catches what it can handle:
+ *
+ * <pre>{@code
+ * try {
+ *     await(db.write(txn -> { users.put(txn, id, user); return null; }));
+ * } catch (DbException.UniqueViolation e) {
+ *     throw new HttpException(409, "that e-mail address is registered");
+ * }
+ * }</pre>
+ *
+ * <p>Uncaught in a handler, kiln's pipeline ({@code kiln.server.Failures}) answers with the kind's
+ * status and its {@link #clientMessage}, and logs {@link #getMessage()}: 400 for
+ * {@link BadContinuation} and {@link BadIdempotencyKey}; 409 {@link UniqueViolation}; 413
+ * {@link ValueTooLarge}; 422 {@link IdempotencyKeyReused}; 503 with {@code Retry-After: 1} for
+ * {@link Overloaded}, {@link ReadersFull}, {@link IndexNotReady}, {@link Unavailable} (and
+ * {@link DeadlineExceeded}) and {@link Fatal}; 507 {@link DatabaseFull}; any other, 500.
  */
 public class DbException extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
+    /** @param message what went wrong, with the names of what it concerns (for the log) */
     public DbException(String message) {
         super(message);
     }
 
+    /**
+     * @param message what went wrong, with the names of what it concerns (for the log)
+     * @param cause   the engine's or the driver's exception
+     */
     public DbException(String message, Throwable cause) {
         super(message, cause);
     }
 
     /**
+     * What a client is told of this error, where {@link #getMessage()} is for the log: a
+     * {@link UniqueViolation}'s is {@code 'ada@example.org' is already taken}, its message names the
+     * index, the table and both rows. Each kind says it its own way; this class says
+     * {@code the database could not complete the request}.
+     *
      * @return what a client may be told: what went wrong in its terms, never a table, index, row,
      *         host or path ({@link #getMessage()} has those, for the log). An HTTP layer answers
      *         with it ({@code kiln.server.Failures}).

@@ -95,6 +95,10 @@ public final class Index<I, K, V> {
     }
 
     /**
+     * Waits for an index declared on a table with rows to be built (online, by the writer thread,
+     * {@value #BUILD_BATCH} rows per write): {@code byEmail.ready().join()} at start-up, before
+     * serving what reads it; until then its reads fail with {@link DbException.IndexNotReady} (503).
+     *
      * @return a future that completes once the index holds every row of its table (at once for an
      *         index built before, or declared on an empty table), or fails with why its build stopped
      *         ({@link DbException.UniqueViolation} for rows that break a unique index); it completes on
@@ -110,6 +114,11 @@ public final class Index<I, K, V> {
     }
 
     /**
+     * Reads the row an index key names: {@code User u = byEmail.get(txn, "ada@example.org");} One
+     * range step in the index and one get in the table.
+     *
+     * @param txn the query's transaction
+     * @param key the index key
      * @return the value of the row with index key {@code key} (of a non-unique index, the first such
      *         row in row-key order), or null when there is none
      * @throws DbException.IndexNotReady while the index is being built

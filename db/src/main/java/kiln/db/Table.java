@@ -95,14 +95,31 @@ public final class Table<K, V> {
         return !indexes.isEmpty();
     }
 
-    /** @return the value stored under {@code key}, or null if there is none (or it expired) */
+    /**
+     * Reads one row, in a read or a write query: {@code Todo t = db.read(txn -> todos.get(txn, id)).join();}.
+     * In a write query it sees the query's own earlier puts and deletes.
+     *
+     * @param txn the query's transaction
+     * @param key the row's key
+     * @return the value stored under {@code key}, or null if there is none (or it expired)
+     * @throws IllegalArgumentException when the key's encoding is empty or longer than
+     *         {@link #MAX_KEY_BYTES}
+     */
     public V get(Txn txn, K key) {
         ByteBuffer found = txn.kv.get(space, encodeKey(key, KEY_BUFFER.get()));
         if (found == null || expiries != null && expired(txn, found)) return null;
         return decodeValue(found);
     }
 
-    /** @return the value stored under {@code key}, or {@code missing} if there is none */
+    /**
+     * Reads one row with a default, for counters and the like:
+     * {@code long next = hits.get(txn, page, 0L) + 1;}.
+     *
+     * @param txn     the query's transaction
+     * @param key     the row's key
+     * @param missing what to return when there is no row
+     * @return the value stored under {@code key}, or {@code missing} if there is none (or it expired)
+     */
     public V get(Txn txn, K key, V missing) {
         V v = get(txn, key);
         return v == null ? missing : v;
@@ -351,6 +368,10 @@ public final class Table<K, V> {
     }
 
     /**
+     * Counts the table's rows: {@code long pages = db.read(txn -> hits.count(txn)).join();}. Part of
+     * it: {@link #count(Txn, Range)}.
+     *
+     * @param txn the query's transaction
      * @return the number of entries: O(1) on LMDB, which keeps the count; in an expiring table, those
      *         that have not expired, counted one by one
      */
@@ -434,7 +455,8 @@ public final class Table<K, V> {
      *
      * @return the page; its {@link Page#continuation()} is null when the range has no more rows
      * @throws DbException.BadContinuation when the range's continuation was not made by this
-     *         database for this table and range (an HTTP layer answers 400)
+     *         database for this listing: this table, the same prefix and direction (an HTTP layer
+     *         answers 400)
      */
     public Page<K, V> range(Txn txn, Range<K> range) {
         Bounds b = bounds(range);

@@ -217,7 +217,14 @@ public final class LmdbEngine implements KvEngine {
         }
     }
 
-    /** @return settings for an engine in the directory {@code dir}, created if missing */
+    /**
+     * LMDB with settings of its own, for {@link kiln.db.Db#builder(KvEngine)}:
+     * {@code LmdbEngine.builder(dir).maxMapSize(1L << 30).open()} caps the data at 1 GiB. The
+     * settings a URL may carry ({@code lmdb:DIR?maxReaders=N}) are these too.
+     *
+     * @param dir the data directory: {@code data.mdb}, {@code lock.mdb} and the writers' lock {@value #LOCK_FILE} go in it
+     * @return settings for an engine in the directory {@code dir}, created if missing
+     */
     public static Builder builder(Path dir) {
         return new Builder(dir);
     }
