@@ -9,6 +9,12 @@ import java.util.stream.Collectors;
  * Finds the engine for a URL among the {@link KvEngineProvider}s on the class path
  * ({@link ServiceLoader}): {@code lmdb:DIR} or a bare directory with kiln-db-lmdb,
  * {@code postgresql://...} with kiln-db-postgresql, whatever else a module registers.
+ * {@link Db#open(String)} calls it; an app rarely does:
+ *
+ * <pre>{@code
+ * Db local = Db.open("lmdb:data?maxReaders=256");   // the provider of "lmdb:" opens the engine
+ * Db shared = Db.open("postgresql://kiln@db1/kiln"); // fails at once, naming the engines found, without kiln-db-postgresql
+ * }</pre>
  */
 public final class KvEngines {
     private KvEngines() {

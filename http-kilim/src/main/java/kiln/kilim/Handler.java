@@ -18,14 +18,28 @@ import kiln.http.Request;
  *       unwoven handlers at start-up.</li>
  * </ul>
  * An exception becomes the failure policy's response ({@link kiln.server.Failures}): a
- * {@link kiln.http.HttpException} its own status, {@link kiln.db.DbException.Overloaded} 503, anything
- * else 500.
+ * {@link kiln.http.HttpException} its own status, a {@link kiln.db.DbException} the status of its
+ * kind (409 for a unique violation, 503 for an overloaded database...), anything else 500.
+ *
+ * <pre>{@code
+ * router.get("/todos/{id}", req -> {
+ *     long id = req.pathParamLong("id");
+ *     Todo todo = await(db.read(txn -> todos.get(txn, id)));   // pauses the fiber, if it must wait
+ *     if (todo == null) throw new HttpException(404, "no todo " + id);
+ *     return Response.json(todo);
+ * });
+ * }</pre>
  */
 @FunctionalInterface
 public interface Handler {
     /**
+     * Answers {@code request}, in the connection's fiber: the router calls it once per request it
+     * routes here, the request's path parameters already matched.
+     *
      * @param request the parsed request
      * @return the response; never null
+     * @throws Pausable  never thrown: Kilim's mark of a method that may pause its fiber
+     * @throws Exception what the failure policy answers (above)
      */
     Response handle(Request request) throws Pausable, Exception;
 }

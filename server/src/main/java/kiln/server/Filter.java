@@ -23,6 +23,15 @@ import kiln.http.Request;
  * <p>Both methods run on the front end's thread (a carrier, a worker, a virtual thread): they must
  * not block or wait (no database write, no outbound call); an exception from one becomes the
  * failure policy's 500.
+ *
+ * <pre>{@code
+ * router.filter(new Filter() {                       // a header on every answer, errors included
+ *     @Override
+ *     public Response after(Request request, Response response) {
+ *         return response.header("X-Frame-Options", "DENY");
+ *     }
+ * });
+ * }</pre>
  */
 public interface Filter {
     /**
