@@ -108,7 +108,7 @@ install:
 # javadoc warning; then scripts/check-api-docs.py, which fails when a type or member the guides name has
 # no doc comment. Maven's own output goes to target/docs.log; on a failure its warnings are printed.
 docs:
-	@mkdir -p target
+	@rm -rf target/site/apidocs && mkdir -p target
 	@mvn -B --no-transfer-progress -pl .,$(API_MODULES),demo javadoc:aggregate > target/docs.log 2>&1 \
 	  || { grep -E 'warning:|error:|\[ERROR\] [^ ]' target/docs.log >&2; echo "make docs: javadoc failed, target/docs.log has the whole output" >&2; exit 1; }
 	scripts/check-api-docs.py target/site/apidocs README.md docs/*.md
