@@ -76,7 +76,7 @@ help:
 	@echo "make cluster [SERVER=kilim] [PORT=8080]     PostgreSQL primary + standby under Patroni (failover on its own), two servers, nginx in front (docs/scaling.md);"
 	@echo "             [JAR=your-app.jar]            JAR: your own app's jar instead (its main takes kiln's flags, as make new-app's)"
 	@echo "make cluster-stop                          stop all of it (the data stays in ./$(CLUSTER_DIR))"
-	@echo "make test                                  run every test (unit, database, HTTP conformance, nginx, sweep)"
+	@echo "make test                                  run every test (unit, database, HTTP conformance, nginx, the API reference, sweep)"
 	@echo "make powercut [CUTS=20] [NOSYNC=1]          power cuts under a load of durable writes, each followed by checks of the reopened database (needs FUSE)"
 	@echo "make build                                 build every runnable jar (skips tests)"
 	@echo "make bench-db [BASELINE=REV ROUNDS=5]      database micro-benchmarks (prints a table); BASELINE: against REV's kiln-db side by side"
@@ -151,6 +151,7 @@ cluster-stop:
 # install, not verify: conformance's StarterTest builds a new app against the installed artifacts.
 test:
 	mvn -B --no-transfer-progress install
+	$(MAKE) docs
 	cd powercut/fs && python3 -m unittest test_powercutfs
 	./ab-sweep.sh --setup
 	cd sweep && .venv/bin/python -m pytest
