@@ -25,7 +25,8 @@ package kiln.db;
 @FunctionalInterface
 public interface Query<R> {
     /**
-     * Runs the query.
+     * Runs the query in {@code txn}: the database calls it once for a read, once or more for a write
+     * (see above), never concurrently with itself on one transaction.
      *
      * @param txn the open transaction; valid only until this method returns, so copy what you
      *            need out of it (the codecs already do)

@@ -24,8 +24,11 @@ public final class Http {
     /** Value of the {@code Server} header. */
     public static final String SERVER = "kiln";
 
+    /** Plain text in UTF-8: {@link Response#text}'s and an error's {@code Content-Type}. */
     public static final String TEXT_PLAIN = "text/plain; charset=UTF-8";
+    /** JSON, UTF-8 by definition (RFC 8259 section 8.1, so no charset parameter): {@link Response#json}'s. */
     public static final String APPLICATION_JSON = "application/json";
+    /** HTML in UTF-8: {@link Response#html}'s. */
     public static final String TEXT_HTML = "text/html; charset=UTF-8";
     /** RFC 9457 problem details, the JSON form of an error response ({@link Response#negotiated}). */
     public static final String APPLICATION_PROBLEM_JSON = "application/problem+json";

@@ -29,9 +29,11 @@ public final class Response {
         Set.of("server", "date", "content-type", "content-length", "connection", "transfer-encoding", "keep-alive", "upgrade");
     private static final String[] NO_HEADERS = {};
 
+    /** The status code, 200..599 (RFC 9110 section 15). */
     public final int status;
     /** The {@code Content-Type} value; null for a 204 ({@link #noContent}), which has none. */
     public final String contentType;
+    /** The whole body (empty for none, and for a streamed response); do not modify it. */
     public final byte[] body;
     /** Further headers as name, value, name, value... in the order added. */
     private final String[] headers;

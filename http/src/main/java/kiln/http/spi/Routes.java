@@ -43,8 +43,11 @@ public final class Routes<H> {
 
     /** A matched route: its handler and the template that reads path parameters. */
     public static final class Route<H> {
+        /** The method it was registered for, e.g. {@code GET}. */
         public final String method;
+        /** What the router registered: a handler of the front end's kind. */
         public final H handler;
+        /** The path or template it was registered with; it reads the request's path parameters. */
         public final PathTemplate template;
 
         Route(String method, H handler, PathTemplate template) {
