@@ -108,6 +108,10 @@ public final class ChangeFeed<K, V> {
     }
 
     /**
+     * The changes under one key prefix, waking only their readers: a room's,
+     * {@code PrefixFeed<Tuple, Message> room = feed.prefix(Tuple.of(roomName))}, or one row's. Cheap:
+     * make one per request or subscriber; the readers of one prefix share its group.
+     *
      * @param prefix a key prefix of the table (with {@link Codec#TUPLE} keys, whole elements:
      *               {@code Tuple.of(room)}); a whole key follows one row
      * @return the feed of the changes under {@code prefix}, whose readers only its commits wake; see
@@ -127,7 +131,13 @@ public final class ChangeFeed<K, V> {
         return window;
     }
 
-    /** @return the newest committed (durable) sequence number; 0 while nothing was recorded */
+    /**
+     * Where a new reader starts, having seen nothing yet: {@code long seen = feed.lastSeq();}, then
+     * {@link #after}{@code (seen)} and {@link #read}{@code (seen, n)}; also a stream's
+     * {@code Last-Event-ID} when the client sends none.
+     *
+     * @return the newest committed (durable) sequence number; 0 while nothing was recorded
+     */
     public long lastSeq() {
         return lastSeq;
     }
@@ -138,6 +148,10 @@ public final class ChangeFeed<K, V> {
     }
 
     /**
+     * Waits for the table's next commit without a thread: {@code await(feed.after(seen))} in a fiber,
+     * {@code feed.after(seen).join()} on a virtual or plain thread, or the future a stream's
+     * {@code poll} returns; then {@link #read} what is new.
+     *
      * @param seq a sequence number the caller has seen (0 for none)
      * @return a future that completes once a change set newer than {@code seq} is durable: at once
      *         when there is one already; else the one future every reader shares, completed (on the
