@@ -199,10 +199,10 @@ class Check:
     def types(self, name):
         """The reference's types a name in code means: "Router" may be two."""
         found = [t for t in self.reference.by_simple.get(name, []) if t.name == name]
-        if not found and "." not in name:
-            return []
-        return found or [t for t in self.reference.by_simple.get(name.rsplit(".", 1)[1], [])
-                         if t.name.endswith("." + name)]
+        if found:
+            return found
+        # a nested type by its own name (`Exchange`), or by its outer type's (`Page.Row`)
+        return [t for t in self.reference.by_simple.get(name.rsplit(".", 1)[-1], []) if t.name.endswith("." + name)]
 
     def guide(self, path):
         code = code_of(path)

@@ -378,6 +378,9 @@ public abstract class AbstractRouter<H, R extends AbstractRouter<H, R>> {
         }
 
         /**
+         * Whether the exchange is answered already, before any handler: check it first,
+         * {@code if (x.hasResponse()) return x.respond(x.response());}.
+         *
          * @return true when the router or a filter answered (404, 405, OPTIONS, a malformed path, a
          *         CORS preflight, a 401): run no handler, send {@link #response()}
          */
@@ -385,12 +388,20 @@ public abstract class AbstractRouter<H, R extends AbstractRouter<H, R>> {
             return response != null;
         }
 
-        /** @return the router's own answer, to send with {@link #respond}; null when a handler is to run */
+        /**
+         * The answer the router or a filter gave, when {@link #hasResponse()}.
+         *
+         * @return the router's own answer, to send with {@link #respond}; null when a handler is to run
+         */
         public Response response() {
             return response;
         }
 
-        /** @return the matched route's handler; null when {@link #hasResponse()} */
+        /**
+         * The handler to run, the front end's way: {@code x.respond(x.handler().handle(request))}.
+         *
+         * @return the matched route's handler; null when {@link #hasResponse()}
+         */
         public H handler() {
             return handler;
         }
@@ -432,7 +443,14 @@ public abstract class AbstractRouter<H, R extends AbstractRouter<H, R>> {
             return response;
         }
 
-        /** @return the failure policy's response to {@code failure} ({@link Failures#toResponse}), recorded */
+        /**
+         * Ends the exchange with what the handler threw, or its awaited future failed with:
+         * {@code catch (Exception e) { return x.fail(e); }}. As {@link #respond} with the failure
+         * policy's answer (an {@code HttpException}'s status, a database error's, else 500 and a log line).
+         *
+         * @param failure what the handler threw
+         * @return the failure policy's response to {@code failure} ({@link Failures#toResponse}), recorded
+         */
         public Response fail(Throwable failure) {
             return respond(Failures.toResponse(failure, request));
         }
