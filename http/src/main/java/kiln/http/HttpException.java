@@ -13,6 +13,7 @@ package kiln.http;
  */
 public class HttpException extends RuntimeException {
     private static final long serialVersionUID = 1L;
+    /** The HTTP status code to answer, 400..599. */
     private final int status;
 
     /**
