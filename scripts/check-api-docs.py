@@ -153,10 +153,9 @@ def member_documented(body):
     text = " ".join(b for b in blocks if "descfrm-type-label" not in b)
     if not text.strip():
         return False
-    if GENERATED_ACCESSOR.fullmatch(text.strip()):
-        # a record's accessor: javadoc's own sentence; the component's @param is its "Returns:" note
-        return "<dt>Returns:</dt>" in body
-    return True
+    # a record's accessor: javadoc's own sentence, which links the component's description (the
+    # record's @param for it) when there is one, and names it bare when there is none
+    return not GENERATED_ACCESSOR.fullmatch(text.strip())
 
 
 # Code in a guide: inline spans outside fenced blocks, and fenced blocks in CODE_LANGUAGES.
