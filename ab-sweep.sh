@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ab-sweep.sh — the keep-alive concurrency sweep: how each kiln front end (frontends.conf) holds up
-# under 1000 to 20000 keep-alive connections, beside two anchors measured in the same rounds (a
-# minimal Java NIO server and nginx). Run `./ab-sweep.sh --help`. Method and traps:
+# under 1000 to 20000 keep-alive connections, beside three anchors measured in the same rounds (a
+# minimal Java NIO server, nginx and Netty). Run `./ab-sweep.sh --help`. Method and traps:
 # ../shared/FACTS.md, "Benchmarking on this machine"; the README's "Benchmark sweep" section
 # explains the report.
 #

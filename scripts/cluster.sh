@@ -306,6 +306,13 @@ primary_member() {
   done
 }
 
+is_kiln_demo() {  # whether JAR is one of kiln's front-end jars (the demo's endpoints), not an app's own
+  case "$(unzip -p "$JAR" META-INF/MANIFEST.MF 2>/dev/null | tr -d '\r' | sed -n 's/^Main-Class: *//p')" in
+    kiln.*) return 0 ;;
+    *) return 1 ;;
+  esac
+}
+
 start_kiln() {  # INDEX
   local name="${names[$1]}" port="${kiln_ports[$1]}"
   local pidfile="$dir/kiln-$name.pid" log="$dir/kiln-$name.log"
@@ -398,11 +405,15 @@ case "$cmd" in
     need_programs
     start_postgres
     start_haproxy
-    start_kiln 0  # one at a time: the first fills the demo tables
+    start_kiln 0  # one at a time: the first creates the tables (the demo fills its own)
     start_kiln 1
     start_nginx
     say "up: http://127.0.0.1:$PORT/ (kiln ${names[0]} and ${names[1]} behind nginx, over PostgreSQL through HAProxy on $haproxy_port)"
-    say "try: curl -N http://127.0.0.1:${kiln_ports[1]}/updates/events & curl 'http://127.0.0.1:${kiln_ports[0]}/updates?queries=2'"
+    if is_kiln_demo; then
+      say "try: curl -N http://127.0.0.1:${kiln_ports[1]}/updates/events & curl 'http://127.0.0.1:${kiln_ports[0]}/updates?queries=2'"
+    else
+      say "try: curl http://127.0.0.1:$PORT/healthz   (your app through nginx; each server: ${kiln_ports[*]}; logs: $dir/kiln-*.log)"
+    fi
     say "     patronictl -c $dir/patroni/${members[0]}.yml list"
     ;;
   nginx)

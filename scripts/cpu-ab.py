@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""Side-by-side CPU per request of several Kilim jars (e.g. before and after a change) and nginx.
+"""Side-by-side CPU per request of several Kilim jars (e.g. before and after a change), nginx and Netty.
 
-Each server is started once and pinned to CPU 0 (the sweep's nginx anchor configuration; each jar
-with a 256 MB heap on a fresh data directory), warmed up with 200,000 requests per path, then per
-round, in an order rotated each round, loaded with `ab -k` pinned to CPU 1: 300,000 requests at
-c <= 1,000, 600,000 above. Server CPU comes from /proc/PID/stat before and after each run; between
-runs it waits until the server is idle. Unlike ./ab-sweep.sh, whose every step is a fresh JVM, this
-measures warm JVMs, so small differences between jars are not lost in JIT and start-up noise.
+Each server is started once and pinned to CPU 0 (the sweep's nginx anchor configuration; the sweep's
+Netty anchor, bench-netty/, and with --vertx its Vert.x anchor, bench-vertx/, each built when missing or
+outdated and on its own JVM flags; each jar on a fresh data directory), warmed up with 200,000 requests
+per path, then per round, in an order rotated each
+round, loaded with `ab -k` pinned to CPU 1: 300,000 requests at c <= 1,000, 600,000 above. Server CPU
+comes from /proc/PID/stat before and after each run; between runs it waits until the server is idle.
+Unlike ./ab-sweep.sh, whose every step is a fresh JVM, this measures warm JVMs, so small differences
+between jars are not lost in JIT and start-up noise.
 
     scripts/cpu-ab.py before=/tmp/old/kiln-kilim.jar after=http-kilim/target/kiln-kilim.jar \\
         --rounds 4 --paths /hello,/db --concurrency 1000,19500
@@ -17,10 +19,14 @@ nothing is pinned: the servers and ab share every core, as on a small VPS where 
 beside the server, and nginx runs --nginx-workers workers (default 2 then); the figure to compare is
 req/s, and each run also reports how the server's CPU split over its threads (e.g. kiln-selector).
 
-Prints each run, then per path and concurrency each jar's CPU per request (and with --shared its
-req/s) as a ratio to nginx's in the same round (per round, and the median), and writes every run to
-OUT/results.json. The JVMs start with deploy/jvm.options, the flags of `make demo`. Loopback only;
-needs ab (apache2-utils), nginx, taskset, java; about 3 minutes per round for two jars.
+Prints each run, then per path and concurrency each server's CPU per request (and with --shared its
+req/s) as a ratio to nginx's and to Netty's in the same round (per round, and the median), and writes
+every run to OUT/results.json. The jars start with deploy/jvm.options, the flags of `make demo`; Netty
+with bench-netty/jvm.options (TechEmpower's flags, kiln's heap ceiling) and Vert.x with
+bench-vertx/jvm.options, or with --same-flags with deploy/jvm.options like the jars (as ./ab-sweep.sh
+--vps runs them). They serve /hello, /plaintext and /json only: they are left out of the runs of other
+paths (/db). Loopback only; needs ab (apache2-utils), nginx,
+taskset, java (and mvn to build the Netty anchor); about 4 minutes per round for two jars.
 """
 import argparse
 import json
@@ -35,9 +41,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "sweep"))
-from kiln_sweep import measure  # noqa: E402  the sweep's /proc readings
-from kiln_sweep.servers import JVM_OPTIONS, nginx_conf  # noqa: E402  make demo's JVM flags; the sweep's nginx anchor
+from kiln_sweep import SweepError, measure, registry  # noqa: E402  the sweep's /proc readings; its servers
+from kiln_sweep.servers import JVM_OPTIONS, build, nginx_conf  # noqa: E402  make demo's JVM flags; the sweep's anchors
 FIRST_PORT = 18100
+ANCHORS = ("nginx", "netty")  # every ratio is also given to these
 
 
 def cpu_seconds(pids):
@@ -58,8 +65,12 @@ def thread_cpu_seconds(pid):
 
 
 class Server:
-    def __init__(self, name, proc, port, pin):
-        self.name, self.proc, self.port, self.pin = name, proc, port, pin
+    def __init__(self, name, proc, port, pin, paths=()):
+        self.name, self.proc, self.port, self.pin, self.paths = name, proc, port, pin, paths
+
+    def serves(self, path):
+        """Netty serves its three paths only; nginx answers every path, a jar every endpoint."""
+        return not self.paths or path in self.paths
 
     def pids(self):
         children = subprocess.run(["pgrep", "-P", str(self.proc.pid)], capture_output=True, text=True).stdout.split()
@@ -91,20 +102,34 @@ class Server:
         return used * 1e6 / max(done, 1), float(rps.group(1)) if rps else 0.0, failed, done, shares
 
 
-def start_servers(jars, work, nofile, steps, pin, nginx_workers):
+def jvm_anchor(name, work, same_flags):
+    """(name, jar, JVM options file, paths) of one of the sweep's JVM anchors (netty, vertx), its jar built
+    first (as ./ab-sweep.sh does) when it is missing or older than its sources."""
+    server = registry.known(ROOT)[name]
+    if registry.jar_outdated(ROOT, server):
+        print(f"cpu-ab: building {server.jar} (mvn -B -q -DskipTests -pl {server.module} -am package)", flush=True)
+        try:
+            build(ROOT, server, work / f"build-{name}.log")
+        except SweepError as e:
+            raise SystemExit(f"cpu-ab: {e}")
+    return name, str(ROOT / server.jar), f"@{JVM_OPTIONS if same_flags else ROOT / server.jvm_options}", server.paths
+
+
+def start_servers(jars, work, nofile, steps, pin, nginx_workers, first_port, anchors):
+    """nginx on first_port, then each jar, then each JVM anchor (see jvm_anchor())."""
     servers = []
     server_cpu = ["taskset", "-c", "0"] if pin else []
     nginx_dir = work / "nginx"
     nginx_dir.mkdir()
-    conf = nginx_conf(ROOT / "sweep" / "nginx.conf.template", nginx_dir, FIRST_PORT, str(nofile), max(steps))
+    conf = nginx_conf(ROOT / "sweep" / "nginx.conf.template", nginx_dir, first_port, str(nofile), max(steps))
     conf, n = re.subn(r"^worker_processes\s+\S+;", f"worker_processes {nginx_workers};", conf, flags=re.MULTILINE)
     if n != 1:
         raise SystemExit("cpu-ab: sweep/nginx.conf.template has no worker_processes line to set")
     (nginx_dir / "nginx.conf").write_text(conf)
     servers.append(Server("nginx", subprocess.Popen([*server_cpu, "nginx", "-p", str(nginx_dir), "-c", str(nginx_dir / "nginx.conf"),
-                                                     "-e", str(nginx_dir / "error.log"), "-g", "daemon off;"]), FIRST_PORT, pin))
+                                                     "-e", str(nginx_dir / "error.log"), "-g", "daemon off;"]), first_port, pin))
     for i, (name, (jar, args)) in enumerate(jars.items(), 1):
-        port = FIRST_PORT + i
+        port = first_port + i
         log = open(work / f"{name}.log", "w")
         jvm = [a[2:] for a in args if a.startswith("-J")]
         args = [a for a in args if not a.startswith("-J")]
@@ -112,6 +137,12 @@ def start_servers(jars, work, nofile, steps, pin, nginx_workers):
                                  "--data", str(work / f"data-{name}"), *args],
                                 stdout=log, stderr=subprocess.STDOUT)
         servers.append(Server(name, proc, port, pin))
+    for i, (name, jar, flags, paths) in enumerate(anchors, len(jars) + 1):
+        port = first_port + i
+        log = open(work / f"{name}.log", "w")
+        proc = subprocess.Popen([*server_cpu, "java", flags, "-jar", jar, "--port", str(port), "--bind", "127.0.0.1"],
+                                stdout=log, stderr=subprocess.STDOUT)
+        servers.append(Server(name, proc, port, pin, paths))
     deadline = time.time() + 60
     for s in servers[1:]:
         while f"listening on http://127.0.0.1:{s.port}/" not in (work / f"{s.name}.log").read_text():
@@ -122,21 +153,25 @@ def start_servers(jars, work, nofile, steps, pin, nginx_workers):
     return servers
 
 
-def summary(results, names, paths, steps, figures):
+def summary(results, names, anchors, paths, steps, figures):
+    """Per figure and anchor: each other server's figure ÷ the anchor's in the same round."""
     for key, title in figures:
-        print(f"\n{title} ÷ nginx's in the same round: per round (median)")
-        for path in paths:
-            for c in steps:
-                rows = [r for r in results if r["path"] == path and r["concurrency"] == c]
-                cells = []
-                for name in names:
-                    ratios = []
-                    for rnd in sorted({r["round"] for r in rows}):
-                        nginx = [r[key] for r in rows if r["round"] == rnd and r["server"] == "nginx"]
-                        mine = [r[key] for r in rows if r["round"] == rnd and r["server"] == name]
-                        ratios.append(mine[0] / nginx[0])
-                    cells.append(f"{name} {', '.join(f'{x:.2f}' for x in ratios)} ({statistics.median(ratios):.2f})")
-                print(f"  {path} c={c}: " + "; ".join(cells))
+        for anchor in anchors:
+            print(f"\n{title} ÷ {anchor}'s in the same round: per round (median)")
+            for path in paths:
+                for c in steps:
+                    rows = [r for r in results if r["path"] == path and r["concurrency"] == c]
+                    cells = []
+                    for name in [n for n in [*names, *anchors] if n != anchor]:
+                        ratios = []
+                        for rnd in sorted({r["round"] for r in rows}):
+                            base = [r[key] for r in rows if r["round"] == rnd and r["server"] == anchor]
+                            mine = [r[key] for r in rows if r["round"] == rnd and r["server"] == name]
+                            if base and mine and base[0]:
+                                ratios.append(mine[0] / base[0])
+                        if ratios:
+                            cells.append(f"{name} {', '.join(f'{x:.2f}' for x in ratios)} ({statistics.median(ratios):.2f})")
+                    print(f"  {path} c={c}: " + "; ".join(cells))
 
 
 def main(argv):
@@ -150,13 +185,20 @@ def main(argv):
     p.add_argument("--out", help="where results.json and the server logs go (default: a new temporary directory)")
     p.add_argument("--shared", action="store_true", help="pin nothing: servers and ab share every core (compare req/s)")
     p.add_argument("--nginx-workers", type=int, help="nginx worker processes (default 1, or 2 with --shared)")
+    p.add_argument("--no-netty", dest="netty", action="store_false",
+                   help="leave the Netty anchor out (it is left out of paths other than /hello, /plaintext and /json anyway)")
+    p.add_argument("--vertx", action="store_true", help="add the Vert.x anchor (bench-vertx/) beside Netty")
+    p.add_argument("--same-flags", action="store_true",
+                   help="start Netty (and Vert.x) with deploy/jvm.options like the jars, not their own jvm.options")
+    p.add_argument("--port", type=int, default=FIRST_PORT,
+                   help=f"the first of the consecutive loopback ports the servers listen on (default {FIRST_PORT})")
     args = p.parse_args(argv)
     jars = {}
     for spec in args.jars:
         name, eq, rest = spec.partition("=")
         jar, *server_args = rest.split(",")
-        if not eq or not Path(jar).is_file() or name == "nginx":
-            p.error(f"expected NAME=JAR[,ARG...] with an existing jar (and a name other than nginx), got '{spec}'")
+        if not eq or not Path(jar).is_file() or name in ("nginx", "netty", "vertx"):
+            p.error(f"expected NAME=JAR[,ARG...] with an existing jar (and a name other than nginx, netty or vertx), got '{spec}'")
         jars[name] = (jar, server_args)
     paths = args.paths.split(",")
     steps = [int(c) for c in args.concurrency.split(",")]
@@ -168,19 +210,21 @@ def main(argv):
             p.error(f"{tool} not found (apt-get install apache2-utils nginx-light util-linux procps, and a JDK)")
     work = Path(args.out or tempfile.mkdtemp(prefix="cpu-ab-"))
     work.mkdir(parents=True, exist_ok=True)
-    servers = start_servers(jars, work, nofile, steps, not args.shared, args.nginx_workers or (2 if args.shared else 1))
+    anchors = [jvm_anchor(name, work, args.same_flags) for name, on in (("netty", args.netty), ("vertx", args.vertx)) if on]
+    servers = start_servers(jars, work, nofile, steps, not args.shared, args.nginx_workers or (2 if args.shared else 1), args.port,
+                            anchors)
     results = []
     try:
         print(f"cpu-ab: servers in {work}; warming up", flush=True)
         for s in servers:
-            for path in paths:
+            for path in filter(s.serves, paths):
                 s.load(path, 1000, 200_000)
             s.wait_idle()
         for rnd in range(1, args.rounds + 1):
             order = servers[(rnd - 1) % len(servers):] + servers[:(rnd - 1) % len(servers)]
             for path in paths:
                 for c in steps:
-                    for s in order:
+                    for s in filter(lambda s: s.serves(path), order):
                         us, rps, failed, done, shares = s.load(path, c, 300_000 if c <= 1000 else 600_000)
                         results.append(dict(round=rnd, server=s.name, path=path, concurrency=c, us=us, rps=rps, failed=failed, done=done,
                                             threads=shares))
@@ -199,7 +243,8 @@ def main(argv):
                 s.proc.kill()
     (work / "results.json").write_text(json.dumps(results, indent=1))
     figures = [("us", "CPU per request")] + ([("rps", "req/s")] if args.shared else [])
-    summary(results, list(jars), paths, steps, figures)
+    names = list(jars) + (["vertx"] if args.vertx else [])
+    summary(results, names, [a for a in ANCHORS if any(s.name == a for s in servers)], paths, steps, figures)
     print(f"\nruns: {work / 'results.json'}")
     return 0
 

@@ -21,6 +21,12 @@ SERVER (one or more):
       a kiln front end, as listed in frontends.conf (those whose module exists in this checkout)
   dummy        anchor: minimal Java NIO server with the same /hello response (sweep/DummyServer.java)
   nginx        anchor: Debian's nginx, one worker, same 10-byte body
+  netty        anchor: Netty as TechEmpower's entry runs it (bench-netty/), kiln's heads on /hello,
+               /plaintext and /json (left out for another --path); its own JVM flags
+               (bench-netty/jvm.options), kiln's under --vps
+  vertx        anchor, measured only when named: Vert.x as TechEmpower's entry runs it
+               (bench-vertx/), the same paths and heads; its own JVM flags (bench-vertx/jvm.options),
+               kiln's under --vps
   all          every front end present, in rounds that interleave the servers
 The anchors are measured in every round unless --no-anchors; each figure is also reported as a
 ratio to them, measured in the same round."""
@@ -166,7 +172,7 @@ def parser():
     o.add_argument("--no-pin", dest="pin", action="store_false",
                    help="do not pin the server to one core and the client to another")
     o.add_argument("--no-anchors", dest="anchors", action="store_false",
-                   help="do not measure dummy and nginx (no ratios)")
+                   help="do not measure dummy, nginx and netty (no ratios)")
     o.add_argument("--no-build", dest="build", action="store_false",
                    help="never run Maven: use the jars as they are; fail when one is missing")
     o.add_argument("--port", metavar="N", type=_bounded("--port", 1, 65535),

@@ -3,7 +3,8 @@ to its processes (Running.pids: the JVM, or nginx's master and worker) while the
 
 - system calls by type: `perf stat -x,` counts the raw_syscalls:sys_enter tracepoint (every system call)
   and syscalls:sys_enter_NAME for the calls a server's request loop makes (read, write, writev,
-  epoll_wait, epoll_ctl, recvfrom, sendto, futex, accept4; those this kernel has). Counting a
+  epoll_wait, epoll_pwait, epoll_pwait2, epoll_ctl, recvfrom, sendto, futex, accept4, io_uring_enter; those
+  this kernel has: Netty's native transports wait in epoll_pwait* or io_uring_enter). Counting a
   tracepoint is done in the kernel, at each call's entry: cheap, but not free.
 - a flat CPU profile: `perf record -F 499` (no call graphs), then `perf report --sort dso,sym`. A JVM's
   JIT-compiled methods get their names from /tmp/perf-PID.map, which `jcmd PID Compiler.perfmap`
@@ -27,7 +28,8 @@ from kiln_sweep import SweepError, pinning
 
 TOTAL = "raw_syscalls:sys_enter"
 SYSCALLS = (TOTAL,) + tuple(f"syscalls:sys_enter_{name}" for name in (
-    "read", "write", "writev", "epoll_wait", "epoll_ctl", "recvfrom", "sendto", "futex", "accept4"))
+    "read", "write", "writev", "epoll_wait", "epoll_pwait", "epoll_pwait2", "epoll_ctl", "recvfrom", "sendto", "futex",
+    "accept4", "io_uring_enter"))
 SAMPLE_HZ = 499
 # The profile's rows kept in raw/<run>-perf-top.txt, and in the run's record.
 TOP = 15

@@ -39,6 +39,7 @@ class Plan:
         self.rounds = opts.rounds or (1 if opts.quick or opts.memory or self.fanout else 3)
         self.rate = opts.rate or plan.FANOUT_RATE
         self.timing = Timing(opts.quick)
+        self.left_out = []
         self.selected = self._select()
         self.cgroup_parents = self._vps_cgroups() if opts.vps else None
         # --perf: the system call tracepoints this kernel has (exit status 2 when perf cannot run).
@@ -47,6 +48,7 @@ class Plan:
         self.missing, self.javas = self._check_tools()
         self.steps, self.notes = plan.plan(self._raise_file_limit(),
                                            "python" if opts.memory or self.fanout else opts.client, self.requested)
+        self.notes = self.left_out + self.notes
         if not self.steps:
             raise SweepError(f"no step can run with an open-files limit of {self.nofile}")
         self.capped = any(s.cap_reason.startswith("open-files") for s in self.steps)
@@ -70,7 +72,15 @@ class Plan:
             selected += [s for s in picks if s not in selected]
         # The anchors have no event stream: the fan-out benchmark measures the front ends alone.
         if self.opts.anchors and not self.opts.subscribers:
-            selected = [known[a] for a in registry.ANCHORS] + [s for s in selected if s.name not in registry.ANCHORS]
+            anchors = []
+            for a in (known[n] for n in registry.ANCHORS):
+                # An anchor that does not serve the path is left out, unless it was named.
+                if registry.serves(a, self.opts.path) or a.name in self.opts.servers:
+                    anchors.append(a)
+                else:
+                    self.left_out.append(f"anchor {a.name} left out: it serves {', '.join(a.paths)} only, not "
+                                         f"{self.opts.path}")
+            selected = anchors + [s for s in selected if s.name not in registry.ANCHORS]
         return selected
 
     def _vps_cgroups(self):
@@ -257,6 +267,11 @@ class Plan:
             print(f"VPS:         {self.vps_text()}")
         print(f"JVM flags:   @{servers.JVM_OPTIONS.relative_to(ROOT)}" + (f" -Xms{o.heap} -Xmx{o.heap}" if o.heap else
                                                                          f" (heap up to {servers.default_heap()})"))
+        for s in self.selected:
+            if s.jvm_options:
+                print(f"             {s.name}: " + ("the same (--vps: every JVM on make demo's flags)" if o.vps else
+                                                    f"its own, @{s.jvm_options}" + (f" -Xms{o.heap} -Xmx{o.heap}"
+                                                                                    if o.heap else "")))
         jfr = [s.name for s in self.selected if self.records_pinning(s)]
         if jfr:
             print(f"Pinning:     JFR {pinning.EVENT} >= {pinning.THRESHOLD_MS} ms for {', '.join(jfr)} "

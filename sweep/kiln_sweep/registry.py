@@ -1,5 +1,6 @@
 """The servers the sweep knows: kiln's front ends, read from frontends.conf at the repository root (the
-one list the Makefile and the conformance suite read too), and the two anchors measured beside them."""
+one list the Makefile and the conformance suite read too), the three anchors measured beside them, and
+Vert.x, an anchor measured when named."""
 
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
@@ -8,23 +9,33 @@ from pathlib import Path
 from kiln_sweep import SweepError
 
 # Measured in the same rounds as the front ends: the floor a Java server reaches here (a minimal NIO
-# server, sweep/DummyServer.java) and nginx with one worker.
-ANCHORS = ("dummy", "nginx")
+# server, sweep/DummyServer.java), nginx with one worker, and the JVM's own front-runner, Netty as
+# TechEmpower's entry runs it (bench-netty/). Why each is a fair anchor:
+# docs/benchmarks/2026-11-28-anchors.md.
+ANCHORS = ("dummy", "nginx", "netty")
+# What the JVM anchors netty and vertx serve; for another --path netty is left out (nginx and the dummy
+# answer every path with /hello's bytes).
+ANCHOR_PATHS = ("/hello", "/plaintext", "/json")
 
 
 @dataclass(frozen=True)
 class Server:
     """One server the sweep can start.
 
-    kind is "jar" (a kiln front end), "dummy" or "nginx"; module/jar are the Maven module and its
-    runnable jar relative to the repository root; jdk is frontends.conf's range ("17", "17+", "21+";
-    "" for nginx); args go after the contract's --port/--bind/--data."""
+    kind is "jar" (a kiln front end), "anchor" (a Java anchor built by Maven: netty, vertx), "dummy" or "nginx";
+    module/jar are the Maven module and its runnable jar relative to the repository root; jdk is
+    frontends.conf's range ("17", "17+", "21+"; "" for nginx); args go after the contract's
+    --port/--bind/--data (an anchor gets --port/--bind only). An anchor has its own JVM flags
+    (jvm_options, a Java argument file relative to the root; under --vps it gets kiln's) and may serve
+    only some paths (paths; empty: every path)."""
     name: str
     kind: str
     module: str = ""
     jar: str = ""
     jdk: str = ""
     args: tuple = ()
+    jvm_options: str = ""
+    paths: tuple = ()
 
     @property
     def runs_on_java(self):
@@ -51,12 +62,22 @@ def known(root):
     servers = {s.name: s for s in read_frontends(Path(root) / "frontends.conf")}
     servers["dummy"] = Server("dummy", "dummy", jdk="17+")
     servers["nginx"] = Server("nginx", "nginx")
+    servers["netty"] = Server("netty", "anchor", "bench-netty", "bench-netty/target/netty-anchor.jar", "17+",
+                              jvm_options="bench-netty/jvm.options", paths=ANCHOR_PATHS)
+    # Measured only when named (./ab-sweep.sh kilim vertx): no ratio columns of its own.
+    servers["vertx"] = Server("vertx", "anchor", "bench-vertx", "bench-vertx/target/vertx-anchor.jar", "17+",
+                              jvm_options="bench-vertx/jvm.options", paths=ANCHOR_PATHS)
     return servers
 
 
 def present(root, server):
-    """True when `server` can run from this checkout: an anchor, or a front end whose module exists."""
-    return server.kind != "jar" or (Path(root) / server.module / "pom.xml").is_file()
+    """True when `server` can run from this checkout: one that no module builds, or whose module exists."""
+    return not server.module or (Path(root) / server.module / "pom.xml").is_file()
+
+
+def serves(server, path):
+    """True when `server` answers GET `path` (netty and vertx serve ANCHOR_PATHS only)."""
+    return not server.paths or path in server.paths
 
 
 def _pom(path):

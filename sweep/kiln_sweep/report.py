@@ -346,7 +346,7 @@ def summary_fields(settings):
               "failures_max", "mean_ms_median", "p50_ms_median", "p90_ms_median", "p99_ms_median", "max_ms_median",
               "server_cpu_us_per_request_median", "server_cpu_pct_median", "rss_peak_mb_max", "client_cpu_pct_max",
               "client_saturated", "requests_per_connection_median",
-              "rps_vs_dummy", "rps_vs_nginx", "cpu_vs_dummy", "cpu_vs_nginx"]
+              *(f"rps_vs_{a}" for a in ANCHORS), *(f"cpu_vs_{a}" for a in ANCHORS)]
     if settings.mode == "latency":
         fields += ["mean_us_vs_dummy", "p50_us_vs_dummy", "p99_us_vs_dummy"]
     if settings.vps:
@@ -396,7 +396,7 @@ def _table_rows(settings, summary):
                   "CPU us/req", "mean vs dummy us", "p99 vs dummy us", "RSS MB", "client CPU"]
     else:
         header = ["server", "c", "req/s", "failed", "p50 ms", "p99 ms", "CPU us/req", "CPU %", "RSS MB",
-                  "client CPU", "req/s vs dummy", "req/s vs nginx", "CPU vs dummy", "CPU vs nginx"]
+                  "client CPU", *(f"req/s vs {a}" for a in ANCHORS), *(f"CPU vs {a}" for a in ANCHORS)]
     rows = []
     for s in summary:
         # A capped step shows what ran, starred; the notes say what was requested and why.
@@ -412,8 +412,8 @@ def _table_rows(settings, summary):
             rows.append([s["server"], step, fmt(s["rps_median"]), fmt(s["failures_max"]),
                          fmt(s["p50_ms_median"], 2), fmt(s["p99_ms_median"], 2),
                          fmt(s["server_cpu_us_per_request_median"], 1), fmt(s["server_cpu_pct_median"]),
-                         fmt(s["rss_peak_mb_max"]), client, fmt(s["rps_vs_dummy"], 2), fmt(s["rps_vs_nginx"], 2),
-                         fmt(s["cpu_vs_dummy"], 2), fmt(s["cpu_vs_nginx"], 2)])
+                         fmt(s["rss_peak_mb_max"]), client, *(fmt(s[f"rps_vs_{a}"], 2) for a in ANCHORS),
+                         *(fmt(s[f"cpu_vs_{a}"], 2) for a in ANCHORS)])
     return header, rows
 
 

@@ -114,9 +114,15 @@ class Sweep:
 
     def _settings(self):
         p, o = self.plan, self.plan.opts
-        java = "; ".join(f"{', '.join(n for n, j in p.javas.items() if j is java)}: {java.version_line} "
-                         f"({java.path}), flags {' '.join(java.flags(o.heap))}"
-                         for java in dict.fromkeys(p.javas.values()))
+        # One entry per java and set of flags: the anchors' flags may differ from the front ends'.
+        by_flags = {}
+        for s in p.selected:
+            if s.name in p.javas:
+                java = p.javas[s.name]
+                flags = " ".join(servers.jvm_flags(s, java, o.heap, same_flags=o.vps))
+                by_flags.setdefault((java, flags), []).append(s.name)
+        java = "; ".join(f"{', '.join(names)}: {java.version_line} ({java.path}), flags {flags}"
+                         for (java, flags), names in by_flags.items())
         commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
                                 text=True, check=False).stdout.strip()
         return records.Settings(
@@ -137,7 +143,7 @@ class Sweep:
             vps=p.vps_text() if o.vps else "",
             pinned_threshold_ms=pinning.THRESHOLD_MS if any(p.records_pinning(s) for s in p.selected) else None,
             memory_extra=f"front ends run with --idle-timeout {MEMORY_IDLE_TIMEOUT_MS}" if o.memory else "",
-            jars="; ".join(f"{s.name}: {s.jar} built {_built(ROOT / s.jar)}" for s in p.selected if s.kind == "jar"),
+            jars="; ".join(f"{s.name}: {s.jar} built {_built(ROOT / s.jar)}" for s in p.selected if s.jar),
             fanout_rate=p.rate if p.fanout else None, fanout_processes=p.client_processes if p.fanout else None,
             perf=p.perf_text() if o.perf else "", nmt=p.nmt_text() if o.nmt else "")
 

@@ -51,10 +51,10 @@ class Java:
             raise SweepError(f"cannot read the version of {path}: {self.version_line}")
         self.major = 8 if m.group(1) == "1" else int(m.group(1))  # "1.8.0_..."
 
-    def flags(self, heap):
-        """make demo's flags (JVM_OPTIONS), then -Xms and -Xmx `heap` when given (a fixed heap), then what
-        this JDK needs for lmdbjava."""
-        flags = [f"@{JVM_OPTIONS}", *([f"-Xms{heap}", f"-Xmx{heap}"] if heap else [])]
+    def flags(self, heap, options=JVM_OPTIONS):
+        """make demo's flags (JVM_OPTIONS, or another Java argument file), then -Xms and -Xmx `heap` when
+        given (a fixed heap), then what this JDK needs for lmdbjava (and Netty: native access, Unsafe)."""
+        flags = [f"@{options}", *([f"-Xms{heap}", f"-Xmx{heap}"] if heap else [])]
         if self.major >= 22:
             flags.append("--enable-native-access=ALL-UNNAMED")
         if self.major >= 23:  # lmdbjava uses sun.misc.Unsafe, which JDK 23+ warns about on stderr
@@ -141,25 +141,38 @@ def build(root, server, log):
         raise SweepError(f"the build of {server.module} succeeded but made no {server.jar}")
 
 
-def command(server, java, heap, port, data_dir, dummy_classes, jvm_extra=(), args_extra=()):
-    """The command line that starts `server` on BIND:port; data_dir holds a front end's database or
-    nginx's configuration, logs and temp files. jvm_extra go to a JVM before the class or jar,
-    args_extra after a front end's own arguments."""
-    if server.kind == "jar":
-        return [java.path, *java.flags(heap), *jvm_extra, "-jar", server.jar, "--port", str(port), "--bind", BIND,
-                "--data", str(data_dir), *server.args, *args_extra]
+def jvm_flags(server, java, heap, same_flags=False):
+    """The JVM flags of a Java server: make demo's (JVM_OPTIONS) for a front end; the dummy's fixed heap;
+    an anchor's own argument file (its jvm_options), or with same_flags (--vps) make demo's like kiln."""
     if server.kind == "dummy":
         # The anchor keeps the fixed heap it was measured with before deploy/jvm.options (it holds a buffer
         # per connection: at c=19,500 a heap that grows from 16 MB up to 256 MB ran out).
-        return [java.path, *java.flags(heap or DUMMY_HEAP), *jvm_extra, "-cp", str(dummy_classes), "DummyServer", "--port",
-                str(port), "--bind", BIND]
+        return java.flags(heap or DUMMY_HEAP)
+    if server.jvm_options and not same_flags:
+        return java.flags(heap, ROOT / server.jvm_options)
+    return java.flags(heap)
+
+
+def command(server, java, heap, port, data_dir, dummy_classes, jvm_extra=(), args_extra=(), same_flags=False):
+    """The command line that starts `server` on BIND:port; data_dir holds a front end's database or
+    nginx's configuration, logs and temp files. jvm_extra go to a JVM before the class or jar,
+    args_extra after a front end's own arguments; same_flags: see jvm_flags."""
+    if server.kind == "jar":
+        return [java.path, *jvm_flags(server, java, heap), *jvm_extra, "-jar", server.jar, "--port", str(port), "--bind",
+                BIND, "--data", str(data_dir), *server.args, *args_extra]
+    if server.kind == "anchor":
+        return [java.path, *jvm_flags(server, java, heap, same_flags), *jvm_extra, "-jar", server.jar, "--port",
+                str(port), "--bind", BIND, *server.args]
+    if server.kind == "dummy":
+        return [java.path, *jvm_flags(server, java, heap), *jvm_extra, "-cp", str(dummy_classes), "DummyServer",
+                "--port", str(port), "--bind", BIND]
     return ["nginx", "-p", str(data_dir), "-c", f"{data_dir}/nginx.conf", "-e", f"{data_dir}/error.log",
             "-g", "daemon off;"]
 
 
 def ready_line(port):
-    """The line a kiln front end (and the dummy) prints once it serves."""
-    return re.compile(rf"^kiln-[a-z-]+ listening on http://{re.escape(BIND)}:{port}/$", re.MULTILINE)
+    """The line a kiln front end (and the dummy, and netty-anchor) prints once it serves."""
+    return re.compile(rf"^(kiln-[a-z-]+|[a-z]+-anchor) listening on http://{re.escape(BIND)}:{port}/$", re.MULTILINE)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -194,7 +207,7 @@ class Servers:
         """Builds missing or outdated jars (one build per module), compiles the dummy anchor."""
         built = set()
         for s in self.plan.selected:
-            if s.kind == "jar" and s.module not in built and registry.jar_outdated(ROOT, s):
+            if s.jar and s.module not in built and registry.jar_outdated(ROOT, s):
                 built.add(s.module)
                 if not self.plan.opts.build:
                     if not (ROOT / s.jar).is_file():
@@ -232,7 +245,7 @@ class Servers:
             jfr = self.out / "raw" / f"r{rnd}-{server.name}-pinned.jfr"
             jvm_extra.append(pinning.jvm_flag(jfr))
         cmd = plan.on_server_cpu(command(server, java, o.heap, port, data, self.tmp / "dummy", jvm_extra,
-                                         plan.server_args(server)))
+                                         plan.server_args(server), same_flags=o.vps))
         group = None
         if o.vps:
             self.cgroup_count += 1

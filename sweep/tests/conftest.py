@@ -20,7 +20,7 @@ def ab_sweep(*args, preexec_fn=None, timeout=600):
 
 @pytest.fixture(scope="session")
 def quick_sweep(tmp_path_factory):
-    """A real `./ab-sweep.sh kilim --quick` (dummy, nginx and kilim on loopback, about a minute); its
+    """A real `./ab-sweep.sh kilim --quick` (dummy, nginx, netty and kilim on loopback, about a minute); its
     results directory and the completed process."""
     out = tmp_path_factory.mktemp("quick") / "results"
     done = ab_sweep("kilim", "--quick", "--no-install", "--out", out)

@@ -15,7 +15,7 @@ def test_help_documents_every_option_and_every_front_end():
                 "--no-pin", "--no-anchors", "--no-build", "--port", "--out", "--plan-only", "--setup",
                 "--no-install", "--report", "--vps", "--memory", "--no-jfr", "--perf", "--nmt", "--postgres"):
         assert opt in done.stdout, f"--help does not document {opt}"
-    for name in conf_names() + ["dummy", "nginx", "all"]:
+    for name in conf_names() + ["dummy", "nginx", "netty", "vertx", "all"]:
         assert f" {name}" in done.stdout, f"--help does not name {name}"
 
 
@@ -42,19 +42,19 @@ def test_bad_usage_exits_2_and_says_why(args, message):
     assert "./ab-sweep.sh --help" in done.stderr
 
 
-@pytest.mark.parametrize("name", conf_names() + ["dummy", "nginx", "all"])
+@pytest.mark.parametrize("name", conf_names() + ["dummy", "nginx", "netty", "vertx", "all"])
 def test_plan_only_accepts_every_front_end_of_frontends_conf(name):
     # shared/hooks/before-stop runs exactly this for every name in the Makefile's SERVERS.
     done = ab_sweep("--plan-only", name)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stdout.startswith("Servers:     dummy nginx")
-    if name not in ("dummy", "nginx", "all"):
-        assert done.stdout.splitlines()[0].split()[1:] == ["dummy", "nginx", name]
+    assert done.stdout.startswith("Servers:     dummy nginx netty")
+    if name not in ("dummy", "nginx", "netty", "all"):
+        assert done.stdout.splitlines()[0].split()[1:] == ["dummy", "nginx", "netty", name]
 
 
 def test_all_means_every_front_end_and_anchors_come_first_once():
     done = ab_sweep("--plan-only", "all", "kilim", "dummy")
-    assert done.stdout.splitlines()[0].split()[1:] == ["dummy", "nginx"] + conf_names()
+    assert done.stdout.splitlines()[0].split()[1:] == ["dummy", "nginx", "netty"] + conf_names()
     done = ab_sweep("--plan-only", "--no-anchors", "kilim")
     assert done.stdout.splitlines()[0] == "Servers:     kilim"
 
@@ -133,6 +133,6 @@ def test_a_front_end_without_a_fitting_jdk_is_named_in_the_plan_and_stops_a_real
     assert run.main(cli.parse(["--plan-only", "comsat", "kilim"])) == 0
     out = capsys.readouterr().out
     assert "Missing:     JDK 17 (for comsat): find-java.sh: no JDK 17" in out
-    assert "for dummy, kilim" in out
+    assert "for dummy, netty, kilim" in out
     with pytest.raises(SweepError, match="JDK 17 \\(for comsat\\)"):
         run.main(cli.parse(["comsat", "--quick"]))

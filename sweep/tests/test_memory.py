@@ -149,12 +149,12 @@ def test_idle_connections_count_non_2xx_and_refused_connections():
         assert refused.error_text() == "5 connect: Connection refused"
 
 
-def test_real_memory_quick_dummy_and_nginx(tmp_path):
+def test_real_memory_quick_anchors(tmp_path):
     out = tmp_path / "memory"
     done = ab_sweep("--memory", "--quick", "--no-install", "dummy", "nginx", "--out", out)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     runs = records.read(out, records.MEMORY, records.MemoryRun)
-    assert [r.server for r in runs] == ["dummy", "nginx"]
+    assert [r.server for r in runs] == ["dummy", "nginx", "netty"]
     assert all(r.connections == r.opened == r.still_open == r.established == 200 and not r.error for r in runs), runs
     assert records.read_settings(out).mode == "memory"
     rows = {r["server"]: r for r in csv.DictReader(open(out / "memory.csv"))}
@@ -168,6 +168,8 @@ def test_real_memory_quick_dummy_and_nginx(tmp_path):
     assert dummy["top"][0]["instances_per_conn"] == pytest.approx(2.0, abs=0.1)
     assert 12288 < float(rows["dummy"]["heap_bytes_per_conn"]) < 14000
     assert rows["nginx"]["heap_bytes_per_conn"] == "" and float(rows["nginx"]["rss_bytes_per_conn"]) >= 0
+    # Netty is a JVM too: its channel, pipeline and handlers per connection (about 2.5 KB measured).
+    assert 500 < float(rows["netty"]["heap_bytes_per_conn"]) < 20000
     assert re.search(r"dummy\s+200\s+1[23],\d{3}\s+", done.stdout), done.stdout
     assert "heap n/a: not a JVM (nginx)" in done.stdout
     for f in ("r1-dummy-c200-histogram-before.txt", "r1-dummy-c200-histogram-after.txt"):

@@ -1,4 +1,4 @@
-"""A real `./ab-sweep.sh kilim --quick` (dummy, nginx and kilim on loopback, about a minute): its files
+"""A real `./ab-sweep.sh kilim --quick` (dummy, nginx, netty and kilim on loopback, about a minute): its files
 hold the measured numbers, its chart is drawn, its HTML report renders in headless Chromium, and a
 path the server does not serve fails clearly."""
 
@@ -16,7 +16,7 @@ from kiln_sweep import measure, records
 
 PIL = pytest.importorskip("PIL.Image", reason="the venv's pillow (sweep/requirements.txt) reads the images")
 
-SERVERS = ("dummy", "nginx", "kilim")
+SERVERS = ("dummy", "nginx", "netty", "kilim")
 
 
 def test_quick_sweep_runs(quick_sweep):
@@ -47,8 +47,8 @@ def test_outputs_hold_the_measured_numbers(quick_sweep):
         # the HTML table shows the same median, formatted as in the terminal table
         assert f"<td>{s['rps_median']:,.0f}</td>" in html, f"{s['server']} c={s['concurrency']} not in report.html"
         if s["server"] == "kilim":
-            assert s["rps_vs_dummy"] and s["rps_vs_nginx"] and s["cpu_vs_dummy"], s
-    assert len(list(csv.DictReader(open(d / "summary.csv")))) == 6
+            assert s["rps_vs_dummy"] and s["rps_vs_nginx"] and s["cpu_vs_dummy"] and s["cpu_vs_netty"], s
+    assert len(list(csv.DictReader(open(d / "summary.csv")))) == 2 * len(SERVERS)
     # Self-contained: plotly.js inlined, nothing loaded from elsewhere.
     assert "Plotly.newPlot" in html, "no plotly charts"
     assert not re.search(r"<script[^>]*\bsrc=|<link[^>]*\bhref=[\"']?https?:", html), "report loads files from elsewhere"
@@ -59,7 +59,7 @@ def test_records_are_typed_and_complete(quick_sweep):
     settings = records.read_settings(d)
     assert settings.servers == list(SERVERS) and settings.quick and settings.steps_requested == [10, 100]
     runs = records.read(d, records.RUNS, records.TimedRun)
-    assert len(runs) == 6 and all(r.server_alive and r.client_rc == 0 and r.rss_hwm_kb > 0 for r in runs)
+    assert len(runs) == 2 * len(SERVERS) and all(r.server_alive and r.client_rc == 0 and r.rss_hwm_kb > 0 for r in runs)
     after = records.read(d, records.AFTER, records.AfterWindow)
     assert [a.server for a in after] == list(SERVERS) and all(len(a.cpu_pct_per_second) == 2 for a in after)
     assert records.read(d, records.PROBLEMS, records.Problem) == []

@@ -14,7 +14,7 @@ def conf_names():
 def test_every_line_of_frontends_conf_is_a_front_end_in_file_order():
     assert [s.name for s in registry.read_frontends(ROOT / "frontends.conf")] == conf_names()
     known = registry.known(ROOT)
-    assert list(known) == conf_names() + ["dummy", "nginx"]
+    assert list(known) == conf_names() + ["dummy", "nginx", "netty", "vertx"]
 
 
 def test_columns_give_the_jar_the_jdk_range_and_the_arguments():
@@ -25,6 +25,7 @@ def test_columns_give_the_jar_the_jdk_range_and_the_arguments():
     assert known["comsat"].jdk == "17"
     assert known["kilim"].jdk == "17+"
     assert known["nginx"].runs_on_java is False and known["dummy"].runs_on_java is True
+    assert known["netty"].jar == "bench-netty/target/netty-anchor.jar" and known["netty"].runs_on_java is True
 
 
 def test_a_short_line_is_an_error_naming_it(tmp_path):

@@ -24,7 +24,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  */
 class BoardTest {
     @RegisterExtension
-    static final Servers SERVERS = new Servers("BoardTest", "--app", "board");
+    static final Servers SERVERS = new Servers("BoardTest", "--app", "board").withQuietCarriers();
 
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final HttpClient CLIENT = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();

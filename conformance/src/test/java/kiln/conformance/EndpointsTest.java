@@ -38,7 +38,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  */
 class EndpointsTest {
     @RegisterExtension
-    static final Servers SERVERS = new Servers("EndpointsTest");
+    static final Servers SERVERS = new Servers("EndpointsTest").withQuietCarriers();
 
     private static final Pattern WORLD_BYTES = Pattern.compile("\\{\"id\":\\d+,\"randomNumber\":\\d+\\}");
 

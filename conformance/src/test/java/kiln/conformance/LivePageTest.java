@@ -38,7 +38,7 @@ class LivePageTest {
     private ServerProcess kiln;
     private Process chromium;
     private WebSocket devtools;
-    private final Map<Integer, CompletableFuture<JsonNode>> replies = new ConcurrentHashMap<>();
+    private final Map<Integer, CompletableFuture<JsonNode>> responses = new ConcurrentHashMap<>();
     private final List<String> scriptErrors = new CopyOnWriteArrayList<>();
     private final AtomicInteger ids = new AtomicInteger();
 
@@ -126,19 +126,19 @@ class LivePageTest {
 
     /** @return the value of {@code expression} in the page */
     private JsonNode evaluate(String expression) throws Exception {
-        JsonNode reply = call("Runtime.evaluate", Contract.JSON.writeValueAsString(Map.of("expression", expression, "returnByValue", true)));
-        return reply.path("result").path("result").path("value");
+        JsonNode response = call("Runtime.evaluate", Contract.JSON.writeValueAsString(Map.of("expression", expression, "returnByValue", true)));
+        return response.path("result").path("result").path("value");
     }
 
     private JsonNode call(String method, String params) throws Exception {
         int id = ids.incrementAndGet();
-        CompletableFuture<JsonNode> reply = new CompletableFuture<>();
-        replies.put(id, reply);
+        CompletableFuture<JsonNode> response = new CompletableFuture<>();
+        responses.put(id, response);
         devtools.sendText("{\"id\":" + id + ",\"method\":\"" + method + "\",\"params\":" + params + "}", true).get(10, TimeUnit.SECONDS);
-        return reply.get(10, TimeUnit.SECONDS);
+        return response.get(10, TimeUnit.SECONDS);
     }
 
-    /** Routes DevTools replies to their calls; keeps the page's script errors and console errors. */
+    /** Routes DevTools responses to their calls; keeps the page's script errors and console errors. */
     private final class Listener implements WebSocket.Listener {
         private final StringBuilder message = new StringBuilder();
 
@@ -149,8 +149,8 @@ class LivePageTest {
                 try {
                     JsonNode m = Contract.JSON.readTree(message.toString());
                     if (m.has("id")) {
-                        CompletableFuture<JsonNode> reply = replies.remove(m.get("id").asInt());
-                        if (reply != null) reply.complete(m);
+                        CompletableFuture<JsonNode> response = responses.remove(m.get("id").asInt());
+                        if (response != null) response.complete(m);
                     } else if ("Runtime.exceptionThrown".equals(m.path("method").asText())) {
                         scriptErrors.add(m.path("params").path("exceptionDetails").toString());
                     } else if ("Runtime.consoleAPICalled".equals(m.path("method").asText())

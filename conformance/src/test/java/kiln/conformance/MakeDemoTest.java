@@ -31,6 +31,15 @@ class MakeDemoTest {
         assertTrue(cmd.endsWith(" --threads 2 --blocked-carrier-ms 50"), cmd);
     }
 
+    /** The examples are not in the front ends' jars: APP runs from SERVER's examples module's own jar. */
+    @Test
+    void anInTreeExampleRunsFromItsExamplesJar() throws Exception {
+        String fibers = demoCommand("APP=kiln.kilim.example.TodoApp");
+        assertTrue(fibers.contains(" -cp examples-kilim/target/kiln-examples-kilim.jar kiln.kilim.example.TodoApp "), fibers);
+        String virtualThreads = demoCommand("SERVER=loom", "APP=kiln.loom.example.TodoApp");
+        assertTrue(virtualThreads.contains(" -cp examples-loom/target/kiln-examples-loom.jar kiln.loom.example.TodoApp "), virtualThreads);
+    }
+
     @Test
     void argsFollowTheFrontEndsOwnArgumentsWithoutApp() throws Exception {
         String cmd = demoCommand("SERVER=jetty-async", "ARGS=--workers 2");

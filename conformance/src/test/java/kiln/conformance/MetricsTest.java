@@ -18,7 +18,7 @@ import org.junit.jupiter.params.provider.MethodSource;
 /**
  * {@code GET /metrics} on every front end: the Prometheus text format, and series that move with
  * what the front end serves (requests by route template and status, open connections, database
- * commits), plus the JVM's memory. Each front end records requests where it hands the reply to its
+ * commits), plus the JVM's memory. Each front end records requests where it hands the response to its
  * server library, so this is where a front end that forgot to is caught.
  */
 class MetricsTest {

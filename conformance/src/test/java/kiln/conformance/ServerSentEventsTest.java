@@ -193,7 +193,7 @@ class ServerSentEventsTest {
     }
 
     /**
-     * Every front end watches a waiting stream's socket (Kilim's selectors, loom's stream watch, the
+     * Every front end watches a waiting stream's socket (Kilim's selectors, loom's stream selector, the
      * libraries' read interest of their own: {@code ClientWatch}), so a client's leaving is noticed
      * at once, not at the next event or heartbeat.
      */

@@ -24,6 +24,8 @@ final class Servers implements AfterAllCallback, TestWatcher {
     private List<String> jvmArgs = List.of();
     /** Start a fresh server in place of one that died, so that each test measures on its own ({@link #restartingTheDead}). */
     private boolean restartDead;
+    /** Fail the class when Kilim's blocked-carrier checker warned about any handler ({@link #withQuietCarriers}). */
+    private boolean quietCarriers;
     /** Servers that died during a test and were started again: each fails the class at the end. */
     private final List<String> deaths = new ArrayList<>();
     private final Map<FrontEnd, ServerProcess> running = new LinkedHashMap<>();
@@ -55,6 +57,18 @@ final class Servers implements AfterAllCallback, TestWatcher {
      */
     Servers restartingTheDead() {
         restartDead = true;
+        return this;
+    }
+
+    /**
+     * After the class, a server whose log has a warning of Kilim's blocked-carrier checker ("has
+     * held carrier thread") fails the class: a fresh JVM walked through the demo or the board must
+     * not teach its user to ignore that warning with a false alarm on a first request.
+     *
+     * @return this
+     */
+    Servers withQuietCarriers() {
+        quietCarriers = true;
         return this;
     }
 
@@ -105,6 +119,11 @@ final class Servers implements AfterAllCallback, TestWatcher {
         List<String> problems = new ArrayList<>(deaths);
         deaths.clear();
         for (ServerProcess s : running.values()) {
+            if (quietCarriers) {
+                List<String> warned = s.logText().lines().filter(l -> l.contains("has held carrier thread")).toList();
+                if (!warned.isEmpty()) problems.add(s.frontEnd.id + " warned of a blocked carrier in " + owner + ":\n"
+                    + String.join("\n", warned) + "\nlog " + s.log + ":\n" + tail(s.logText(), 60));
+            }
             boolean diedEarly = !s.alive();
             int exit = s.stop();
             if (diedEarly) {

@@ -60,14 +60,19 @@ class StarterTest {
             "the app has its own jvm.options and JDK lookup");
         Command found = Command.run(30, List.of(app.resolve("find-java.sh").toString(), kind.equals("loom") ? "21+" : "17+"));
         assertEquals(0, found.exitCode, "the app's own JDK lookup finds one: " + found.output);
-        Process server = new ProcessBuilder(java, "@" + app.resolve("jvm.options"), "-Xmx128m",
-            "-jar", jar.toString(), "--port", "0", "--bind", "127.0.0.1", "--data", outside.resolve("data").toString())
+        Command help = Command.run(60, List.of(java, "@" + app.resolve("jvm.options"), "-jar", jar.toString(), "--help"));
+        assertEquals(0, help.exitCode, help.output);
+        assertTrue(help.output.contains("my-app: counts hits per page") && help.output.contains("--greeting=TEXT")
+            && help.output.contains("--port=N"), "--help describes the app and its own flags beside the server's:\n" + help.output);
+        assertFalse(help.output.contains("--app=") || help.output.contains("demo"), "and nothing of kiln's demo:\n" + help.output);
+        Process server = new ProcessBuilder(java, "@" + app.resolve("jvm.options"), "-Xmx128m", "-jar", jar.toString(),
+            "--port", "0", "--bind", "127.0.0.1", "--data", outside.resolve("data").toString(), "--greeting", "Hi from my-app")
             .redirectErrorStream(true).start();
         try {
             int port = awaitReady(server);
             HttpResponse<String> hello = get(port, "GET", "/hello");
             assertEquals(200, hello.statusCode(), hello::body);
-            assertEquals("Hello from my-app\n", hello.body());
+            assertEquals("Hi from my-app\n", hello.body(), "the app's own flag reached its routes");
             HttpResponse<String> hit = get(port, "POST", "/hits/home");
             assertEquals(200, hit.statusCode(), hit::body);
             assertEquals("{\"page\":\"home\",\"hits\":1}", hit.body(), "a durable write through the app's route");

@@ -8,7 +8,7 @@ import java.util.concurrent.CountDownLatch;
 /**
  * Child process for {@link ChangeFeedKillTest}: writes key {@code i} = {@code i * 10} for i = 1, 2, ...
  * into a table with a change feed, one write at a time, printing {@code ACK i} once the write's
- * future completes; a reader thread prints {@code SEEN seq} for every change set the feed announces.
+ * future completes; a read thread prints {@code SEEN seq} for every change set the feed announces.
  * After the commit of write {@code args[1]} the writer thread stops between that commit and its
  * announcement, prints {@code PAUSED i} and waits there to be killed.
  */

@@ -116,7 +116,7 @@ final class Catalog {
                 throw new IllegalStateException("table '" + name + "' holds rows that expire: open it with db.expiringTable(...)");
             }
             alone(txn -> {  // mark it expiring, if it is empty: a table's rows have an expiry or none, all of them
-                try (KvRange rows = txn.kv.range(space, null, null, false, 1)) {
+                try (KvCursor rows = txn.kv.range(space, null, null, false, 1)) {
                     if (rows.next()) {
                         throw new IllegalStateException("table '" + name + "' has rows without an expiry: an expiring table must start empty");
                     }

@@ -113,6 +113,10 @@ public final class ChangeFeed<K, V> {
     }
 
     /**
+     * The changes under one key prefix, waking only their readers: a room's,
+     * {@code PrefixFeed<Tuple, Message> room = feed.prefix(Tuple.of(roomName))}, or one row's. Cheap:
+     * make one per request or subscriber; the readers of one prefix share its group.
+     *
      * @param prefix a key prefix of the table (with {@link Codec#TUPLE} keys, whole elements:
      *               {@code Tuple.of(room)}); a whole key follows one row
      * @return the feed of the changes under {@code prefix}, whose readers only its commits wake; see
@@ -132,7 +136,13 @@ public final class ChangeFeed<K, V> {
         return window;
     }
 
-    /** @return the newest committed (durable) sequence number; 0 while nothing was recorded */
+    /**
+     * Where a new reader starts, having seen nothing yet: {@code long seen = feed.lastSeq();}, then
+     * {@link #after}{@code (seen)} and {@link #read}{@code (seen, n)}; also a stream's
+     * {@code Last-Event-ID} when the client sends none.
+     *
+     * @return the newest committed (durable) sequence number; 0 while nothing was recorded
+     */
     public long lastSeq() {
         return lastSeq;
     }
@@ -143,6 +153,10 @@ public final class ChangeFeed<K, V> {
     }
 
     /**
+     * Waits for the table's next commit without a thread: {@code await(feed.after(seen))} in a fiber,
+     * {@code feed.after(seen).join()} on a virtual or plain thread, or the future a stream's
+     * {@code poll} returns; then {@link #read} what is new.
+     *
      * @param seq a sequence number the caller has seen (0 for none)
      * @return a future that completes once a change set newer than {@code seq} is durable: at once
      *         when there is one already; else the one future every reader shares, completed (on the
@@ -179,7 +193,7 @@ public final class ChangeFeed<K, V> {
      * {@link #read} without a round trip on the calling thread, for fiber and event-loop code: the
      * future is complete at once when the sets are in memory (the newest min(window, 4096), so nearly
      * always); else the log is read as any read query is ({@link Db#read}: on LMDB at once, over
-     * PostgreSQL on a reader thread, where the future completes) — a reader that lags far behind, a
+     * PostgreSQL on a read thread, where the future completes) — a reader that lags far behind, a
      * set another server committed that this one has not heard of yet, sets from before a restart.
      *
      * @return the sets, as {@link #read} returns them; failed with {@link DbException.Expired} where

@@ -6,6 +6,15 @@ import java.util.List;
  * The changes one committed write query made to one table, as its {@link ChangeFeed} delivers them:
  * numbered by the feed's commit sequence number, in the order the query made them.
  *
+ * <pre>{@code
+ * for (ChangeSet<Integer, Integer> set : feed.read(seen, 100)) {
+ *     for (ChangeSet.Change<Integer, Integer> c : set.changes()) {
+ *         if (c.deleted()) forget(c.key()); else show(c.key(), c.value());   // c.expired(): the sweeper's delete
+ *     }
+ *     seen = set.seq();                                                    // the event id to resume after
+ * }
+ * }</pre>
+ *
  * @param seq         the commit sequence number: 1 for the table's first recorded write, then one
  *                    more per write query that changed the table (durable: it goes on after a restart)
  * @param committedAt when the commit became durable, microseconds since the epoch; for a change set

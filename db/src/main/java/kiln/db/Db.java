@@ -29,7 +29,7 @@ import java.util.concurrent.TimeoutException;
  *       pooled one, renewed, not reopened: a few hundred ns), so {@link #read} returns an already completed
  *       future and {@code await()} on it never pauses. A read query must be short: it occupies
  *       the caller's (carrier) thread. On an engine whose reads block on the network (PostgreSQL,
- *       {@link KvEngine#readThreads}) they run on reader threads of their own instead, every read
+ *       {@link KvEngine#readThreads}) they run on read threads of their own instead, every read
  *       waiting at once in one read transaction ({@link GroupReader}), and the future completes
  *       there: callers await it, as they await writes.</li>
  *   <li><b>Writes</b> go to one writer thread, because an LMDB write transaction is bound to the OS
@@ -41,7 +41,7 @@ import java.util.concurrent.TimeoutException;
  * </ul>
  *
  * <h2>Deadline</h2>
- * A write, and a read that waits for a reader thread, whose future has not completed within the
+ * A write, and a read that waits for a read thread, whose future has not completed within the
  * database's deadline ({@link Builder#deadline}, default 5 s) fails with
  * {@link DbException.DeadlineExceeded}, which says what became of it: a write still queued was
  * withdrawn and is not applied; one the writer had begun may still commit (its outcome is unknown);
@@ -104,12 +104,21 @@ public final class Db implements AutoCloseable {
         return builder(url).open();
     }
 
-    /** @return a builder for a database in the directory {@code dir}, on the local engine ({@link #open(Path)}) */
+    /**
+     * Settings before opening: {@code Db db = Db.builder(Path.of("data")).maxWatches(50_000).open();}
+     * (the deadline, the write queue, the watches, what to do on a fatal error: {@link Builder}).
+     *
+     * @param dir the directory of the data, created if missing
+     * @return a builder for a database in the directory {@code dir}, on the local engine ({@link #open(Path)})
+     */
     public static Builder builder(Path dir) {
         return new Builder(dir.toString(), null);
     }
 
     /**
+     * Settings before opening a database named by URL:
+     * {@code Db.builder("postgresql://kiln@db1:5432/kiln").deadline(Duration.ofSeconds(2)).open()}.
+     *
      * @param url an engine's URL, opened by {@link KvEngines#open} when the builder opens the
      *            database: {@code lmdb:DIR} or a directory, {@code postgresql://HOST[:PORT]/DATABASE}
      * @return a builder for the database at {@code url}
@@ -119,6 +128,9 @@ public final class Db implements AutoCloseable {
     }
 
     /**
+     * Settings before opening a database over an engine opened with settings of its own:
+     * {@code Db.builder(LmdbEngine.builder(dir).maxMapSize(1L << 30).open()).open()}.
+     *
      * @param engine an engine the caller opened (with settings of its own: {@code LmdbEngine.builder(dir)});
      *               the database closes it with itself
      * @return a builder for a database over it
@@ -268,12 +280,12 @@ public final class Db implements AutoCloseable {
     /**
      * Runs a read-only query against a consistent snapshot: on the calling thread (LMDB), or, on an
      * engine whose reads block on the network (PostgreSQL: {@link KvEngine#readThreads}), on one of
-     * the database's reader threads, with the other reads waiting then, in one read transaction
+     * the database's read threads, with the other reads waiting then, in one read transaction
      * ({@link GroupReader}).
      *
      * @return a future: on LMDB already complete, with the result, the query's exception, or a
      *         {@link DbException} ({@link DbException.Closed}, {@link DbException.ReadersFull}); on a
-     *         network engine completed on a reader thread (fibers and virtual threads await it;
+     *         network engine completed on a read thread (fibers and virtual threads await it;
      *         {@link DbException.Unavailable} when the database cannot be reached,
      *         {@link DbException.DeadlineExceeded} when it did not answer within
      *         {@link Builder#deadline})
@@ -302,7 +314,13 @@ public final class Db implements AutoCloseable {
         return writer.write(query);
     }
 
-    /** @return counters since open: commits, writes, batch sizes, map size, read transactions (also after {@link #close}) */
+    /**
+     * The database's own counters, read now without waiting for the writer: what {@code /metrics}
+     * reports as {@code kiln_db_*}. {@code db.stats().commits} is the commits since open;
+     * {@link DbStats} names each figure and its unit.
+     *
+     * @return counters since open: commits, writes, batch sizes, map size, read transactions (also after {@link #close})
+     */
     public DbStats stats() {
         return writer.stats(engine.stats());
     }
@@ -351,7 +369,7 @@ public final class Db implements AutoCloseable {
 
     /**
      * {@link #health()} without holding the caller, within a deadline: the read goes through
-     * {@link #read} (on PostgreSQL, to a reader thread: a fiber or a virtual thread awaits the
+     * {@link #read} (on PostgreSQL, to a read thread: a fiber or a virtual thread awaits the
      * future), and one that has not answered within {@code within} is the problem reported (a
      * database server that is paused or cut off answers nothing, and a monitor must hear so in time).
      *
@@ -441,7 +459,7 @@ public final class Db implements AutoCloseable {
      * by this process or not), every entry in key order, each table's entry count against the count
      * its record holds (where the engine keeps counts: LMDB), and every built {@link Index} declared in this process against its
      * table ({@link Index#verify}). What an operator runs after a crash, and what the power-cut test
-     * runs after every cut. It reads every page of the database. Where reads go to reader threads
+     * runs after every cut. It reads every page of the database. Where reads go to read threads
      * (PostgreSQL) the walk is one read, bounded by {@link Builder#deadline}: verify a large
      * database there with a database opened with a longer deadline.
      *
@@ -501,7 +519,7 @@ public final class Db implements AutoCloseable {
 
         /**
          * How long a query's caller waits at most (default 5 s; {@link Duration#ZERO}: without end). A
-         * write, and a read that waits for a reader thread (over PostgreSQL; where reads run inline on
+         * write, and a read that waits for a read thread (over PostgreSQL; where reads run inline on
          * their caller, as on LMDB, a read has no deadline), whose future has not completed this long after the call
          * fails with {@link DbException.DeadlineExceeded} (an HTTP layer answers 503 with
          * {@code Retry-After: 1}), saying what became of it: a write still queued is withdrawn and

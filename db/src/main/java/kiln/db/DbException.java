@@ -3,16 +3,51 @@ package kiln.db;
 /**
  * Base class of every error the database reports about itself (as opposed to exceptions thrown by
  * a user's query, which are passed through unchanged). Unchecked, like lmdbjava's own exceptions.
+ * Each kind is a nested class, so a caller catches what it can handle:
+ *
+ * <pre>{@code
+ * try {
+ *     await(db.write(txn -> { users.put(txn, id, user); return null; }));
+ * } catch (DbException.UniqueViolation e) {
+ *     throw new HttpException(409, "that e-mail address is registered");
+ * }
+ * }</pre>
+ *
+ * <p>Uncaught in a handler, kiln's pipeline ({@code kiln.server.Failures}) answers with the kind's
+ * status and its {@link #clientMessage}, and logs {@link #getMessage()}: 400 for
+ * {@link BadContinuation} and {@link BadIdempotencyKey}; 409 {@link UniqueViolation}; 413
+ * {@link ValueTooLarge}; 422 {@link IdempotencyKeyReused}; 503 with {@code Retry-After: 1} for
+ * {@link Overloaded}, {@link ReadersFull}, {@link IndexNotReady}, {@link Unavailable} (and
+ * {@link DeadlineExceeded}) and {@link Fatal}; 507 {@link DatabaseFull}; any other, 500.
  */
 public class DbException extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
+    /** @param message what went wrong, with the names of what it concerns (for the log) */
     public DbException(String message) {
         super(message);
     }
 
+    /**
+     * @param message what went wrong, with the names of what it concerns (for the log)
+     * @param cause   the engine's or the driver's exception
+     */
     public DbException(String message, Throwable cause) {
         super(message, cause);
+    }
+
+    /**
+     * What a client is told of this error, where {@link #getMessage()} is for the log: a
+     * {@link UniqueViolation}'s is {@code 'ada@example.org' is already taken}, its message names the
+     * index, the table and both rows. Each kind says it its own way; this class says
+     * {@code the database could not complete the request}.
+     *
+     * @return what a client may be told: what went wrong in its terms, never a table, index, row,
+     *         host or path ({@link #getMessage()} has those, for the log). An HTTP layer answers
+     *         with it ({@code kiln.server.Failures}).
+     */
+    public String clientMessage() {
+        return "the database could not complete the request";
     }
 
     /** The database was closed: no new reads or writes are accepted. */
@@ -27,6 +62,7 @@ public class DbException extends RuntimeException {
      */
     public static final class Overloaded extends DbException {
         private static final long serialVersionUID = 1L;
+        @Override public String clientMessage() { return "the database is overloaded; retry shortly"; }
         public Overloaded(String message) { super(message); }
     }
 
@@ -36,6 +72,7 @@ public class DbException extends RuntimeException {
      */
     public static final class ReadersFull extends DbException {
         private static final long serialVersionUID = 1L;
+        @Override public String clientMessage() { return "the database is busy; retry shortly"; }
         public ReadersFull(String message, Throwable cause) { super(message, cause); }
     }
 
@@ -52,6 +89,16 @@ public class DbException extends RuntimeException {
     public static final class DataDirectory extends DbException {
         private static final long serialVersionUID = 1L;
         public DataDirectory(String message, Throwable cause) { super(message, cause); }
+    }
+
+    /**
+     * The database is open by another process that writes it (a kiln server, or {@code kiln db
+     * load}): an engine whose data has one writer process at a time (LMDB) refuses a second. The
+     * message names the directory and the process holding it.
+     */
+    public static final class InUse extends DbException {
+        private static final long serialVersionUID = 1L;
+        public InUse(String message, Throwable cause) { super(message, cause); }
     }
 
     /**
@@ -73,7 +120,17 @@ public class DbException extends RuntimeException {
      */
     public static final class ValueTooLarge extends DbException {
         private static final long serialVersionUID = 1L;
-        public ValueTooLarge(String message) { super(message); }
+        /** The value's size, bytes. */
+        public final long bytes;
+
+        public ValueTooLarge(String message, long bytes) {
+            super(message);
+            this.bytes = bytes;
+        }
+
+        @Override public String clientMessage() {
+            return "the value is " + bytes + " bytes; at most " + Table.MAX_VALUE_BYTES + " are stored";
+        }
     }
 
     /**
@@ -83,6 +140,7 @@ public class DbException extends RuntimeException {
      */
     public static final class DatabaseFull extends DbException {
         private static final long serialVersionUID = 1L;
+        @Override public String clientMessage() { return "the database is full"; }
         public DatabaseFull(String message) { super(message); }
     }
 
@@ -97,16 +155,19 @@ public class DbException extends RuntimeException {
      */
     public static final class Fatal extends DbException {
         private static final long serialVersionUID = 1L;
+        @Override public String clientMessage() { return "the database failed; this server is restarting"; }
         public Fatal(String message, Throwable cause) { super(message, cause); }
     }
 
     /**
-     * A {@link Range#after continuation} this database did not make for that range: not a token,
-     * altered or forged (its signature fails), from another database, or for another range or table.
+     * A {@link Range#after continuation} this database did not make for that listing: not a token,
+     * altered or forged (its signature fails), from another database, or for another table, index,
+     * prefix or direction (its bounds may differ: see {@link Range#after}).
      * An HTTP layer answers 400 with the message.
      */
     public static final class BadContinuation extends DbException {
         private static final long serialVersionUID = 1L;
+        @Override public String clientMessage() { return getMessage(); }
         public BadContinuation(String message) { super(message); }
     }
 
@@ -134,16 +195,26 @@ public class DbException extends RuntimeException {
 
     /**
      * A write would give a {@link Index unique index} a key that another row already has: the write
-     * query fails (its transaction rolls back alone) and an HTTP layer answers 409 Conflict.
+     * query fails (its transaction rolls back alone) and an HTTP layer answers 409 Conflict with
+     * {@link #clientMessage} ({@code 'ada@example.org' is already taken}); the message, for the log,
+     * names the index, its table and both rows. For a message of the app's own ("that e-mail
+     * address is registered"), catch it in the handler and throw an {@code HttpException(409, ...)}.
      */
     public static final class UniqueViolation extends DbException {
         private static final long serialVersionUID = 1L;
         /** The unique index's name. */
         public final String index;
+        /** The index key that is taken: what the write gave (an e-mail address, say). */
+        public final transient Object value;
 
-        public UniqueViolation(String index, String message) {
+        public UniqueViolation(String index, Object value, String message) {
             super(message);
             this.index = index;
+            this.value = value;
+        }
+
+        @Override public String clientMessage() {
+            return "'" + value + "' is already taken";
         }
     }
 
@@ -164,6 +235,8 @@ public class DbException extends RuntimeException {
             super(message);
             this.key = key;
         }
+
+        @Override public String clientMessage() { return getMessage(); }
     }
 
     /**
@@ -174,6 +247,7 @@ public class DbException extends RuntimeException {
      */
     public static final class BadIdempotencyKey extends DbException {
         private static final long serialVersionUID = 1L;
+        @Override public String clientMessage() { return getMessage(); }
         public BadIdempotencyKey(String message) { super(message); }
     }
 
@@ -183,6 +257,7 @@ public class DbException extends RuntimeException {
      */
     public static final class IndexNotReady extends DbException {
         private static final long serialVersionUID = 1L;
+        @Override public String clientMessage() { return "an index this request needs is not ready; retry shortly"; }
         public IndexNotReady(String message, Throwable cause) { super(message, cause); }
     }
 
@@ -197,6 +272,7 @@ public class DbException extends RuntimeException {
      */
     public static class Unavailable extends DbException {
         private static final long serialVersionUID = 1L;
+        @Override public String clientMessage() { return "the database is unavailable; retry shortly"; }
         public Unavailable(String message, Throwable cause) { super(message, cause); }
     }
 
@@ -225,6 +301,11 @@ public class DbException extends RuntimeException {
             super(message, null);
             this.deadline = deadline;
             this.outcomeUnknown = outcomeUnknown;
+        }
+
+        @Override public String clientMessage() {
+            return "the database did not answer within " + deadline.toMillis() + " ms: "
+                + (outcomeUnknown ? "the write had begun and may still be applied (its outcome is unknown)" : "nothing of it was applied; retry shortly");
         }
     }
 }

@@ -7,7 +7,7 @@ import java.util.logging.Logger;
 /**
  * Whether the database may be used: open, closed ({@link Db#close}), or fatal (its engine failed in
  * a way after which it must not be used: {@link KvEngine#fatalCause}). Shared by the rooms that run
- * queries — the writer, the reads, the reader threads — so that none of them reaches back to
+ * queries — the writer, the reads, the read threads — so that none of them reaches back to
  * {@link Db} to ask.
  */
 final class DbState {

@@ -9,7 +9,7 @@ import java.util.logging.Logger;
  * The database's deadline ({@link Db.Builder#deadline}): a query whose future the database has not
  * completed that long after it was asked for fails with {@link DbException.DeadlineExceeded}, which
  * says what became of it. It applies to every write ({@link Db#write}) and to every read that waits
- * for a reader thread (an engine over the network: {@link GroupReader}); a read on LMDB runs on its
+ * for a read thread (an engine over the network: {@link GroupReader}); a read on LMDB runs on its
  * caller and is complete when {@link Db#read} returns, so it needs none.
  *
  * <h2>One thread, no timer per query</h2>
@@ -42,7 +42,7 @@ import java.util.logging.Logger;
  *       may still commit. If it does, the writer counts it and its change feeds publish it as for any
  *       other commit; its own attempt to complete the future is ignored (completing a completed
  *       future does nothing);</li>
- *   <li>a read is told the database did not answer; a reader thread skips a read whose future is
+ *   <li>a read is told the database did not answer; a read thread skips a read whose future is
  *       already complete.</li>
  * </ul>
  * Callbacks on a future failed here run on this thread, as callbacks on a write's future run on the

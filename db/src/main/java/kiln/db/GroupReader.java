@@ -15,13 +15,13 @@ import java.util.concurrent.locks.Lock;
  * begin and end (a round trip each on PostgreSQL) and one thread wake-up instead of one per read.
  * A read that fails with a {@link DbException} (the engine's, which may have aborted the
  * transaction) ends its group's transaction: the reads after it run in a fresh one. With a
- * {@link Deadline}, a read not answered within it fails ({@link #expire}), and a reader thread skips
+ * {@link Deadline}, a read not answered within it fails ({@link #expire}), and a read thread skips
  * the reads already answered so.
  */
 final class GroupReader implements Deadline.Watched {
     /** The most reads run in one transaction. */
     static final int MAX_GROUP = 64;
-    /** Reads that may wait for a reader thread before {@link DbException.Overloaded}. */
+    /** Reads that may wait for a read thread before {@link DbException.Overloaded}. */
     static final int QUEUE = 16_384;
 
     /** One read asked for, its future, and when it was asked for ({@link Deadline#stamp}; 0 without a deadline). */
@@ -63,13 +63,13 @@ final class GroupReader implements Deadline.Watched {
         this.threads = new Thread[count];
         for (int i = 0; i < count; i++) {
             int index = i;
-            threads[i] = new Thread(() -> run(index), "kiln-db-reader-" + (i + 1));
+            threads[i] = new Thread(() -> run(index), "kiln-db-read-" + (i + 1));
             threads[i].setDaemon(true);
             threads[i].start();
         }
     }
 
-    /** Queues {@code query}; its future completes on a reader thread. */
+    /** Queues {@code query}; its future completes on a read thread. */
     <R> void submit(Query<R> query, QueryFuture<R> future) {
         Pending<R> p = new Pending<>(query, future, deadline == null ? 0 : Deadline.stamp());
         if (!queue.offer(p)) {
@@ -121,7 +121,7 @@ final class GroupReader implements Deadline.Watched {
     }
 
     /**
-     * @return whether a reader thread need not run {@code p}: answered already (by the deadline), or
+     * @return whether a read thread need not run {@code p}: answered already (by the deadline), or
      *         past its deadline at {@code now}, and failed so here
      */
     private boolean answered(Pending<?> p, long now) {
@@ -142,7 +142,7 @@ final class GroupReader implements Deadline.Watched {
         }
         for (Pending<?> p; (p = queue.peek()) != null && deadline.passed(p.asked(), now); ) {
             p.future().fail(deadline.read());
-            queue.remove(p);  // unless a reader thread drained it just now: it skips a read already answered
+            queue.remove(p);  // unless a read thread drained it just now: it skips a read already answered
         }
     }
 

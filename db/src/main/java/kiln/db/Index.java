@@ -28,7 +28,8 @@ import java.util.function.BiFunction;
  * The index is a key space of its own whose keys are {@code Tuple.of(indexKey, rowKey).pack()} with
  * both as byte strings (FoundationDB's tuple encoding escapes them, so the entries sort by index key,
  * then row key, whatever the codecs) and whose values are empty. A lookup reads the entries of
- * one index key, then each row from the table.
+ * one index key, then each row from the table. The entries are kept, and built, by the index's
+ * kind's {@link IndexMaintainer}; the index itself only reads them.
  *
  * <h2>Building</h2>
  * An index declared on a table that has rows is built online: the writer thread adds the entries of
@@ -61,6 +62,8 @@ public final class Index<I, K, V> {
     final KvSpace space;
     private final Continuations continuations;
     private final QueryFuture<Void> ready = new QueryFuture<>();
+    /** Keeps the entries as the table changes and builds them: this index's kind's. */
+    final IndexMaintainer<I, K, V> maintainer;
     /** Why the build stopped, once it did. */
     private volatile Throwable buildFailure;
 
@@ -73,6 +76,7 @@ public final class Index<I, K, V> {
         this.extractor = extractor;
         this.space = space;
         this.continuations = continuations;
+        this.maintainer = IndexMaintainer.of(this);
     }
 
     /** @return the index's name: its key space's in the engine */
@@ -91,6 +95,10 @@ public final class Index<I, K, V> {
     }
 
     /**
+     * Waits for an index declared on a table with rows to be built (online, by the writer thread,
+     * {@value #BUILD_BATCH} rows per write): {@code byEmail.ready().join()} at start-up, before
+     * serving what reads it; until then its reads fail with {@link DbException.IndexNotReady} (503).
+     *
      * @return a future that completes once the index holds every row of its table (at once for an
      *         index built before, or declared on an empty table), or fails with why its build stopped
      *         ({@link DbException.UniqueViolation} for rows that break a unique index); it completes on
@@ -106,6 +114,11 @@ public final class Index<I, K, V> {
     }
 
     /**
+     * Reads the row an index key names: {@code User u = byEmail.get(txn, "ada@example.org");} One
+     * range step in the index and one get in the table.
+     *
+     * @param txn the query's transaction
+     * @param key the index key
      * @return the value of the row with index key {@code key} (of a non-unique index, the first such
      *         row in row-key order), or null when there is none
      * @throws DbException.IndexNotReady while the index is being built
@@ -123,7 +136,7 @@ public final class Index<I, K, V> {
     public K key(Txn txn, I key) {
         checkReady();
         byte[] p = packed(encode(key));
-        try (KvRange r = txn.kv.range(space, Keys.next(p, (byte) 1), Keys.next(p, (byte) 2), false, 1)) {
+        try (KvCursor r = txn.kv.range(space, Keys.next(p, (byte) 1), Keys.next(p, (byte) 2), false, 1)) {
             while (r.next()) {
                 K row = table.decodeKey(rowKey(r.key()));
                 // an expired row keeps its entries until the sweeper deletes both
@@ -190,7 +203,7 @@ public final class Index<I, K, V> {
         byte[] begin = range.begin == null ? null : encode(range.begin);
         byte[] end = range.end == null ? null : encode(range.end);
         java.util.function.Supplier<byte[]> fingerprint = () ->
-            Continuations.fingerprint(name, prefix, begin, range.beginInclusive, end, range.endInclusive, range.reverse);
+            Continuations.fingerprint(name, prefix, range.reverse);
         byte[] after = range.after == null ? null : continuations.lastKey(range.after, fingerprint.get());
         byte[] lo = null;
         byte[] hi = null;
@@ -215,7 +228,7 @@ public final class Index<I, K, V> {
 
     /** @return true when {@code visitor} stopped the walk at an entry of the range (there is more) */
     private boolean walk(Txn txn, Range<I> range, Bounds b, EntryVisitor visitor) {
-        try (KvRange r = txn.kv.range(space, b.begin, b.end, range.reverse, range.limit + 1)) {
+        try (KvCursor r = txn.kv.range(space, b.begin, b.end, range.reverse, range.limit + 1)) {
             while (r.next()) {
                 byte[] entry = Keys.toArray(r.key());
                 Tuple t = Tuple.unpack(entry);
@@ -238,7 +251,7 @@ public final class Index<I, K, V> {
      */
     public long verify(Txn txn) {
         long[] expected = {0};
-        try (KvRange r = txn.kv.range(table.space, null, null, false, 0)) {  // every row held, expired ones too
+        try (KvCursor r = txn.kv.range(table.space, null, null, false, 0)) {  // every row held, expired ones too
             while (r.next()) {
                 byte[] row = Keys.toArray(r.key());
                 K k = table.decodeKey(row);
@@ -256,83 +269,6 @@ public final class Index<I, K, V> {
                 + "' give " + expected[0], null);
         }
         return held;
-    }
-
-    /**
-     * Refuses a put of {@code value} under {@code key} that would give this unique index a key
-     * another row has. {@link Table#put} checks every index before it changes any.
-     *
-     * @throws DbException.UniqueViolation naming the key and the row that has it
-     */
-    void check(Txn txn, byte[] row, K key, V value) {
-        if (!unique) return;
-        for (byte[] i : keysOf(key, value)) refuseTaken(txn, i, row, key);
-    }
-
-    /**
-     * Keeps the index for a put of {@code value} under {@code key} whose old value was {@code old}
-     * (null for none): deletes the old value's entries the new one does not give, adds the new
-     * one's. Called by {@link Table#put} after {@link #check}.
-     */
-    void put(Txn txn, byte[] row, K key, V old, V value) {
-        List<byte[]> now = keysOf(key, value);
-        if (old != null) {
-            for (byte[] i : keysOf(key, old)) {
-                if (!contains(now, i)) txn.kv.delete(space, entry(i, row));
-            }
-        }
-        for (byte[] i : now) txn.kv.reserve(space, entry(i, row), 0);
-    }
-
-    /** Deletes the entries of a row being deleted ({@link Table#delete}). */
-    void delete(Txn txn, byte[] row, K key, V old) {
-        for (byte[] i : keysOf(key, old)) txn.kv.delete(space, entry(i, row));
-    }
-
-    private void refuseTaken(Txn txn, byte[] i, byte[] row, K key) {
-        byte[] p = packed(i);
-        try (KvRange r = txn.kv.range(space, Keys.next(p, (byte) 1), Keys.next(p, (byte) 2), false, 2)) {
-            while (r.next()) {
-                byte[] other = rowKey(r.key());
-                // an expired row's entry does not hold its key: the sweeper deletes it with the row
-                if (table.isExpiring() && table.get(txn, table.decodeKey(other)) == null) continue;
-                if (!java.util.Arrays.equals(other, row)) {
-                    I taken = keys.read(ByteBuffer.wrap(i).order(ByteOrder.BIG_ENDIAN));
-                    throw new DbException.UniqueViolation(name, "'" + taken + "' is taken in unique index '" + name + "' of '"
-                        + table.name() + "' (by row " + table.decodeKey(other) + "; the write for row " + key + " was refused)");
-                }
-            }
-        }
-    }
-
-    /**
-     * One build step, in a write query: adds the entries of up to {@code max} rows after
-     * {@code after} (from the first row when null).
-     *
-     * @return the last row key done, or null when the table has no row after it
-     */
-    byte[] build(Txn txn, byte[] after, int max) {
-        int n = 0;
-        byte[] last = null;
-        List<byte[]> rows = new ArrayList<>();
-        List<V> values = new ArrayList<>();
-        try (KvRange r = txn.kv.range(table.space, after == null ? null : Keys.next(after), null, false, max)) {
-            while (n < max && r.next()) {
-                rows.add(Keys.toArray(r.key()));
-                values.add(table.decodeValue(r.value()));
-                n++;
-            }
-        }
-        for (int j = 0; j < rows.size(); j++) {
-            byte[] row = rows.get(j);
-            K key = table.decodeKey(row);
-            for (byte[] i : keysOf(key, values.get(j))) {
-                if (unique) refuseTaken(txn, i, row, key);
-                txn.kv.reserve(space, entry(i, row), 0);
-            }
-            last = row;
-        }
-        return n < max ? null : last;
     }
 
     void built() {
@@ -354,7 +290,7 @@ public final class Index<I, K, V> {
     }
 
     /** @return the encoded index keys a row gives, each once (null keys give none) */
-    private List<byte[]> keysOf(K key, V value) {
+    List<byte[]> keysOf(K key, V value) {
         Collection<? extends I> given = extractor.apply(key, value);
         if (given == null || given.isEmpty()) return List.of();
         List<byte[]> out = new ArrayList<>(given.size());
@@ -367,11 +303,9 @@ public final class Index<I, K, V> {
         return out;
     }
 
-    private static boolean contains(List<byte[]> keys, byte[] key) {
-        for (byte[] k : keys) {
-            if (java.util.Arrays.equals(k, key)) return true;
-        }
-        return false;
+    /** @return the index key encoded in {@code b} */
+    I decodeKey(ByteBuffer b) {
+        return keys.read(b);
     }
 
     private byte[] encode(I key) {
@@ -382,12 +316,12 @@ public final class Index<I, K, V> {
     }
 
     /** @return {@code Tuple.of(indexKey).pack()}: the start of the index key's entries */
-    private static byte[] packed(byte[] indexKey) {
+    static byte[] packed(byte[] indexKey) {
         return Tuple.of((Object) indexKey).pack();
     }
 
     /** @return the entry of index key {@code i} and row key {@code row}, in the per-thread direct buffer */
-    private ByteBuffer entry(byte[] i, byte[] row) {
+    ByteBuffer entry(byte[] i, byte[] row) {
         byte[] packed = Tuple.of(i, row).pack();
         if (packed.length > Table.MAX_KEY_BYTES) {
             throw new IllegalArgumentException("index '" + name + "': an entry of " + packed.length + " bytes (index key " + i.length
@@ -398,7 +332,7 @@ public final class Index<I, K, V> {
     }
 
     /** @return the row key's bytes of an entry */
-    private static byte[] rowKey(ByteBuffer entry) {
+    static byte[] rowKey(ByteBuffer entry) {
         return (byte[]) Tuple.unpack(Keys.toArray(entry)).get(1);
     }
 

@@ -16,7 +16,7 @@ import java.util.List;
  * <h2>Threading, as {@link Db} uses it</h2>
  * <ul>
  *   <li>{@link #beginRead} is called from any thread, many at once (from {@link #readThreads}
- *       reader threads when it has some); a read transaction is used by one thread at a time and
+ *       read threads when it has some); a read transaction is used by one thread at a time and
  *       closed by it.</li>
  *   <li>{@link #beginWrite} is called by the database's one writer thread only, and only one write
  *       transaction (with its {@link KvTxn#nested} children) is open at a time. A space is opened in
@@ -106,7 +106,7 @@ public interface KvEngine extends AutoCloseable {
      * How many threads run read queries when a read may block (an engine over the network: JDBC waits
      * on a socket). {@link Db#read} then runs reads on that many threads of its own, every read waiting
      * at once in one read transaction ({@link GroupReader}), and returns the future at once, completed
-     * on the reader thread; fibers and virtual threads wait on it without holding a thread. An engine
+     * on the read thread; fibers and virtual threads wait on it without holding a thread. An engine
      * that returns N > 0 allows N read transactions at once (a connection each).
      *
      * @return 0 (the default) when reads never block for long and run inline on the caller (a local,
@@ -137,6 +137,18 @@ public interface KvEngine extends AutoCloseable {
      * default does nothing.
      */
     default void deadline(java.time.Duration deadline) {
+    }
+
+    /**
+     * Who else has the engine's data open now, as far as the engine can tell: what a tool that must
+     * write alone ({@code kiln db load}) checks before it writes. An engine whose {@link KvEngines#open}
+     * already keeps every other writer out (LMDB's lock on its directory) returns none.
+     *
+     * @return one line per other client (PostgreSQL: each other session on the database, with its
+     *         application name); empty when there is none (the default)
+     */
+    default List<String> otherClients() {
+        return List.of();
     }
 
     /** Closes the engine; see the class comment for when it is called. */

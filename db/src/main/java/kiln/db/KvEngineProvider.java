@@ -38,4 +38,17 @@ public interface KvEngineProvider {
      * @throws DbException when the engine's data cannot be opened or reached
      */
     KvEngine open(String url);
+
+    /**
+     * Opens the engine's data to read it only, for a tool beside a running server ({@code kiln db
+     * stat}, {@code dump}): nothing is created or written, no lock a writer takes is held, and
+     * {@link KvEngine#beginWrite} is refused. Its read transactions are snapshots as ever.
+     *
+     * @throws IllegalArgumentException when the URL is malformed
+     * @throws DbException when there is no database there, or it cannot be opened or reached
+     * @throws UnsupportedOperationException when the engine cannot be opened read-only (the default)
+     */
+    default KvEngine openReadOnly(String url) {
+        throw new UnsupportedOperationException("the " + name() + " engine cannot be opened read-only");
+    }
 }

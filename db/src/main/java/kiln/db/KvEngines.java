@@ -9,6 +9,12 @@ import java.util.stream.Collectors;
  * Finds the engine for a URL among the {@link KvEngineProvider}s on the class path
  * ({@link ServiceLoader}): {@code lmdb:DIR} or a bare directory with kiln-db-lmdb,
  * {@code postgresql://...} with kiln-db-postgresql, whatever else a module registers.
+ * {@link Db#open(String)} calls it; an app rarely does:
+ *
+ * <pre>{@code
+ * Db local = Db.open("lmdb:data?maxReaders=256");   // the provider of "lmdb:" opens the engine
+ * Db shared = Db.open("postgresql://kiln@db1/kiln"); // fails at once, naming the engines found, without kiln-db-postgresql
+ * }</pre>
  */
 public final class KvEngines {
     private KvEngines() {
@@ -23,6 +29,23 @@ public final class KvEngines {
      */
     public static KvEngine open(String url) {
         return providerFor(url).open(url);
+    }
+
+    /**
+     * Opens the engine {@code url} names to read only ({@link KvEngineProvider#openReadOnly}): safe
+     * beside a server that writes the same data, where the engine allows.
+     *
+     * @throws IllegalArgumentException as {@link #open} does
+     * @throws DbException when there is no database there, or it cannot be opened or reached
+     * @throws UnsupportedOperationException when the engine cannot be opened read-only
+     */
+    public static KvEngine openReadOnly(String url) {
+        return providerFor(url).openReadOnly(url);
+    }
+
+    /** @return the name of the engine that takes {@code url} ({@code lmdb}, {@code postgresql}) */
+    public static String engineName(String url) {
+        return providerFor(url).name();
     }
 
     /**

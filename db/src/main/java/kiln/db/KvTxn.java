@@ -25,7 +25,7 @@ public interface KvTxn extends AutoCloseable {
      * @param limitHint how many entries the caller expects to read at most (an engine that fetches in
      *                  batches fetches that many first); 0 when unknown
      */
-    KvRange range(KvSpace space, byte[] begin, byte[] end, boolean reverse, int limitHint);
+    KvCursor range(KvSpace space, byte[] begin, byte[] end, boolean reverse, int limitHint);
 
     /** @return the number of entries in {@code space} */
     long count(KvSpace space);

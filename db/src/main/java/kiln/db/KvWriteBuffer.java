@@ -28,7 +28,7 @@ public final class KvWriteBuffer {
     /** This level's writes by space, keys in unsigned byte order. */
     private final Map<KvSpace, TreeMap<byte[], byte[]>> writes = new HashMap<>();
 
-    /** @return the buffer of a top-level write transaction */
+    /** The buffer of a top-level write transaction. */
     public KvWriteBuffer() {
         this(null);
     }
@@ -149,11 +149,11 @@ public final class KvWriteBuffer {
      * @return those entries as this transaction sees them: its writes replace them and its deletes
      *         hide them
      */
-    public KvRange merge(KvSpace space, KvRange committed, byte[] begin, byte[] end, boolean reverse) {
+    public KvCursor merge(KvSpace space, KvCursor committed, byte[] begin, byte[] end, boolean reverse) {
         NavigableMap<byte[], byte[]> mine = overlay(space, begin, end);
         if (mine.isEmpty()) return committed;
         Iterator<Map.Entry<byte[], byte[]>> over = (reverse ? mine.descendingMap() : mine).entrySet().iterator();
-        return new KvRange() {
+        return new KvCursor() {
             private boolean base = committed.next();
             /** The committed range's entry was handed out: move past it at the next call (its buffers are valid until then). */
             private boolean handedOut;

@@ -47,7 +47,7 @@ final class OnlineIndexer {
             table.index(index);
             byte[] now = meta.get(txn, buildStateKey(name));
             if (now == null) {
-                try (KvRange rows = txn.kv.range(table.space, null, null, false, 1)) {  // expired rows count: they have entries
+                try (KvCursor rows = txn.kv.range(table.space, null, null, false, 1)) {  // expired rows count: they have entries
                     if (!rows.next()) {
                         now = BUILT;  // an empty table's index holds every row already
                         meta.put(txn, buildStateKey(name), now);
@@ -73,7 +73,7 @@ final class OnlineIndexer {
     private void step(Index<?, ?, ?> index, byte[] after, long started) {
         String key = buildStateKey(index.name());
         writer.write(txn -> {
-            byte[] last = index.build(txn, after, Index.BUILD_BATCH);
+            byte[] last = index.maintainer.build(txn, after, Index.BUILD_BATCH);
             if (last == null) {
                 meta.put(txn, key, BUILT);
             } else {

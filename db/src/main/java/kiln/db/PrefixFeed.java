@@ -62,6 +62,9 @@ public final class PrefixFeed<K, V> {
     }
 
     /**
+     * Where a new reader of the prefix starts: {@code long seen = room.lastSeq();}, then
+     * {@link #after}{@code (seen)} and {@link #read}{@code (seen, n)}.
+     *
      * @return the newest sequence number that may hold a change under the prefix: a new reader starts
      *         from it (a change set older than its group is counted as possibly matching)
      */
@@ -70,6 +73,9 @@ public final class PrefixFeed<K, V> {
     }
 
     /**
+     * Waits, without a thread, for the next commit that touches the prefix (commits to other prefixes
+     * do not wake it): {@code await(room.after(seen))}, or the future a stream's {@code poll} returns.
+     *
      * @param seq a sequence number the reader has seen ({@link Changes#through} of its last read)
      * @return a future that completes once a change set newer than {@code seq} touches the prefix: at
      *         once when there may be one already; else the one future every reader of the prefix

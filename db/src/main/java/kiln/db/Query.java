@@ -9,7 +9,7 @@ package kiln.db;
  *
  * <p>A query must not block and must not pause (it is not a Kilim {@code Pausable} method): it runs
  * to completion while its transaction is open. Read queries run on the calling thread (LMDB) or
- * on the engine's reader threads (PostgreSQL); write queries run on the database's writer thread
+ * on the engine's read threads (PostgreSQL); write queries run on the database's writer thread
  * (see {@link Db#write}).
  *
  * <p><b>Write queries may be run more than once.</b> When a batch outgrows one transaction or what
@@ -25,7 +25,8 @@ package kiln.db;
 @FunctionalInterface
 public interface Query<R> {
     /**
-     * Runs the query.
+     * Runs the query in {@code txn}: the database calls it once for a read, once or more for a write
+     * (see above), never concurrently with itself on one transaction.
      *
      * @param txn the open transaction; valid only until this method returns, so copy what you
      *            need out of it (the codecs already do)

@@ -27,6 +27,16 @@ import java.util.function.Supplier;
  * (to give up waiting, time out a copy: {@code future.copy().orTimeout(1, SECONDS)}). Futures
  * derived from it ({@code thenApply}, {@code copy}...) are plain {@link CompletableFuture}s.
  *
+ * <pre>{@code
+ * long n = await(db.write(txn -> ...));               // a Kilim handler: the fiber pauses
+ * long n = db.write(txn -> ...).join();               // a virtual thread or a plain thread: it blocks
+ * db.write(txn -> ...).whenComplete((n, e) -> ...);   // an event loop: a callback, on the writer thread
+ * }</pre>
+ *
+ * <p>{@code join()} of a pending future on a Kilim carrier thread throws
+ * {@link IllegalStateException} at once, naming {@code await} (the Kilim server installs the check
+ * with {@link #refuseBlockingWhere}): blocking there would stop every fiber of the carrier.
+ *
  * @param <R> the query's result type
  */
 public final class QueryFuture<R> extends CompletableFuture<R> {

@@ -43,12 +43,22 @@ public final class Range<K> {
         this.after = after;
     }
 
-    /** @return every row */
+    /**
+     * The whole table (or index), in key order: {@code Range.<Long>all().limit(50)}.
+     *
+     * @return every row
+     */
     public static <K> Range<K> all() {
         return new Range<>(null, null, true, null, true, false, DEFAULT_LIMIT, null);
     }
 
     /**
+     * The rows under a key prefix: {@code Range.prefix(Tuple.of(room))} is one room's messages,
+     * keyed {@code (room, id)}, in id order. With {@link Codec#TUPLE} keys a prefix covers whole
+     * elements: {@code Tuple.of("lobby")} covers {@code ("lobby", 7)}, not {@code ("lobbyist", 7)}.
+     * With {@link Codec#STRING} keys it is a prefix of the string's UTF-8 bytes.
+     *
+     * @param prefix a key, not null
      * @return the rows whose key's encoding starts with {@code prefix}'s (with {@link Codec#TUPLE}
      *         keys: {@code prefix} and every tuple that extends it; see {@link Codec#extendsPrefix})
      */
@@ -56,43 +66,87 @@ public final class Range<K> {
         return new Range<>(Objects.requireNonNull(prefix, "prefix"), null, true, null, true, false, DEFAULT_LIMIT, null);
     }
 
-    /** @return the rows with {@code begin <= key <= end} */
+    /**
+     * The rows between two keys, both included: {@code Range.closed(1L, 100L)}. Keys compare as
+     * their encodings do (unsigned bytes): in number order for {@link Codec#LONG} and
+     * {@link Codec#INT}, in tuple order for {@link Codec#TUPLE}.
+     *
+     * @param begin the first key, not null
+     * @param end   the last key, not null
+     * @return the rows with {@code begin <= key <= end}
+     */
     public static <K> Range<K> closed(K begin, K end) {
         return new Range<>(null, Objects.requireNonNull(begin, "begin"), true, Objects.requireNonNull(end, "end"), true, false, DEFAULT_LIMIT, null);
     }
 
-    /** @return the rows with {@code begin <= key < end} */
+    /**
+     * The rows from one key up to another, the first included, the second not: events from now on,
+     * keyed {@code (startsAt, id)}, are {@code Range.closedOpen(Tuple.of(now), Tuple.of(Long.MAX_VALUE))}.
+     *
+     * @param begin the first key, not null
+     * @param end   the key the range stops before, not null
+     * @return the rows with {@code begin <= key < end}
+     */
     public static <K> Range<K> closedOpen(K begin, K end) {
         return new Range<>(null, Objects.requireNonNull(begin, "begin"), true, Objects.requireNonNull(end, "end"), false, false, DEFAULT_LIMIT, null);
     }
 
-    /** @return the rows with {@code key >= begin} */
+    /**
+     * The rows from a key on, to the table's end.
+     *
+     * @param begin the first key, not null
+     * @return the rows with {@code key >= begin}
+     */
     public static <K> Range<K> atLeast(K begin) {
         return new Range<>(null, Objects.requireNonNull(begin, "begin"), true, null, true, false, DEFAULT_LIMIT, null);
     }
 
-    /** @return the rows with {@code key > begin} */
+    /**
+     * The rows after a key, to the table's end.
+     *
+     * @param begin the key the range starts after, not null
+     * @return the rows with {@code key > begin}
+     */
     public static <K> Range<K> greaterThan(K begin) {
         return new Range<>(null, Objects.requireNonNull(begin, "begin"), false, null, true, false, DEFAULT_LIMIT, null);
     }
 
-    /** @return the rows with {@code key <= end} */
+    /**
+     * The rows from the table's start up to a key, included.
+     *
+     * @param end the last key, not null
+     * @return the rows with {@code key <= end}
+     */
     public static <K> Range<K> atMost(K end) {
         return new Range<>(null, null, true, Objects.requireNonNull(end, "end"), true, false, DEFAULT_LIMIT, null);
     }
 
-    /** @return the rows with {@code key < end} */
+    /**
+     * The rows from the table's start up to a key, not included.
+     *
+     * @param end the key the range stops before, not null
+     * @return the rows with {@code key < end}
+     */
     public static <K> Range<K> lessThan(K end) {
         return new Range<>(null, null, true, Objects.requireNonNull(end, "end"), false, false, DEFAULT_LIMIT, null);
     }
 
-    /** @return the same rows, last key first */
+    /**
+     * The same rows in the other direction: newest first, for keys that grow with time
+     * ({@code Range.prefix(Tuple.of(room)).reverse()}).
+     *
+     * @return the same rows, last key first
+     */
     public Range<K> reverse() {
         return new Range<>(prefix, begin, beginInclusive, end, endInclusive, !reverse, limit, after);
     }
 
     /**
+     * How many rows a page holds at most: {@code .limit(req.intParam("limit", 20, 1, 100))}. Only the
+     * range's last page holds fewer (its continuation is null).
+     *
      * @param rows the most rows a page holds, 1..{@value #MAX_LIMIT} (default {@value #DEFAULT_LIMIT})
+     * @return this range with that limit
      * @throws IllegalArgumentException outside 1..{@value #MAX_LIMIT}
      */
     public Range<K> limit(int rows) {
@@ -101,11 +155,16 @@ public final class Range<K> {
     }
 
     /**
-     * @param continuation a previous page's {@link Page#continuation()} of this same range, as the
-     *                     client handed it back (e.g. {@code ?after=...}), or null or empty for the
-     *                     first page
-     * @return the page after it; a token that this database did not make for this range is
-     *         refused by {@link Table#range} with {@link DbException.BadContinuation}
+     * Where the page starts: after the key a previous page ended on, as the client handed its token
+     * back, {@code .after(req.param("after"))}; the first page for null.
+     *
+     * @param continuation a previous page's {@link Page#continuation()} of this same listing (the
+     *                     table or index, prefix and direction), as the client handed it back (e.g.
+     *                     {@code ?after=...}), or null or empty for the first page
+     * @return the page after it: after the token's key and within this range's bounds, which may
+     *         have moved since the token was made (a range from now); a token that this database did
+     *         not make for this listing is refused by {@link Table#range} with
+     *         {@link DbException.BadContinuation}
      */
     public Range<K> after(String continuation) {
         String token = continuation == null || continuation.isEmpty() ? null : continuation;

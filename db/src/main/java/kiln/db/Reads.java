@@ -6,7 +6,7 @@ import java.util.function.Supplier;
 
 /**
  * How read queries run: inline on the caller in a read transaction of the engine (LMDB), or, on an
- * engine whose reads block on the network ({@link KvEngine#readThreads}), on the reader threads of a
+ * engine whose reads block on the network ({@link KvEngine#readThreads}), on the read threads of a
  * {@link GroupReader}. It also guards the engine's close: reads, backups and verifies hold the lock
  * shared, {@link #closeEngine} exclusively, so that an engine never closes under a transaction.
  */
@@ -14,11 +14,11 @@ final class Reads {
     private final KvEngine engine;
     private final DbState state;
     private final Writer writer;
-    /** The reader threads of an engine whose reads block; null: reads run inline. */
+    /** The read threads of an engine whose reads block; null: reads run inline. */
     private final GroupReader readers;
     private final ReentrantReadWriteLock closeLock = new ReentrantReadWriteLock();
 
-    /** @param deadline fails reads not answered in time on the reader threads; null for none */
+    /** @param deadline fails reads not answered in time on the read threads; null for none */
     Reads(KvEngine engine, DbState state, Writer writer, Deadline deadline) {
         this.engine = engine;
         this.state = state;
@@ -27,7 +27,7 @@ final class Reads {
         this.readers = threads > 0 ? new GroupReader(state, engine, closeLock.readLock(), threads, deadline) : null;
     }
 
-    /** @return the reader threads, or null when reads run inline */
+    /** @return the read threads, or null when reads run inline */
     GroupReader readers() {
         return readers;
     }
@@ -102,7 +102,7 @@ final class Reads {
         }
     }
 
-    /** Stops the reader threads: the reads still queued fail with {@link DbException.Closed}. */
+    /** Stops the read threads: the reads still queued fail with {@link DbException.Closed}. */
     void stop() {
         if (readers != null) readers.stop();
     }

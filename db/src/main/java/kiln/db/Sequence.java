@@ -30,6 +30,10 @@ public final class Sequence {
     }
 
     /**
+     * Allocates the next id, in a write query: {@code long id = ids.next(txn);}. The id commits with
+     * the query; a query that is rolled back, or run again, leaves it for the next.
+     *
+     * @param txn a write query's transaction
      * @return the next value: 1 for a new sequence, then one more than the last value allocated
      * @throws IllegalStateException in a read transaction
      */

@@ -54,7 +54,7 @@ public final class Table<K, V> {
     /** The expiry of a put that gives none, microseconds; 0 for none. */
     private final long defaultTtlMicros;
     /** The table's indexes, replaced whole on the writer thread as one is declared ({@link Db#index}): each kept from then on. */
-    private volatile List<Index<?, K, V>> indexes = List.of();
+    private volatile List<IndexMaintainer<?, K, V>> indexes = List.of();
     /** Set once, on the writer thread, by {@link Db#changeFeed}: from then on every put and delete is recorded. */
     private volatile ChangeFeed<K, V> feed;
 
@@ -95,14 +95,31 @@ public final class Table<K, V> {
         return !indexes.isEmpty();
     }
 
-    /** @return the value stored under {@code key}, or null if there is none (or it expired) */
+    /**
+     * Reads one row, in a read or a write query: {@code Todo t = db.read(txn -> todos.get(txn, id)).join();}.
+     * In a write query it sees the query's own earlier puts and deletes.
+     *
+     * @param txn the query's transaction
+     * @param key the row's key
+     * @return the value stored under {@code key}, or null if there is none (or it expired)
+     * @throws IllegalArgumentException when the key's encoding is empty or longer than
+     *         {@link #MAX_KEY_BYTES}
+     */
     public V get(Txn txn, K key) {
         ByteBuffer found = txn.kv.get(space, encodeKey(key, KEY_BUFFER.get()));
         if (found == null || expiries != null && expired(txn, found)) return null;
         return decodeValue(found);
     }
 
-    /** @return the value stored under {@code key}, or {@code missing} if there is none */
+    /**
+     * Reads one row with a default, for counters and the like:
+     * {@code long next = hits.get(txn, page, 0L) + 1;}.
+     *
+     * @param txn     the query's transaction
+     * @param key     the row's key
+     * @param missing what to return when there is no row
+     * @return the value stored under {@code key}, or {@code missing} if there is none (or it expired)
+     */
     public V get(Txn txn, K key, V missing) {
         V v = get(txn, key);
         return v == null ? missing : v;
@@ -146,9 +163,9 @@ public final class Table<K, V> {
         int size = values.size(value);
         if (size > MAX_VALUE_BYTES) {
             throw new DbException.ValueTooLarge("value for table '" + name + "' is " + size + " bytes; values are at most "
-                + MAX_VALUE_BYTES + " bytes (" + (MAX_VALUE_BYTES >> 20) + " MiB): keep a larger one in a file and its name in the table");
+                + MAX_VALUE_BYTES + " bytes (" + (MAX_VALUE_BYTES >> 20) + " MiB): keep a larger one in a file and its name in the table", size);
         }
-        List<Index<?, K, V>> indexed = indexes;
+        List<IndexMaintainer<?, K, V>> indexed = indexes;
         byte[] row = indexed.isEmpty() && expiries == null ? null : bytes(key);
         if (row != null) {
             // what the table holds, expired or not, read before this write changes anything (LMDB's
@@ -156,8 +173,8 @@ public final class Table<K, V> {
             ByteBuffer old = txn.kv.get(space, keyBuffer(row));
             V oldValue = old == null || indexed.isEmpty() ? null : decodeValue(old.duplicate());
             long oldExpiresAt = old == null || expiries == null ? 0 : expiresAt(old);
-            for (Index<?, K, V> i : indexed) i.check(txn, row, key, value);
-            for (Index<?, K, V> i : indexed) i.put(txn, row, key, oldValue, value);
+            for (IndexMaintainer<?, K, V> i : indexed) i.check(txn, row, key, value);
+            for (IndexMaintainer<?, K, V> i : indexed) i.update(txn, row, key, oldValue, value);
             if (oldExpiresAt != 0 && oldExpiresAt != expiresAt) txn.kv.delete(expiries, scheduled(oldExpiresAt, row));
             if (expiresAt != 0) txn.kv.reserve(expiries, scheduled(expiresAt, row), 0);
         }
@@ -207,12 +224,12 @@ public final class Table<K, V> {
         // everything read from the old value before the first write (LMDB's buffers are valid until then)
         boolean live = expiries == null || !expired(txn, old);
         long expiresAt = expiries == null ? 0 : expiresAt(old);
-        List<Index<?, K, V>> indexed = indexes;
+        List<IndexMaintainer<?, K, V>> indexed = indexes;
         V oldValue = indexed.isEmpty() ? null : decodeValue(old.duplicate());
         if (expiresAt != 0) txn.kv.delete(expiries, scheduled(expiresAt, row));
         if (!indexed.isEmpty()) {
             K k = key != null ? key : decodeKey(row);
-            for (Index<?, K, V> i : indexed) i.delete(txn, row, k, oldValue);
+            for (IndexMaintainer<?, K, V> i : indexed) i.update(txn, row, k, oldValue, null);
         }
         ByteBuffer k = keyBuffer(row);
         txn.kv.delete(space, k);
@@ -232,7 +249,7 @@ public final class Table<K, V> {
     int sweep(Txn txn, int max) {
         byte[] now = dueBound(txn);
         List<byte[]> due = new ArrayList<>();
-        try (KvRange r = txn.kv.range(expiries, null, now, false, max)) {
+        try (KvCursor r = txn.kv.range(expiries, null, now, false, max)) {
             while (due.size() < max && r.next()) due.add(Keys.toArray(r.key()));
         }
         for (byte[] entry : due) {
@@ -250,7 +267,7 @@ public final class Table<K, V> {
 
     /** @return whether a row's expiry has passed, for {@code txn} (a read: the sweeper writes only when one has) */
     boolean hasDue(Txn txn) {
-        try (KvRange r = txn.kv.range(expiries, null, dueBound(txn), false, 1)) {
+        try (KvCursor r = txn.kv.range(expiries, null, dueBound(txn), false, 1)) {
             return r.next();
         }
     }
@@ -327,8 +344,8 @@ public final class Table<K, V> {
 
     /** Keeps {@code index} from the next write on: called inside a write query, on the writer thread. */
     void index(Index<?, K, V> index) {
-        List<Index<?, K, V>> more = new ArrayList<>(indexes);
-        more.add(index);
+        List<IndexMaintainer<?, K, V>> more = new ArrayList<>(indexes);
+        more.add(index.maintainer);
         indexes = List.copyOf(more);
     }
 
@@ -351,6 +368,10 @@ public final class Table<K, V> {
     }
 
     /**
+     * Counts the table's rows: {@code long pages = db.read(txn -> hits.count(txn)).join();}. Part of
+     * it: {@link #count(Txn, Range)}.
+     *
+     * @param txn the query's transaction
      * @return the number of entries: O(1) on LMDB, which keeps the count; in an expiring table, those
      *         that have not expired, counted one by one
      */
@@ -389,7 +410,7 @@ public final class Table<K, V> {
     /** Visits the rows of {@code [begin, end)} until the visitor returns false; see {@link KvTxn#range}. */
     private long visit(Txn txn, byte[] begin, byte[] end, boolean reverse, BiPredicate<? super K, ? super V> visitor) {
         long n = 0;
-        try (KvRange r = txn.kv.range(space, begin, end, reverse, 0)) {
+        try (KvCursor r = txn.kv.range(space, begin, end, reverse, 0)) {
             while (r.next()) {
                 if (expiries != null && expired(txn, r.value())) continue;
                 n++;
@@ -411,7 +432,7 @@ public final class Table<K, V> {
     public long scanPrefix(Txn txn, K prefix, BiPredicate<? super K, ? super V> visitor) {
         byte[] p = bytes(prefix);
         long n = 0;
-        try (KvRange r = txn.kv.range(space, p, Keys.strinc(p), false, 0)) {
+        try (KvCursor r = txn.kv.range(space, p, Keys.strinc(p), false, 0)) {
             while (r.next() && keys.extendsPrefix(r.key(), p.length)) {
                 if (expiries != null && expired(txn, r.value())) continue;
                 n++;
@@ -434,7 +455,8 @@ public final class Table<K, V> {
      *
      * @return the page; its {@link Page#continuation()} is null when the range has no more rows
      * @throws DbException.BadContinuation when the range's continuation was not made by this
-     *         database for this table and range (an HTTP layer answers 400)
+     *         database for this listing: this table, the same prefix and direction (an HTTP layer
+     *         answers 400)
      */
     public Page<K, V> range(Txn txn, Range<K> range) {
         Bounds b = bounds(range);
@@ -476,7 +498,7 @@ public final class Table<K, V> {
         byte[] begin = range.begin == null ? null : bytes(range.begin);
         byte[] end = range.end == null ? null : bytes(range.end);
         java.util.function.Supplier<byte[]> fingerprint = () ->
-            Continuations.fingerprint(name, prefix, begin, range.beginInclusive, end, range.endInclusive, range.reverse);
+            Continuations.fingerprint(name, prefix, range.reverse);
         byte[] after = range.after == null ? null : continuations.lastKey(range.after, fingerprint.get());
         byte[] lo = Keys.max(prefix, begin == null || range.beginInclusive ? begin : Keys.next(begin));
         byte[] hi = Keys.min(prefix == null ? null : Keys.strinc(prefix), end == null || !range.endInclusive ? end : Keys.next(end));
@@ -489,12 +511,12 @@ public final class Table<K, V> {
 
     /** What {@link #walk} does at each row of the range: false to stop there. */
     private interface RowVisitor {
-        boolean visit(KvRange row);
+        boolean visit(KvCursor row);
     }
 
     /** @return true when {@code visitor} stopped the walk at a row of the range (there is more) */
     private boolean walk(Txn txn, Range<K> range, Bounds b, RowVisitor visitor) {
-        try (KvRange r = txn.kv.range(space, b.begin, b.end, range.reverse, range.limit + 1)) {
+        try (KvCursor r = txn.kv.range(space, b.begin, b.end, range.reverse, range.limit + 1)) {
             while (r.next()) {
                 // keys that go on a tuple prefix's last element (Codec#extendsPrefix) sort at the top of its keys
                 if (b.prefix != null && !keys.extendsPrefix(r.key(), b.prefix.length)) {
@@ -524,7 +546,7 @@ public final class Table<K, V> {
     }
 
     private K endKey(Txn txn, boolean last) {
-        try (KvRange r = txn.kv.range(space, null, null, last, 1)) {
+        try (KvCursor r = txn.kv.range(space, null, null, last, 1)) {
             while (r.next()) {
                 if (expiries == null || !expired(txn, r.value())) return decodeKey(r);
             }
@@ -532,7 +554,7 @@ public final class Table<K, V> {
         }
     }
 
-    private K decodeKey(KvRange r) {
+    private K decodeKey(KvCursor r) {
         return keys.read(r.key().order(ByteOrder.BIG_ENDIAN));
     }
 
@@ -540,7 +562,7 @@ public final class Table<K, V> {
         return keys.read(wrap(key));
     }
 
-    private V decodeValue(KvRange r) {
+    private V decodeValue(KvCursor r) {
         return decodeValue(r.value());
     }
 

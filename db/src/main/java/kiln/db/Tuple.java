@@ -66,6 +66,10 @@ public final class Tuple implements Comparable<Tuple> {
     }
 
     /**
+     * A key of several parts: {@code Tuple.of(room, id)}, {@code Tuple.of("ada", Instant.now())}.
+     * Integers of every width come back as {@code long} ({@code Tuple.of(7).getLong(0)}); a
+     * {@code byte[]} is copied.
+     *
      * @param elements null, {@code byte[]}, {@link String}, {@link Tuple}, {@link Long} (or
      *                 {@link Integer}, {@link Short}, {@link Byte}), {@link Boolean}, {@link UUID},
      *                 {@link Instant}
@@ -77,7 +81,14 @@ public final class Tuple implements Comparable<Tuple> {
         return from(Arrays.asList(elements));
     }
 
-    /** @return the tuple of {@code elements}; see {@link #of} */
+    /**
+     * A tuple of a list's elements, for a key whose parts are computed:
+     * {@code Tuple.from(List.of(room, id))} equals {@code Tuple.of(room, id)}.
+     *
+     * @param elements of the types {@link #of} takes
+     * @return the tuple of {@code elements}; see {@link #of}
+     * @throws IllegalArgumentException as {@link #of}
+     */
     public static Tuple from(List<?> elements) {
         if (elements.isEmpty()) return EMPTY;
         List<Object> stored = new ArrayList<>(elements.size());

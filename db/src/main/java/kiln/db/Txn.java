@@ -8,6 +8,17 @@ import java.util.ArrayList;
  *
  * <p>Read transactions see a consistent snapshot taken when the query started. The write
  * transaction sees every write committed before it plus its own.
+ *
+ * <pre>{@code
+ * long next = await(db.write(txn -> {          // txn: this write query's transaction
+ *     long n = hits.get(txn, page, 0L) + 1;    // sees what committed before, and this query's own puts
+ *     hits.put(txn, page, n);
+ *     return n;                                // commits with its batch; txn is invalid after return
+ * }));
+ * }</pre>
+ *
+ * <p>A write method ({@code put}, {@code delete}, {@code next}) called with a read query's
+ * transaction throws {@link IllegalStateException}.
  */
 public final class Txn {
     /** The engine's transaction under this one. */

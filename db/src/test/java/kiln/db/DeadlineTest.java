@@ -27,7 +27,7 @@ import org.junit.jupiter.api.io.TempDir;
  * {@link Db.Builder#deadline}: a query the database does not answer in time fails with
  * {@link DbException.DeadlineExceeded}, which tells the truth about it: a write the writer had begun
  * may still commit (outcome unknown), and does; a write still queued is withdrawn and never runs (not
- * applied); a read that waits for a reader thread is abandoned. The writer (and a reader) held inside
+ * applied); a read that waits for a read thread is abandoned. The writer (and a reader) held inside
  * a query stands for a database server that answers nothing; over PostgreSQL FrozenServerTest pauses
  * a real one.
  */
@@ -147,7 +147,7 @@ class DeadlineTest {
     }
 
     /**
-     * An engine whose reads go to reader threads (as PostgreSQL's), the one reader held before its
+     * An engine whose reads go to read threads (as PostgreSQL's), the one reader held before its
      * transaction begins: the read it runs and the read queued behind it fail at their deadline
      * saying the database did not answer; once the reader goes on, reads answer again, and the held
      * read's late result is ignored.
@@ -185,7 +185,7 @@ class DeadlineTest {
             try {
                 long start = System.nanoTime();
                 running = db.read(txn -> t.get(txn, 1));
-                assertTrue(held.await(30, SECONDS), "the reader thread took the read");
+                assertTrue(held.await(30, SECONDS), "the read thread took the read");
                 QueryFuture<String> queued = db.read(txn -> t.get(txn, 1));
                 DbException.DeadlineExceeded late = deadlineExceeded(running);
                 assertTrue(msSince(start) >= DEADLINE.toMillis(), "not before its deadline");

@@ -161,7 +161,7 @@ class FeedLocksTest {
         java.util.function.Supplier<KvEngine> engine = () -> new ForwardingEngine(MemoryEngine.at(dir)) {
             @Override
             public int readThreads() {
-                return 2;  // reads go to reader threads, as over PostgreSQL
+                return 2;  // reads go to read threads, as over PostgreSQL
             }
 
             @Override
@@ -185,7 +185,7 @@ class FeedLocksTest {
             assertEquals(1, feed.prefix(2).readAsync(0, 10).get(30, SECONDS).sets().size());
             String me = Thread.currentThread().getName();
             assertFalse(readOn.contains(me), "the caller began a read: " + readOn);
-            assertTrue(readOn.stream().allMatch(n -> n.startsWith("kiln-db-reader-")), readOn.toString());
+            assertTrue(readOn.stream().allMatch(n -> n.startsWith("kiln-db-read-")), readOn.toString());
             feed.read(0, 10);
             assertTrue(readOn.contains(me), "read() reads on its caller: " + readOn);
         }

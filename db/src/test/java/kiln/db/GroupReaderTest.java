@@ -25,7 +25,7 @@ class GroupReaderTest {
     @TempDir
     Path dir;
 
-    /** MemoryEngine with two reader threads, counting the read transactions begun. */
+    /** MemoryEngine with two read threads, counting the read transactions begun. */
     private static final class Blocking extends ForwardingEngine {
         final AtomicInteger readTxns = new AtomicInteger();
 
@@ -56,13 +56,13 @@ class GroupReaderTest {
             }).join();
             CountDownLatch queued = new CountDownLatch(1);
             List<QueryFuture<Integer>> held = new ArrayList<>();
-            for (int i = 0; i < 2; i++) {  // one per reader thread, each holding its thread until the rest are queued
+            for (int i = 0; i < 2; i++) {  // one per read thread, each holding its thread until the rest are queued
                 held.add(db.read(txn -> {
                     queued.await(30, TimeUnit.SECONDS);
                     return t.get(txn, 0);
                 }));
             }
-            Thread.sleep(100);  // both reader threads inside their reads
+            Thread.sleep(100);  // both read threads inside their reads
             int before = engine.readTxns.get();
             List<QueryFuture<Integer>> reads = new ArrayList<>();
             for (int i = 0; i < 100; i++) {

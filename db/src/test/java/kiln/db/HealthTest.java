@@ -62,7 +62,7 @@ class HealthTest {
         KvEngine held = new ForwardingEngine(MemoryEngine.at(dir)) {
             @Override
             public int readThreads() {
-                return 1;  // reads go to a reader thread, as over a network
+                return 1;  // reads go to a read thread, as over a network
             }
 
             @Override

@@ -166,11 +166,11 @@ final class MemoryEngine implements KvEngine {
 
         /** Walks the committed versions lazily, merged with this transaction's writes. */
         @Override
-        public KvRange range(KvSpace space, byte[] begin, byte[] end, boolean reverse, int limitHint) {
+        public KvCursor range(KvSpace space, byte[] begin, byte[] end, boolean reverse, int limitHint) {
             Space s = (Space) space;
             NavigableMap<byte[], Version> committedRows = sub(s.rows, begin, end);
             Iterator<Map.Entry<byte[], Version>> base = (reverse ? committedRows.descendingMap() : committedRows).entrySet().iterator();
-            KvRange committed = new KvRange() {
+            KvCursor committed = new KvCursor() {
                 private byte[] key;
                 private byte[] value;
 
@@ -205,7 +205,7 @@ final class MemoryEngine implements KvEngine {
         @Override
         public long count(KvSpace space) {
             long n = 0;
-            try (KvRange r = range(space, null, null, false, 0)) {
+            try (KvCursor r = range(space, null, null, false, 0)) {
                 while (r.next()) n++;
             }
             return n;

@@ -42,7 +42,7 @@ class QueryFutureTest {
             assertEquals(2, db.read(txn -> t.get(txn, 2)).join(), "the write the caller could not cancel is committed");
 
             QueryFuture<Integer> again = db.read(txn -> t.get(txn, 2));
-            again.join();  // complete before the copy (on PostgreSQL a read completes on a reader thread)
+            again.join();  // complete before the copy (on PostgreSQL a read completes on a read thread)
             CompletableFuture<Integer> copy = again.copy();
             assertFalse(copy instanceof QueryFuture, "a derived future is the caller's own");
             assertDoesNotThrow(() -> copy.complete(5));

@@ -10,7 +10,7 @@ import kiln.server.StepHandler;
  */
 public final class Endpoint {
     /**
-     * Binds an endpoint's logic (a {@link StepHandler}: its reply, or a wait and the rest) to the demo
+     * Binds an endpoint's logic (a {@link StepHandler}: its response, or a wait and the rest) to the demo
      * database and the router it is registered on (its metrics and health) when a server starts.
      * State the endpoint keeps across requests (a cache) is created here, once per server.
      */

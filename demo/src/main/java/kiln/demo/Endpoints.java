@@ -4,7 +4,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.List;
 
 import kiln.http.Http;
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.http.ServerSentEvents;
 import kiln.server.AbstractRouter;
 import kiln.server.Metrics;
@@ -26,46 +26,46 @@ public final class Endpoints {
     public static final List<Endpoint> ALL = List.of(
         get("/", "/", "this page: a link to every endpoint",
             (demo, router) -> {
-                Step page = Step.of(Reply.ok(Http.TEXT_HTML, indexPage()));
+                Step page = Step.of(Response.ok(Http.TEXT_HTML, indexPage()));
                 return request -> page;
             }),
         get("/plaintext", "/plaintext", "Hello, World! as text",
             (demo, router) -> {
-                Step plaintext = Step.of(Reply.ok(Http.TEXT_PLAIN, Bodies.PLAINTEXT));  // immutable: one for every request
+                Step plaintext = Step.of(Response.ok(Http.TEXT_PLAIN, Bodies.PLAINTEXT));  // immutable: one for every request
                 return request -> plaintext;
             }),
         get("/json", "/json", "a JSON message",
-            (demo, router) -> request -> Step.of(Reply.ok(Http.APPLICATION_JSON, Bodies.helloJson()))),
+            (demo, router) -> request -> Step.of(Response.ok(Http.APPLICATION_JSON, Bodies.helloJson()))),
         get("/db", "/db", "one random World row",
-            (demo, router) -> request -> Step.after(demo.db().read(demo.randomWorld()), row -> Step.of(fresh(Reply.json(row))))),
+            (demo, router) -> request -> Step.after(demo.db().read(demo.randomWorld()), row -> Step.of(fresh(Response.json(row))))),
         get("/worlds/{id}", "/worlds/42", "the World row with that id (1..10000)",
             (demo, router) -> request -> {
                 int id = Params.worldId(request);
-                return Step.after(demo.db().read(demo.world(id)), row -> Step.of(fresh(Reply.json(row))));
+                return Step.after(demo.db().read(demo.world(id)), row -> Step.of(fresh(Response.json(row))));
             }),
         get("/worlds/{id}/events", "/worlds/42/events", "server-sent events: every committed change of that row (curl -N)",
             (demo, router) -> request -> {
                 int id = Params.worldId(request);
                 LiveWorlds live = demo.live();
-                return Step.of(ServerSentEvents.reply(live.subscriber(ServerSentEvents.lastEventId(request, live.lastSeq()), id)));
+                return Step.of(ServerSentEvents.response(live.subscriber(request.header("Last-Event-ID"), id)));
             }),
         get("/queries?queries=N", "/queries?queries=20", "N random rows (1..500)",
             (demo, router) -> request -> Step.after(demo.db().read(demo.randomWorlds(Params.queries(request.param("queries")))),
-                rows -> Step.of(fresh(Reply.json(rows))))),
+                rows -> Step.of(fresh(Response.json(rows))))),
         get("/updates?queries=N", "/updates?queries=20", "N rows updated durably",
             (demo, router) -> request -> {
                 return Step.after(demo.db().read(demo.randomWorlds(Params.queries(request.param("queries")))),
                     rows -> Step.after(demo.db().write(demo.updateWithNewRandomNumbers(rows)),
-                        updated -> Step.of(fresh(Reply.json(updated)))));  // answered once the commit is durable
+                        updated -> Step.of(fresh(Response.json(updated)))));  // answered once the commit is durable
             }),
         get("/updates/events", "/updates/events", "server-sent events: every committed /updates, id = its commit sequence number",
             (demo, router) -> request -> {
                 LiveWorlds live = demo.live();
-                return Step.of(ServerSentEvents.reply(live.subscriber(ServerSentEvents.lastEventId(request, live.lastSeq()), null)));
+                return Step.of(ServerSentEvents.response(live.subscriber(request.header("Last-Event-ID"), null)));
             }),
         get("/live", "/live", "a page whose table follows /updates/events live (EventSource)",
             (demo, router) -> {
-                Step page = Step.of(Reply.ok(Http.TEXT_HTML, Bodies.livePage()));
+                Step page = Step.of(Response.ok(Http.TEXT_HTML, Bodies.livePage()));
                 return request -> page;
             }),
         get("/cached-queries?count=N", "/cached-queries?count=20", "N random rows from an in-memory cache (1..500)",
@@ -79,15 +79,15 @@ public final class Endpoints {
                 return request -> {
                     World[] rows = new World[Params.queries(request.param("count"))];
                     for (int i = 0; i < rows.length; i++) rows[i] = byId[DemoDb.randomId()];
-                    return Step.of(fresh(Reply.json(rows)));
+                    return Step.of(fresh(Response.json(rows)));
                 };
             }),
         get("/fortunes", "/fortunes", "the fortunes table as HTML",
             (demo, router) -> request -> Step.after(demo.db().read(demo.allFortunes()),
-                fortunes -> Step.of(fresh(Reply.ok(Http.TEXT_HTML, Bodies.fortunesHtml(fortunes)))))),
+                fortunes -> Step.of(fresh(Response.ok(Http.TEXT_HTML, Bodies.fortunesHtml(fortunes)))))),
         get("/hello?delay=MS", "/hello?delay=100", "HelloWorld after an asynchronous sleep",
             (demo, router) -> {
-                Step hello = Step.of(Reply.ok(Http.TEXT_PLAIN, Bodies.HELLO));
+                Step hello = Step.of(Response.ok(Http.TEXT_PLAIN, Bodies.HELLO));
                 return request -> {
                     int ms = Params.delayMs(request.param("delay"));
                     return ms == 0 ? hello : Step.afterSleep(ms, () -> hello);
@@ -96,7 +96,7 @@ public final class Endpoints {
         get("/healthz", "/healthz", "200 ok while the database answers reads, its writer runs and no handler holds a thread for long, else 503",
             (demo, router) -> request -> Health.check(demo, router.health())),
         get("/metrics", "/metrics", "Prometheus metrics: requests, latency, connections, the database, the JVM",
-            (demo, router) -> request -> Step.of(fresh(router.metrics().reply()))));
+            (demo, router) -> request -> Step.of(fresh(router.metrics().response()))));
 
     private Endpoints() {
     }
@@ -142,12 +142,12 @@ public final class Endpoints {
     }
 
     /**
-     * @return {@code reply} with {@code Cache-Control: no-store}: an answer read from the database
+     * @return {@code response} with {@code Cache-Control: no-store}: an answer read from the database
      *         changes from one request to the next, so no cache (a proxy, a browser's heuristic
      *         freshness, RFC 9111 section 4.2.2) may keep it
      */
-    static Reply fresh(Reply reply) {
-        return reply.header("Cache-Control", "no-store");
+    static Response fresh(Response response) {
+        return response.header("Cache-Control", "no-store");
     }
 
     /** @param usage the path, with {@code ?name=VALUE} when it takes parameters */

@@ -7,7 +7,7 @@ import java.util.concurrent.TimeoutException;
 import kiln.server.Operations;
 import kiln.server.ServerHealth;
 import kiln.server.Step;
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.http.Http;
 
 /**
@@ -31,12 +31,12 @@ final class Health {
     static Step check(DemoDb demo, ServerHealth server) {
         long within = Operations.HEALTH_DEADLINE.toMillis();
         return Step.after(demo.db().health(Operations.HEALTH_DEADLINE), health -> {
-            if (!health.isOk()) return Step.of(Endpoints.fresh(Reply.unavailable(health.problem())));
+            if (!health.isOk()) return Step.of(Endpoints.fresh(Response.unavailable(health.problem())));
             String problem = server.problem();
-            if (problem != null) return Step.of(Endpoints.fresh(Reply.unavailable(problem)));
+            if (problem != null) return Step.of(Endpoints.fresh(Response.unavailable(problem)));
             return Step.after(demo.db().read(demo.randomWorld()).copy().orTimeout(within, TimeUnit.MILLISECONDS).handle((row, failure) -> failure),
-                failure -> Step.of(Endpoints.fresh(failure == null ? Reply.ok(Http.TEXT_PLAIN, OK)
-                    : Reply.unavailable(cause(failure) instanceof TimeoutException
+                failure -> Step.of(Endpoints.fresh(failure == null ? Response.ok(Http.TEXT_PLAIN, OK)
+                    : Response.unavailable(cause(failure) instanceof TimeoutException
                         ? "the database did not answer a read of a world within " + within + " ms"
                         : "the database does not answer reads: " + cause(failure).getMessage()))));
         });

@@ -5,17 +5,13 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 
 import kiln.db.ChangeFeed;
 import kiln.db.ChangeSet;
-import kiln.db.DbException;
-import kiln.db.PrefixFeed;
-import kiln.db.QueryFuture;
 import kiln.http.Json;
 import kiln.http.ServerSentEvents;
+import kiln.server.FeedEvents;
 
 /**
  * The demo's live endpoints: the World table's committed changes as server-sent events, one event
@@ -34,8 +30,6 @@ import kiln.http.ServerSentEvents;
 final class LiveWorlds {
     /** Change sets kept in the database's log: how far a subscriber may lag, or be away, and resume. */
     static final int WINDOW = 10_000;
-    /** The most events one step of a stream sends before it lets others run. */
-    private static final int EVENTS_PER_STEP = 64;
 
     private final ChangeFeed<Integer, Integer> feed;
     /** The newest events of {@code /updates/events}, encoded once for every subscriber, by seq modulo the length. */
@@ -54,86 +48,19 @@ final class LiveWorlds {
     }
 
     /**
-     * @param after the last id the subscriber has seen (its {@code Last-Event-ID}), or {@link #lastSeq()}
-     * @param id    the one World row to follow, or null for every committed write
+     * @param lastEventId the subscriber's {@code Last-Event-ID}, where it resumes; null for none (it starts at the newest set)
+     * @param id          the one World row to follow, or null for every committed write
      * @return the subscriber's event stream: its position in the feed, and nothing else
      */
-    ServerSentEvents.Stream subscriber(long after, Integer id) {
-        return id == null ? new Subscriber(this, after) : new RowSubscriber(feed.prefix(id), after, id);
-    }
-
-    /** One subscriber of every write: one small object while it waits (a few thousand of them on a small box). */
-    private static final class Subscriber extends ServerSentEvents.Stream {
-        private final LiveWorlds live;
-        private long seen;
-        /** A read of the feed's log the stream waits for (over PostgreSQL, on a reader thread), or null. */
-        private QueryFuture<List<ChangeSet<Integer, Integer>>> reading;
-
-        Subscriber(LiveWorlds live, long seen) {
-            this.live = live;
-            this.seen = seen;
+    FeedEvents subscriber(String lastEventId, Integer id) {
+        FeedEvents.Builder b = FeedEvents.builder();
+        if (id == null) {
+            b.add(feed, (events, eventId, set) -> events.encoded(encoded(set)));  // every write: encoded once for all
+        } else {
+            // one row: its prefix feed, so that only commits that change the row wake it
+            b.add(feed.prefix(id), (events, eventId, set) -> events.event(eventId, "update", data(set, id)));
         }
-
-        @Override
-        protected CompletableFuture<?> next(ServerSentEvents.Events events) {
-            ChangeFeed<Integer, Integer> feed = live.feed;
-            if (reading == null) reading = feed.readAsync(seen, EVENTS_PER_STEP);  // done at once unless the log must be read
-            if (!reading.isDone()) return reading;
-            QueryFuture<List<ChangeSet<Integer, Integer>>> read = reading;
-            reading = null;
-            List<ChangeSet<Integer, Integer>> sets;
-            try {
-                sets = read.join();  // done: returns at once
-            } catch (CompletionException e) {
-                if (!(e.getCause() instanceof DbException.Expired expired)) throw e;
-                seen = feed.lastSeq();
-                events.event(Long.toString(seen), "reload", json(Map.of("reason", expired.getMessage())));
-                return feed.after(seen);
-            }
-            for (ChangeSet<Integer, Integer> set : sets) {
-                events.encoded(live.encoded(set));
-                seen = set.seq();
-            }
-            return feed.after(seen);  // already complete when more sets are waiting
-        }
-    }
-
-    /**
-     * One subscriber of one row ({@code /worlds/{id}/events}): it waits on the row's {@link PrefixFeed},
-     * so only commits that change the row wake it, and reads only the row's changes.
-     */
-    private static final class RowSubscriber extends ServerSentEvents.Stream {
-        private final PrefixFeed<Integer, Integer> row;
-        private final int id;
-        private long seen;
-        /** A read of the feed's log the stream waits for, or null. */
-        private QueryFuture<PrefixFeed.Changes<Integer, Integer>> reading;
-
-        RowSubscriber(PrefixFeed<Integer, Integer> row, long seen, int id) {
-            this.row = row;
-            this.seen = seen;
-            this.id = id;
-        }
-
-        @Override
-        protected CompletableFuture<?> next(ServerSentEvents.Events events) {
-            if (reading == null) reading = row.readAsync(seen, EVENTS_PER_STEP);
-            if (!reading.isDone()) return reading;
-            QueryFuture<PrefixFeed.Changes<Integer, Integer>> read = reading;
-            reading = null;
-            PrefixFeed.Changes<Integer, Integer> changes;
-            try {
-                changes = read.join();
-            } catch (CompletionException e) {
-                if (!(e.getCause() instanceof DbException.Expired expired)) throw e;
-                seen = row.lastSeq();
-                events.event(Long.toString(seen), "reload", json(Map.of("reason", expired.getMessage())));
-                return row.after(seen);
-            }
-            for (ChangeSet<Integer, Integer> set : changes.sets()) events.event(Long.toString(set.seq()), "update", data(set, id));
-            seen = changes.through();
-            return row.after(seen);  // already complete when more sets are waiting
-        }
+        return b.resumeFrom(lastEventId).build();
     }
 
     /** @return the {@code /updates/events} event of {@code set}, encoded by the first subscriber that needs it */

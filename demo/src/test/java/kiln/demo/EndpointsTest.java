@@ -27,7 +27,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.http.Request;
 import kiln.http.Http;
 import kiln.server.Step;
@@ -62,32 +62,32 @@ class EndpointsTest {
         db.close();
     }
 
-    /** @return the reply of a step that must not wait */
-    private Reply now(String method, String path, String rawQuery) {
+    /** @return the response of a step that must not wait */
+    private Response now(String method, String path, String rawQuery) {
         Step step = endpoints.start(method, path, rawQuery);
         assertTrue(step.isDone(), () -> method + " " + path + " answered at once, got " + step);
-        return step.reply();
+        return step.response();
     }
 
-    private Reply async(Step step, String expectedThread) throws Exception {
-        CompletableFuture<Reply> sent = new CompletableFuture<>();
+    private Response async(Step step, String expectedThread) throws Exception {
+        CompletableFuture<Response> sent = new CompletableFuture<>();
         CompletableFuture<String> thread = new CompletableFuture<>();
-        Step.runAsync(step, worker, timer, reply -> {
+        Step.runAsync(step, worker, timer, response -> {
             thread.complete(Thread.currentThread().getName());
-            sent.complete(reply);
+            sent.complete(response);
         });
-        Reply reply = sent.get(30, TimeUnit.SECONDS);
-        assertEquals(expectedThread, thread.get(), "the reply is sent from");
-        return reply;
+        Response response = sent.get(30, TimeUnit.SECONDS);
+        assertEquals(expectedThread, thread.get(), "the response is sent from");
+        return response;
     }
 
-    private static String text(Reply r) {
+    private static String text(Response r) {
         return new String(r.body, StandardCharsets.UTF_8);
     }
 
     @Test
     void theIndexPageLinksEveryOtherEndpointAsBefore() {
-        Reply index = now("GET", "/", null);
+        Response index = now("GET", "/", null);
         assertEquals(Http.TEXT_HTML, index.contentType);
         // the bytes the hand-written page had before the registry generated it
         assertEquals("<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>kiln</title></head><body>"
@@ -118,7 +118,7 @@ class EndpointsTest {
         for (Endpoint e : Endpoints.ALL) {
             assertTrue(paths.add(e.path), () -> "one entry per path: " + e);
             int q = e.example.indexOf('?');
-            Reply r = Step.runBlocking(endpoints.start(e.method, q < 0 ? e.example : e.example.substring(0, q),
+            Response r = Step.runBlocking(endpoints.start(e.method, q < 0 ? e.example : e.example.substring(0, q),
                 q < 0 ? null : e.example.substring(q + 1)));
             assertEquals(200, r.status, () -> e + ": " + text(r));
             assertTrue(Endpoints.usage().contains(e.method + " " + e.usage), e::toString);
@@ -127,12 +127,12 @@ class EndpointsTest {
 
     @Test
     void staticEndpointsAnswerAtOnceWithTheirBodies() {
-        Reply plain = now("GET", "/plaintext", null);
+        Response plain = now("GET", "/plaintext", null);
         assertEquals(200, plain.status);
         assertEquals(Http.TEXT_PLAIN, plain.contentType);
         assertArrayEquals(Bodies.PLAINTEXT, plain.body);
         assertEquals(0, plain.headerCount());
-        Reply json = now("GET", "/json", null);
+        Response json = now("GET", "/json", null);
         assertEquals(Http.APPLICATION_JSON, json.contentType);
         assertEquals("{\"message\":\"Hello, World!\"}", text(json));
         assertArrayEquals(Bodies.HELLO, now("GET", "/hello", null).body);
@@ -140,10 +140,10 @@ class EndpointsTest {
 
     @Test
     void unknownPathIs404AndAnotherMethodIs405WithAllow() {
-        Reply missing = now("GET", "/nope", null);
+        Response missing = now("GET", "/nope", null);
         assertEquals(404, missing.status);
         assertEquals("404 Not Found: no such path: /nope\n", text(missing));
-        Reply post = now("POST", "/db", null);
+        Response post = now("POST", "/db", null);
         assertEquals(405, post.status);
         assertEquals(1, post.headerCount());
         assertEquals("Allow", post.headerName(0));
@@ -160,21 +160,21 @@ class EndpointsTest {
         assertEquals(404, now("GET", "//plaintext", null).status);
         assertEquals(400, now("GET", "/../plaintext", null).status);
         assertEquals(400, now("GET", "/%zz", null).status);
-        Reply options = now("OPTIONS", "*", null);
+        Response options = now("OPTIONS", "*", null);
         assertEquals(200, options.status);
         assertEquals("GET, HEAD, OPTIONS", options.header("Allow"));
     }
 
     @Test
     void headIsAnsweredByTheGetLogic() {
-        Reply head = now("HEAD", "/plaintext", null);
+        Response head = now("HEAD", "/plaintext", null);
         assertEquals(200, head.status);
-        assertArrayEquals(Bodies.PLAINTEXT, head.body, "the same reply; the front end drops the body");
+        assertArrayEquals(Bodies.PLAINTEXT, head.body, "the same response; the front end drops the body");
     }
 
     @Test
     void badParametersAre400() {
-        Reply delay = now("GET", "/hello", "delay=soon");
+        Response delay = now("GET", "/hello", "delay=soon");
         assertEquals(400, delay.status);
         assertTrue(text(delay).startsWith("400 Bad Request: delay must be"), text(delay));
         assertEquals(400, now("GET", "/hello", "delay=-1").status);
@@ -183,7 +183,7 @@ class EndpointsTest {
 
     @Test
     void readsAnswerInlineAndQueriesAreClampedTo1Through500() throws Exception {
-        Reply db = now("GET", "/db", null);
+        Response db = now("GET", "/db", null);
         assertEquals("no-store", db.header("Cache-Control"), "an answer from the database is not cacheable");
         assertEquals("no-store", now("GET", "/fortunes", null).header("Cache-Control"));
         assertNull(now("GET", "/plaintext", null).header("Cache-Control"), "a constant answer may be cached");
@@ -201,7 +201,7 @@ class EndpointsTest {
         assertEquals(42, row.get("id").intValue());
         assertEquals(db.read(txn -> demo.worlds().get(txn, 42)).join(), row.get("randomNumber").intValue());
         for (String id : new String[] {"0", "10001", "abc", "-1", "%34%32x"}) {
-            Reply missing = now("GET", "/worlds/" + id, null);
+            Response missing = now("GET", "/worlds/" + id, null);
             assertEquals(404, missing.status, id);
             assertTrue(text(missing).startsWith("404 Not Found: no World with id"), text(missing));
         }
@@ -214,7 +214,7 @@ class EndpointsTest {
     @Test
     void aWorldIsServedOnlyUnderItsCanonicalId() throws Exception {
         for (String id : new String[] {"05", "+5", "%2B5", "007", "%D9%A5", "5%20"}) {
-            Reply other = now("GET", "/worlds/" + id, null);
+            Response other = now("GET", "/worlds/" + id, null);
             assertEquals(404, other.status, id + " answered " + text(other));
             assertTrue(text(other).startsWith("404 Not Found: no World with id '"), text(other));
         }
@@ -254,8 +254,8 @@ class EndpointsTest {
             release.countDown();
         }
         gate.join();
-        Reply reply = async(step, "test-worker");
-        JsonNode rows = JSON.readTree(reply.body);
+        Response response = async(step, "test-worker");
+        JsonNode rows = JSON.readTree(response.body);
         assertEquals(4, rows.size());
         for (JsonNode row : rows) {
             int id = row.get("id").intValue();
@@ -269,45 +269,46 @@ class EndpointsTest {
         Step step = endpoints.start("GET", "/hello", "delay=250");
         assertEquals(250, step.sleepMs());
         assertNull(step.future());
-        assertArrayEquals(Bodies.HELLO, step.next().reply().body);
+        assertArrayEquals(Bodies.HELLO, step.next().response().body);
         assertArrayEquals(Bodies.HELLO, async(endpoints.start("GET", "/hello", "delay=20"), "test-worker").body);
     }
 
     @Test
     void blockingRunFinishesTheRequestOnTheCallingThread() throws Exception {
-        Reply updated = Step.runBlocking(endpoints.start("GET", "/updates", "queries=2"));
+        Response updated = Step.runBlocking(endpoints.start("GET", "/updates", "queries=2"));
         assertEquals(2, JSON.readTree(updated.body).size());
         assertArrayEquals(Bodies.HELLO, Step.runBlocking(endpoints.start("GET", "/hello", "delay=5")).body);
     }
 
     @Test
     void theFailurePolicyMaps503400And500() {
-        Reply busy = Failures.toReply(new java.util.concurrent.CompletionException(new DbException.Overloaded("queue full")), null);
+        Response busy = Failures.toResponse(new java.util.concurrent.CompletionException(new DbException.Overloaded("queue full")), null);
         assertEquals(503, busy.status);
         assertEquals("1", busy.header("Retry-After"));
-        assertEquals(418, Failures.toReply(new HttpException(418, "teapot"), null).status);
-        Reply broken = Failures.toReply(new IllegalStateException("disk on fire"), "GET /x");
+        assertEquals(418, Failures.toResponse(new HttpException(418, "teapot"), null).status);
+        Response broken = Failures.toResponse(new IllegalStateException("disk on fire"), "GET /x");
         assertEquals(500, broken.status);
         assertFalse(text(broken).contains("disk on fire"), "details stay in the log");
-        Reply forged = Failures.toReply(new DbException.BadContinuation("bad continuation: its signature does not match"), "GET /x");
+        Response forged = Failures.toResponse(new DbException.BadContinuation("bad continuation: its signature does not match"), "GET /x");
         assertEquals(400, forged.status);
         assertTrue(text(forged).contains("bad continuation: its signature does not match"), text(forged));
-        assertEquals(507, Failures.toReply(new DbException.DatabaseFull("database full: ..."), null).status);
-        Reply readers = Failures.toReply(new DbException.ReadersFull("all 1016 read slots ... --db-max-readers", null), null);
+        assertEquals(507, Failures.toResponse(new DbException.DatabaseFull("database full: ..."), null).status);
+        Response readers = Failures.toResponse(new DbException.ReadersFull("all 1016 read slots ... --db-max-readers", null), null);
         assertEquals(503, readers.status);
-        assertTrue(text(readers).contains("--db-max-readers"), text(readers));
-        assertEquals(503, Failures.toReply(new DbException.Fatal("database d is unusable: ...", null), null).status);
+        assertTrue(text(readers).contains("the database is busy") && !text(readers).contains("--db-max-readers"),
+            "the client is told it is busy; the flag to raise is in the log: " + text(readers));
+        assertEquals(503, Failures.toResponse(new DbException.Fatal("database d is unusable: ...", null), null).status);
     }
 
     @Test
     void aFailedWaitOrContinuationBecomesAnErrorReply() {
         // complete already: the step goes on at once
-        Step overloaded = Step.after(CompletableFuture.failedFuture(new DbException.Overloaded("queue full")), v -> Step.of(Reply.text("no")));
-        assertEquals(503, overloaded.reply().status);
+        Step overloaded = Step.after(CompletableFuture.failedFuture(new DbException.Overloaded("queue full")), v -> Step.of(Response.text("no")));
+        assertEquals(503, overloaded.response().status);
         Step throwing = Step.after(CompletableFuture.completedFuture(1), v -> {
             throw new HttpException(409, "taken");
         });
-        assertEquals(409, throwing.reply().status);
+        assertEquals(409, throwing.response().status);
         // complete later: next() once it is
         CompletableFuture<Integer> later = new CompletableFuture<>();
         Step waiting = Step.after(later, v -> {
@@ -315,19 +316,19 @@ class EndpointsTest {
         });
         assertFalse(waiting.isDone());
         later.complete(1);
-        assertEquals(409, waiting.next().reply().status);
-        assertEquals(503, Failures.toReply(new DbException.Unavailable("PostgreSQL at ... is unreachable", null), null).status);
+        assertEquals(409, waiting.next().response().status);
+        assertEquals(503, Failures.toResponse(new DbException.Unavailable("PostgreSQL at ... is unreachable", null), null).status);
     }
 
     @Test
     void replyHeadersAreKeptInOrderAndCheckedForInjection() {
-        Reply r = Reply.text("x").header("Location", "/todos/1").header("Set-Cookie", "a=1").header("Set-Cookie", "b=2");
+        Response r = Response.text("x").header("Location", "/todos/1").header("Set-Cookie", "a=1").header("Set-Cookie", "b=2");
         assertEquals(3, r.headerCount());
         assertEquals("Set-Cookie", r.headerName(2));
         assertEquals("b=2", r.headerValue(2));
-        assertThrows(IllegalArgumentException.class, () -> Reply.text("x").header("X-Evil", "a\r\nSet-Cookie: b"));
-        assertThrows(IllegalArgumentException.class, () -> Reply.text("x").header("Content-Length", "3"));
-        assertThrows(IllegalArgumentException.class, () -> Reply.text("x").header("Bad Name", "v"));
+        assertThrows(IllegalArgumentException.class, () -> Response.text("x").header("X-Evil", "a\r\nSet-Cookie: b"));
+        assertThrows(IllegalArgumentException.class, () -> Response.text("x").header("Content-Length", "3"));
+        assertThrows(IllegalArgumentException.class, () -> Response.text("x").header("Bad Name", "v"));
         String wire = new String(ResponseWriter.closing(r), StandardCharsets.ISO_8859_1);
         assertTrue(wire.matches("(?s)HTTP/1\\.1 200 OK\r\nServer: kiln\r\nDate: [^\r]+\r\nContent-Type: text/plain; charset=UTF-8\r\n"
             + "Location: /todos/1\r\nSet-Cookie: a=1\r\nSet-Cookie: b=2\r\nContent-Length: 1\r\nConnection: close\r\n\r\nx"), wire);

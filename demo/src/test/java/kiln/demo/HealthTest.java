@@ -13,7 +13,7 @@ import java.util.concurrent.atomic.AtomicReference;
 import kiln.db.Db;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.http.Http;
 import kiln.server.Step;
 
@@ -21,13 +21,13 @@ import kiln.server.Step;
 class HealthTest {
     @TempDir Path dir;
 
-    private static Reply healthz(Served endpoints) {
+    private static Response healthz(Served endpoints) {
         Step step = endpoints.start("GET", "/healthz", null);
         assertTrue(step.isDone(), "/healthz answers at once");
-        return step.reply();
+        return step.response();
     }
 
-    private static String text(Reply r) {
+    private static String text(Response r) {
         return new String(r.body, StandardCharsets.UTF_8);
     }
 
@@ -35,14 +35,14 @@ class HealthTest {
     void okWhileTheDatabaseServesThen503OnceItIsClosed() {
         Db db = Db.open(dir);
         Served endpoints = new Served(DemoDb.open(db));
-        Reply ok = healthz(endpoints);
+        Response ok = healthz(endpoints);
         assertEquals(200, ok.status);
         assertEquals(Http.TEXT_PLAIN, ok.contentType);
         assertEquals("ok", text(ok));
         assertEquals("no-store", ok.header("Cache-Control"), "a health answer is never cached");
 
         db.close();
-        Reply down = healthz(endpoints);
+        Response down = healthz(endpoints);
         assertEquals(503, down.status);
         assertEquals("1", down.header("Retry-After"));
         assertEquals("503 Service Unavailable: the database is closed\n", text(down));
@@ -59,9 +59,9 @@ class HealthTest {
                     java.nio.file.StandardOpenOption.WRITE)) {
                 data.write(java.nio.ByteBuffer.allocate((int) data.size() - 8192), 8192);
             }
-            Reply read = endpoints.start("GET", "/db", null).reply();
+            Response read = endpoints.start("GET", "/db", null).response();
             assertEquals(503, read.status, () -> text(read));
-            Reply down = healthz(endpoints);
+            Response down = healthz(endpoints);
             assertEquals(503, down.status);
             assertEquals("1", down.header("Retry-After"));
             assertTrue(text(down).startsWith("503 Service Unavailable: database ") && text(down).contains("is unusable: the data file is corrupted"),
@@ -87,8 +87,8 @@ class HealthTest {
             try {
                 assertTrue(inside.await(10, TimeUnit.SECONDS), "the writer never ran the blocking write");
                 Thread.sleep(600);
-                assertEquals(200, endpoints.start("GET", "/db", null).reply().status, "reads go on while the writer is stuck");
-                Reply stuck = healthz(endpoints);
+                assertEquals(200, endpoints.start("GET", "/db", null).response().status, "reads go on while the writer is stuck");
+                Response stuck = healthz(endpoints);
                 assertEquals(503, stuck.status, () -> text(stuck));
                 assertEquals("1", stuck.header("Retry-After"));
                 assertTrue(text(stuck).startsWith("503 Service Unavailable: the database's writer has been in one batch for "), text(stuck));
@@ -109,7 +109,7 @@ class HealthTest {
             endpoints.router.health().add(problem::get);
             assertEquals(200, healthz(endpoints).status);
             problem.set("the handler of GET /x has held thread kiln-selector for 6000 ms without pausing (limit 5000 ms)");
-            Reply held = healthz(endpoints);
+            Response held = healthz(endpoints);
             assertEquals(503, held.status);
             assertEquals("1", held.header("Retry-After"));
             assertEquals("503 Service Unavailable: the handler of GET /x has held thread kiln-selector for 6000 ms without pausing (limit 5000 ms)\n",

@@ -18,7 +18,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import kiln.db.Db;
 import kiln.http.BodyOutput;
 import kiln.http.BodyStream;
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.http.ServerSentEvents;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -54,9 +54,9 @@ class LiveWorldsTest {
         return new Polled(new String(out.array(), 0, out.length(), StandardCharsets.UTF_8), next);
     }
 
-    /** @return the stream of {@code source}'s reply, past its opening part (the {@code retry}) */
+    /** @return the stream of {@code source}'s response, past its opening part (the {@code retry}) */
     private static BodyStream opened(ServerSentEvents.Stream stream) throws Exception {
-        BodyStream body = ServerSentEvents.reply(stream).stream;
+        BodyStream body = ServerSentEvents.response(stream).stream;
         assertEquals("retry: 2000\n\n", poll(body).text);
         return body;
     }
@@ -69,19 +69,19 @@ class LiveWorldsTest {
 
     @Test
     void everyCommittedUpdateIsOneEventWhoseIdIsItsCommitSequenceNumber() throws Exception {
-        Reply reply = ServerSentEvents.reply(demo.live().subscriber(demo.live().lastSeq(), null));
-        assertEquals(ServerSentEvents.CONTENT_TYPE, reply.contentType);
-        assertEquals("no", reply.header("X-Accel-Buffering"));
-        Polled opening = poll(reply.stream);
+        Response response = ServerSentEvents.response(demo.live().subscriber(null, null));
+        assertEquals(ServerSentEvents.CONTENT_TYPE, response.contentType);
+        assertEquals("no", response.header("X-Accel-Buffering"));
+        Polled opening = poll(response.stream);
         assertEquals("retry: 2000\n\n", opening.text, "the reconnection delay, in a part of its own");
         assertTrue(opening.next.isDone(), "poll again at once");
-        Polled first = poll(reply.stream);
+        Polled first = poll(response.stream);
         assertEquals("", first.text, "nothing committed yet");
         assertFalse(first.next.isDone());
 
         World[] updated = update(7, 8);
         first.next.get(10, TimeUnit.SECONDS);
-        Polled second = poll(reply.stream);
+        Polled second = poll(response.stream);
         assertTrue(second.text.startsWith("id: 1\nevent: update\ndata: {"), second.text);
         assertTrue(second.text.endsWith("}\n\n"), second.text);
         JsonNode data = data(second.text).get(0);
@@ -94,7 +94,7 @@ class LiveWorldsTest {
 
     @Test
     void aRowsStreamCarriesOnlyTheCommitsThatChangedIt() throws Exception {
-        BodyStream body = ServerSentEvents.reply(demo.live().subscriber(demo.live().lastSeq(), 42)).stream;
+        BodyStream body = ServerSentEvents.response(demo.live().subscriber(null, 42)).stream;
         poll(body);
         update(1);
         update(42, 2);
@@ -112,10 +112,10 @@ class LiveWorldsTest {
         update(1);
         update(2);
         update(3);
-        Polled resumed = poll(opened(demo.live().subscriber(1, null)));
+        Polled resumed = poll(opened(demo.live().subscriber("1", null)));
         assertEquals(List.of(2L, 3L), data(resumed.text).stream().map(d -> d.get("seq").asLong()).toList());
 
-        Polled ahead = poll(opened(demo.live().subscriber(99, null)));
+        Polled ahead = poll(opened(demo.live().subscriber("99", null)));
         assertTrue(ahead.text.contains("id: 3\nevent: reload\ndata: {\"reason\":\"sequence number 99 is ahead"), ahead.text);
         assertFalse(ahead.next.isDone(), "then it goes on from the newest");
     }

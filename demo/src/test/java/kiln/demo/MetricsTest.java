@@ -15,7 +15,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.server.Metrics;
 import kiln.server.ServerOptions;
 import kiln.server.Step;
@@ -49,13 +49,13 @@ class MetricsTest {
     }
 
     private Map<String, Double> scrape() {
-        Reply r = Step.runBlocking(endpoints.start("GET", "/metrics", null));
+        Response r = Step.runBlocking(endpoints.start("GET", "/metrics", null));
         assertEquals(200, r.status);
         return samples(r.body);
     }
 
-    /** Runs a request the way a library front end does, recording it as its reply is sent. */
-    private Reply request(String method, String path, String rawQuery) {
+    /** Runs a request the way a library front end does, recording it as its response is sent. */
+    private Response request(String method, String path, String rawQuery) {
         return endpoints.request(method, path, rawQuery);
     }
 
@@ -66,7 +66,7 @@ class MetricsTest {
     @Test
     void metricsAnswersThePrometheusTextFormatUncached() {
         request("GET", "/plaintext", null);
-        Reply r = Step.runBlocking(endpoints.start("GET", "/metrics", null));
+        Response r = Step.runBlocking(endpoints.start("GET", "/metrics", null));
         assertEquals(200, r.status);
         assertEquals("text/plain; version=0.0.4; charset=utf-8", r.contentType);
         assertEquals("Cache-Control", r.headerName(0));
@@ -157,7 +157,7 @@ class MetricsTest {
         assertFalse(off.metrics().isOn());
         assertEquals(0, off.metrics().start(), "no clock read when off");
         assertEquals(200, off.request("GET", "/plaintext", null).status);
-        Reply metrics = Step.runBlocking(off.start("GET", "/metrics", null));
+        Response metrics = Step.runBlocking(off.start("GET", "/metrics", null));
         assertEquals(404, metrics.status);
         assertTrue(new String(metrics.body, StandardCharsets.UTF_8).contains("--no-metrics"));
         assertTrue(ServerOptions.of().metrics(db).isOn(), "on by default");

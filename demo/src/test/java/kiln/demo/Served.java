@@ -1,6 +1,6 @@
 package kiln.demo;
 
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.server.AbstractRouter;
 import kiln.server.Metrics;
 import kiln.server.Step;
@@ -23,14 +23,14 @@ final class Served {
         return router.metrics();
     }
 
-    /** @return the request's first step, unrecorded: the reply, or its first wait */
+    /** @return the request's first step, unrecorded: the response, or its first wait */
     Step start(String method, String rawPath, String rawQuery) {
         return StepRouter.firstStep(router.begin(method, rawPath, rawQuery));
     }
 
-    /** @return the reply to a whole request, run the way a blocking front end runs it, and recorded as sent */
-    Reply request(String method, String rawPath, String rawQuery) {
+    /** @return the response to a whole request, run the way a blocking front end runs it, and recorded as sent */
+    Response request(String method, String rawPath, String rawQuery) {
         AbstractRouter.Exchange<StepHandler> exchange = router.begin(method, rawPath, rawQuery);
-        return exchange.answer(Step.runBlocking(StepRouter.firstStep(exchange)));
+        return exchange.respond(Step.runBlocking(StepRouter.firstStep(exchange)));
     }
 }

@@ -6,7 +6,7 @@ import java.nio.ByteBuffer;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.http.spi.ResponseWriter;
 import kiln.server.ClientLimits;
 import org.eclipse.jetty.io.Connection;
@@ -35,7 +35,7 @@ final class ClientConnections implements Connection.Listener {
         refused.add(connection);
         EndPoint endPoint = connection.getEndPoint();
         try {
-            endPoint.flush(ByteBuffer.wrap(ResponseWriter.closing(Reply.unavailable("too many connections from "
+            endPoint.flush(ByteBuffer.wrap(ResponseWriter.closing(Response.unavailable("too many connections from "
                 + client.getAddress().getHostAddress() + "; retry shortly"))));
         } catch (java.io.IOException e) {
             // best effort: the close is what matters

@@ -3,6 +3,7 @@ package kiln.comsat;
 import kiln.demo.AppOption;
 import kiln.server.Launcher;
 import kiln.demo.Params;
+import kiln.demo.WarmUp;
 import kiln.server.ServerOptions;
 import kiln.server.StepRouter;
 import picocli.CommandLine.Command;
@@ -50,6 +51,8 @@ public final class ComsatMain {
         Launcher.run(NAME, options, db -> {
             ComsatServer server = new ComsatServer(options, app.addTo(new StepRouter(options.metrics(db)), db));
             server.start();
+            // Quasar instruments each class as it loads: without this, a client's first requests wait seconds for it
+            if (app.app() == AppOption.App.demo) WarmUp.run(server.port());
             return server;
         });
     }

@@ -9,11 +9,11 @@ import javax.servlet.http.HttpServletRequest;
 import javax.servlet.http.HttpServletResponse;
 
 import kiln.server.ClientDeadlines;
-import kiln.server.ConnectionWatch;
+import kiln.server.HeaderTimeouts;
 import kiln.server.StepRouter;
 import kiln.server.Launcher;
 import kiln.http.Limits;
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.http.spi.RequestParser;
 import kiln.server.OpenStreams;
 import kiln.server.ServerLimits;
@@ -51,7 +51,7 @@ import org.eclipse.jetty.util.thread.QueuedThreadPool;
  * <h2>Limits</h2>
  * As in the Jetty 12 front end: {@code --idle-timeout} is the connector's idle timeout,
  * {@code --max-connections} a {@link ConnectionLimit} (at the cap Jetty stops accepting; new
- * connections wait in the listen backlog), and a {@link ConnectionWatch} answers 408 to a request
+ * connections wait in the listen backlog), and a {@link HeaderTimeouts} answers 408 to a request
  * head slower than {@code --header-timeout}, which Jetty 9.4 cannot time out itself, and logs the cap.
  */
 final class ComsatServer implements Launcher.Server {
@@ -71,7 +71,7 @@ final class ComsatServer implements Launcher.Server {
     private final ClientDeadlines deadlines;
     /** One thread that continues streamed bodies between parts, and their heartbeat timer. */
     private final WorkerPool streamWorker = new WorkerPool(1);
-    private ConnectionWatch<EndPoint> watch;
+    private HeaderTimeouts<EndPoint> watch;
 
     /**
      * @param options --bind, --port and the limits
@@ -134,7 +134,7 @@ final class ComsatServer implements Launcher.Server {
     void start() throws IOException {
         try {
             server.start();
-            watch = ConnectionWatch.headsAndCap("comsat", headerTimeoutMs, connector::getConnectedEndPoints, new Probe(),
+            watch = HeaderTimeouts.headsAndCap("comsat", headerTimeoutMs, connector::getConnectedEndPoints, new Probe(),
                 connectionLimit.getMaxConnections(), connectionLimit::getConnections);
         } catch (IOException e) {
             stop(0);
@@ -187,7 +187,7 @@ final class ComsatServer implements Launcher.Server {
             throws IOException, ServletException {
             String length = base.getHeader("Content-Length"); // Jetty has rejected a malformed or overflowing one
             java.util.List<String> codings = java.util.Collections.list(base.getHeaders("Transfer-Encoding"));
-            Reply refusal = RequestParser.refuseRequest(base.getHttpFields().size(), length == null ? -1 : Long.parseLong(length.trim()),
+            Response refusal = RequestParser.refuseRequest(base.getHttpFields().size(), length == null ? -1 : Long.parseLong(length.trim()),
                 codings.isEmpty() ? null : String.join(",", codings), base.getHeader("Host"), maxContent);
             if (refusal == null) {
                 // Comsat hands the fiber a Servlet 3.0 wrapper of the request: the fiber reaches Jetty's own
@@ -201,8 +201,8 @@ final class ComsatServer implements Launcher.Server {
         }
     }
 
-    /** Jetty 9.4's view of a connection for the {@link ConnectionWatch}. */
-    private static final class Probe implements ConnectionWatch.Probe<EndPoint> {
+    /** Jetty 9.4's view of a connection for the {@link HeaderTimeouts}. */
+    private static final class Probe implements HeaderTimeouts.Probe<EndPoint> {
         @Override
         public boolean readingHead(EndPoint endPoint) {
             return endPoint.getConnection() instanceof HttpConnection http
@@ -217,7 +217,7 @@ final class ComsatServer implements Launcher.Server {
         @Override
         public void expire(EndPoint endPoint) {
             try {
-                endPoint.write(Callback.from(endPoint::close), ConnectionWatch.requestTimeoutResponse());
+                endPoint.write(Callback.from(endPoint::close), HeaderTimeouts.requestTimeoutResponse());
             } catch (RuntimeException e) {
                 endPoint.close(); // a write already pending: just close
             }

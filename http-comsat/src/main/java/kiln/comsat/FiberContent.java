@@ -9,7 +9,7 @@ import javax.servlet.ServletInputStream;
 import javax.servlet.ServletOutputStream;
 import javax.servlet.WriteListener;
 
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.http.spi.MemoryBudget;
 import kiln.http.spi.ResponseWriter;
 import kiln.server.ClientDeadlines;
@@ -96,7 +96,7 @@ final class FiberContent {
      * Answers {@code reply} and closes the connection, from any thread, outside the servlet's
      * response (the fiber answers nothing then): its bytes go straight to the connection.
      */
-    private static void refuse(Request request, Reply reply) {
+    private static void refuse(Request request, Response reply) {
         EndPoint endPoint = request.getHttpChannel().getEndPoint();
         try {
             endPoint.write(Callback.from(endPoint::close), ByteBuffer.wrap(ResponseWriter.closing(reply.negotiated(request.getHeader("Accept")))));

@@ -3,7 +3,7 @@ package kiln.comsat;
 import java.nio.ByteBuffer;
 import java.util.regex.Pattern;
 
-import kiln.http.Reply;
+import kiln.http.Response;
 import org.eclipse.jetty.http.BadMessageException;
 import org.eclipse.jetty.http.HttpCompliance;
 import org.eclipse.jetty.http.HttpGenerator;
@@ -26,7 +26,7 @@ import org.eclipse.jetty.server.HttpConnectionFactory;
  *       malformed request, 400 (RFC 9112 sections 2.3 and 3), where Jetty answers 505; a well-formed
  *       version Jetty does not serve ({@code HTTP/9.9}, and {@code HTTP/2.0} over HTTP/1.1, which
  *       Jetty answers with 426) is 505 (RFC 9110 section 15.6.6), with the same body as the
- *       other front ends ({@link Reply#versionNotSupported}).</li>
+ *       other front ends ({@link Response#versionNotSupported}).</li>
  * </ul>
  * Jetty's parser does not tell which of those it saw, so {@link RequestLineParser} keeps a copy of
  * each request line for {@link Channel#badMessage} to look at.
@@ -100,7 +100,7 @@ final class JettyConnections {
         if (!HTTP_VERSION.matcher(version).matches()) {
             return new BadMessageException(HttpStatus.BAD_REQUEST_400, "malformed HTTP version", failure);
         }
-        // The detail of Reply.versionNotSupported, so that the 505 body is every front end's.
+        // The detail of Response.versionNotSupported, so that the 505 body is every front end's.
         return new BadMessageException(HttpStatus.HTTP_VERSION_NOT_SUPPORTED_505,
             "HTTP version " + version.substring("HTTP/".length()) + " not supported; use HTTP/1.1", failure);
     }

@@ -15,12 +15,12 @@ import org.eclipse.jetty.http.HttpHeaderValue;
 import org.eclipse.jetty.http.HttpStatus;
 import org.eclipse.jetty.server.Request;
 import org.eclipse.jetty.server.handler.ErrorHandler;
-import kiln.http.Reply;
+import kiln.http.Response;
 
 /**
  * Answers the errors Jetty raises itself (a malformed request, a header section too large, an
  * ambiguous URI...) the kiln way instead of with Jetty's HTML page: the contract's headers, a
- * {@link Reply#errorBody} text body whose detail is Jetty's message, and {@code Connection: close},
+ * {@link Response#errorBody} text body whose detail is Jetty's message, and {@code Connection: close},
  * since after a framing error the next request's start is unknown (RFC 9112 section 9.6).
  * Requests that reach the servlet never come here: it answers its own errors.
  */
@@ -51,6 +51,6 @@ final class JettyErrors extends ErrorHandler {
     private static byte[] body(int status, String message) {
         String reason = Http.reason(status);
         boolean noDetail = message == null || message.isEmpty() || message.equals(reason) || message.equals(HttpStatus.getMessage(status));
-        return Reply.errorBody(status, reason, noDetail ? null : message);
+        return Response.errorBody(status, reason, noDetail ? null : message);
     }
 }

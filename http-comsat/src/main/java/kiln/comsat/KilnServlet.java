@@ -12,7 +12,7 @@ import co.paralleluniverse.fibers.Fiber;
 import co.paralleluniverse.fibers.SuspendExecution;
 import co.paralleluniverse.fibers.Suspendable;
 import co.paralleluniverse.fibers.servlet.FiberHttpServlet;
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.server.AbstractRouter.Exchange;
 import kiln.server.Step;
 import kiln.server.StepHandler;
@@ -20,7 +20,6 @@ import kiln.server.StepRouter;
 import kiln.server.OpenStreams;
 import kiln.server.WorkerPool;
 import org.eclipse.jetty.server.Request;
-import org.eclipse.jetty.server.Response;
 
 /**
  * The endpoint registry served by Quasar fibers: every wait of an endpoint ({@link Step}) suspends
@@ -81,10 +80,10 @@ final class KilnServlet extends FiberHttpServlet {
             // the client left midway, or the content was refused (and answered) for want of memory or time
             if (content.future.isCompletedExceptionally()) return;
             Exchange<StepHandler> exchange = begin(base, content.future.join());
-            Reply reply = exchange.answer(run(StepRouter.firstStep(exchange)));
+            Response reply = exchange.respond(run(StepRouter.firstStep(exchange)));
             content.release();
             if (reply.stream == null || "HEAD".equals(request.getMethod())) {
-                Responses.send(request, (Response) response, reply);
+                Responses.send(request, (org.eclipse.jetty.server.Response) response, reply);
             } else {
                 startStream(request, response, base, reply, exchange.request().routeName());
             }
@@ -93,18 +92,18 @@ final class KilnServlet extends FiberHttpServlet {
             // reaches here in instrumented code.
             throw uninstrumented(e);
         } catch (InterruptedException e) {
-            Responses.send(request, (Response) response, interrupted(request, e));
+            Responses.send(request, (org.eclipse.jetty.server.Response) response, interrupted(request, e));
         } finally {
             content.release();
         }
     }
 
     /** Sends the head of a streamed reply and the body's parts; its end when it was never sent. */
-    private void startStream(HttpServletRequest request, HttpServletResponse response, Request base, Reply reply, String name)
+    private void startStream(HttpServletRequest request, HttpServletResponse response, Request base, Response reply, String name)
         throws IOException, InterruptedException, SuspendExecution {
         CompletableFuture<String> ended;
         try {
-            Responses.head(request, (Response) response, reply);
+            Responses.head(request, (org.eclipse.jetty.server.Response) response, reply);
             ended = stream(base, reply, name);
         } catch (IOException | RuntimeException e) {
             OpenStreams.notSent(reply);
@@ -119,7 +118,7 @@ final class KilnServlet extends FiberHttpServlet {
     }
 
     /** @return when the streamed body has ended, sent by callbacks on the stream worker ({@link OpenStreams#runAsync}) */
-    private CompletableFuture<String> stream(Request request, Reply reply, String name) throws IOException {
+    private CompletableFuture<String> stream(Request request, Response reply, String name) throws IOException {
         return streams.runAsync(reply.stream, new FiberContent.Stream(request), name, streamWorker.queue(), streamWorker.timer());
     }
 
@@ -127,7 +126,7 @@ final class KilnServlet extends FiberHttpServlet {
      * Runs an endpoint's {@link Step}s in this fiber: a durable write suspends it once around the
      * database future ({@link FiberAwait}), a delay in {@link Fiber#sleep}.
      */
-    private static Reply run(Step step) throws SuspendExecution, InterruptedException {
+    private static Response run(Step step) throws SuspendExecution, InterruptedException {
         while (!step.isDone()) {
             if (step.sleepMs() > 0) {
                 Fiber.sleep(step.sleepMs());
@@ -136,7 +135,7 @@ final class KilnServlet extends FiberHttpServlet {
             }
             step = step.next();
         }
-        return step.reply();
+        return step.response();
     }
 
     // Suspendable methods here build no exception or message themselves: Quasar's analyzer warns
@@ -146,9 +145,9 @@ final class KilnServlet extends FiberHttpServlet {
         return new AssertionError("Quasar did not instrument " + KilnServlet.class.getName() + ".service", e);
     }
 
-    private static Reply interrupted(HttpServletRequest request, InterruptedException e) {
+    private static Response interrupted(HttpServletRequest request, InterruptedException e) {
         Thread.currentThread().interrupt();
         LOG.log(Level.WARNING, "request fiber interrupted: " + request.getRequestURI(), e);
-        return Reply.internalError();
+        return Response.internalError();
     }
 }

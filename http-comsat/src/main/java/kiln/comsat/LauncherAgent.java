@@ -18,7 +18,7 @@ public final class LauncherAgent {
     /**
      * Quasar's agent option (after {@code -javaagent:kiln-quasar-agent.jar=}, see http-comsat's pom)
      * that keeps it from instrumenting the Prometheus client, kiln's database (on LMDB, kiln.db.lmdb, and on
-     * PostgreSQL with PgJDBC and HikariCP, which blocks on reader threads of its own) and the demo's
+     * PostgreSQL with PgJDBC and HikariCP, which blocks on read threads of its own) and the demo's
      * message board: nothing there suspends (a fiber waits for the database through a future, in the front
      * end; the board's steps return futures), and Quasar's analyzer fails on the first two, and warned
      * about two of the board's lambdas at every start ("[quasar] ERROR: Unable to instrument class": on

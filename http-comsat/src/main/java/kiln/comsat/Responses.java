@@ -6,18 +6,17 @@ import javax.servlet.http.HttpServletRequest;
 
 import kiln.http.Http;
 import kiln.http.HttpDate;
-import kiln.http.Reply;
+import kiln.http.Response;
 import org.eclipse.jetty.http.HttpField;
 import org.eclipse.jetty.http.HttpFields;
 import org.eclipse.jetty.http.HttpHeader;
 import org.eclipse.jetty.http.HttpHeaderValue;
 import org.eclipse.jetty.http.HttpVersion;
 import org.eclipse.jetty.http.PreEncodedHttpField;
-import org.eclipse.jetty.server.Response;
 
 /**
- * Writes a {@link Reply} as the contract's response (see {@link Http}). Fields go straight into
- * Jetty's {@link HttpFields}: {@link Response#setContentType} would respell
+ * Writes a {@link Response} as the contract's response (see {@link Http}). Fields go straight into
+ * Jetty's {@link HttpFields}: {@link org.eclipse.jetty.server.Response#setContentType} would respell
  * {@code text/plain; charset=UTF-8} as Jetty's cached {@code text/plain;charset=utf-8}.
  * {@link ContractHead} puts the fields in the contract's order on the wire.
  */
@@ -34,8 +33,8 @@ final class Responses {
      *
      * @return the reply as sent: an error in the form the request's {@code Accept} prefers
      */
-    static Reply head(HttpServletRequest request, Response response, Reply answer) {
-        Reply reply = answer.status >= 400 ? answer.negotiated(request.getHeader("Accept")) : answer;
+    static Response head(HttpServletRequest request, org.eclipse.jetty.server.Response response, Response answer) {
+        Response reply = answer.status >= 400 ? answer.negotiated(request.getHeader("Accept")) : answer;
         HttpFields fields = response.getHttpFields();
         putHead(fields, reply.contentType);
         for (int i = 0; i < reply.headerCount(); i++) fields.add(reply.headerName(i), reply.headerValue(i));
@@ -65,14 +64,14 @@ final class Responses {
     }
 
     /** Sends {@code reply} with {@code Connection: close}; Jetty closes the connection after it. */
-    static void sendAndClose(HttpServletRequest request, Response response, Reply reply) throws IOException {
+    static void sendAndClose(HttpServletRequest request, org.eclipse.jetty.server.Response response, Response reply) throws IOException {
         response.getHttpFields().put(CONNECTION_CLOSE);
         send(request, response, reply);
     }
 
     /**
      * Sends {@code reply} as the whole response, an error in the form the request's {@code Accept}
-     * prefers ({@link Reply#negotiated}). Jetty has already put the request's
+     * prefers ({@link Response#negotiated}). Jetty has already put the request's
      * {@code Connection} answer into the response's fields ({@code keep-alive} for an HTTP/1.0
      * keep-alive request, {@code close} for an HTTP/1.1 request that asked for it); an HTTP/1.0
      * request without keep-alive gets {@code Connection: close} here, since Jetty closes the
@@ -81,8 +80,8 @@ final class Responses {
      * <p>May block the calling carrier thread only while the socket's send buffer is full (Jetty
      * writes the response once its Content-Length worth of bytes is written).
      */
-    static void send(HttpServletRequest request, Response response, Reply answer) throws IOException {
-        Reply reply = head(request, response, answer);
+    static void send(HttpServletRequest request, org.eclipse.jetty.server.Response response, Response answer) throws IOException {
+        Response reply = head(request, response, answer);
         // A 204 has no Content-Length (RFC 9110 section 8.6).
         if (reply.status != 204) response.setContentLength(reply.body.length);
         if (reply.body.length == 0) {

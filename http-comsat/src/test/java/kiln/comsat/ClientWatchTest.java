@@ -15,7 +15,7 @@ import java.util.concurrent.TimeUnit;
 
 import kiln.http.BodyOutput;
 import kiln.http.BodyStream;
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.http.StreamEnd;
 import kiln.server.Metrics;
 import kiln.server.ServerOptions;
@@ -39,7 +39,7 @@ class ClientWatchTest {
     /** GET /wait: "hello", then waits for {@link #release} (the heartbeat is 15 s away) and ends; GET /plain: "plain". */
     private StepRouter routes() {
         return new StepRouter(Metrics.off())
-            .steps("GET", "/wait", request -> Step.of(Reply.stream(200, "text/plain", new BodyStream() {
+            .steps("GET", "/wait", request -> Step.of(Response.stream(200, "text/plain", new BodyStream() {
                 private boolean greeted;
 
                 @Override
@@ -56,7 +56,7 @@ class ClientWatchTest {
                     ended.add(reason);
                 }
             })))
-            .steps("GET", "/plain", request -> Step.of(Reply.of(200, "text/plain", "plain".getBytes(StandardCharsets.US_ASCII))));
+            .steps("GET", "/plain", request -> Step.of(Response.of(200, "text/plain", "plain".getBytes(StandardCharsets.US_ASCII))));
     }
 
     private interface Client {

@@ -2,12 +2,11 @@ package kiln.jetty;
 
 import java.nio.ByteBuffer;
 
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.server.AbstractRouter;
 import kiln.server.StepRouter;
 import org.eclipse.jetty.server.Handler;
 import org.eclipse.jetty.server.Request;
-import org.eclipse.jetty.server.Response;
 import org.eclipse.jetty.util.Callback;
 
 /**
@@ -26,12 +25,12 @@ final class AsteriskOptions extends Handler.Wrapper {
     }
 
     @Override
-    public boolean handle(Request request, Response response, Callback callback) throws Exception {
+    public boolean handle(Request request, org.eclipse.jetty.server.Response response, Callback callback) throws Exception {
         if (!"*".equals(request.getHttpURI().getPath())) return super.handle(request, response, callback);
         java.net.SocketAddress remote = request.getConnectionMetaData().getRemoteSocketAddress();
         AbstractRouter.Exchange<?> exchange = router.begin(request.getMethod(), "*", null, Responses.headers(request.getHeaders()), new byte[0],
             remote instanceof java.net.InetSocketAddress a ? a : null);
-        Reply reply = exchange.answer(exchange.reply());
+        Response reply = exchange.respond(exchange.response());
         response.setStatus(reply.status);
         Responses.put(response.getHeaders(), reply);
         response.write(true, ByteBuffer.wrap(reply.body), callback);

@@ -10,7 +10,7 @@ import jakarta.servlet.http.HttpServlet;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
 
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.server.AbstractRouter.Exchange;
 import kiln.server.ClientDeadlines;
 import kiln.server.OpenStreams;
@@ -90,8 +90,8 @@ final class AsyncServlet extends HttpServlet {
         });
     }
 
-    private void send(AsyncContext async, HttpServletRequest request, Exchange<StepHandler> exchange, Reply answer) {
-        Reply reply = exchange.answer(answer);
+    private void send(AsyncContext async, HttpServletRequest request, Exchange<StepHandler> exchange, Response answer) {
+        Response reply = exchange.respond(answer);
         boolean streaming = false;
         try {
             HttpServletResponse response = (HttpServletResponse) async.getResponse();

@@ -13,7 +13,7 @@ import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
 
 import kiln.http.BodyStream;
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.server.AbstractRouter.Exchange;
 import kiln.server.OpenStreams;
 import kiln.server.Step;
@@ -89,7 +89,7 @@ final class BlockingServlet extends HttpServlet {
     private boolean serve(HttpServletRequest request, HttpServletResponse response, byte[] content) throws IOException {
         Exchange<StepHandler> exchange = router.begin(request.getMethod(), request.getRequestURI(), request.getQueryString(),
             Responses.headers(request), content, Content.remote(request));
-        Reply reply = exchange.answer(Step.runBlocking(StepRouter.firstStep(exchange)));
+        Response reply = exchange.respond(Step.runBlocking(StepRouter.firstStep(exchange)));
         ServletOutputStream out;
         try {
             Responses.head(request, response, reply);

@@ -10,7 +10,7 @@ import jakarta.servlet.ReadListener;
 import jakarta.servlet.ServletInputStream;
 import jakarta.servlet.http.HttpServletRequest;
 
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.http.spi.ResponseWriter;
 import kiln.server.ClientDeadlines;
 import kiln.server.RequestContent;
@@ -83,7 +83,7 @@ final class Content {
      * response: its bytes go straight to the connection (as a library's own refusal would), then
      * the connection closes, which fails the request's reading.
      */
-    static void refuse(HttpServletRequest request, Reply reply) {
+    static void refuse(HttpServletRequest request, Response reply) {
         EndPoint endPoint = endPoint(request);
         try {
             endPoint.write(Callback.from(endPoint::close), ByteBuffer.wrap(ResponseWriter.closing(reply.negotiated(request.getHeader("Accept")))));

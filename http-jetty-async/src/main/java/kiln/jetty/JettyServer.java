@@ -8,7 +8,7 @@ import java.util.logging.Logger;
 import jakarta.servlet.http.HttpServlet;
 
 import kiln.server.ClientDeadlines;
-import kiln.server.ConnectionWatch;
+import kiln.server.HeaderTimeouts;
 import kiln.server.StepRouter;
 import kiln.server.Launcher;
 import kiln.http.Limits;
@@ -59,7 +59,7 @@ import org.eclipse.jetty.util.thread.QueuedThreadPool;
  * {@code --idle-timeout} is the connector's idle timeout; {@code --max-connections} is a
  * {@link NetworkConnectionLimit}: at the cap Jetty stops accepting, so new connections wait in the
  * listen backlog instead of using descriptors. Jetty has no header-read timeout (a slowloris client
- * that sends a byte now and then resets the idle timeout forever), so a {@link ConnectionWatch}
+ * that sends a byte now and then resets the idle timeout forever), so a {@link HeaderTimeouts}
  * answers 408 and closes a connection whose request head takes longer than {@code --header-timeout};
  * it also logs the cap. A request's content is read by kiln ({@link Content}) within the server's
  * request memory and at the minimum data rate ({@link ClientDeadlines}): Jetty's own
@@ -87,7 +87,7 @@ final class JettyServer implements Launcher.Server {
     private final OpenStreams streams;
     /** The deadlines of request contents and stream writes (null for a test's servlet). */
     private final ClientDeadlines deadlines;
-    private ConnectionWatch<EndPoint> watch;
+    private HeaderTimeouts<EndPoint> watch;
 
     /**
      * @param options   --bind, --port, --threads (selector threads), and the limits
@@ -187,7 +187,7 @@ final class JettyServer implements Launcher.Server {
     void start() throws IOException {
         try {
             server.start();
-            watch = ConnectionWatch.headsAndCap("jetty", headerTimeoutMs, connector::getConnectedEndPoints, new Probe(),
+            watch = HeaderTimeouts.headsAndCap("jetty", headerTimeoutMs, connector::getConnectedEndPoints, new Probe(),
                 connectionLimit.getMaxNetworkConnectionCount(), connectionLimit::getNetworkConnectionCount);
         } catch (Exception e) {
             stop(0);
@@ -221,8 +221,8 @@ final class JettyServer implements Launcher.Server {
         if (workerPool != null) workerPool.stop();
     }
 
-    /** Jetty 12's view of a connection for the {@link ConnectionWatch}. */
-    private static final class Probe implements ConnectionWatch.Probe<EndPoint> {
+    /** Jetty 12's view of a connection for the {@link HeaderTimeouts}. */
+    private static final class Probe implements HeaderTimeouts.Probe<EndPoint> {
         @Override
         public boolean readingHead(EndPoint endPoint) {
             return endPoint.getConnection() instanceof HttpConnection http
@@ -237,7 +237,7 @@ final class JettyServer implements Launcher.Server {
         @Override
         public void expire(EndPoint endPoint) {
             try {
-                endPoint.write(Callback.from(endPoint::close), ConnectionWatch.requestTimeoutResponse());
+                endPoint.write(Callback.from(endPoint::close), HeaderTimeouts.requestTimeoutResponse());
             } catch (RuntimeException e) {
                 endPoint.close(); // a write already pending: just close
             }

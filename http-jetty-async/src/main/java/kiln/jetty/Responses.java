@@ -12,7 +12,7 @@ import jakarta.servlet.http.HttpServletResponse;
 
 import kiln.http.Http;
 import kiln.http.HttpDate;
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.http.spi.RequestParser;
 import org.eclipse.jetty.ee10.servlet.ServletContextRequest;
 import org.eclipse.jetty.ee10.servlet.ServletContextResponse;
@@ -47,7 +47,7 @@ final class Responses {
      * did not ask for keep-alive. Jetty itself adds {@code Connection: keep-alive} when it did, and
      * {@code Connection: close} when an HTTP/1.1 request closes (RFC 9112 section 9.3).
      */
-    static void head(HttpServletRequest request, HttpServletResponse response, Reply reply) {
+    static void head(HttpServletRequest request, HttpServletResponse response, Response reply) {
         response.setStatus(reply.status);
         HttpFields.Mutable fields = ServletContextResponse.getServletContextResponse(response).getHeaders();
         put(fields, reply);
@@ -66,7 +66,7 @@ final class Responses {
         int fields = ServletContextRequest.getServletContextRequest(request).getHeaders().size();
         Enumeration<String> codings = request.getHeaders("Transfer-Encoding");
         String transferEncoding = codings.hasMoreElements() ? String.join(",", Collections.list(codings)) : null;
-        Reply refusal = RequestParser.refuseRequest(fields, request.getContentLengthLong(), transferEncoding, request.getHeader("Host"), maxContent);
+        Response refusal = RequestParser.refuseRequest(fields, request.getContentLengthLong(), transferEncoding, request.getHeader("Host"), maxContent);
         if (refusal == null) return false;
         refusal = refusal.negotiated(request.getHeader("Accept"));
         head(request, response, refusal);
@@ -103,7 +103,7 @@ final class Responses {
      * Puts Server, Date, Content-Type, the reply's further headers and Content-Length, in the order
      * Jetty will write them; a 204 gets neither Content-Type nor Content-Length (RFC 9110 section 8.6).
      */
-    static void put(HttpFields.Mutable fields, Reply reply) {
+    static void put(HttpFields.Mutable fields, Response reply) {
         fields.put(SERVER);
         fields.put(HttpHeader.DATE, HttpDate.now());
         if (reply.contentType != null) fields.put(CONTENT_TYPES.computeIfAbsent(reply.contentType, Responses::contentType));

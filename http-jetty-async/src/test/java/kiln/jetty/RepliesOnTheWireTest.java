@@ -9,7 +9,7 @@ import java.nio.charset.StandardCharsets;
 
 import kiln.http.HttpException;
 import kiln.http.Limits;
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.server.Metrics;
 import kiln.server.ModeOptions;
 import kiln.server.OpenStreams;
@@ -33,7 +33,7 @@ class RepliesOnTheWireTest {
     @BeforeAll
     static void start() throws Exception {
         StepRouter router = new StepRouter(Metrics.off())
-            .steps("DELETE", "/things/{id}", request -> Step.of(Reply.noContent()))
+            .steps("DELETE", "/things/{id}", request -> Step.of(Response.noContent()))
             .steps("GET", "/teapot", request -> {
                 throw new HttpException(409, "taken");
             });

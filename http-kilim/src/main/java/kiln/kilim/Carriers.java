@@ -38,7 +38,7 @@ import kilim.timerservice.Timer;
  * A carrier is a run queue and its selector's duties owned by one thread at a time. A fiber that
  * holds its thread (a blocking call, a long loop: the handler's bug, not the server's) would stall
  * every other fiber of that carrier and the reading of its connections, and on carrier 0 the
- * accepting of every connection. So the {@link CarrierWatch} hands such a carrier to a new thread
+ * accepting of every connection. So the {@link BlockedCarrierChecker} hands such a carrier to a new thread
  * ({@link #handOff}), as Go's runtime hands a processor to another thread when one blocks in a
  * system call: the queued fibers, the selector and the timers go on there at once. The old thread
  * finishes its fiber's step whenever the call returns, sees that the carrier is no longer its own,
@@ -204,7 +204,7 @@ final class Carriers extends Scheduler {
         return ran;
     }
 
-    /** @return carrier {@code index}'s run in progress (0: none), for the {@link CarrierWatch} */
+    /** @return carrier {@code index}'s run in progress (0: none), for the {@link BlockedCarrierChecker} */
     long run(int index) {
         return carriers[index].run.get();
     }

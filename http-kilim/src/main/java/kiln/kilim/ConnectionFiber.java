@@ -91,7 +91,7 @@ final class ConnectionFiber extends Task<Object> implements PauseReason, Carrier
                 switch (c.next()) {
                     case READ -> handedBack = read();
                     case WRITE -> write();
-                    case HANDLE -> c.answer(router.dispatch(c.request()));
+                    case HANDLE -> c.respond(router.dispatch(c.request()));
                     case WAIT -> handedBack = waitForStream();
                     case SHUTDOWN_OUTPUT -> {
                         c.channel().shutdownOutput();  // a failure: the client reset the connection, which closes

@@ -1,7 +1,7 @@
 package kiln.kilim;
 
 import kilim.Pausable;
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.http.Request;
 
 /**
@@ -17,15 +17,29 @@ import kiln.http.Request;
  *   <li>the class must be woven by Kilim ({@code mvn package} does it); the server refuses
  *       unwoven handlers at start-up.</li>
  * </ul>
- * An exception becomes the failure policy's reply ({@link kiln.server.Failures}): a
- * {@link kiln.http.HttpException} its own status, {@link kiln.db.DbException.Overloaded} 503, anything
- * else 500.
+ * An exception becomes the failure policy's response ({@link kiln.server.Failures}): a
+ * {@link kiln.http.HttpException} its own status, a {@link kiln.db.DbException} the status of its
+ * kind (409 for a unique violation, 503 for an overloaded database...), anything else 500.
+ *
+ * <pre>{@code
+ * router.get("/todos/{id}", req -> {
+ *     long id = req.pathParamLong("id");
+ *     Todo todo = await(db.read(txn -> todos.get(txn, id)));   // pauses the fiber, if it must wait
+ *     if (todo == null) throw new HttpException(404, "no todo " + id);
+ *     return Response.json(todo);
+ * });
+ * }</pre>
  */
 @FunctionalInterface
 public interface Handler {
     /**
+     * Answers {@code request}, in the connection's fiber: the router calls it once per request it
+     * routes here, the request's path parameters already matched.
+     *
      * @param request the parsed request
      * @return the response; never null
+     * @throws Pausable  never thrown: Kilim's mark of a method that may pause its fiber
+     * @throws Exception what the failure policy answers (above)
      */
-    Reply handle(Request request) throws Pausable, Exception;
+    Response handle(Request request) throws Pausable, Exception;
 }

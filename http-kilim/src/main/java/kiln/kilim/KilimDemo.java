@@ -18,6 +18,12 @@ public final class KilimDemo {
     private KilimDemo() {
     }
 
+    /**
+     * Runs the demo ({@code java -jar kiln-kilim.jar --help} lists the options; {@code --app board} serves the
+     * message board instead).
+     *
+     * @param args kiln's standard options and {@code --app}
+     */
     public static void main(String[] args) {
         AppOption app = new AppOption();  // --app board: the message board instead
         KilimMain command = new KilimMain();

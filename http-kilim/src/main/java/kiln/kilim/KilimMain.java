@@ -55,11 +55,31 @@ public final class KilimMain {
      * @param routes builds the router once the database is open (open tables and sequences here)
      */
     public static void serve(String name, String[] args, Function<Db, Router> routes) {
-        KilimMain command = new KilimMain();
-        command.start(name, ServerOptions.parseOrExit(command, name, "Your routes on kiln's Kilim fiber HTTP server.", args), routes);
+        serve(name, "Your routes on kiln's Kilim fiber HTTP server.", args, routes);
     }
 
-    /** Serves the router {@code routes} builds, with these parsed options (and the carrier watch's: {@link #blockedCarrierMs} ...). */
+    /**
+     * As {@link #serve(String, String[], Function)}, with the app's own description and flags for
+     * {@code --help}: each of {@code appOptions} is an object with picocli {@code @Option} fields,
+     * set from {@code args} before {@code routes} runs (so the routes read them), e.g.
+     * <pre>{@code
+     * static final class Options {
+     *     @Option(names = "--greeting", defaultValue = "Hello", description = "What /hello says (default: ${DEFAULT-VALUE}).")
+     *     String greeting;
+     * }
+     * Options o = new Options();
+     * KilimMain.serve("my-app", "Greets and counts.", args, db -> routes(db, o), o);
+     * }</pre>
+     *
+     * @param description one line for {@code --help}: what the app is
+     */
+    public static void serve(String name, String description, String[] args, Function<Db, Router> routes, Object... appOptions) {
+        KilimMain command = new KilimMain();
+        ServerOptions options = ServerOptions.parseOrExit(command, name, description, args, appOptions);
+        command.start(name, options, routes);
+    }
+
+    /** Serves the router {@code routes} builds, with these parsed options (and the blocked-carrier checker's: {@link #blockedCarrierMs} ...). */
     void start(String name, ServerOptions options, Function<Db, Router> routes) {
         Launcher.run(name, options, db -> serve(options, db, routes));
     }

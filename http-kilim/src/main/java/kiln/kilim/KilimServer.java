@@ -31,10 +31,10 @@ import kiln.server.ServerLimits;
  *       (see {@link Handler}).</li>
  *   <li>{@code kiln-reaper}: once a second, half-closes connections past their idle, header or
  *       write deadline (kiln's shared {@link kiln.server.Connections}; see {@link kiln.http.spi.Connection}).</li>
- *   <li>{@code kiln-carrier-watch}: hands a carrier whose thread a fiber holds (a blocking call, a
+ *   <li>{@code kiln-blocked-carrier-checker}: hands a carrier whose thread a fiber holds (a blocking call, a
  *       long loop) to a new thread after 20 ms, so that the selector and the carrier's other fibers
  *       go on; reports the handler after 100 ms; tells {@link #blockedProblem} after 5 s
- *       ({@link CarrierWatch}). A handed-off thread is named {@code kiln-selector (handed off)} (or
+ *       ({@link BlockedCarrierChecker}). A handed-off thread is named {@code kiln-selector (handed off)} (or
  *       {@code kiln-carrier-N (handed off)}) and ends when its fiber pauses or finishes.</li>
  * </ul>
  * Beyond {@link #maxConnections} open connections, a new connection gets a one-shot 503 and is
@@ -53,7 +53,7 @@ public final class KilimServer extends OwnServer {
     private long blockedCarrierMs = 100;
     private long handOffMs = 20;
     private long unhealthyMs = 5_000;
-    private CarrierWatch carrierWatch;
+    private BlockedCarrierChecker blockedCarrierChecker;
     /** One per carrier; the first owns the listening socket. */
     private Poller[] pollers;
     private Carriers carriers;
@@ -86,7 +86,7 @@ public final class KilimServer extends OwnServer {
     /**
      * Sets how long one fiber may run on its carrier thread without pausing before the server logs
      * what it is blocked in, once per handler (default 100 ms; 0 turns the check off). See
-     * {@link CarrierWatch}. Call before {@link #start}.
+     * {@link BlockedCarrierChecker}. Call before {@link #start}.
      */
     public KilimServer blockedCarrierThreshold(long millis) {
         if (millis < 0) throw new IllegalArgumentException("blocked-carrier threshold must be >= 0 ms, got " + millis);
@@ -97,7 +97,7 @@ public final class KilimServer extends OwnServer {
     /**
      * Sets how long one fiber may hold its carrier thread without pausing before the carrier's other
      * fibers (and on the selector thread, accepting and reading) move to a new thread (default 20 ms;
-     * 0: never, so the carrier's other fibers wait for it). See {@link CarrierWatch}. Call before
+     * 0: never, so the carrier's other fibers wait for it). See {@link BlockedCarrierChecker}. Call before
      * {@link #start}.
      */
     public KilimServer handOffThreshold(long millis) {
@@ -121,7 +121,7 @@ public final class KilimServer extends OwnServer {
      *         which handler, on which thread, for how long (checked a few times per threshold)
      */
     public String blockedProblem() {
-        CarrierWatch watch = carrierWatch;
+        BlockedCarrierChecker watch = blockedCarrierChecker;
         return watch == null ? null : watch.problem();
     }
 
@@ -147,10 +147,10 @@ public final class KilimServer extends OwnServer {
             throw e;
         }
         pollers[0].dealTo(pollers);
-        carrierWatch = new CarrierWatch(carriers, blockedCarrierMs, handOffMs, unhealthyMs);
+        blockedCarrierChecker = new BlockedCarrierChecker(carriers, blockedCarrierMs, handOffMs, unhealthyMs);
         connections.start();
         carriers.start();
-        carrierWatch.start();
+        blockedCarrierChecker.start();
     }
 
     /**
@@ -162,7 +162,7 @@ public final class KilimServer extends OwnServer {
         beginStop();
         if (pollers != null) pollers[0].wakeup();  // deregisters the listening socket, which closes it
         connections.finishStop(graceMillis);
-        if (carrierWatch != null) carrierWatch.stop();
+        if (blockedCarrierChecker != null) blockedCarrierChecker.stop();
         if (pollers != null) {
             for (Poller p : pollers) p.stop();
         }

@@ -5,7 +5,7 @@ import java.lang.reflect.Modifier;
 
 import kilim.Fiber;
 import kilim.Pausable;
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.http.Request;
 import kiln.server.AbstractRouter;
 import kiln.server.Metrics;
@@ -32,7 +32,13 @@ public final class Router extends AbstractRouter<Handler, Router> {
         this(Metrics.off());
     }
 
-    /** @param metrics where every request of every route is counted and timed ({@code ServerOptions.metrics(db)}) */
+    /**
+     * A router whose requests are counted and timed in {@code metrics}, which {@code /metrics} serves:
+     * {@code Operations.addTo(new Router(Metrics.create(db)), db)}.
+     *
+     * @param metrics where every request of every route is counted and timed ({@link Metrics#create},
+     *                or {@code ServerOptions.metrics(db)}, which honours {@code --no-metrics})
+     */
     public Router(Metrics metrics) {
         super(metrics);
     }
@@ -50,17 +56,17 @@ public final class Router extends AbstractRouter<Handler, Router> {
     }
 
     /** Routes {@code request} and runs its handler in this fiber (the pipeline of {@link AbstractRouter}). */
-    Reply dispatch(Request request) throws Pausable {
+    Response dispatch(Request request) throws Pausable {
         Exchange<Handler> x = begin(request);
-        if (x.isAnswered()) return x.answer(x.reply());
+        if (x.hasResponse()) return x.respond(x.response());
         try {
-            return x.answer(x.handler().handle(request));
+            return x.respond(x.handler().handle(request));
         } catch (Exception e) {
             return x.fail(e);
         }
     }
 
-    private static Reply run(Step step) throws Pausable {
+    private static Response run(Step step) throws Pausable {
         while (!step.isDone()) {
             if (step.sleepMs() > 0) {
                 Fibers.sleep(step.sleepMs());
@@ -69,7 +75,7 @@ public final class Router extends AbstractRouter<Handler, Router> {
             }
             step = step.next();
         }
-        return step.reply();
+        return step.response();
     }
 
     /**

@@ -23,7 +23,7 @@ import kilim.Task;
  */
 class CarriersTest {
     private Carriers carriers;
-    private CarrierWatch watch;
+    private BlockedCarrierChecker watch;
     private volatile boolean stop;
 
     private void start(int threads) {
@@ -178,7 +178,7 @@ class CarriersTest {
     @Test
     void aFiberThatHoldsEveryCarrierThreadDoesNotStopTheOtherFibers() throws Exception {
         start(2);
-        watch = new CarrierWatch(carriers, 0, 20, 0);
+        watch = new BlockedCarrierChecker(carriers, 0, 20, 0);
         watch.start();
         Blocker[] blockers = {new Blocker(3_000), new Blocker(3_000)};
         for (Blocker b : blockers) {
@@ -205,7 +205,7 @@ class CarriersTest {
     @Test
     void aStopOfTheWatchItselfIsNotCountedAsAFiberHoldingItsCarrier() throws Exception {
         start(1);
-        CarrierWatch w = new CarrierWatch(carriers, 0, 20, 0);  // not started: looks are made here, at given times
+        BlockedCarrierChecker w = new BlockedCarrierChecker(carriers, 0, 20, 0);  // not started: looks are made here, at given times
         assertEquals(5, w.tickMs);
         Blocker b = new Blocker(1_000);
         spawn(b);
@@ -223,7 +223,7 @@ class CarriersTest {
     @Test
     void withoutHandOffABlockedCarrierStallsItsFibers() throws Exception {
         start(1);
-        watch = new CarrierWatch(carriers, 0, 0, 0);
+        watch = new BlockedCarrierChecker(carriers, 0, 0, 0);
         watch.start();
         Blocker b = new Blocker(1_000);
         spawn(b);

@@ -12,7 +12,7 @@ import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 
-import kiln.http.Reply;
+import kiln.http.Response;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -21,7 +21,7 @@ import org.junit.jupiter.api.Test;
  * The two ways fiber code waits on things that are not the database, as docs/handlers.md shows them:
  * an outbound HTTP call with {@code HttpClient.sendAsync} and a timeout ({@link Fibers#await(java.util.concurrent.CompletionStage, Duration)}),
  * and a blocking library call run on the bounded pool ({@link Fibers#blocking}). Neither holds the
- * carrier: the carrier watch never reports them, and nothing is handed off. One carrier.
+ * carrier: the blocked-carrier checker never reports them, and nothing is handed off. One carrier.
  */
 class FibersTest {
     private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
@@ -34,16 +34,16 @@ class FibersTest {
     void start() throws Exception {
         watchLog = WatchLog.start();
         Router router = new Router()
-            .get("/fast", req -> Reply.text("fast"))
+            .get("/fast", req -> Response.text("fast"))
             .get("/slow", req -> {
                 Fibers.sleep(Long.parseLong(req.param("ms")));
-                return Reply.text("slow");
+                return Response.text("slow");
             })
             // docs/handlers.md, "Waiting on anything": an outbound call with a timeout
             .get("/outbound", req -> {
                 HttpRequest call = HttpRequest.newBuilder(URI.create(self[0] + "/slow?ms=" + req.param("ms"))).build();
                 HttpResponse<String> r = await(HTTP.sendAsync(call, HttpResponse.BodyHandlers.ofString()), Duration.ofMillis(500));
-                return Reply.text("upstream said " + r.body());
+                return Response.text("upstream said " + r.body());
             })
             // docs/handlers.md, "Waiting on anything": a blocking library call through the pool
             .get("/blocking", req -> {
@@ -51,7 +51,7 @@ class FibersTest {
                     Thread.sleep(1_000);  // stands for a JDBC query, a blocking SMTP client, file I/O
                     return Thread.currentThread().getName();
                 });
-                return Reply.text("ran on " + thread);
+                return Response.text("ran on " + thread);
             });
         server = new KilimServer("127.0.0.1", 0, 1, router).blockedCarrierThreshold(100);
         server.start();

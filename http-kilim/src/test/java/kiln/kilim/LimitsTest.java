@@ -11,7 +11,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.server.ServerLimits;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -28,7 +28,7 @@ class LimitsTest {
 
     @BeforeEach
     void start() throws IOException {
-        Router router = new Router().get("/plaintext", req -> Reply.text("Hello, World!"));
+        Router router = new Router().get("/plaintext", req -> Response.text("Hello, World!"));
         server = new KilimServer("127.0.0.1", 0, 2, router)
             .limits(ServerLimits.defaults().idleTimeout(1_000).headerTimeout(1_000).maxConnections(3));
         server.start();
@@ -70,9 +70,9 @@ class LimitsTest {
     void slowRequestGets408AndIsClosed() throws IOException {
         try (Socket s = connect()) {
             s.getOutputStream().write("GET /plaintext HTTP/1.1\r\nHo".getBytes(StandardCharsets.US_ASCII));
-            String reply = readToEnd(s.getInputStream());
-            assertTrue(reply.startsWith("HTTP/1.1 408 Request Timeout\r\n"), reply);
-            assertTrue(reply.contains("\r\nConnection: close\r\n"), reply);
+            String response = readToEnd(s.getInputStream());
+            assertTrue(response.startsWith("HTTP/1.1 408 Request Timeout\r\n"), response);
+            assertTrue(response.contains("\r\nConnection: close\r\n"), response);
         }
     }
 
@@ -81,8 +81,8 @@ class LimitsTest {
         try (Socket s = connect()) {
             s.getOutputStream().write("GET /plaintext HTTP/1.1\r\n".getBytes(StandardCharsets.US_ASCII));
             // one header byte every 200 ms: each read succeeds, but the request never completes
-            String reply = null;
-            for (int i = 0; i < 50 && reply == null; i++) {
+            String response = null;
+            for (int i = 0; i < 50 && response == null; i++) {
                 try {
                     s.getOutputStream().write('X');
                     s.getOutputStream().flush();
@@ -90,10 +90,10 @@ class LimitsTest {
                     break;
                 }
                 Thread.sleep(200);
-                if (s.getInputStream().available() > 0) reply = readToEnd(s.getInputStream());
+                if (s.getInputStream().available() > 0) response = readToEnd(s.getInputStream());
             }
-            if (reply == null) reply = readToEnd(s.getInputStream());
-            assertTrue(reply.startsWith("HTTP/1.1 408"), "got: " + reply);
+            if (response == null) response = readToEnd(s.getInputStream());
+            assertTrue(response.startsWith("HTTP/1.1 408"), "got: " + response);
         }
     }
 

@@ -16,7 +16,7 @@ import java.util.Set;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
-import kiln.http.Reply;
+import kiln.http.Response;
 
 /**
  * One poller per carrier: with {@code --threads 2} carrier 0 accepts and deals the connections to
@@ -55,7 +55,7 @@ class PollersTest {
 
     @Test
     void connectionsAreDealtToEveryCarrierAndStayOnTheirs() throws Exception {
-        Router router = new Router().get("/thread", req -> Reply.text(Thread.currentThread().getName()));
+        Router router = new Router().get("/thread", req -> Response.text(Thread.currentThread().getName()));
         server = new KilimServer("127.0.0.1", 0, 2, router);
         server.start();
         Map<String, Integer> connectionsPerThread = new HashMap<>();

@@ -21,7 +21,7 @@ import kilim.Fiber;
 import kilim.Mailbox;
 import kilim.Pausable;
 import kilim.Task;
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.http.Request;
 
 /**
@@ -132,11 +132,11 @@ class RecordWeavingTest {
         Router router = new Router().get("/point", req -> {
             int x = Integer.parseInt(req.param("x"));
             Point p = pointAfterPause(x); // a pause inside the handler
-            return Reply.json(p.moved(1));
+            return Response.json(p.moved(1));
         });
         Request request = Request.of("GET", "/point?x=4");
 
-        Reply response = inFiber(() -> router.dispatch(request));
+        Response response = inFiber(() -> router.dispatch(request));
 
         assertEquals(200, response.status);
         assertEquals("{\"x\":5,\"y\":8,\"label\":\"p4\"}", new String(response.body, StandardCharsets.UTF_8));

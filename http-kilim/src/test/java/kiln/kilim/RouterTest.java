@@ -15,7 +15,7 @@ import java.util.function.Supplier;
 import javax.tools.JavaCompiler;
 import javax.tools.ToolProvider;
 
-import kiln.http.Reply;
+import kiln.http.Response;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -23,13 +23,13 @@ class RouterTest {
 
     @Test
     void wovenLambdaHandlersAreAccepted() {
-        new Router().get("/a", req -> Reply.text("a"));
+        new Router().get("/a", req -> Response.text("a"));
     }
 
     @Test
     void duplicateRoutesAreRefused() {
-        Router r = new Router().get("/a", req -> Reply.text("a"));
-        assertThrows(IllegalArgumentException.class, () -> r.get("/a", req -> Reply.text("b")));
+        Router r = new Router().get("/a", req -> Response.text("a"));
+        assertThrows(IllegalArgumentException.class, () -> r.get("/a", req -> Response.text("b")));
     }
 
     /**
@@ -43,7 +43,7 @@ class RouterTest {
         Files.writeString(src, "package u;\n"
             + "public class Plain implements java.util.function.Supplier<kiln.kilim.Handler> {\n"
             + "  public kiln.kilim.Handler get() {\n"
-            + "    return req -> { kilim.Task.sleep(1); return kiln.http.Reply.text(\"x\"); };\n"
+            + "    return req -> { kilim.Task.sleep(1); return kiln.http.Response.text(\"x\"); };\n"
             + "  }\n"
             + "}\n");
         JavaCompiler javac = ToolProvider.getSystemJavaCompiler();

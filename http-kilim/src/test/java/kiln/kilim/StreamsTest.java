@@ -11,14 +11,14 @@ import java.net.SocketTimeoutException;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.CompletableFuture;
 
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.http.ServerSentEvents;
 import kiln.server.ServerLimits;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * A streamed reply on Kilim fibers: keep-alive comments after the body's silence limit, and a live
+ * A streamed response on Kilim fibers: keep-alive comments after the body's silence limit, and a live
  * stream outlasting the idle timeout (which governs idle connections, not streams); a body that
  * fails midway is cut (no last chunk) and the connection closed.
  */
@@ -53,7 +53,7 @@ class StreamsTest {
     void aSilentStreamSendsKeepAlivesAndOutlivesTheIdleTimeout() throws Exception {
         CompletableFuture<Void> never = new CompletableFuture<>();
         KilimServer server = new KilimServer("127.0.0.1", 0, 1, new Router()
-            .get("/quiet", req -> ServerSentEvents.reply(events -> never, 300)))
+            .get("/quiet", req -> ServerSentEvents.response(events -> never, 300)))
             .limits(ServerLimits.defaults().idleTimeout(200));
         server.start();
         try (Socket s = open(server, "/quiet")) {
@@ -72,7 +72,7 @@ class StreamsTest {
         CompletableFuture<Void> later = new CompletableFuture<>();
         int[] polls = {0};
         KilimServer server = new KilimServer("127.0.0.1", 0, 1, new Router()
-            .get("/fails", req -> Reply.stream(200, "text/plain", out -> {
+            .get("/fails", req -> Response.stream(200, "text/plain", out -> {
                 if (polls[0]++ == 0) {
                     out.write("first part\n");
                     return later;

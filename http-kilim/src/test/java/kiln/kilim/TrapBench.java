@@ -26,7 +26,7 @@ public final class TrapBench {
     }
 
     public static void main(String[] args) throws Exception {
-        Logger.getLogger("kiln").setLevel(Level.SEVERE);  // the carrier watch's reports are expected here
+        Logger.getLogger("kiln").setLevel(Level.SEVERE);  // the blocked-carrier checker's reports are expected here
         String[][] traps = {
             {"/sleep?ms=10000", "Thread.sleep(10 s)"},
             {"/send?ms=10000", "HttpClient.send to itself (10 s)"},

@@ -12,7 +12,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 
-import kiln.http.Reply;
+import kiln.http.Response;
 
 /**
  * The wrong code a user may put in a fiber handler, as routes, and the other requests that must not
@@ -35,25 +35,25 @@ final class Traps {
     /** @return the routes above; {@code self} is the server's base URI, known once it listens */
     static Router routes(String[] self) {
         return new Router()
-            .get("/fast", req -> Reply.text("fast"))
+            .get("/fast", req -> Response.text("fast"))
             .get("/slow", req -> {
                 Fibers.sleep(ms(req.param("ms")));
-                return Reply.text("slow");
+                return Response.text("slow");
             })
             .get("/sleep", req -> {
                 Thread.sleep(ms(req.param("ms")));  // the trap
-                return Reply.text("slept");
+                return Response.text("slept");
             })
             .get("/send", req -> {
                 long ms = ms(req.param("ms"));
                 HttpRequest call = HttpRequest.newBuilder(URI.create(self[0] + "/slow?ms=" + ms)).timeout(Duration.ofMillis(ms + 5_000)).build();
-                return Reply.text("sent: " + SELF.send(call, HttpResponse.BodyHandlers.ofString()).body());  // the trap
+                return Response.text("sent: " + SELF.send(call, HttpResponse.BodyHandlers.ofString()).body());  // the trap
             })
             .get("/spin", req -> {
                 long end = System.nanoTime() + ms(req.param("ms")) * 1_000_000;
                 long n = 0;
                 while (System.nanoTime() < end) n++;  // the trap
-                return Reply.text("spun " + (n > 0));
+                return Response.text("spun " + (n > 0));
             });
     }
 

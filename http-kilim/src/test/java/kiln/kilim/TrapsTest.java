@@ -11,7 +11,7 @@ import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import java.time.Duration;
 
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.http.ServerSentEvents;
 import kiln.db.Codec;
 import kiln.db.Db;
@@ -56,7 +56,7 @@ class TrapsTest {
     void threadSleepInAHandlerIsReportedWithinASecondOncePerHandler() throws Exception {
         String base = base(new Router().get("/slow/{n}", req -> {
             Thread.sleep(500);  // the trap
-            return Reply.text("slept");
+            return Response.text("slept");
         }));
         long start = System.nanoTime();
         Thread call = new Thread(() -> {
@@ -85,7 +85,7 @@ class TrapsTest {
      */
     @Test
     void aStreamWhosePollBlocksIsReportedWithItsRoute() throws Exception {
-        String base = base(new Router().get("/ticks", req -> ServerSentEvents.reply(events -> {
+        String base = base(new Router().get("/ticks", req -> ServerSentEvents.response(events -> {
             Thread.sleep(500);  // the trap, in the body rather than the handler
             events.comment("tick");
             return null;  // the end
@@ -108,12 +108,12 @@ class TrapsTest {
                         t.put(txn, "k", 1L);
                         return null;
                     }).join();  // the trap
-                    return Reply.text("joined");
+                    return Response.text("joined");
                 } catch (IllegalStateException e) {
-                    return Reply.text(e.getMessage());
+                    return Response.text(e.getMessage());
                 }
             })
-            .get("/read", req -> Reply.text("read " + db.read(txn -> t.get(txn, "k", 0L)).join())));
+            .get("/read", req -> Response.text("read " + db.read(txn -> t.get(txn, "k", 0L)).join())));
         // The writer is busy with an earlier write, so the handler's write is still queued at the
         // join (an idle writer may take a write before the handler gets to its join: then it commits,
         // and the message says so; QueryFutureTest covers that case).
@@ -157,18 +157,18 @@ class TrapsTest {
             {new StackTraceElement("java.lang.Class", "getDeclaredMethods0", null, -2), loop},
             {new StackTraceElement("java.lang.invoke.InnerClassLambdaMetafactory", "spinInnerClass", null, -1), loop},
         };
-        for (StackTraceElement[] stack : warmUps) assertTrue(CarrierWatch.warmingUp(stack), stack[0].toString());
-        assertFalse(CarrierWatch.warmingUp(new StackTraceElement[] {loop}));
-        assertFalse(CarrierWatch.warmingUp(new StackTraceElement[] {
+        for (StackTraceElement[] stack : warmUps) assertTrue(BlockedCarrierChecker.warmingUp(stack), stack[0].toString());
+        assertFalse(BlockedCarrierChecker.warmingUp(new StackTraceElement[] {loop}));
+        assertFalse(BlockedCarrierChecker.warmingUp(new StackTraceElement[] {
             new StackTraceElement("java.lang.Thread", "sleep", null, -2), loop}));
-        assertFalse(CarrierWatch.warmingUp(new StackTraceElement[] {
+        assertFalse(BlockedCarrierChecker.warmingUp(new StackTraceElement[] {
             new StackTraceElement("com.fasterxml.jackson.core.json.UTF8JsonGenerator", "writeString", null, -1), loop}),
             "writing JSON is work, not warm-up");
     }
 
     @Test
     void theReportNamesTheBlockingCallAndTheFiberAlternative() {
-        CarrierWatch watch = new CarrierWatch(new Carriers(1), 100, 20, 0);
+        BlockedCarrierChecker watch = new BlockedCarrierChecker(new Carriers(1), 100, 20, 0);
         String t = "kiln-selector";
         StackTraceElement park = new StackTraceElement("java.util.concurrent.locks.LockSupport", "park", "LockSupport.java", 211);
         StackTraceElement io = new StackTraceElement("sun.nio.ch.SocketDispatcher", "read0", null, -2);
@@ -180,6 +180,13 @@ class TrapsTest {
         String client = watch.report("GET /a", t, 150, new StackTraceElement[] {park, get, send, loop});
         assertTrue(client.contains("blocked in a blocking HttpClient.send. In fiber code, use HttpClient.sendAsync and Fibers.await(future, timeout)"),
             () -> "the most specific advice wins, though the stack parks in a CompletableFuture first: " + client);
+        StackTraceElement whenComplete = new StackTraceElement("java.util.concurrent.CompletableFuture", "uniWhenCompleteStage", "CompletableFuture.java", 884);
+        StackTraceElement await = new StackTraceElement("kiln.kilim.Fibers", "await", "Fibers.java", 56);
+        String awaiting = watch.report("POST /login", t, 150, new StackTraceElement[] {whenComplete, await, loop});
+        assertTrue(awaiting.contains("a long computation") && !awaiting.contains("join()/get()"),
+            () -> "Fibers.await's own frames are not a blocking join: " + awaiting);
+        StackTraceElement join = new StackTraceElement("java.util.concurrent.CompletableFuture", "waitingGet", "CompletableFuture.java", 1864);
+        assertTrue(watch.report("GET /a", t, 150, new StackTraceElement[] {park, join, loop}).contains("blocked in CompletableFuture.join()/get()"));
         String busy = watch.report("GET /a", t, 150, new StackTraceElement[] {loop});
         assertTrue(busy.contains("a long computation") && busy.contains("at my.App.lambda$routes$0(App.java:42)"), busy);
         assertTrue(busy.contains("The server handed the carrier's other fibers to a new thread after 20 ms"), busy);

@@ -6,9 +6,9 @@ import java.util.logging.Handler;
 import java.util.logging.LogRecord;
 import java.util.logging.Logger;
 
-/** What the {@link CarrierWatch} logs while a test runs: {@link #start()} in a set-up, {@link #close()} in the tear-down. */
+/** What the {@link BlockedCarrierChecker} logs while a test runs: {@link #start()} in a set-up, {@link #close()} in the tear-down. */
 final class WatchLog extends Handler implements AutoCloseable {
-    private static final Logger LOG = Logger.getLogger(CarrierWatch.class.getName());
+    private static final Logger LOG = Logger.getLogger(BlockedCarrierChecker.class.getName());
 
     /** The messages logged since {@link #start()}, in order. */
     final List<String> messages = new CopyOnWriteArrayList<>();

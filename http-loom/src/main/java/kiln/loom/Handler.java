@@ -1,6 +1,6 @@
 package kiln.loom;
 
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.http.Request;
 
 /**
@@ -15,15 +15,28 @@ import kiln.http.Request;
  *       as many carriers as cores; use {@code java.util.concurrent} locks around blocking code;</li>
  *   <li>a long computation holds its carrier too (virtual threads are not time-sliced).</li>
  * </ul>
- * An exception becomes the failure policy's reply ({@link kiln.server.Failures}): a
- * {@link kiln.http.HttpException} its own status, {@link kiln.db.DbException.Overloaded} 503, anything
- * else 500.
+ * An exception becomes the failure policy's response ({@link kiln.server.Failures}): a
+ * {@link kiln.http.HttpException} its own status, a {@link kiln.db.DbException} the status of its
+ * kind (409 for a unique violation, 503 for an overloaded database...), anything else 500.
+ *
+ * <pre>{@code
+ * router.get("/todos/{id}", req -> {
+ *     long id = req.pathParamLong("id");
+ *     Todo todo = db.read(txn -> todos.get(txn, id)).join();   // parks the virtual thread, if it must wait
+ *     if (todo == null) throw new HttpException(404, "no todo " + id);
+ *     return Response.json(todo);
+ * });
+ * }</pre>
  */
 @FunctionalInterface
 public interface Handler {
     /**
+     * Answers {@code request}, on the connection's virtual thread: the router calls it once per
+     * request it routes here, the request's path parameters already matched.
+     *
      * @param request the parsed request
      * @return the response; never null
+     * @throws Exception what the failure policy answers (above)
      */
-    Reply handle(Request request) throws Exception;
+    Response handle(Request request) throws Exception;
 }

@@ -15,6 +15,12 @@ public final class LoomDemo {
     private LoomDemo() {
     }
 
+    /**
+     * Runs the demo ({@code java -jar kiln-loom.jar --help} lists the options; {@code --app board} serves the
+     * message board instead).
+     *
+     * @param args kiln's standard options and {@code --app}
+     */
     public static void main(String[] args) {
         AppOption app = new AppOption();  // --app board: the message board instead
         LoomMain command = new LoomMain();

@@ -44,8 +44,27 @@ public final class LoomMain {
      * @param routes builds the router once the database is open (open tables and sequences here)
      */
     public static void serve(String name, String[] args, Function<Db, Router> routes) {
+        serve(name, "Your routes on kiln's HTTP server on virtual threads (JDK 21+).", args, routes);
+    }
+
+    /**
+     * As {@link #serve(String, String[], Function)}, with the app's own description and flags for
+     * {@code --help}: each of {@code appOptions} is an object with picocli {@code @Option} fields,
+     * set from {@code args} before {@code routes} runs (so the routes read them), e.g.
+     * <pre>{@code
+     * static final class Options {
+     *     @Option(names = "--greeting", defaultValue = "Hello", description = "What /hello says (default: ${DEFAULT-VALUE}).")
+     *     String greeting;
+     * }
+     * Options o = new Options();
+     * LoomMain.serve("my-app", "Greets and counts.", args, db -> routes(db, o), o);
+     * }</pre>
+     *
+     * @param description one line for {@code --help}: what the app is
+     */
+    public static void serve(String name, String description, String[] args, Function<Db, Router> routes, Object... appOptions) {
         LoomMain command = new LoomMain();
-        ServerOptions options = ServerOptions.parseOrExit(command, name, "Your routes on kiln's HTTP server on virtual threads (JDK 21+).", args);
+        ServerOptions options = ServerOptions.parseOrExit(command, name, description, args, appOptions);
         command.start(name, options, routes);
     }
 

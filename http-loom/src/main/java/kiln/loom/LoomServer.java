@@ -23,8 +23,8 @@ import kiln.server.VirtualThreads;
  * parsing, writing, buffers, deadlines, the reaper, the cap's 503 and the error answers are the same
  * code ({@link Connection}, {@link Connections}); here a blocked read, write, {@code join()} or
  * {@code Thread.sleep} parks the connection's virtual thread and frees its carrier. The one
- * exception to blocking I/O: while a streamed reply goes on, its socket is non-blocking and
- * registered with the stream watch, and a write that finds it full goes back to blocking mode.
+ * exception to blocking I/O: while a streamed response goes on, its socket is non-blocking and
+ * registered with the stream selector, and a write that finds it full goes back to blocking mode.
  *
  * <pre>{@code
  * LoomServer server = new LoomServer("127.0.0.1", 8080, router);
@@ -42,9 +42,9 @@ import kiln.server.VirtualThreads;
  *       {@code --threads}).</li>
  *   <li>{@code kiln-reaper}: once a second, half-closes connections past their idle, header or
  *       write deadline: the blocked read or write then returns, and the connection closes.</li>
- *   <li>{@code kiln-stream-watch}: a platform thread with one selector that watches the sockets of
- *       connections whose streamed reply goes on, so that a client that leaves, or sends junk,
- *       while its stream waits between parts is noticed at once ({@link StreamWatch}).</li>
+ *   <li>{@code kiln-stream-selector}: a platform thread with one selector that watches the sockets of
+ *       connections whose streamed response goes on, so that a client that leaves, or sends junk,
+ *       while its stream waits between parts is noticed at once ({@link StreamSelector}).</li>
  * </ul>
  * Needs JDK 21 or newer at run time; {@link #start} refuses to start on an older one.
  */
@@ -53,7 +53,7 @@ public final class LoomServer extends OwnServer {
 
     private final Router router;
     private Thread acceptor;
-    private StreamWatch watch;
+    private StreamSelector watch;
 
     /**
      * @param bindAddress address to listen on, e.g. "0.0.0.0" or "127.0.0.1"
@@ -86,7 +86,7 @@ public final class LoomServer extends OwnServer {
         ThreadFactory virtualThreads = VirtualThreads.factory("kiln-conn-");
         ServerSocketChannel ssc = bind(true);
         try {
-            watch = new StreamWatch();
+            watch = new StreamSelector();
         } catch (IOException e) {
             ssc.close();
             throw e;
@@ -159,7 +159,7 @@ public final class LoomServer extends OwnServer {
     /** One connection's life, on its virtual thread: the loop of kiln's connection state machine ({@link Connection}), blocking in each wait. */
     private void serve(Connection c) {
         SocketChannel ch = c.channel();
-        StreamWatch.Watched watched = null;  // from its first streamed wait: the socket watched, non-blocking, while a stream goes on
+        StreamSelector.Watched watched = null;  // from its first streamed wait: the socket watched, non-blocking, while a stream goes on
         connections.opened(c);
         try {
             while (true) {
@@ -170,7 +170,7 @@ public final class LoomServer extends OwnServer {
                         c.read(ch.read(c.readBuffer()));
                     }
                     case WRITE -> write(c, watched);
-                    case HANDLE -> c.answer(router.dispatch(c.request()));
+                    case HANDLE -> c.respond(router.dispatch(c.request()));
                     case WAIT -> {
                         if (watched == null) watched = watch.watch(c);
                         watched.await();  // parks until the stream has work or its client sent something
@@ -194,7 +194,7 @@ public final class LoomServer extends OwnServer {
     }
 
     /** Writes the output; a watched stream's socket is non-blocking, and goes back to blocking mode when it is full. */
-    private static void write(Connection c, StreamWatch.Watched watched) {
+    private static void write(Connection c, StreamSelector.Watched watched) {
         c.beginWrite();  // arms the write deadline
         ByteBuffer bytes = c.output();
         try {

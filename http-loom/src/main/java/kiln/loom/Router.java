@@ -1,6 +1,6 @@
 package kiln.loom;
 
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.http.Request;
 import kiln.server.AbstractRouter;
 import kiln.server.Metrics;
@@ -24,7 +24,13 @@ public final class Router extends AbstractRouter<Handler, Router> {
         this(Metrics.off());
     }
 
-    /** @param metrics where every request of every route is counted and timed ({@code ServerOptions.metrics(db)}) */
+    /**
+     * A router whose requests are counted and timed in {@code metrics}, which {@code /metrics} serves:
+     * {@code Operations.addTo(new Router(Metrics.create(db)), db)}.
+     *
+     * @param metrics where every request of every route is counted and timed ({@link Metrics#create},
+     *                or {@code ServerOptions.metrics(db)}, which honours {@code --no-metrics})
+     */
     public Router(Metrics metrics) {
         super(metrics);
     }
@@ -36,11 +42,11 @@ public final class Router extends AbstractRouter<Handler, Router> {
     }
 
     /** Routes {@code request} and runs its handler on this virtual thread (the pipeline of {@link AbstractRouter}). */
-    Reply dispatch(Request request) {
+    Response dispatch(Request request) {
         Exchange<Handler> x = begin(request);
-        if (x.isAnswered()) return x.answer(x.reply());
+        if (x.hasResponse()) return x.respond(x.response());
         try {
-            return x.answer(x.handler().handle(request));
+            return x.respond(x.handler().handle(request));
         } catch (Exception e) {
             return x.fail(e);
         }

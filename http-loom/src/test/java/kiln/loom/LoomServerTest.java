@@ -24,7 +24,7 @@ import kiln.demo.DemoDb;
 import kiln.demo.Endpoints;
 import kiln.demo.Endpoint;
 import kiln.demo.Endpoints;
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.server.Metrics;
 import kiln.server.VirtualThreads;
 import kiln.db.Db;
@@ -79,7 +79,7 @@ class LoomServerTest {
     @Test
     void handlersRunOnVirtualThreads() throws Exception {
         LoomServer server = new LoomServer("127.0.0.1", 0, new Router()
-            .get("/who", req -> Reply.text(Thread.currentThread().getName() + " virtual=" + VirtualThreads.isVirtual(Thread.currentThread()))));
+            .get("/who", req -> Response.text(Thread.currentThread().getName() + " virtual=" + VirtualThreads.isVirtual(Thread.currentThread()))));
         server.start();
         try {
             String who = body(get(server.port(), "/who"));
@@ -98,7 +98,7 @@ class LoomServerTest {
     void aBlockedHandlerParksItsVirtualThreadNotTheCarrier() throws Exception {
         LoomServer server = new LoomServer("127.0.0.1", 0, new Router().get("/sleep", req -> {
             Thread.sleep(1_000);
-            return Reply.text("slept");
+            return Response.text("slept");
         }));
         server.start();
         List<Socket> sockets = new ArrayList<>();
@@ -147,7 +147,7 @@ class LoomServerTest {
             jfr.onEvent("jdk.VirtualThreadPinned", pinned::add);
             jfr.startAsync();
             Router router = Endpoints.addTo(new Router(Metrics.create(db)), DemoDb.open(db))
-                .get("/pin-control", req -> Reply.text("slept " + SleepsWhileInitializing.SLEPT));
+                .get("/pin-control", req -> Response.text("slept " + SleepsWhileInitializing.SLEPT));
             LoomServer server = new LoomServer("127.0.0.1", 0, router);
             server.start();
             try {
@@ -192,7 +192,8 @@ class LoomServerTest {
     /** On JDK 17 the server does not start: exit 1 and one line that names the JDK to use. */
     @Test
     void anOlderJdkIsRefusedWithOneLine() throws Exception {
-        Process find = new ProcessBuilder(ReadmeExample.REPO.resolve("scripts/find-java.sh").toString(), "17").start();
+        // Maven runs the tests in http-loom/, beside scripts/
+        Process find = new ProcessBuilder(Path.of("../scripts/find-java.sh").toString(), "17").start();
         String java17 = new String(find.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
         assertEquals(0, find.waitFor(), "the build's JDK 17 is on this machine");
         Process p = new ProcessBuilder(java17, "-cp", System.getProperty("java.class.path"), LoomDemo.class.getName(),

@@ -9,7 +9,7 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
 
-import kiln.http.Reply;
+import kiln.http.Response;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -30,14 +30,14 @@ class WaitsTest {
         Router router = new Router()
             .get("/slow", req -> {
                 Thread.sleep(Long.parseLong(req.param("ms")));  // parks the virtual thread
-                return Reply.text("slow");
+                return Response.text("slow");
             })
             .get("/outbound", req -> {
                 HttpRequest call = HttpRequest.newBuilder(URI.create(self[0] + "/slow?ms=" + req.param("ms"))).build();
                 HttpResponse<String> r = Waits.await(HTTP.sendAsync(call, HttpResponse.BodyHandlers.ofString()), Duration.ofMillis(500));
-                return Reply.text("upstream said " + r.body());
+                return Response.text("upstream said " + r.body());
             })
-            .get("/blocking", req -> Reply.text("ran on " + Waits.blocking(() -> Thread.currentThread().getName())));
+            .get("/blocking", req -> Response.text("ran on " + Waits.blocking(() -> Thread.currentThread().getName())));
         server = new LoomServer("127.0.0.1", 0, router);
         server.start();
         self[0] = "http://127.0.0.1:" + server.port();

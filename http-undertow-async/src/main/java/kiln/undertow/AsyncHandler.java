@@ -7,7 +7,7 @@ import io.undertow.server.HttpHandler;
 import io.undertow.server.HttpServerExchange;
 import io.undertow.util.Methods;
 import io.undertow.util.SameThreadExecutor;
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.server.AbstractRouter.Exchange;
 import kiln.server.StepHandler;
 import kiln.server.StepRouter;
@@ -69,8 +69,8 @@ final class AsyncHandler implements HttpHandler {
         });
     }
 
-    private void send(HttpServerExchange exchange, Exchange<StepHandler> started, Reply answer) {
-        Reply reply = started.answer(answer);
+    private void send(HttpServerExchange exchange, Exchange<StepHandler> started, Response answer) {
+        Response reply = started.respond(answer);
         boolean streaming = false;
         try {
             if (reply.stream != null && !Methods.HEAD.equals(exchange.getRequestMethod())) {

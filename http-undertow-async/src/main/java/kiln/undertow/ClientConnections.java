@@ -5,7 +5,7 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.http.spi.ResponseWriter;
 import kiln.server.ClientLimits;
 import org.xnio.ChannelListener;
@@ -39,7 +39,7 @@ final class ClientConnections implements ChannelListener<StreamConnection> {
         if (!clients.connected(peer.getAddress())) {
             try {
                 connection.getSinkChannel().write(ByteBuffer.wrap(ResponseWriter.closing(
-                    Reply.unavailable("too many connections from " + peer.getAddress().getHostAddress() + "; retry shortly"))));
+                    Response.unavailable("too many connections from " + peer.getAddress().getHostAddress() + "; retry shortly"))));
             } catch (IOException e) {
                 // best effort: the close is what matters
             }

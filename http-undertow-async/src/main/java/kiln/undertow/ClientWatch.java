@@ -12,7 +12,7 @@ import org.xnio.conduits.ConduitStreamSourceChannel;
 import org.xnio.conduits.StreamSourceConduit;
 
 /**
- * Watches the client of a streamed reply while the stream runs (Undertow 2.4, HTTP/1.x), for
+ * Watches the client of a streamed response while the stream runs (Undertow 2.4, HTTP/1.x), for
  * {@link kiln.server.OpenStreams.AsyncSink#watchClient}. Undertow suspends a connection's reads
  * once it parsed a request and resumes them only when the exchange ended: a client that closed
  * its connection while its stream waits would be noticed only at a later write (the first write

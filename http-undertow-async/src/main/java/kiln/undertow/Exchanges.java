@@ -17,14 +17,14 @@ import io.undertow.util.HttpString;
 import io.undertow.util.Protocols;
 import kiln.http.Http;
 import kiln.http.HttpDate;
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.http.spi.MemoryBudget;
 import kiln.http.spi.RequestParser;
 import kiln.server.ClientDeadlines;
 import kiln.server.RequestContent;
 import org.xnio.IoUtils;
 
-/** Sends {@link Reply}s on Undertow exchanges. */
+/** Sends {@link Response}s on Undertow exchanges. */
 final class Exchanges {
     private static final byte[] NO_CONTENT = new byte[0];
 
@@ -59,7 +59,7 @@ final class Exchanges {
         if (exchange.isHttp11() || exchange.isHttp10()) return false;
         String protocol = exchange.getProtocol().toString();
         exchange.setPersistent(false);
-        send(exchange, Reply.versionNotSupported(protocol.substring(protocol.indexOf('/') + 1)).negotiated(accept(exchange)));
+        send(exchange, Response.versionNotSupported(protocol.substring(protocol.indexOf('/') + 1)).negotiated(accept(exchange)));
         return true;
     }
 
@@ -72,7 +72,7 @@ final class Exchanges {
      */
     static boolean refuseContent(HttpServerExchange exchange, int maxContent) {
         HeaderValues codings = exchange.getRequestHeaders().get(Headers.TRANSFER_ENCODING);
-        Reply refusal = RequestParser.refuseRequest(exchange.getRequestHeaders().size(), exchange.getRequestContentLength(),
+        Response refusal = RequestParser.refuseRequest(exchange.getRequestHeaders().size(), exchange.getRequestContentLength(),
             codings == null || codings.isEmpty() ? null : String.join(",", codings), exchange.getRequestHeaders().getFirst(Headers.HOST), maxContent);
         if (refusal == null) return false;
         exchange.setPersistent(false);
@@ -132,7 +132,7 @@ final class Exchanges {
     }
 
     /** On the IO thread: answers {@code reply} and closes the connection, unless a response began already (then only closes). */
-    private static void refuse(HttpServerExchange exchange, Reply reply) {
+    private static void refuse(HttpServerExchange exchange, Response reply) {
         if (exchange.isResponseStarted()) {
             IoUtils.safeClose(exchange.getConnection());
             return;
@@ -170,7 +170,7 @@ final class Exchanges {
      * reply whose body the caller writes itself; an error in the form the request's {@code Accept}
      * prefers. See {@link #send} for the header order.
      */
-    static void head(HttpServerExchange exchange, Reply reply) {
+    static void head(HttpServerExchange exchange, Response reply) {
         exchange.setStatusCode(reply.status);
         // Undertow's own phrases differ from RFC 9110's for some codes (505 "HTTP Version not supported").
         exchange.setReasonPhrase(Http.reason(reply.status));
@@ -208,17 +208,17 @@ final class Exchanges {
      * conformance suite's deviation {@code HEADER_ORDER_HASHED}). Undertow
      * adds {@code Connection: close} itself when it will close (RFC 9112 section 9.3).
      */
-    static void send(HttpServerExchange exchange, Reply reply) {
+    static void send(HttpServerExchange exchange, Response reply) {
         head(exchange, reply);
         exchange.getResponseSender().send(ByteBuffer.wrap(reply.body));
     }
 
     /**
-     * As {@link #send(HttpServerExchange, Reply)}, the write timed by {@code deadlines}: a client that
+     * As {@link #send(HttpServerExchange, Response)}, the write timed by {@code deadlines}: a client that
      * does not read is cut at the minimum response rate's deadline (Undertow's own idle timeout never
      * fires on an HTTP/1.1 connection), and the connection closed.
      */
-    static void send(HttpServerExchange exchange, Reply reply, ClientDeadlines deadlines) {
+    static void send(HttpServerExchange exchange, Response reply, ClientDeadlines deadlines) {
         head(exchange, reply);
         ClientDeadlines.Wait writing = deadlines.write(reply.body.length, () -> IoUtils.safeClose(exchange.getConnection()));
         exchange.getResponseSender().send(ByteBuffer.wrap(reply.body), new IoCallback() {

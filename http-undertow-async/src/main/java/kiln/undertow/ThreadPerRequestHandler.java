@@ -8,7 +8,7 @@ import io.undertow.server.AbstractServerConnection;
 import io.undertow.server.HttpHandler;
 import io.undertow.server.HttpServerExchange;
 import io.undertow.util.Methods;
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.server.AbstractRouter.Exchange;
 import kiln.server.OpenStreams;
 import kiln.server.Step;
@@ -38,14 +38,14 @@ final class ThreadPerRequestHandler implements HttpHandler {
     private final OpenStreams streams;
     /** The most content bytes accepted ({@code --max-content}). */
     private final int maxContent;
-    /** The request memory and deadlines a request's content is read, and its reply written, within. */
+    /** The request memory and deadlines a request's content is read, and its response written, within. */
     private final Exchanges.Reading limits;
 
     /**
      * @param router     the routes (an app's: the demo's endpoints, the board)
      * @param streams    the server's open streams: ended at a stop
      * @param maxContent the most content bytes accepted ({@code --max-content})
-     * @param limits     the request memory and deadlines a request's content is read, and its reply written, within
+     * @param limits     the request memory and deadlines a request's content is read, and its response written, within
      */
     ThreadPerRequestHandler(StepRouter router, OpenStreams streams, int maxContent, Exchanges.Reading limits) {
         this.router = router;
@@ -70,7 +70,7 @@ final class ThreadPerRequestHandler implements HttpHandler {
         }));
     }
 
-    /** On a worker: runs the request, blocking in its waits, and writes the reply. */
+    /** On a worker: runs the request, blocking in its waits, and writes the response. */
     private void serve(HttpServerExchange exchange, byte[] content) throws IOException {
         // A request with content was sent just now: the client is there.
         if (content.length == 0 && clientGone(exchange)) {
@@ -79,11 +79,11 @@ final class ThreadPerRequestHandler implements HttpHandler {
             return;
         }
         Exchange<StepHandler> started = Exchanges.begin(router, exchange, content);
-        Reply reply = started.answer(Step.runBlocking(StepRouter.firstStep(started)));
-        if (reply.stream == null || Methods.HEAD.equals(exchange.getRequestMethod())) {
-            Exchanges.send(exchange, reply, limits.deadlines());
+        Response response = started.respond(Step.runBlocking(StepRouter.firstStep(started)));
+        if (response.stream == null || Methods.HEAD.equals(exchange.getRequestMethod())) {
+            Exchanges.send(exchange, response, limits.deadlines());
         } else {
-            stream(exchange, reply, started.request().routeName());
+            stream(exchange, response, started.request().routeName());
         }
     }
 
@@ -94,17 +94,17 @@ final class ThreadPerRequestHandler implements HttpHandler {
      * A write that outlives its deadline (a client that does not read) is cut by closing the
      * connection ({@link OpenStreams.BlockingSink#cut}).
      */
-    private void stream(HttpServerExchange exchange, Reply reply, String name) throws IOException {
+    private void stream(HttpServerExchange exchange, Response response, String name) throws IOException {
         OutputStream out;
         try {
-            Exchanges.head(exchange, reply);
+            Exchanges.head(exchange, response);
             if (!exchange.isBlocking()) exchange.startBlocking();
             out = exchange.getOutputStream();
         } catch (RuntimeException e) {
-            OpenStreams.notSent(reply);
+            OpenStreams.notSent(response);
             throw e;
         }
-        String reason = streams.runBlocking(reply.stream, new OpenStreams.BlockingSink() {
+        String reason = streams.runBlocking(response.stream, new OpenStreams.BlockingSink() {
             private ClientWatch watch;
 
             @Override

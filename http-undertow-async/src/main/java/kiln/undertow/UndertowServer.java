@@ -14,7 +14,7 @@ import io.undertow.server.HttpHandler;
 import io.undertow.server.handlers.GracefulShutdownHandler;
 import io.undertow.server.protocol.http.HttpOpenListener;
 import kiln.server.ClientDeadlines;
-import kiln.server.ConnectionWatch;
+import kiln.server.HeaderTimeouts;
 import kiln.server.StepRouter;
 import kiln.server.Launcher;
 import kiln.http.Limits;
@@ -57,7 +57,7 @@ import org.xnio.channels.AcceptingChannel;
  * both ({@link ClientDeadlines}) and reads the content itself, within the server's request memory
  * ({@link Exchanges#readContent}). Each client address holds at most {@code --max-client-connections}
  * connections ({@link ClientConnections}, which is why the listener is assembled here rather than by
- * {@link Undertow#builder()}). A {@link ConnectionWatch} over Undertow's connector statistics logs the cap.
+ * {@link Undertow#builder()}). A {@link HeaderTimeouts} over Undertow's connector statistics logs the cap.
  */
 final class UndertowServer implements Launcher.Server {
     /** Heap per open connection for the default cap, bytes: about 2.1 KB per idle connection measured, with room for a request (make bench-memory). */
@@ -76,7 +76,7 @@ final class UndertowServer implements Launcher.Server {
     private final int ioThreads;
     private XnioWorker worker;
     private AcceptingChannel<StreamConnection> listener;
-    private ConnectionWatch<Object> watch;
+    private HeaderTimeouts<Object> watch;
 
     /**
      * @param options   --bind, --port, --threads (IO threads), and the limits
@@ -170,7 +170,7 @@ final class UndertowServer implements Launcher.Server {
                 .getMap());
             listener.resumeAccepts();
             // Undertow times heads out itself: the watch only reports the cap.
-            watch = ConnectionWatch.capOnly("undertow", maxConnections, this::openConnections);
+            watch = HeaderTimeouts.capOnly("undertow", maxConnections, this::openConnections);
         } catch (IOException | RuntimeException e) {
             stopListening();
             if (workerPool != null) workerPool.stop();

@@ -16,7 +16,7 @@ import io.undertow.Undertow;
 import io.undertow.UndertowOptions;
 import kiln.http.HttpException;
 import kiln.http.Limits;
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.server.Metrics;
 import kiln.server.Step;
 import kiln.server.StepRouter;
@@ -26,7 +26,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * What Undertow writes for the replies the demo never sends: a 204 (no Content-Type, no
+ * What Undertow writes for the responses the demo never sends: a 204 (no Content-Type, no
  * Content-Length, no body: RFC 9110 sections 15.3.5 and 8.6), and a handler's error as problem
  * details for a client that prefers JSON. Header lines compare in any order (Undertow's hash order).
  */
@@ -37,7 +37,7 @@ class RepliesOnTheWireTest {
     @BeforeAll
     static void start() {
         StepRouter router = new StepRouter(Metrics.off())
-            .steps("DELETE", "/things/{id}", request -> Step.of(Reply.noContent()))
+            .steps("DELETE", "/things/{id}", request -> Step.of(Response.noContent()))
             .steps("GET", "/taken", request -> {
                 throw new HttpException(409, "taken");
             });

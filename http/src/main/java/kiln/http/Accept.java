@@ -3,8 +3,8 @@ package kiln.http;
 import java.util.Locale;
 
 /**
- * Reads an {@code Accept} field value for the one choice kiln makes with it: an error reply as JSON
- * problem details or as plain text ({@link Reply#negotiated}). Proactive negotiation per RFC 9110
+ * Reads an {@code Accept} field value for the one choice kiln makes with it: an error response as JSON
+ * problem details or as plain text ({@link Response#negotiated}). Proactive negotiation per RFC 9110
  * section 12.5.1: each media range has a weight ({@code q}, 0..1, default 1), and for a media type
  * the most specific range that matches it applies ({@code text/plain} over {@code text/*} over
  * {@code *}{@code /*}); a type no range matches is not acceptable.

@@ -3,13 +3,13 @@ package kiln.http;
 import java.util.concurrent.CompletableFuture;
 
 /**
- * A response body sent in parts as they come ({@link Reply#stream}): a live feed, server-sent events
+ * A response body sent in parts as they come ({@link Response#stream}): a live feed, server-sent events
  * ({@link ServerSentEvents}), a long download produced on the fly. Written once, it runs on every
  * front end: the front end calls {@link #poll}, writes what it appended, waits for the future it
  * returned in its own way (a fiber pauses, a virtual thread parks), and calls it again.
  *
  * <pre>{@code
- * Reply.stream(200, "text/plain", out -> {
+ * Response.stream(200, "text/plain", out -> {
  *     out.write("tick\n");
  *     return ticks.next();              // when to call again; null ends the body
  * });
@@ -35,7 +35,9 @@ public interface BodyStream {
      * Appends the parts available now to {@code out} (nothing is fine).
      *
      * @return a future that completes when there may be more to send (its result and failure are
-     *         ignored: {@code poll} is called again either way), or null when the body is complete
+     *         ignored: {@code poll} is called again either way), or null when the body is complete.
+     *         A completed future means "poll me again now": returned 1,000 times in a row with
+     *         nothing appended, the stream is ended as a busy loop (a warning names its route)
      * @throws Exception ends the stream: the front end logs it and closes the connection
      */
     CompletableFuture<?> poll(BodyOutput out) throws Exception;
@@ -52,7 +54,7 @@ public interface BodyStream {
 
     /**
      * The body ended, for any reason: it said it was complete, its client left or did not read, the
-     * server stopped, {@link #poll} threw, or the reply was never sent at all. Called at most once,
+     * server stopped, {@link #poll} threw, or the response was never sent at all. Called at most once,
      * from the front end's thread; {@link #poll} is not called after it. By default nothing: a body
      * that holds something (a subscription, a count) lets it go here.
      *

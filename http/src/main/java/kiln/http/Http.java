@@ -8,13 +8,13 @@ package kiln.http;
  * Server: kiln
  * Date: Sun, 22 Nov 2026 16:19:12 GMT
  * Content-Type: ...
- * Allow: GET                  (the reply's further headers, in the order added: Allow on 405,
+ * Allow: GET                  (the response's further headers, in the order added: Allow on 405,
  *                              Retry-After on 503, Location, Set-Cookie... from a handler)
  * Content-Length: ...
  * Connection: keep-alive      (only when answering an HTTP/1.0 keep-alive request)
  * Connection: close           (only when the server closes the connection after the response)
  * </pre>
- * A 204 No Content ({@link Reply#noContent}) has neither Content-Type nor Content-Length, and no
+ * A 204 No Content ({@link Response#noContent}) has neither Content-Type nor Content-Length, and no
  * body (RFC 9110 sections 15.3.5 and 8.6).
  * Jetty writes Content-Length and Connection after every other header, which fixes this order.
  * Undertow writes headers in the order of its internal hash table; its front end sends the same
@@ -24,10 +24,13 @@ public final class Http {
     /** Value of the {@code Server} header. */
     public static final String SERVER = "kiln";
 
+    /** Plain text in UTF-8: {@link Response#text}'s and an error's {@code Content-Type}. */
     public static final String TEXT_PLAIN = "text/plain; charset=UTF-8";
+    /** JSON, UTF-8 by definition (RFC 8259 section 8.1, so no charset parameter): {@link Response#json}'s. */
     public static final String APPLICATION_JSON = "application/json";
+    /** HTML in UTF-8: {@link Response#html}'s. */
     public static final String TEXT_HTML = "text/html; charset=UTF-8";
-    /** RFC 9457 problem details, the JSON form of an error reply ({@link Reply#negotiated}). */
+    /** RFC 9457 problem details, the JSON form of an error response ({@link Response#negotiated}). */
     public static final String APPLICATION_PROBLEM_JSON = "application/problem+json";
 
     /** tchar per RFC 9110 section 5.6.2, indexed by ASCII code. */

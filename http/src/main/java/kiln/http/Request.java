@@ -4,12 +4,26 @@ import java.net.InetSocketAddress;
 import java.util.List;
 
 /**
- * An HTTP request as a handler sees it, whichever server parsed it: kiln's own {@link RequestParser}
+ * An HTTP request as a handler sees it, whichever server parsed it: kiln's own {@link kiln.http.spi.RequestParser}
  * (with its headers, content, version and keep-alive), or a server library's, through a front end that
  * passes the method and target ({@link #of(String, String, String)}). Immutable but for the route the
  * router matched, which it sets before the handler runs so that {@link #pathParam} reads its template.
  *
  * <p>Header names keep the client's spelling; {@link #header} ignores case (RFC 9110 section 5.1).
+ *
+ * <pre>{@code
+ * .put("/rooms/{room}/messages/{id}", req -> {
+ *     String room = req.pathParam("room");                  // a segment of the path, decoded
+ *     long id = req.pathParamLong("id");                    // /rooms/a/messages/05: 404
+ *     int limit = req.intParam("limit", 20, 1, 100);        // ?limit=500: 400 naming it
+ *     String key = req.header("idempotency-key");           // any case; null when absent
+ *     Message m = req.json(Message.class);                  // the content; 400 or 415 when it is not JSON
+ *     ...
+ * })
+ * }</pre>
+ *
+ * <p>A request's errors are {@link HttpException}s with the status the client gets (400, 404, 415),
+ * so a handler lets them through.
  */
 public final class Request {
     private static final byte[] NO_BODY = {};
@@ -127,7 +141,13 @@ public final class Request {
         return minorVersion;
     }
 
-    /** @return the first value of header {@code name} (case-insensitive), trimmed, or null */
+    /**
+     * Reads a header field: {@code req.header("if-none-match")}. A field sent more than once gives
+     * its first value; a list in one field (RFC 9110 section 5.3) comes as it was sent.
+     *
+     * @param name the field name, in any case (RFC 9110 section 5.1)
+     * @return the first value of that field without its surrounding whitespace, or null when absent
+     */
     public String header(String name) {
         for (int i = 0; i < headers.size(); i += 2) {
             if (headers.get(i).equalsIgnoreCase(name)) return headers.get(i + 1);
@@ -150,6 +170,10 @@ public final class Request {
     }
 
     /**
+     * Reads a query parameter as text: {@code req.param("after")} of {@code /messages?after=AbC}.
+     * Numbers: {@link #intParam(String, int, int, int)}.
+     *
+     * @param name the parameter's name, compared exactly (after decoding)
      * @return the first value of query parameter {@code name}, percent-decoded as UTF-8 ("" for a
      *         bare {@code ?name}), or null when absent
      * @throws HttpException 400 on a malformed percent-escape
@@ -159,6 +183,9 @@ public final class Request {
     }
 
     /**
+     * Reads an integer query parameter with a default, any int accepted:
+     * {@code int offset = req.intParam("offset", 0);}. To bound it, {@link #intParam(String, int, int, int)}.
+     *
      * @param name         the query parameter, e.g. {@code limit} of {@code /todos?limit=20}
      * @param defaultValue the value when it is absent or empty
      * @return its value as a decimal integer
@@ -172,6 +199,7 @@ public final class Request {
      * Reads an integer query parameter with a default and a range:
      * {@code int limit = req.intParam("limit", 20, 1, 100);} ({@link QueryParams#intValue}).
      *
+     * @param name         the query parameter, e.g. {@code limit} of {@code /todos?limit=20}
      * @param defaultValue the value when the parameter is absent or empty
      * @param min          the smallest value accepted
      * @param max          the largest value accepted
@@ -184,6 +212,11 @@ public final class Request {
     }
 
     /**
+     * Reads a parameter of the route's path template: on the route {@code /rooms/{room}}, the request
+     * {@code /rooms/the%20lobby} gives {@code req.pathParam("room")} = {@code "the lobby"}. A parameter
+     * is one whole segment, never empty ({@code /rooms/} does not match); a {@code %2F} in it decodes
+     * to '/'. A number: {@link #pathParamLong}.
+     *
      * @param name a parameter of the route's path template, e.g. {@code id} of {@code /todos/{id}}
      * @return that segment of the path, percent-decoded as UTF-8
      * @throws IllegalArgumentException when the route has no such parameter
@@ -278,7 +311,11 @@ public final class Request {
     }
 
     /**
-     * @param name an attribute's name, e.g. {@code kiln.server.RequestId#ATTRIBUTE}
+     * Reads what middleware learned of this request: {@code (String) req.attribute(Authentication.USER)},
+     * the user a bearer token named, or the request id. A filter sets it in its {@code before}, so a
+     * handler behind the filter sees it.
+     *
+     * @param name an attribute's name, e.g. {@code kiln.server.RequestId.ATTRIBUTE}
      * @return what middleware set under {@code name} for this request (a request id, the
      *         authenticated user), or null
      */

@@ -5,12 +5,12 @@ import java.util.concurrent.CompletableFuture;
 
 /**
  * Server-sent events ({@code text/event-stream}, WHATWG HTML Living Standard, section 9.2 "Server-sent
- * events") on a streamed reply ({@link Reply#stream}): what a browser's {@code EventSource} reads, and
+ * events") on a streamed response ({@link Response#stream}): what a browser's {@code EventSource} reads, and
  * {@code curl -N}.
  *
  * <pre>{@code
  * long[] seen = {ServerSentEvents.lastEventId(request, feed.lastSeq())};  // resume after a reconnect
- * return ServerSentEvents.reply(events -> {
+ * return ServerSentEvents.response(events -> {
  *     for (ChangeSet<Integer, Integer> set : feed.read(seen[0], 100)) {
  *         events.event(Long.toString(set.seq()), "update", new String(Json.write(set.changes()), UTF_8));
  *         seen[0] = set.seq();
@@ -19,7 +19,7 @@ import java.util.concurrent.CompletableFuture;
  * });
  * }</pre>
  *
- * <p>The reply carries {@code Cache-Control: no-store} and {@code X-Accel-Buffering: no} (nginx then
+ * <p>The response carries {@code Cache-Control: no-store} and {@code X-Accel-Buffering: no} (nginx then
  * passes each event on at once instead of buffering the response). It opens with a {@code retry:}
  * field (how long a browser waits before it reconnects) and sends a comment line,
  * {@code : keep-alive}, after 15 s without an event: proxies and load balancers close connections
@@ -38,7 +38,7 @@ public final class ServerSentEvents {
 
     /**
      * What a stream of events sends: written once, run by every front end as the {@link BodyStream}
-     * of the reply (see its rules: never block in {@link #poll}; return the future to wait for).
+     * of the response (see its rules: never block in {@link #poll}; return the future to wait for).
      */
     @FunctionalInterface
     public interface Source {
@@ -52,8 +52,8 @@ public final class ServerSentEvents {
 
     /**
      * A stream of events with its own state in one object: for a subscriber kept by the thousand
-     * (a live feed's), where a {@link Source} lambda plus its captured state plus the reply's wrapper
-     * would be three. Subclass it and send with {@link #reply(Stream)}.
+     * (a live feed's), where a {@link Source} lambda plus its captured state plus the response's wrapper
+     * would be three. Subclass it and send with {@link #response(Stream)}.
      */
     public abstract static class Stream implements BodyStream {
         private final long heartbeatMs;
@@ -96,17 +96,30 @@ public final class ServerSentEvents {
         }
     }
 
-    /** @return a 200 {@code text/event-stream} reply that streams {@code stream}'s events */
-    public static Reply reply(Stream stream) {
-        return Reply.stream(200, CONTENT_TYPE, stream).header("Cache-Control", "no-store").header("X-Accel-Buffering", "no");
+    /**
+     * The response that sends a {@link Stream}'s events, for a stream class of your own:
+     * {@code return ServerSentEvents.response(new RoomStream(room, seen));}.
+     *
+     * @param stream the events; the front end polls it on the connection's fiber or thread
+     * @return a 200 {@code text/event-stream} response that streams {@code stream}'s events, with
+     *         {@code Cache-Control: no-store} and {@code X-Accel-Buffering: no}
+     */
+    public static Response response(Stream stream) {
+        return Response.stream(200, CONTENT_TYPE, stream).header("Cache-Control", "no-store").header("X-Accel-Buffering", "no");
     }
 
     /**
-     * @return a 200 {@code text/event-stream} reply that streams {@code source}'s events, with heartbeat
+     * As {@link #response(Source)}, with a heartbeat of your choosing (shorter behind a proxy that
+     * closes connections silent for less than 15 s).
+     *
+     * @param source      the events, polled as {@link Source#poll} says
+     * @param heartbeatMs how long the stream may be silent before a heartbeat comment, ms, at least 1
+     * @return a 200 {@code text/event-stream} response that streams {@code source}'s events, with heartbeat
      *         comments every {@code heartbeatMs} of silence
+     * @throws IllegalArgumentException when {@code heartbeatMs} is below 1
      */
-    public static Reply reply(Source source, long heartbeatMs) {
-        return reply(new Stream(heartbeatMs) {
+    public static Response response(Source source, long heartbeatMs) {
+        return response(new Stream(heartbeatMs) {
             @Override
             protected CompletableFuture<?> next(Events events) throws Exception {
                 return source.poll(events);
@@ -114,9 +127,18 @@ public final class ServerSentEvents {
         });
     }
 
-    /** @return {@link #reply(Source, long)} with a heartbeat comment after 15 s of silence */
-    public static Reply reply(Source source) {
-        return reply(source, 15_000);
+    /**
+     * The response that sends a {@link Source}'s events: the front end calls
+     * {@code source.poll(events)} once at the start, then again each time the future it returned
+     * completes, until it returns null, the client leaves or the server stops. The stream opens with
+     * {@code retry: 2000} and sends {@code : keep-alive} after 15 s of silence. The class comment has
+     * an example; {@code kiln.server.FeedEvents} is such a source for one or several feeds.
+     *
+     * @param source the events, polled as {@link Source#poll} says; it never blocks
+     * @return {@link #response(Source, long)} with a heartbeat comment after 15 s of silence
+     */
+    public static Response response(Source source) {
+        return response(source, 15_000);
     }
 
     /**

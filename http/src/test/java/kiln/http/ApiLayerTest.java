@@ -14,7 +14,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The rule between kiln's HTTP API and its front-end interface: {@code kiln.http} is what an app
- * uses (requests, replies, errors, streamed bodies, JSON); {@code kiln.http.spi} is what a front end
+ * uses (requests, responses, errors, streamed bodies, JSON); {@code kiln.http.spi} is what a front end
  * uses to serve a connection (the connection state machine, the parser, the response writer, the
  * route table). The API never reaches into the interface, and no app does either: the demo, the
  * in-tree examples and the starter templates.
@@ -42,8 +42,8 @@ class ApiLayerTest {
 
     @Test
     void appsUseOnlyTheApi() throws IOException {
-        List<Path> apps = List.of(REPO.resolve("demo/src/main/java"), REPO.resolve("http-kilim/src/main/java/kiln/kilim/example"),
-            REPO.resolve("http-loom/src/main/java/kiln/loom/example"), REPO.resolve("starter"));
+        List<Path> apps = List.of(REPO.resolve("demo/src/main/java"), REPO.resolve("examples-kilim/src/main/java"),
+            REPO.resolve("examples-loom/src/main/java"), REPO.resolve("starter"));
         for (Path app : apps) {
             assertTrue(Files.isDirectory(app), "no " + app + ": the list of apps is out of date");
             assertEquals(List.of(), namingSpi(app, Integer.MAX_VALUE), "apps use kiln.http, not kiln.http.spi");

@@ -25,7 +25,7 @@ final class Layer implements AutoCloseable {
 
     private final Process process;
     private final Writer commands;
-    private final BlockingQueue<String> replies = new LinkedBlockingQueue<>();
+    private final BlockingQueue<String> responses = new LinkedBlockingQueue<>();
     private final Path stderr;
 
     private Layer(Process process, Path stderr) {
@@ -34,9 +34,9 @@ final class Layer implements AutoCloseable {
         this.commands = new OutputStreamWriter(process.getOutputStream(), StandardCharsets.UTF_8);
         Thread pump = new Thread(() -> {
             try (BufferedReader r = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
-                for (String line; (line = r.readLine()) != null; ) replies.add(line);
+                for (String line; (line = r.readLine()) != null; ) responses.add(line);
             } catch (IOException ignored) {
-                // the layer exited; what it said is in replies
+                // the layer exited; what it said is in responses
             }
         }, "powercutfs-stdout");
         pump.setDaemon(true);
@@ -57,7 +57,7 @@ final class Layer implements AutoCloseable {
         Process p = new ProcessBuilder(List.of("python3", script.toString(), backing.toString(), mountPoint.toString()))
             .redirectError(err.toFile()).start();
         Layer layer = new Layer(p, err);
-        String first = layer.replies.poll(30, TimeUnit.SECONDS);
+        String first = layer.responses.poll(30, TimeUnit.SECONDS);
         if (!"mounted".equals(first)) {
             p.destroyForcibly();
             p.waitFor(10, TimeUnit.SECONDS);
@@ -70,9 +70,9 @@ final class Layer implements AutoCloseable {
     String command(String line) throws IOException, InterruptedException {
         commands.write(line + "\n");
         commands.flush();
-        String reply = replies.poll(30, TimeUnit.SECONDS);
-        if (reply == null) throw new IOException("the power-cut filesystem did not answer '" + line + "': " + stderr());
-        return reply;
+        String response = responses.poll(30, TimeUnit.SECONDS);
+        if (response == null) throw new IOException("the power-cut filesystem did not answer '" + line + "': " + stderr());
+        return response;
     }
 
     /**
@@ -82,10 +82,10 @@ final class Layer implements AutoCloseable {
      * @return the layer's answer, e.g. {@code ok cut dropped_pages=12 dropped_bytes=49152 files=1}
      */
     String cut(Long seed) throws IOException, InterruptedException {
-        String reply = command(seed == null ? "cut" : "cut-random " + seed);
+        String response = command(seed == null ? "cut" : "cut-random " + seed);
         if (!process.waitFor(30, TimeUnit.SECONDS)) throw new IOException("the power-cut filesystem did not exit after a cut");
-        if (!reply.startsWith("ok")) throw new IOException("cut failed: " + reply + " " + stderr());
-        return reply;
+        if (!response.startsWith("ok")) throw new IOException("cut failed: " + response + " " + stderr());
+        return response;
     }
 
     private String stderr() {

@@ -131,8 +131,8 @@ public final class PowerCut implements Callable<Integer> {
                 }
                 maxSeen = Math.max(maxSeen, load.maxSeen);
                 Long keep = cut % 2 == 0 ? random.nextLong() : null;
-                String reply = layer.cut(keep);
-                out.println("cut " + cut + "/" + cuts + ": " + load.ackLines + " acknowledged in this run, " + reply);
+                String response = layer.cut(keep);
+                out.println("cut " + cut + "/" + cuts + ": " + load.ackLines + " acknowledged in this run, " + response);
             } finally {
                 layer.close();
             }

@@ -9,7 +9,7 @@ import kiln.http.BodyOutput;
 import kiln.http.BodyStream;
 import kiln.http.HttpException;
 import kiln.http.Paths;
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.http.Request;
 import kiln.http.StreamEnd;
 import kiln.http.spi.MemoryBudget;
@@ -28,11 +28,11 @@ import kiln.http.spi.Routes;
  * its own way and ends the {@link Exchange} once:
  * <pre>{@code
  * Exchange<Handler> x = router.begin(request);
- * if (x.isAnswered()) return x.answer(x.reply());        // 400, 404, 405, OPTIONS, a filter's 401: no handler runs
+ * if (x.hasResponse()) return x.respond(x.response());        // 400, 404, 405, OPTIONS, a filter's 401: no handler runs
  * try {
- *     return x.answer(x.handler().handle(request));      // a fiber pauses in it, a thread blocks
+ *     return x.respond(x.handler().handle(request));      // a fiber pauses in it, a thread blocks
  * } catch (Exception e) {
- *     return x.fail(e);                                  // the failure policy's reply
+ *     return x.fail(e);                                  // the failure policy's response
  * }
  * }</pre>
  * Handlers written as {@link Step}s (the demo's endpoints, which every front end serves) are
@@ -114,7 +114,7 @@ public abstract class AbstractRouter<H, R extends AbstractRouter<H, R>> {
     }
 
     /**
-     * Caps the streamed replies (server-sent events) open at once ({@code --max-streams}; default:
+     * Caps the streamed responses (server-sent events) open at once ({@code --max-streams}; default:
      * none but the connection cap): a handler's stream beyond it is answered 503 with
      * {@code Retry-After: 1} instead (an {@code EventSource} reconnects after its retry delay), so a
      * flood of subscribers cannot take every connection a box can hold.
@@ -159,16 +159,16 @@ public abstract class AbstractRouter<H, R extends AbstractRouter<H, R>> {
     }
 
     /**
-     * Counts a streamed reply to {@code request} against the stream cap and its client's share: the
-     * reply with its body wrapped so that its end gives the count back, or a 503 when either is full.
+     * Counts a streamed response to {@code request} against the stream cap and its client's share: the
+     * response with its body wrapped so that its end gives the count back, or a 503 when either is full.
      */
-    private Reply countStream(Reply reply, Request request) {
+    private Response countStream(Response response, Request request) {
         InetAddress client = request.remoteAddress() == null ? null : request.remoteAddress().getAddress();
         ClientLimits counts = clients;
         String refusal = counts.streamStarted(client);
-        if (refusal != null) return Reply.unavailable(refusal);
+        if (refusal != null) return Response.unavailable(refusal);
         metrics.streamStarted();
-        return reply.withStream(new CountedStream(reply.stream, counts, client, metrics));
+        return response.withStream(new CountedStream(response.stream, counts, client, metrics));
     }
 
     /**
@@ -241,12 +241,12 @@ public abstract class AbstractRouter<H, R extends AbstractRouter<H, R>> {
      * Tells the middleware of a request kiln's own HTTP layer refused before routing
      * ({@link Filter#refused}): the access log's line for a malformed request. Never throws.
      */
-    public final void refused(java.net.InetSocketAddress remote, Reply reply) {
+    public final void refused(java.net.InetSocketAddress remote, Response response) {
         for (Filter f : filters) {
             try {
-                f.refused(remote, reply);
+                f.refused(remote, response);
             } catch (RuntimeException e) {
-                Failures.toReply(e, null);  // logged; the refusal goes out as it is
+                Failures.toResponse(e, null);  // logged; the refusal goes out as it is
             }
         }
     }
@@ -266,7 +266,7 @@ public abstract class AbstractRouter<H, R extends AbstractRouter<H, R>> {
      * clock. Never throws.
      *
      * @return the exchange: a handler to run, or the router's own answer (404, 405, OPTIONS); end it with
-     *         {@link Exchange#answer} or {@link Exchange#fail}
+     *         {@link Exchange#respond} or {@link Exchange#fail}
      */
     public final Exchange<H> begin(Request request) {
         long started = metrics.start();
@@ -277,15 +277,15 @@ public abstract class AbstractRouter<H, R extends AbstractRouter<H, R>> {
     }
 
     /** Runs the filters' {@link Filter#before}: the first that answers replaces the handler (or the router's answer). */
-    private Exchange<H> filtered(Reply answer, Request request, Metrics.Route series, H handler, long started) {
+    private Exchange<H> filtered(Response answer, Request request, Metrics.Route series, H handler, long started) {
         Filter[] fs = filters;
         int entered = 0;
         for (; entered < fs.length; entered++) {
-            Reply early;
+            Response early;
             try {
                 early = fs[entered].before(request, answer);
             } catch (RuntimeException | Error e) {
-                answer = Failures.toReply(e, request);  // a filter that throws is not entered: its after does not run
+                answer = Failures.toResponse(e, request);  // a filter that throws is not entered: its after does not run
                 break;
             }
             if (early != null) {
@@ -327,13 +327,13 @@ public abstract class AbstractRouter<H, R extends AbstractRouter<H, R>> {
             path = Paths.normalize(rawPath);
         } catch (HttpException e) {
             Request request = Request.of(method, "/", rawQuery, headers, body).remoteAddress(remote);
-            return answered(Reply.error(e.status(), e.getMessage()), request, metrics.start());
+            return answered(Response.error(e.status(), e.getMessage()), request, metrics.start());
         }
         return begin(Request.of(method, path, rawQuery, headers, body).remoteAddress(remote));
     }
 
-    private Exchange<H> answered(Reply reply, Request request, long started) {
-        return filtered(reply, request, metrics.unmatched(), null, started);
+    private Exchange<H> answered(Response response, Request request, long started) {
+        return filtered(response, request, metrics.unmatched(), null, started);
     }
 
     /** A route's handler and its series in the metrics. */
@@ -348,8 +348,8 @@ public abstract class AbstractRouter<H, R extends AbstractRouter<H, R>> {
     }
 
     /**
-     * One request between {@link #begin} and its reply: the handler to run, or the router's own
-     * answer. The front end ends it once, with {@link #answer} or {@link #fail}, which record it in
+     * One request between {@link #begin} and its response: the handler to run, or the router's own
+     * answer. The front end ends it once, with {@link #respond} or {@link #fail}, which record it in
      * the metrics. Not thread-safe: one request, one thread at a time.
      *
      * @param <H> the front end's handler type
@@ -360,37 +360,48 @@ public abstract class AbstractRouter<H, R extends AbstractRouter<H, R>> {
         private final Request request;
         private final Metrics.Route series;
         private final long started;
-        private final Reply reply;
+        private final Response response;
         /** The filters whose {@link Filter#before} ran, in {@code filters[0..entered)}: their {@link Filter#after} run in reverse. */
         private final Filter[] filters;
         private final int entered;
 
-        Exchange(AbstractRouter<H, ?> router, H handler, Request request, Metrics.Route series, long started, Reply reply,
+        Exchange(AbstractRouter<H, ?> router, H handler, Request request, Metrics.Route series, long started, Response response,
                  Filter[] filters, int entered) {
             this.router = router;
             this.handler = handler;
             this.request = request;
             this.series = series;
             this.started = started;
-            this.reply = reply;
+            this.response = response;
             this.filters = filters;
             this.entered = entered;
         }
 
         /**
+         * Whether the exchange is answered already, before any handler: check it first,
+         * {@code if (x.hasResponse()) return x.respond(x.response());}.
+         *
          * @return true when the router or a filter answered (404, 405, OPTIONS, a malformed path, a
-         *         CORS preflight, a 401): run no handler, send {@link #reply()}
+         *         CORS preflight, a 401): run no handler, send {@link #response()}
          */
-        public boolean isAnswered() {
-            return reply != null;
+        public boolean hasResponse() {
+            return response != null;
         }
 
-        /** @return the router's own answer, to send with {@link #answer}; null when a handler is to run */
-        public Reply reply() {
-            return reply;
+        /**
+         * The answer the router or a filter gave, when {@link #hasResponse()}.
+         *
+         * @return the router's own answer, to send with {@link #respond}; null when a handler is to run
+         */
+        public Response response() {
+            return response;
         }
 
-        /** @return the matched route's handler; null when {@link #isAnswered()} */
+        /**
+         * The handler to run, the front end's way: {@code x.respond(x.handler().handle(request))}.
+         *
+         * @return the matched route's handler; null when {@link #hasResponse()}
+         */
         public H handler() {
             return handler;
         }
@@ -401,45 +412,52 @@ public abstract class AbstractRouter<H, R extends AbstractRouter<H, R>> {
         }
 
         /**
-         * Ends the exchange: a streamed reply is counted open until its body ends, and answered 503
+         * Ends the exchange: a streamed response is counted open until its body ends, and answered 503
          * instead when the router's stream cap ({@link #maxStreams}) or its client's share
          * ({@link ServerLimits#maxClientStreams}) is full; an error takes the form the request's
-         * {@code Accept} prefers ({@link Reply#negotiated}); the filters' {@link Filter#after} see
-         * the reply, innermost first; the request is recorded with the final status and its
+         * {@code Accept} prefers ({@link Response#negotiated}); the filters' {@link Filter#after} see
+         * the response, innermost first; the request is recorded with the final status and its
          * duration, once (404s and 405s under the endpoint label {@value Metrics#UNMATCHED}).
          *
-         * <p>A front end that cannot send a streamed reply this returns (its client left first) ends
-         * its body itself: {@code reply.stream.ended(StreamEnd.CLIENT)}, so that it is counted closed.
+         * <p>A front end that cannot send a streamed response this returns (its client left first) ends
+         * its body itself: {@code response.stream.ended(StreamEnd.CLIENT)}, so that it is counted closed.
          *
-         * @return the reply to send: {@code reply}, the 503 that replaces it, or what the filters made of it
+         * @return the response to send: {@code response}, the 503 that replaces it, or what the filters made of it
          */
-        public Reply answer(Reply reply) {
+        public Response respond(Response response) {
             BodyStream counted = null;
-            if (reply.stream != null && !"HEAD".equals(request.method())) {
-                reply = router.countStream(reply, request);
-                counted = reply.stream;
+            if (response.stream != null && !"HEAD".equals(request.method())) {
+                response = router.countStream(response, request);
+                counted = response.stream;
             }
-            if (reply.status >= 400) reply = reply.negotiated(request.header("Accept"));
+            if (response.status >= 400) response = response.negotiated(request.header("Accept"));
             for (int i = entered - 1; i >= 0; i--) {
                 try {
-                    reply = filters[i].after(request, reply);
+                    response = filters[i].after(request, response);
                 } catch (RuntimeException | Error e) {
-                    reply = Failures.toReply(e, request);
+                    response = Failures.toResponse(e, request);
                 }
             }
-            if (counted != null && reply.stream == null) counted.ended(StreamEnd.COMPLETE);  // a filter replaced the stream
-            series.record(reply.status, started);
-            return reply;
+            if (counted != null && response.stream == null) counted.ended(StreamEnd.COMPLETE);  // a filter replaced the stream
+            series.record(response.status, started);
+            return response;
         }
 
-        /** @return the failure policy's reply to {@code failure} ({@link Failures#toReply}), recorded */
-        public Reply fail(Throwable failure) {
-            return answer(Failures.toReply(failure, request));
+        /**
+         * Ends the exchange with what the handler threw, or its awaited future failed with:
+         * {@code catch (Exception e) { return x.fail(e); }}. As {@link #respond} with the failure
+         * policy's answer (an {@code HttpException}'s status, a database error's, else 500 and a log line).
+         *
+         * @param failure what the handler threw
+         * @return the failure policy's response to {@code failure} ({@link Failures#toResponse}), recorded
+         */
+        public Response fail(Throwable failure) {
+            return respond(Failures.toResponse(failure, request));
         }
 
         @Override
         public String toString() {
-            return request.routeName() + (reply != null ? " -> " + reply.status : "");
+            return request.routeName() + (response != null ? " -> " + response.status : "");
         }
     }
 }

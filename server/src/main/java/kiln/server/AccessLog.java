@@ -22,7 +22,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.http.Request;
 
 /**
@@ -74,7 +74,14 @@ public final class AccessLog implements Filter, AutoCloseable {
         LOG.info("access log: " + where);
     }
 
-    /** @return an access log written to the process's standard output (the journal's, under systemd) */
+    /**
+     * An access log on standard output, one combined-format line per request:
+     * {@code router.filter(new RequestId()).filter(AccessLog.toStandardOutput())}. Add it after
+     * {@link RequestId} (its lines then end with the id) and before {@link Authentication} (it then
+     * logs the 401s too). Make one per process: each has its writer thread.
+     *
+     * @return an access log written to the process's standard output (the journal's, under systemd)
+     */
     public static AccessLog toStandardOutput() {
         return new AccessLog(new BufferedWriter(new OutputStreamWriter(System.out, StandardCharsets.UTF_8)), "standard output");
     }
@@ -91,17 +98,17 @@ public final class AccessLog implements Filter, AutoCloseable {
     }
 
     @Override
-    public Reply after(Request request, Reply reply) {
+    public Response after(Request request, Response response) {
         String line = request.method() + " " + request.target() + " HTTP/1." + request.minorVersion();
-        boolean noBody = reply.stream != null || "HEAD".equals(request.method()) || reply.body.length == 0;
-        enqueue(format(request.remoteAddress(), (String) request.attribute(Authentication.USER), line, reply.status,
-            noBody ? -1 : reply.body.length, request.header("Referer"), request.header("User-Agent"), RequestId.of(request)));
-        return reply;
+        boolean noBody = response.stream != null || "HEAD".equals(request.method()) || response.body.length == 0;
+        enqueue(format(request.remoteAddress(), (String) request.attribute(Authentication.USER), line, response.status,
+            noBody ? -1 : response.body.length, request.header("Referer"), request.header("User-Agent"), RequestId.of(request)));
+        return response;
     }
 
     @Override
-    public void refused(InetSocketAddress remote, Reply reply) {
-        enqueue(format(remote, null, null, reply.status, reply.body.length == 0 ? -1 : reply.body.length, null, null, null));
+    public void refused(InetSocketAddress remote, Response response) {
+        enqueue(format(remote, null, null, response.status, response.body.length == 0 ? -1 : response.body.length, null, null, null));
     }
 
     /** @return one line of the combined log format, with the request id appended when there is one */

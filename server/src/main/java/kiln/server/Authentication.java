@@ -13,7 +13,7 @@ import java.util.function.Function;
 
 import kiln.http.HttpException;
 import kiln.http.Paths;
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.http.Request;
 
 /**
@@ -127,7 +127,7 @@ public final class Authentication implements Filter {
     }
 
     @Override
-    public Reply before(Request request, Reply answer) {
+    public Response before(Request request, Response answer) {
         if (!isProtected(request.path())) return null;
         String authorization = request.header("Authorization");
         String expected = scheme.toLowerCase(Locale.ROOT) + " ";
@@ -140,8 +140,8 @@ public final class Authentication implements Filter {
         return null;
     }
 
-    private Reply refuse(String error, String detail) {
-        return Reply.error(401, detail).header("WWW-Authenticate", error == null ? challenge : challenge + ", error=\"" + error + "\"");
+    private Response refuse(String error, String detail) {
+        return Response.error(401, detail).header("WWW-Authenticate", error == null ? challenge : challenge + ", error=\"" + error + "\"");
     }
 
     boolean isProtected(String path) {

@@ -11,7 +11,9 @@ import kiln.db.DbException;
  * {@code --backup DIR}: instead of serving, write a compacted copy of the {@code --data} database
  * into DIR ({@link Db#backup}), print one line naming the file and its size, and exit 0; or print
  * one error line and exit 1. It may run while a server serves the same directory: LMDB lets a second
- * process open the environment and copy a read snapshot (the server's writes go on meanwhile).
+ * process open the environment and copy a read snapshot (the server's writes go on meanwhile). It
+ * opens the database without the writers' lock the server holds ({@code lmdb:DIR?lock=false}): its
+ * only write is its mark, in a table the server never reads.
  * Run it as the user the server runs as, so that it can open the environment's lock file.
  */
 final class BackupCommand {
@@ -24,7 +26,7 @@ final class BackupCommand {
         if (!Files.isRegularFile(data.resolve("data.mdb"))) {
             ServerOptions.fail(program, "no database to back up in " + data + " (no data.mdb there); give the server's --data directory");
         }
-        try (Db db = Db.open(data)) {
+        try (Db db = Db.open("lmdb:" + data + "?lock=false")) {
             Path file = db.backup(target);
             long bytes = Files.size(file);
             System.out.println(program + ": backed up " + data + " to " + file + ": " + bytes + " bytes (" + mebibytes(bytes) + ")");

@@ -19,6 +19,12 @@ import java.util.concurrent.TimeUnit;
  * 60 s idle), and at most {@code queue} wait; beyond that {@link #submit} gives a future failed with
  * {@link RejectedExecutionException}, which the failure policy answers with 503 and
  * {@code Retry-After} ({@link Failures}).
+ *
+ * <pre>{@code
+ * String row = Fibers.blocking(() -> jdbc.queryForString(sql));     // the shared pool, from a Kilim handler
+ * BlockingPool smtp = new BlockingPool("mail-", 4, 100);            // a resource with a bound of its own
+ * await(smtp.submit(() -> mailer.send(message)));
+ * }</pre>
  */
 public final class BlockingPool {
     /** Threads of {@link #shared()}: enough for the blocking calls of a small box, as Vert.x's 20-thread worker pool. */

@@ -12,7 +12,7 @@ import java.util.logging.Level;
 import java.util.logging.Logger;
 
 import kiln.http.spi.Connection;
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.http.spi.MemoryBudget;
 import kiln.http.spi.ResponseWriter;
 
@@ -182,7 +182,7 @@ public final class Connections implements Connection.Owner {
             return client;
         }
         try {
-            ch.write(ByteBuffer.wrap(ResponseWriter.closing(Reply.unavailable(refusal))));
+            ch.write(ByteBuffer.wrap(ResponseWriter.closing(Response.unavailable(refusal))));
         } catch (IOException ignored) {
             // best effort: the client may already be gone
         }
@@ -236,8 +236,8 @@ public final class Connections implements Connection.Owner {
     }
 
     @Override
-    public void refused(java.net.InetSocketAddress remote, Reply reply) {
-        router.refused(remote, reply);
+    public void refused(java.net.InetSocketAddress remote, Response response) {
+        router.refused(remote, response);
     }
 
     /**

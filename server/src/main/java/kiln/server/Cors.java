@@ -4,7 +4,7 @@ import java.util.Collection;
 import java.util.LinkedHashSet;
 import java.util.Set;
 
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.http.Request;
 
 /**
@@ -52,6 +52,9 @@ public final class Cors implements Filter {
     }
 
     /**
+     * CORS for pages of these origins, without credentials:
+     * {@code router.filter(Cors.allow("https://app.example.com", "http://localhost:5173"))}.
+     *
      * @param origins the origins allowed, each {@code scheme://host[:port]} as a browser sends it in
      *                {@code Origin} (no path, no trailing '/'), or {@code *} for any (without credentials)
      * @return the filter; requests carry no cookies or {@code Authorization} cross-origin ({@link #withCredentials()})
@@ -87,34 +90,34 @@ public final class Cors implements Filter {
     }
 
     @Override
-    public Reply before(Request request, Reply answer) {
+    public Response before(Request request, Response answer) {
         if (!isPreflight(request)) return null;  // a plain OPTIONS gets the router's Allow answer
         String origin = request.header("Origin");
-        Reply reply;
+        Response response;
         if (!allowed(origin)) {
-            reply = Reply.error(403, "origin " + origin + " is not allowed to call this server (CORS)");
+            response = Response.error(403, "origin " + origin + " is not allowed to call this server (CORS)");
         } else {
             String methods = answer != null && answer.header("Allow") != null ? answer.header("Allow") : DEFAULT_METHODS;
-            reply = Reply.noContent()
+            response = Response.noContent()
                 .header("Access-Control-Allow-Origin", anyOrigin ? "*" : origin)
                 .header("Access-Control-Allow-Methods", methods)
                 .header("Access-Control-Max-Age", Integer.toString(MAX_AGE_SECONDS));
             String headers = request.header("Access-Control-Request-Headers");
-            if (headers != null && !headers.isBlank()) reply = reply.header("Access-Control-Allow-Headers", headers);
-            if (credentials) reply = reply.header("Access-Control-Allow-Credentials", "true");
+            if (headers != null && !headers.isBlank()) response = response.header("Access-Control-Allow-Headers", headers);
+            if (credentials) response = response.header("Access-Control-Allow-Credentials", "true");
         }
-        return reply.header("Vary", "Origin, Access-Control-Request-Method, Access-Control-Request-Headers");
+        return response.header("Vary", "Origin, Access-Control-Request-Method, Access-Control-Request-Headers");
     }
 
     @Override
-    public Reply after(Request request, Reply reply) {
+    public Response after(Request request, Response response) {
         String origin = request.header("Origin");
-        if (origin == null || isPreflight(request)) return reply;  // not cross-origin, or answered by before()
-        if (!allowed(origin)) return reply.header("Vary", "Origin");
-        reply = reply.header("Access-Control-Allow-Origin", anyOrigin ? "*" : origin)
+        if (origin == null || isPreflight(request)) return response;  // not cross-origin, or answered by before()
+        if (!allowed(origin)) return response.header("Vary", "Origin");
+        response = response.header("Access-Control-Allow-Origin", anyOrigin ? "*" : origin)
             .header("Access-Control-Expose-Headers", EXPOSED)
             .header("Vary", "Origin");
-        return credentials ? reply.header("Access-Control-Allow-Credentials", "true") : reply;
+        return credentials ? response.header("Access-Control-Allow-Credentials", "true") : response;
     }
 
     /** @return whether {@code request} is a CORS preflight: OPTIONS with Origin and Access-Control-Request-Method */

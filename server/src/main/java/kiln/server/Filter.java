@@ -2,7 +2,7 @@ package kiln.server;
 
 import java.net.InetSocketAddress;
 
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.http.Request;
 
 /**
@@ -23,6 +23,15 @@ import kiln.http.Request;
  * <p>Both methods run on the front end's thread (a carrier, a worker, a virtual thread): they must
  * not block or wait (no database write, no outbound call); an exception from one becomes the
  * failure policy's 500.
+ *
+ * <pre>{@code
+ * router.filter(new Filter() {                       // a header on every answer, errors included
+ *     @Override
+ *     public Response after(Request request, Response response) {
+ *         return response.header("X-Frame-Options", "DENY");
+ *     }
+ * });
+ * }</pre>
  */
 public interface Filter {
     /**
@@ -31,29 +40,29 @@ public interface Filter {
      * @param request the request: routed ({@link Request#pathParam} works) when a route matched
      * @param answer  the router's own answer when it has one (404, 405, {@code OPTIONS}' 200 with
      *                {@code Allow}, 400 for a malformed path), else null: a handler is to run
-     * @return null to go on; or the reply to answer with instead (no handler runs), e.g. a 401
+     * @return null to go on; or the response to answer with instead (no handler runs), e.g. a 401
      */
-    default Reply before(Request request, Reply answer) {
+    default Response before(Request request, Response answer) {
         return null;
     }
 
     /**
      * Called with the answer, for every request whose {@link #before} this filter saw.
      *
-     * @return the reply to send: {@code reply}, or a copy with headers added ({@link Reply#header})
+     * @return the response to send: {@code response}, or a copy with headers added ({@link Response#header})
      */
-    default Reply after(Request request, Reply reply) {
-        return reply;
+    default Response after(Request request, Response response) {
+        return response;
     }
 
     /**
      * Called for a request kiln's own HTTP layer refused before it could be routed (a malformed
      * request 400, a too large one 413 or 431, one too slow to arrive 408); its connection closes
-     * after the reply. The library front ends' parsers refuse such requests themselves, unseen.
+     * after the response. The library front ends' parsers refuse such requests themselves, unseen.
      *
      * @param remote the client's address, or null
-     * @param reply  the refusal
+     * @param response  the refusal
      */
-    default void refused(InetSocketAddress remote, Reply reply) {
+    default void refused(InetSocketAddress remote, Response response) {
     }
 }

@@ -27,19 +27,19 @@ import io.prometheus.metrics.model.snapshots.MetricSnapshots;
 import io.prometheus.metrics.model.snapshots.Unit;
 import kiln.db.Db;
 import kiln.db.DbStats;
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.http.spi.MemoryBudget;
 
 /**
  * A server's metrics, in the Prometheus text format ({@code GET /metrics}), through the Prometheus
  * Java client. Written once for every front end; a front end only records each request where it
- * hands the reply to its server library, and says how many connections are open:
+ * hands the response to its server library, and says how many connections are open:
  *
  * <pre>{@code
  * Metrics.Route plaintext = metrics.route("/plaintext");   // once, when the route is registered
  * long started = metrics.start();                          // per request, before it is routed
  * ...
- * plaintext.record(reply.status, started);                 // once, with the reply
+ * plaintext.record(response.status, started);                 // once, with the response
  * }</pre>
  *
  * <h2>Series</h2>
@@ -49,10 +49,10 @@ import kiln.http.spi.MemoryBudget;
  *       {@value #UNMATCHED} for a request no route has (404, 405). Requests refused before routing
  *       (malformed: 400, 408, 413, 414, 431, 505; over the connection cap: 503) are not counted.</li>
  *   <li>{@code http_request_duration_seconds{endpoint}}: histogram of the time from routing to the
- *       reply handed to the server library (the handler's time, waits for the database included;
+ *       response handed to the server library (the handler's time, waits for the database included;
  *       not the socket write).</li>
  *   <li>{@code http_connections_open}: client connections open now, as the front end counts them.</li>
- *   <li>{@code http_streams_open}, {@code http_streams_ended_total{reason}}: streamed replies
+ *   <li>{@code http_streams_open}, {@code http_streams_ended_total{reason}}: streamed responses
  *       (server-sent events) being sent now, and those that ended, by why ({@link kiln.http.StreamEnd}): a
  *       {@code client} that went away, a {@code timeout} writing to a client that does not read, the
  *       server's {@code stop}, an {@code error} in the body, or {@code complete}.</li>
@@ -118,7 +118,7 @@ public final class Metrics {
             .help("HTTP requests answered, by route template and status")
             .labelNames("endpoint", "status").withoutExemplars().register(registry);
         duration = Histogram.builder().name("http_request_duration_seconds").unit(Unit.SECONDS)
-            .help("Time from routing a request to handing its reply to the server, by route template")
+            .help("Time from routing a request to handing its response to the server, by route template")
             .labelNames("endpoint").classicOnly().classicUpperBounds(DURATION_BOUNDS).withoutExemplars().register(registry);
         GaugeWithCallback.builder().name("http_connections_open")
             .help("Client connections open now")
@@ -127,10 +127,10 @@ public final class Metrics {
                 if (open != null) callback.call(open.getAsInt());
             }).register(registry);
         GaugeWithCallback.builder().name("http_streams_open")
-            .help("Streamed replies (server-sent events) being sent now")
+            .help("Streamed responses (server-sent events) being sent now")
             .callback(callback -> callback.call(streamsOpen.get())).register(registry);
         streamsEnded = Counter.builder().name("http_streams_ended_total")
-            .help("Streamed replies that ended, by reason: complete, client (went away), timeout (did not read), stop, error")
+            .help("Streamed responses that ended, by reason: complete, client (went away), timeout (did not read), stop, error")
             .labelNames("reason").withoutExemplars().register(registry);
         GaugeWithCallback.builder().name("kiln_request_memory_bytes")
             .help("Request bytes the connections hold now beyond their first KiB (heads, contents until answered)")
@@ -179,12 +179,19 @@ public final class Metrics {
         unmatched = new Route(UNMATCHED);
     }
 
-    /** @return metrics for a server over {@code db}: requests, connections, the database, the JVM */
+    /**
+     * The metrics of an app's router, served at {@code /metrics} by {@link Operations#addTo}:
+     * {@code Operations.addTo(new Router(Metrics.create(db)), db)}. Each call registers its series in
+     * a registry of its own: make one per server.
+     *
+     * @param db the database whose writer, reads, feeds and engine are reported
+     * @return metrics for a server over {@code db}: requests, connections, the database, the JVM
+     */
     public static Metrics create(Db db) {
         return new Metrics(db);
     }
 
-    /** @return metrics that record nothing, and whose {@link #reply} is 404 ({@code --no-metrics}) */
+    /** @return metrics that record nothing, and whose {@link #response} is 404 ({@code --no-metrics}) */
     public static Metrics off() {
         return OFF;
     }
@@ -232,7 +239,7 @@ public final class Metrics {
         this.requestMemory = requestMemory;
     }
 
-    /** A streamed reply begins: counted in {@code http_streams_open} until {@link #streamEnded}. */
+    /** A streamed response begins: counted in {@code http_streams_open} until {@link #streamEnded}. */
     public void streamStarted() {
         streamsOpen.incrementAndGet();
     }
@@ -256,9 +263,9 @@ public final class Metrics {
     }
 
     /** @return the answer to {@code GET /metrics}: the scrape, or 404 when the metrics are off */
-    public Reply reply() {
-        if (!isOn()) return Reply.error(404, "metrics are off (--no-metrics)");
-        return Reply.ok(CONTENT_TYPE, scrape());
+    public Response response() {
+        if (!isOn()) return Response.error(404, "metrics are off (--no-metrics)");
+        return Response.ok(CONTENT_TYPE, scrape());
     }
 
     /**
@@ -287,7 +294,7 @@ public final class Metrics {
         /**
          * Counts one request answered with {@code status} and observes its duration.
          *
-         * @param status  the reply's status, e.g. 200
+         * @param status  the response's status, e.g. 200
          * @param started what {@link Metrics#start()} returned when the request started
          */
         public void record(int status, long started) {

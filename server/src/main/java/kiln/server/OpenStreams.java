@@ -19,9 +19,9 @@ import kiln.http.StreamEnd;
 import kiln.http.spi.StreamedBody;
 
 /**
- * The streamed replies a library front end (Jetty, Undertow, Comsat) is sending: each body ended
+ * The streamed responses a library front end (Jetty, Undertow, Comsat) is sending: each body ended
  * exactly once ({@link StreamedBody#end}, which tells the body, and so the router that counts it open:
- * {@link AbstractRouter.Exchange#answer}), and all woken and ended by a server stop, so that a
+ * {@link AbstractRouter.Exchange#respond}), and all woken and ended by a server stop, so that a
  * graceful stop does not wait its whole grace period for streams that would never end by
  * themselves. One per server.
  *
@@ -246,11 +246,11 @@ public final class OpenStreams {
     }
 
     /**
-     * For a front end that could not send a streamed reply at all (its client left before the head
-     * went out): ends its body, so that it is counted closed. Nothing for a reply that is not streamed.
+     * For a front end that could not send a streamed response at all (its client left before the head
+     * went out): ends its body, so that it is counted closed. Nothing for a response that is not streamed.
      */
-    public static void notSent(kiln.http.Reply reply) {
-        if (reply.stream != null) reply.stream.ended(StreamEnd.CLIENT);
+    public static void notSent(kiln.http.Response response) {
+        if (response.stream != null) response.stream.ended(StreamEnd.CLIENT);
     }
 
     /**

@@ -4,7 +4,7 @@ import java.time.Duration;
 
 import kiln.db.Db;
 import kiln.http.Http;
-import kiln.http.Reply;
+import kiln.http.Response;
 
 /**
  * The operations endpoints for any app's router, as the demo serves them: {@code GET /healthz}
@@ -17,7 +17,7 @@ import kiln.http.Reply;
  *
  * <pre>{@code
  * Router router = Operations.addTo(new Router(Metrics.create(db)), db)   // /healthz, /metrics
- *     .get("/hello", req -> Reply.text("hello\n"));                     // your routes
+ *     .get("/hello", req -> Response.text("hello\n"));                     // your routes
  * }</pre>
  */
 public final class Operations {
@@ -40,20 +40,20 @@ public final class Operations {
     public static <H, R extends AbstractRouter<H, R>> R addTo(R router, Db db) {
         return router
             .steps("GET", "/healthz", request -> health(db, router.health()))
-            .steps("GET", "/metrics", request -> Step.of(router.metrics().reply().header("Cache-Control", "no-store")));
+            .steps("GET", "/metrics", request -> Step.of(router.metrics().response().header("Cache-Control", "no-store")));
     }
 
     /** @return the answer to {@code GET /healthz} for {@code db} and {@code server}, within {@link #HEALTH_DEADLINE} */
     public static Step health(Db db, ServerHealth server) {
         return Step.after(db.health(HEALTH_DEADLINE), health -> {
-            if (!health.isOk()) return Step.of(noStore(Reply.unavailable(health.problem())));
+            if (!health.isOk()) return Step.of(noStore(Response.unavailable(health.problem())));
             String problem = server.problem();
-            if (problem != null) return Step.of(noStore(Reply.unavailable(problem)));
-            return Step.of(noStore(Reply.ok(Http.TEXT_PLAIN, OK)));
+            if (problem != null) return Step.of(noStore(Response.unavailable(problem)));
+            return Step.of(noStore(Response.ok(Http.TEXT_PLAIN, OK)));
         });
     }
 
-    private static Reply noStore(Reply reply) {
-        return reply.header("Cache-Control", "no-store");
+    private static Response noStore(Response response) {
+        return response.header("Cache-Control", "no-store");
     }
 }

@@ -10,7 +10,7 @@ import java.util.logging.Logger;
  * A server's reaper: one daemon thread, {@code kiln-reaper}, that runs a sweep of its connections at
  * a fixed period, ending those past a deadline. kiln's own HTTP layer sweeps its {@link Connections}
  * (idle, header and write deadlines); a server library without a header timeout gets its
- * {@link ConnectionWatch}. A sweep that throws is logged and the next one runs anyway.
+ * {@link HeaderTimeouts}. A sweep that throws is logged and the next one runs anyway.
  */
 final class Reaper {
     private static final Logger LOG = Logger.getLogger(Reaper.class.getName());

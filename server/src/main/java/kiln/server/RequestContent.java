@@ -4,7 +4,7 @@ import java.util.Arrays;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.http.spi.MemoryBudget;
 
 /**
@@ -17,7 +17,7 @@ import kiln.http.spi.MemoryBudget;
  * front end's {@code refuse}, which sends the answer and closes the connection, and reading stops.
  *
  * <pre>{@code
- * RequestContent content = new RequestContent(memory, deadlines, declaredLength, reply -> sendAndClose(reply));
+ * RequestContent content = new RequestContent(memory, deadlines, declaredLength, response -> sendAndClose(response));
  * while (bytes arrive) if (!content.add(bytes, 0, n)) return;    // refused: stop reading
  * byte[] body = content.finish();                                // null when it was refused meanwhile
  * ... run the handler ...
@@ -35,7 +35,7 @@ public final class RequestContent {
 
     private final MemoryBudget memory;
     private final int declared;
-    private final Consumer<Reply> refuse;
+    private final Consumer<Response> refuse;
     private final ClientDeadlines.Wait wait;
     private final AtomicInteger state = new AtomicInteger(READING);
     private byte[] bytes = new byte[0];
@@ -45,13 +45,13 @@ public final class RequestContent {
 
     /**
      * @param declared its Content-Length (the library refused content without one, or longer than {@code --max-content})
-     * @param refuse   sends the reply and closes the connection, from any thread; must not block
+     * @param refuse   sends the response and closes the connection, from any thread; must not block
      */
-    public RequestContent(MemoryBudget memory, ClientDeadlines deadlines, int declared, Consumer<Reply> refuse) {
+    public RequestContent(MemoryBudget memory, ClientDeadlines deadlines, int declared, Consumer<Response> refuse) {
         this.memory = memory;
         this.declared = declared;
         this.refuse = refuse;
-        this.wait = deadlines.content(() -> refuse(Reply.error(408, "request content arrived slower than the minimum rate"
+        this.wait = deadlines.content(() -> refuse(Response.error(408, "request content arrived slower than the minimum rate"
             + " (--min-request-rate, --min-rate-grace)")));
     }
 
@@ -66,7 +66,7 @@ public final class RequestContent {
         if (size + n > bytes.length) {
             int capacity = (int) Math.min(declared, Math.max(size + n, Math.max(FIRST_BUFFER, 2L * bytes.length)));
             if (!memory.reserve(capacity - bytes.length)) {
-                refuse(Reply.unavailable("the server holds as many request bytes as it may (--max-request-memory); retry shortly"));
+                refuse(Response.unavailable("the server holds as many request bytes as it may (--max-request-memory); retry shortly"));
                 return false;
             }
             reserved += capacity - bytes.length;
@@ -110,9 +110,9 @@ public final class RequestContent {
         if (r > 0) memory.release(r);
     }
 
-    private void refuse(Reply reply) {
+    private void refuse(Response response) {
         if (!state.compareAndSet(READING, REFUSED)) return;
         wait.end();
-        refuse.accept(reply);
+        refuse.accept(response);
     }
 }

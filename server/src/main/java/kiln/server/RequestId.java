@@ -3,14 +3,14 @@ package kiln.server;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
 
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.http.Request;
 
 /**
  * Middleware that gives every request an id, to find one request in the access log and in a
  * client's or a proxy's logs: the {@code X-Request-Id} the client (or nginx, with
  * {@code proxy_set_header X-Request-Id $request_id}) sent, when it is a plausible id, else a new one;
- * it is the request's {@link #ATTRIBUTE} and is echoed in the reply's {@code X-Request-Id}.
+ * it is the request's {@link #ATTRIBUTE} and is echoed in the response's {@code X-Request-Id}.
  *
  * <p>A made id is this process's random 32-bit prefix and a counter, e.g. {@code 5f3a09c1-1a7}:
  * unique within a run and cheap (no {@code SecureRandom} per request); across servers and restarts
@@ -27,16 +27,24 @@ public final class RequestId implements Filter {
     private final String prefix = String.format("%08x-", ThreadLocalRandom.current().nextInt());
     private final AtomicLong counter = new AtomicLong();
 
+    /**
+     * A request id filter with a random prefix of its own: {@code router.filter(new RequestId())},
+     * first, so that every filter after it and the handler see the id
+     * ({@link #of}).
+     */
+    public RequestId() {
+    }
+
     @Override
-    public Reply before(Request request, Reply answer) {
+    public Response before(Request request, Response answer) {
         String id = request.header(HEADER);
         request.attribute(ATTRIBUTE, plausible(id) ? id : prefix + Long.toHexString(counter.incrementAndGet()));
         return null;
     }
 
     @Override
-    public Reply after(Request request, Reply reply) {
-        return reply.header(HEADER, (String) request.attribute(ATTRIBUTE));
+    public Response after(Request request, Response response) {
+        return response.header(HEADER, (String) request.attribute(ATTRIBUTE));
     }
 
     /** @return the id of {@code request}, or null when no {@link RequestId} filter saw it */

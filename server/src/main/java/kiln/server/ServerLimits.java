@@ -224,50 +224,62 @@ public final class ServerLimits {
         return parseAddresses("127.0.0.1,::1");
     }
 
+    /** @return how long a keep-alive connection may wait for its next request, ms ({@code --idle-timeout}) */
     public long idleTimeoutMs() {
         return idleTimeoutMs;
     }
 
+    /** @return how long a started request head may take to arrive whole, ms, before a 408 and the close ({@code --header-timeout}) */
     public long headerTimeoutMs() {
         return headerTimeoutMs;
     }
 
+    /** @return the most bytes of content a request may have ({@code --max-content}); more is 413 */
     public int maxContentBytes() {
         return maxContentBytes;
     }
 
+    /** @return the most connections open at once ({@code --max-connections}); past it a new one is refused (503 on kiln's own HTTP layer) */
     public int maxConnections() {
         return maxConnections;
     }
 
+    /** @return the most request bytes all connections may hold at once beyond their first KiB (heads, contents until answered), bytes ({@code --max-request-memory}); past it, 503 */
     public long maxRequestMemory() {
         return maxRequestMemory;
     }
 
+    /** @return the slowest a request's content may arrive once the grace period is over, bytes/s ({@code --min-request-rate}); slower is 408 and the close */
     public long minRequestRate() {
         return minRequestRate;
     }
 
+    /** @return the slowest a client may read a response once the grace period is over, bytes/s ({@code --min-response-rate}); slower is cut */
     public long minResponseRate() {
         return minResponseRate;
     }
 
+    /** @return how long the minimum data rates wait before they apply, ms ({@code --min-rate-grace}) */
     public long rateGraceMs() {
         return rateGraceMs;
     }
 
+    /** @return the most connections one client address may hold open ({@code --max-client-connections}); past it, 503 and the close */
     public int maxClientConnections() {
         return maxClientConnections;
     }
 
+    /** @return the most event streams one client address may hold open ({@code --max-client-streams}); past it, 503 */
     public int maxClientStreams() {
         return maxClientStreams;
     }
 
+    /** @return the most streamed responses open at once, all clients together ({@code --max-streams}); past it, 503 */
     public int maxStreams() {
         return maxStreams;
     }
 
+    /** @return the addresses exempt from the per-client shares: loopback, and the proxies in front ({@code --proxies}) */
     public Set<InetAddress> proxies() {
         return proxies;
     }

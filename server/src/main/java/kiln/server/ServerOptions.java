@@ -24,13 +24,13 @@ public final class ServerOptions {
     public String bind;
 
     @Option(names = "--data", paramLabel = "DIR", defaultValue = "data",
-        description = "LMDB data directory (lmdb:DIR), created on first start; the demo endpoints fill their tables then (default: ./${DEFAULT-VALUE}).")
+        description = "LMDB data directory (lmdb:DIR), created on first start (default: ./${DEFAULT-VALUE}).")
     public Path data;
 
     @Option(names = "--db", paramLabel = "URL",
         description = "Serve from the database at URL, on an engine in this jar, instead of LMDB in --data:"
-            + " postgresql://[USER[:PASSWORD]@]HOST[:PORT]/DATABASE[?readers=N] or jdbc:postgresql://... (several servers may share"
-            + " one database: docs/scaling.md; readers: connections for reads, default 8), lmdb:DIR[?maxMapSize=BYTES]. Default: LMDB.")
+            + " postgresql://[USER[:PASSWORD]@]HOST[:PORT]/DATABASE[?readConnections=N] or jdbc:postgresql://... (several servers may share"
+            + " one database: docs/scaling.md; readConnections: connections for reads, default 8), lmdb:DIR[?maxMapSize=BYTES]. Default: LMDB.")
     public String db;
 
     @Option(names = "--threads", paramLabel = "N",
@@ -95,7 +95,7 @@ public final class ServerOptions {
     public int maxContentBytes;
 
     @Option(names = "--max-streams", paramLabel = "N",
-        description = "The most streamed replies (server-sent events) open at once; beyond it 503 with Retry-After (default: no cap"
+        description = "The most streamed responses (server-sent events) open at once; beyond it 503 with Retry-After (default: no cap"
             + " but --max-connections).")
     public Integer maxStreams;
 
@@ -316,10 +316,13 @@ public final class ServerOptions {
 
     /**
      * As {@link #parseOrExit(Object, String, String[])}, for a program of your own that serves its own routes:
-     * {@code name} and {@code description} replace the command's, and the usage lists no endpoints.
+     * {@code name} and {@code description} replace the command's, the usage lists no endpoints, and
+     * each of {@code appOptions} (an object with picocli {@code @Option} fields: the app's own flags)
+     * is set from {@code args} and listed by {@code --help} with the server's.
      */
-    public static ServerOptions parseOrExit(Object command, String name, String description, String[] args) {
+    public static ServerOptions parseOrExit(Object command, String name, String description, String[] args, Object... appOptions) {
         CommandLine cmd = new CommandLine(command).setCommandName(name);
+        for (int i = 0; i < appOptions.length; i++) cmd.addMixin("app" + i, appOptions[i]);
         cmd.getCommandSpec().usageMessage().description(description.replace("%", "%%"));
         return parseOrExit(cmd, args);
     }

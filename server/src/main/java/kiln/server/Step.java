@@ -10,11 +10,11 @@ import java.util.function.Consumer;
 import java.util.function.Function;
 import java.util.function.Supplier;
 
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.http.Request;
 
 /**
- * What an endpoint's logic returns: either its {@link Reply}, or one wait (for a future, such as a
+ * What an endpoint's logic returns: either its {@link Response}, or one wait (for a future, such as a
  * durable database write, or for a delay) and the rest of the logic to run after it. The logic is
  * written once (a {@link StepHandler}, as the demo's endpoints are); each front end runs it with its
  * own way of waiting:
@@ -25,35 +25,45 @@ import kiln.http.Request;
  *       {@link #runBlocking};</li>
  *   <li>a front end whose threads must never block continues in callbacks: {@link #runAsync}.</li>
  * </ul>
- * A wait whose future fails, or a continuation that throws, becomes the failure policy's reply
+ * A wait whose future fails, or a next step that throws, becomes the failure policy's response
  * ({@link Failures}), so running a step never throws.
  *
  * <pre>{@code
  * World[] rows = demo.randomWorlds(n);
- * return Step.after(db.write(demo.updateWithNewRandomNumbers(rows)), updated -> Step.of(Reply.json(updated)));
+ * return Step.after(db.write(demo.updateWithNewRandomNumbers(rows)), updated -> Step.of(Response.json(updated)));
  * }</pre>
  */
 public final class Step {
-    private final Reply reply;
+    private final Response response;
     private final CompletableFuture<?> future;
     private final int sleepMs;
     private final Function<Object, Step> then;
     private final Object request;
 
-    private Step(Reply reply, CompletableFuture<?> future, int sleepMs, Function<Object, Step> then, Object request) {
-        this.reply = reply;
+    private Step(Response response, CompletableFuture<?> future, int sleepMs, Function<Object, Step> then, Object request) {
+        this.response = response;
         this.future = future;
         this.sleepMs = sleepMs;
         this.then = then;
         this.request = request;
     }
 
-    /** @return a finished step: answer {@code reply} */
-    public static Step of(Reply reply) {
-        return new Step(Objects.requireNonNull(reply, "reply"), null, 0, null, null);
+    /**
+     * The last step: the answer, with no wait before it. {@code return Step.of(Response.text("ok"));}
+     *
+     * @param response the answer, not null
+     * @return a finished step: answer {@code response}
+     */
+    public static Step of(Response response) {
+        return new Step(Objects.requireNonNull(response, "response"), null, 0, null, null);
     }
 
     /**
+     * A wait and the rest of the logic after it:
+     * {@code return Step.after(db.write(txn -> todos.put(txn, id, todo)), done -> Step.of(Response.noContent()));}.
+     * On Kilim the fiber pauses, on a virtual thread or a blocking baseline the thread waits, on an
+     * async front end {@code then} runs in a callback: the same logic on every front end.
+     *
      * @param future what to wait for, e.g. {@code db.write(query)}
      * @param then   the rest of the logic, given the future's result; runs on the front end's
      *               thread after the wait (never on the thread that completed the future)
@@ -79,31 +89,31 @@ public final class Step {
 
     /**
      * Runs {@code logic} up to its first wait. Never throws: an exception (or an error) from the
-     * logic gives the failure policy's reply ({@link Failures}).
+     * logic gives the failure policy's response ({@link Failures}).
      *
-     * @return the reply, or the first wait, naming {@code request} in a later failure's log line
+     * @return the response, or the first wait, naming {@code request} in a later failure's log line
      */
     public static Step start(StepHandler logic, Request request) {
         try {
             return logic.handle(request).forRequest(request);
         } catch (Exception | Error e) {
-            return of(Failures.toReply(e, request));
+            return of(Failures.toResponse(e, request));
         }
     }
 
     /** @return this step, naming {@code request} in the log line of a failure after its wait */
     Step forRequest(Object request) {
-        return reply != null ? this : new Step(null, future, sleepMs, then, request);
+        return response != null ? this : new Step(null, future, sleepMs, then, request);
     }
 
-    /** @return true when this step is the answer: {@link #reply()} is ready */
+    /** @return true when this step is the answer: {@link #response()} is ready */
     public boolean isDone() {
-        return reply != null;
+        return response != null;
     }
 
     /** @return the answer, when {@link #isDone()} */
-    public Reply reply() {
-        return reply;
+    public Response response() {
+        return response;
     }
 
     /** @return the delay to wait, ms, when this step sleeps; 0 when it waits for {@link #future()} or is done */
@@ -118,21 +128,21 @@ public final class Step {
 
     /**
      * Runs the rest of the logic once the wait is over: the delay has passed, or {@link #future()}
-     * is complete. Never throws: a failed future or a continuation that throws gives the failure
-     * policy's reply.
+     * is complete. Never throws: a failed future or a next step that throws gives the failure
+     * policy's response.
      *
      * @return the next step
      * @throws IllegalStateException when called on a done step or before the future is complete
      */
     public Step next() {
-        if (reply != null) throw new IllegalStateException("the step is done");
+        if (response != null) throw new IllegalStateException("the step is done");
         Object value = null;
         if (future != null) {
             if (!future.isDone()) throw new IllegalStateException("next() before the awaited future completed");
             try {
                 value = future.get();
             } catch (ExecutionException e) {
-                return of(Failures.toReply(e.getCause(), request));
+                return of(Failures.toResponse(e.getCause(), request));
             } catch (InterruptedException e) {
                 throw new IllegalStateException("unreachable: the future is done", e);
             }
@@ -140,18 +150,18 @@ public final class Step {
         try {
             return then.apply(value).forRequest(request);
         } catch (RuntimeException | Error e) {
-            return of(Failures.toReply(e, request));
+            return of(Failures.toResponse(e, request));
         }
     }
 
     /**
-     * Runs {@code step} to its reply on the calling thread, which blocks in each wait: for the
+     * Runs {@code step} to its response on the calling thread, which blocks in each wait: for the
      * thread-per-request baselines and for virtual threads (where blocking parks the virtual thread
      * and frees its carrier).
      *
-     * @return the reply; an interrupted wait gives 500
+     * @return the response; an interrupted wait gives 500
      */
-    public static Reply runBlocking(Step step) {
+    public static Response runBlocking(Step step) {
         while (!step.isDone()) {
             try {
                 if (step.sleepMs > 0) {
@@ -161,39 +171,39 @@ public final class Step {
                 }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
-                return Failures.toReply(e, step.request);
+                return Failures.toResponse(e, step.request);
             } catch (ExecutionException e) {
                 throw new IllegalStateException("unreachable: handle() does not fail", e);
             }
             step = step.next();
         }
-        return step.reply;
+        return step.response;
     }
 
     /**
      * Runs {@code step} without ever blocking: the rest of the logic after each wait is handed to
-     * {@code continuations} (the front end's worker threads), so the database's writer thread and
+     * {@code workers} (the front end's worker threads), so the database's writer thread and
      * the {@code timer} thread only signal.
      *
-     * @param continuations where the logic continues after a wait
+     * @param workers       where the logic continues after a wait
      * @param timer         schedules the ends of delays
-     * @param send          receives the reply: at once when the step is done, else on a
-     *                      {@code continuations} thread
+     * @param send          receives the response: at once when the step is done, else on a
+     *                      {@code workers} thread
      */
-    public static void runAsync(Step step, Executor continuations, ScheduledExecutorService timer, Consumer<Reply> send) {
+    public static void runAsync(Step step, Executor workers, ScheduledExecutorService timer, Consumer<Response> send) {
         if (step.isDone()) {
-            send.accept(step.reply);
+            send.accept(step.response);
         } else if (step.sleepMs > 0) {
-            timer.schedule(() -> continuations.execute(() -> runAsync(step.next(), continuations, timer, send)),
+            timer.schedule(() -> workers.execute(() -> runAsync(step.next(), workers, timer, send)),
                 step.sleepMs, TimeUnit.MILLISECONDS);
         } else {
-            step.future.whenComplete((r, t) -> continuations.execute(() -> runAsync(step.next(), continuations, timer, send)));
+            step.future.whenComplete((r, t) -> workers.execute(() -> runAsync(step.next(), workers, timer, send)));
         }
     }
 
     @Override
     public String toString() {
-        if (reply != null) return "Step{" + reply + '}';
+        if (response != null) return "Step{" + response + '}';
         return sleepMs > 0 ? "Step{sleep " + sleepMs + " ms}" : "Step{after " + future + '}';
     }
 }

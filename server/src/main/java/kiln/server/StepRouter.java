@@ -14,11 +14,11 @@ public final class StepRouter extends AbstractRouter<StepHandler, StepRouter> {
 
     /**
      * @return the exchange's first step: the router's own answer, or its handler run up to its first
-     *         wait (a throwing handler gives the failure policy's reply). Send the final reply with
-     *         {@link Exchange#answer}, which records it.
+     *         wait (a throwing handler gives the failure policy's response). Send the final response with
+     *         {@link Exchange#respond}, which records it.
      */
     public static Step firstStep(Exchange<StepHandler> exchange) {
-        return exchange.isAnswered() ? Step.of(exchange.reply()) : Step.start(exchange.handler(), exchange.request());
+        return exchange.hasResponse() ? Step.of(exchange.response()) : Step.start(exchange.handler(), exchange.request());
     }
 
     @Override

@@ -5,7 +5,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
-import kiln.http.Reply;
+import kiln.http.Response;
 
 /**
  * The async mode's threads for front ends whose threads must never block (Jetty, Undertow): the
@@ -36,9 +36,9 @@ public final class WorkerPool {
      * Runs {@code step} on the workers without blocking any of them ({@link Step#runAsync}): after a
      * write or a delay the rest of the request continues on a worker.
      *
-     * @param send receives the reply, on the calling thread when the step is done, else on a worker
+     * @param send receives the response, on the calling thread when the step is done, else on a worker
      */
-    public void run(Step step, Consumer<Reply> send) {
+    public void run(Step step, Consumer<Response> send) {
         Step.runAsync(step, workers, timer, send);
     }
 

@@ -24,8 +24,8 @@ import picocli.CommandLine;
 class DatabaseOptionTest {
     @Test
     void aPostgresqlUrlIsTakenAndLmdbIsTheDefault() {
-        assertEquals("postgresql://kiln@127.0.0.1:5432/kiln?readers=4",
-            ServerOptions.of("--db", "postgresql://kiln@127.0.0.1:5432/kiln?readers=4").db);
+        assertEquals("postgresql://kiln@127.0.0.1:5432/kiln?readConnections=4",
+            ServerOptions.of("--db", "postgresql://kiln@127.0.0.1:5432/kiln?readConnections=4").db);
         assertEquals(null, ServerOptions.of().db, "LMDB in --data unless --db is given");
     }
 
@@ -38,8 +38,8 @@ class DatabaseOptionTest {
         String lmdb = assertThrows(CommandLine.ParameterException.class, () -> ServerOptions.of("--db", "lmdb:d?maxReaders=x")).getMessage();
         assertTrue(lmdb.contains("--db: maxReaders must be a whole number, got 'x'"), lmdb);
         String readers = assertThrows(CommandLine.ParameterException.class,
-            () -> ServerOptions.of("--db", "postgresql://h/d?readers=0")).getMessage();
-        assertTrue(readers.contains("readers must be 1..1000, got '0'"), readers);
+            () -> ServerOptions.of("--db", "postgresql://h/d?readConnections=0")).getMessage();
+        assertTrue(readers.contains("readConnections must be 1..1000, got '0'"), readers);
         String backup = assertThrows(CommandLine.ParameterException.class,
             () -> ServerOptions.of("--db", "postgresql://h/d", "--backup", "/tmp/x")).getMessage();
         assertTrue(backup.contains("pg_basebackup"), backup);

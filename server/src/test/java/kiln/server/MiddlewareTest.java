@@ -15,7 +15,7 @@ import java.util.Base64;
 import java.util.List;
 
 import kiln.http.HttpException;
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.http.Request;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -26,34 +26,34 @@ class MiddlewareTest {
 
     private static StepRouter router() {
         return new StepRouter(Metrics.off())
-            .steps("GET", "/hello", request -> Step.of(Reply.text("hi " + request.attribute(Authentication.USER))))
-            .steps("POST", "/hello", request -> Step.of(Reply.text("posted")))
+            .steps("GET", "/hello", request -> Step.of(Response.text("hi " + request.attribute(Authentication.USER))))
+            .steps("POST", "/hello", request -> Step.of(Response.text("posted")))
             .steps("GET", "/boom", request -> { throw new HttpException(409, "taken"); })
-            .steps("GET", "/admin/users", request -> Step.of(Reply.text("users")));
+            .steps("GET", "/admin/users", request -> Step.of(Response.text("users")));
     }
 
     /** Runs a request through the router as a front end does: begin, the handler's steps, answer. */
-    private static Reply serve(StepRouter router, String method, String target, String... headers) {
+    private static Response serve(StepRouter router, String method, String target, String... headers) {
         int q = target.indexOf('?');
         Request request = Request.of(method, q < 0 ? target : target.substring(0, q), q < 0 ? null : target.substring(q + 1),
             List.of(headers), new byte[0]).remoteAddress(new InetSocketAddress("127.0.0.1", 40000));
         AbstractRouter.Exchange<StepHandler> x = router.begin(request);
-        return x.answer(Step.runBlocking(StepRouter.firstStep(x)));
+        return x.respond(Step.runBlocking(StepRouter.firstStep(x)));
     }
 
     /** A filter that records what it saw, to pin the order. */
     private static Filter recording(String name, List<String> seen) {
         return new Filter() {
             @Override
-            public Reply before(Request request, Reply answer) {
+            public Response before(Request request, Response answer) {
                 seen.add(name + ".before");
                 return null;
             }
 
             @Override
-            public Reply after(Request request, Reply reply) {
-                seen.add(name + ".after " + reply.status);
-                return reply;
+            public Response after(Request request, Response response) {
+                seen.add(name + ".after " + response.status);
+                return response;
             }
         };
     }
@@ -77,8 +77,8 @@ class MiddlewareTest {
         List<String> seen = new ArrayList<>();
         StepRouter router = router().filter(recording("outer", seen)).filter(new Filter() {
             @Override
-            public Reply before(Request request, Reply answer) {
-                return Reply.error(418, "no");
+            public Response before(Request request, Response answer) {
+                return Response.error(418, "no");
             }
         }).filter(recording("inner", seen));
         assertEquals(418, serve(router, "GET", "/hello").status);
@@ -90,7 +90,7 @@ class MiddlewareTest {
         List<String> seen = new ArrayList<>();
         StepRouter router = router().filter(recording("app", seen));
         ServerOptions.of("--cors", "https://a.example").applyTo(router, ServerLimits.defaults());
-        Reply preflight = serve(router, "OPTIONS", "/hello", "Origin", "https://a.example", "Access-Control-Request-Method", "POST");
+        Response preflight = serve(router, "OPTIONS", "/hello", "Origin", "https://a.example", "Access-Control-Request-Method", "POST");
         assertEquals(204, preflight.status);
         assertTrue(seen.isEmpty(), "the preflight was answered outside the app's filter: " + seen);
     }
@@ -98,7 +98,7 @@ class MiddlewareTest {
     @Test
     void corsPreflightOnAnyPathAndHeadersOnEveryAnswerToAnAllowedOrigin() {
         StepRouter router = router().filter(Cors.allow("https://a.example"));
-        Reply known = serve(router, "OPTIONS", "/hello", "Origin", "https://a.example", "Access-Control-Request-Method", "POST",
+        Response known = serve(router, "OPTIONS", "/hello", "Origin", "https://a.example", "Access-Control-Request-Method", "POST",
             "Access-Control-Request-Headers", "content-type, x-token");
         assertEquals(204, known.status);
         assertEquals("https://a.example", known.header("Access-Control-Allow-Origin"));
@@ -107,19 +107,19 @@ class MiddlewareTest {
         assertEquals("600", known.header("Access-Control-Max-Age"));
         assertTrue(known.header("Vary").contains("Origin"));
 
-        Reply unknown = serve(router, "OPTIONS", "/no/such/path", "Origin", "https://a.example", "Access-Control-Request-Method", "GET");
+        Response unknown = serve(router, "OPTIONS", "/no/such/path", "Origin", "https://a.example", "Access-Control-Request-Method", "GET");
         assertEquals(204, unknown.status, "a preflight on any path");
         assertEquals(Cors.DEFAULT_METHODS, unknown.header("Access-Control-Allow-Methods"));
 
-        Reply foreign = serve(router, "OPTIONS", "/hello", "Origin", "https://evil.example", "Access-Control-Request-Method", "POST");
+        Response foreign = serve(router, "OPTIONS", "/hello", "Origin", "https://evil.example", "Access-Control-Request-Method", "POST");
         assertEquals(403, foreign.status);
         assertNull(foreign.header("Access-Control-Allow-Origin"));
 
-        Reply error = serve(router, "GET", "/nothing", "Origin", "https://a.example");
+        Response error = serve(router, "GET", "/nothing", "Origin", "https://a.example");
         assertEquals(404, error.status);
         assertEquals("https://a.example", error.header("Access-Control-Allow-Origin"), "a page can read the 404");
         assertEquals("Origin", error.header("Vary"));
-        Reply plain = serve(router, "GET", "/hello", "Origin", "https://evil.example");
+        Response plain = serve(router, "GET", "/hello", "Origin", "https://evil.example");
         assertEquals(200, plain.status, "CORS is the browser's to enforce; the answer only lacks the header");
         assertNull(plain.header("Access-Control-Allow-Origin"));
         assertEquals("Origin", plain.header("Vary"));
@@ -127,11 +127,11 @@ class MiddlewareTest {
         assertEquals(200, serve(router, "OPTIONS", "/hello", "Origin", "https://a.example").status,
             "an OPTIONS without Access-Control-Request-Method is no preflight: the router's Allow answer");
 
-        Reply any = serve(router().filter(Cors.allow("*")), "GET", "/hello", "Origin", "https://whoever.example");
+        Response any = serve(router().filter(Cors.allow("*")), "GET", "/hello", "Origin", "https://whoever.example");
         assertEquals("*", any.header("Access-Control-Allow-Origin"));
         assertThrows(IllegalArgumentException.class, () -> Cors.allow("*").withCredentials());
         assertThrows(IllegalArgumentException.class, () -> Cors.allow("https://a.example/path"));
-        Reply credentialed = serve(router().filter(Cors.allow("https://a.example").withCredentials()), "GET", "/hello",
+        Response credentialed = serve(router().filter(Cors.allow("https://a.example").withCredentials()), "GET", "/hello",
             "Origin", "https://a.example");
         assertEquals("true", credentialed.header("Access-Control-Allow-Credentials"));
     }
@@ -140,10 +140,10 @@ class MiddlewareTest {
     void authenticationRefusesWith401AndAChallengeOnlyOnItsPaths() {
         StepRouter router = router().filter(Authentication.bearerTokens("kiln", List.of(TOKEN)).on("/admin"));
         assertEquals(200, serve(router, "GET", "/hello").status, "not a protected path");
-        Reply none = serve(router, "GET", "/admin/users");
+        Response none = serve(router, "GET", "/admin/users");
         assertEquals(401, none.status);
         assertEquals("Bearer realm=\"kiln\"", none.header("WWW-Authenticate"));
-        Reply wrong = serve(router, "GET", "/admin/users", "Authorization", "Bearer not-the-token-at-all");
+        Response wrong = serve(router, "GET", "/admin/users", "Authorization", "Bearer not-the-token-at-all");
         assertEquals(401, wrong.status);
         assertEquals("Bearer realm=\"kiln\", error=\"invalid_token\"", wrong.header("WWW-Authenticate"));
         assertEquals(401, serve(router, "GET", "/admin/nothing").status, "an unknown path under a prefix tells nothing");
@@ -152,9 +152,9 @@ class MiddlewareTest {
 
         StepRouter basic = router().filter(Authentication.basic("admin", (u, p) -> u.equals("ann") && p.equals("s3cret:x")));
         String good = Base64.getEncoder().encodeToString("ann:s3cret:x".getBytes(StandardCharsets.UTF_8));
-        Reply in = serve(basic, "GET", "/hello", "Authorization", "Basic " + good);
+        Response in = serve(basic, "GET", "/hello", "Authorization", "Basic " + good);
         assertEquals("hi ann", new String(in.body, StandardCharsets.UTF_8), "the handler reads the user");
-        Reply out = serve(basic, "GET", "/hello", "Authorization", "Basic !!!");
+        Response out = serve(basic, "GET", "/hello", "Authorization", "Basic !!!");
         assertEquals(401, out.status);
         assertEquals("Basic realm=\"admin\", charset=\"UTF-8\"", out.header("WWW-Authenticate"));
         assertThrows(IllegalArgumentException.class, () -> Authentication.bearerTokens("kiln", List.of("short")));
@@ -188,7 +188,7 @@ class MiddlewareTest {
     @Test
     void aRuleOnAPathProtectsWhatItsHandlerServes() {
         StepRouter router = new StepRouter(Metrics.off())
-            .steps("GET", "/worlds/{id}", request -> Step.of(Reply.text("row " + request.pathParamLong("id"))))
+            .steps("GET", "/worlds/{id}", request -> Step.of(Response.text("row " + request.pathParamLong("id"))))
             .filter(Authentication.bearerTokens("kiln", List.of(TOKEN)).on("/worlds/5"));
         assertEquals(401, serve(router, "GET", "/worlds/5").status);
         assertEquals("row 5", new String(serve(router, "GET", "/worlds/5", "Authorization", "Bearer " + TOKEN).body, StandardCharsets.UTF_8));
@@ -218,7 +218,7 @@ class MiddlewareTest {
             serve(router, "GET", "/admin/users", "Authorization", "Bearer " + TOKEN, "X-Request-Id", "r3");
             serve(router, "GET", "/admin/users", "X-Request-Id", "r4");
             serve(router, "HEAD", "/hello", "X-Request-Id", "r5");
-            router.refused(new InetSocketAddress("10.0.0.9", 5555), Reply.error(400, "bad request line"));
+            router.refused(new InetSocketAddress("10.0.0.9", 5555), Response.error(400, "bad request line"));
         }
         List<String> lines = Files.readAllLines(file);
         assertEquals(6, lines.size(), String.join("\n", lines));
@@ -237,12 +237,12 @@ class MiddlewareTest {
         List<String> seen = new ArrayList<>();
         StepRouter router = router().filter(new Filter() {
             @Override
-            public Reply after(Request request, Reply reply) {
-                seen.add(reply.contentType);
-                return reply;
+            public Response after(Request request, Response response) {
+                seen.add(response.contentType);
+                return response;
             }
         });
-        Reply json = serve(router, "GET", "/nope", "Accept", "application/json");
+        Response json = serve(router, "GET", "/nope", "Accept", "application/json");
         assertEquals("application/problem+json", json.contentType);
         assertEquals("{\"type\":\"about:blank\",\"title\":\"Not Found\",\"status\":404,\"detail\":\"no such path: /nope\"}",
             new String(json.body, StandardCharsets.UTF_8));

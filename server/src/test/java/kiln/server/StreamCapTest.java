@@ -9,61 +9,61 @@ import java.net.InetSocketAddress;
 import java.util.List;
 
 import kiln.http.StreamEnd;
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.http.Request;
 import org.junit.jupiter.api.Test;
 
 /**
- * --max-streams and --max-client-streams: a streamed reply is counted open from its answer until its
+ * --max-streams and --max-client-streams: a streamed response is counted open from its answer until its
  * body ends, and one past the cap or past its client's share is answered 503 with Retry-After, in the
  * one pipeline every front end ends in.
  */
 class StreamCapTest {
-    private static Reply answer(StepRouter router, String method, String client) {
+    private static Response respond(StepRouter router, String method, String client) {
         Request request = Request.of(method, "/events");
         if (client != null) request.remoteAddress(new InetSocketAddress(client, 40_000));
         AbstractRouter.Exchange<StepHandler> x = router.begin(request);
-        return x.answer(Reply.stream(200, "text/event-stream", out -> null));
+        return x.respond(Response.stream(200, "text/event-stream", out -> null));
     }
 
     private static StepRouter router(ServerLimits limits) {
-        return new StepRouter(Metrics.off()).limits(limits).steps("GET", "/events", request -> Step.of(Reply.text("unused")));
+        return new StepRouter(Metrics.off()).limits(limits).steps("GET", "/events", request -> Step.of(Response.text("unused")));
     }
 
     @Test
     void aStreamPastTheCapIs503AndAHeadIsNotAStream() {
         StepRouter router = router(ServerLimits.defaults().maxStreams(2));
-        Reply first = answer(router, "GET", null);
+        Response first = respond(router, "GET", null);
         assertNotNull(first.stream, "none open: streamed");
-        assertNotNull(answer(router, "GET", null).stream);
-        Reply refused = answer(router, "GET", null);
+        assertNotNull(respond(router, "GET", null).stream);
+        Response refused = respond(router, "GET", null);
         assertNull(refused.stream);
         assertEquals(503, refused.status);
         assertEquals("1", refused.header("Retry-After"));
-        assertEquals(200, answer(router, "HEAD", null).status, "a HEAD gets the head only: no stream opens");
+        assertEquals(200, respond(router, "HEAD", null).status, "a HEAD gets the head only: no stream opens");
         first.stream.ended(StreamEnd.COMPLETE);
         first.stream.ended(StreamEnd.CLIENT);  // a second end counts nothing
-        assertNotNull(answer(router, "GET", null).stream, "one ended: room again");
-        assertEquals(503, answer(router, "GET", null).status, "and only one");
-        assertNotNull(answer(new StepRouter(Metrics.off()).steps("GET", "/events", request -> Step.of(Reply.text("x"))), "GET", null).stream,
+        assertNotNull(respond(router, "GET", null).stream, "one ended: room again");
+        assertEquals(503, respond(router, "GET", null).status, "and only one");
+        assertNotNull(respond(new StepRouter(Metrics.off()).steps("GET", "/events", request -> Step.of(Response.text("x"))), "GET", null).stream,
             "no cap unless set");
     }
 
     @Test
     void oneClientCannotTakeEveryStreamButAProxyInFrontMay() {
         StepRouter router = router(ServerLimits.defaults().maxStreams(10).maxClientStreams(2));
-        Reply a1 = answer(router, "GET", "192.0.2.1");
+        Response a1 = respond(router, "GET", "192.0.2.1");
         assertNotNull(a1.stream);
-        assertNotNull(answer(router, "GET", "192.0.2.1").stream);
-        Reply third = answer(router, "GET", "192.0.2.1");
+        assertNotNull(respond(router, "GET", "192.0.2.1").stream);
+        Response third = respond(router, "GET", "192.0.2.1");
         assertEquals(503, third.status, "a client's third stream");
         String detail = new String(third.body, java.nio.charset.StandardCharsets.UTF_8);
         assertTrue(detail.contains("192.0.2.1"), detail);
-        assertNotNull(answer(router, "GET", "192.0.2.2").stream, "another client has its own share");
+        assertNotNull(respond(router, "GET", "192.0.2.2").stream, "another client has its own share");
         a1.stream.ended(StreamEnd.CLIENT);
-        assertNotNull(answer(router, "GET", "192.0.2.1").stream, "a closed stream leaves its client's count at once");
-        for (int i = 0; i < 7; i++) assertNotNull(answer(router, "GET", "127.0.0.1").stream, "the proxy in front (loopback) is not a client");
-        assertEquals(503, answer(router, "GET", "127.0.0.1").status, "but the cap holds for all");
+        assertNotNull(respond(router, "GET", "192.0.2.1").stream, "a closed stream leaves its client's count at once");
+        for (int i = 0; i < 7; i++) assertNotNull(respond(router, "GET", "127.0.0.1").stream, "the proxy in front (loopback) is not a client");
+        assertEquals(503, respond(router, "GET", "127.0.0.1").status, "but the cap holds for all");
         assertEquals(10, router.clients().streamsOpen());
     }
 
@@ -72,11 +72,11 @@ class StreamCapTest {
         StepRouter router = router(ServerLimits.defaults().maxStreams(1));
         router.filter(new Filter() {
             @Override
-            public Reply after(Request request, Reply reply) {
-                return Reply.text("replaced");
+            public Response after(Request request, Response response) {
+                return Response.text("replaced");
             }
         });
-        assertEquals(List.of(200, 200), List.of(answer(router, "GET", null).status, answer(router, "GET", null).status));
+        assertEquals(List.of(200, 200), List.of(respond(router, "GET", null).status, respond(router, "GET", null).status));
         assertEquals(0, router.clients().streamsOpen());
     }
 }

@@ -1,15 +1,29 @@
 package kiln.bench.vertx;
 
+import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import java.time.ZoneOffset;
+import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Locale;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
 
 import io.vertx.core.AbstractVerticle;
+import io.vertx.core.MultiMap;
 import io.vertx.core.Promise;
 import io.vertx.core.DeploymentOptions;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
+import io.vertx.core.VertxOptions;
+import io.vertx.core.buffer.Buffer;
+import io.vertx.core.http.HttpHeaders;
+import io.vertx.core.http.HttpServerOptions;
 import io.vertx.core.http.HttpServerRequest;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
@@ -37,17 +51,46 @@ import io.vertx.sqlclient.Tuple;
  * its own HTTP server on the shared port and its own PostgreSQL connection, queries pipelined on it
  * (an update's batch is one implicit transaction: its statements go before one Sync).
  *
- * <pre>{@code java -jar bench-vertx/target/vertx-anchor.jar --port 8090 --db postgresql://kiln@127.0.0.1:5432/kiln}</pre>
+ * <p>With or without {@code --db}, it also serves TechEmpower's plaintext and JSON tests as its entry
+ * does (heads built once a second by a timer on each verticle's event loop, Netty's native epoll
+ * transport), with kiln's answers and response heads: {@code GET /hello}, {@code /plaintext} and
+ * {@code /json} (exactly these URIs; {@code /json} serialized by Jackson per request, as kiln's demo
+ * does). That is the Vert.x anchor of {@code ./ab-sweep.sh kilim vertx}. Vert.x writes two things its
+ * own way: the status line of an HTTP/1.0 request's response says {@code HTTP/1.0}, and the
+ * {@code Connection} header it adds is named {@code connection}.
+ *
+ * <pre>{@code java -jar bench-vertx/target/vertx-anchor.jar --port 8090 [--bind 127.0.0.1] [--db postgresql://kiln@127.0.0.1:5432/kiln]}</pre>
  */
 public final class VertxAnchor extends AbstractVerticle {
     static final int ROWS = 10_000;
     private static final String SELECT = "SELECT id, randomnumber FROM vertx_world WHERE id = $1";
     private static final String UPDATE = "UPDATE vertx_world SET randomnumber = $2 WHERE id = $1";
 
+    private static final Buffer HELLO = Buffer.buffer("HelloWorld");
+    private static final Buffer PLAINTEXT = Buffer.buffer("Hello, World!");
+    /** One mapper for every event loop (Jackson's mappers are thread-safe), as kiln's {@code kiln.http.Json}. */
+    private static final ObjectMapper MAPPER = new ObjectMapper();
+    private static final int JSON_LENGTH = json().length();
+    private static final CharSequence TEXT = HttpHeaders.createOptimized("text/plain; charset=UTF-8");
+    private static final CharSequence JSON = HttpHeaders.createOptimized("application/json");
+    /** RFC 9110 section 5.6.7's IMF-fixdate, e.g. {@code Sat, 28 Nov 2026 10:57:13 GMT}. */
+    private static final DateTimeFormatter IMF_FIXDATE =
+        DateTimeFormatter.ofPattern("EEE, dd MMM yyyy HH:mm:ss 'GMT'", Locale.US).withZone(ZoneOffset.UTC);
+
+    /** {@code {"message":"Hello, World!"}}. */
+    record Message(String message) {
+    }
+
     private final PgConnectOptions options;
     private final int port;
+    /** The port the servers listen on: --port, or the one chosen for --port 0. */
+    private static final AtomicInteger LISTENING = new AtomicInteger();
     private final String bind;
     private SqlClient db;
+    /** This verticle's heads, read and rebuilt on its event loop only. */
+    private MultiMap helloHeads;
+    private MultiMap plaintextHeads;
+    private MultiMap jsonHeads;
 
     private VertxAnchor(PgConnectOptions options, int port, String bind) {
         this.options = options;
@@ -67,17 +110,24 @@ public final class VertxAnchor extends AbstractVerticle {
                 default -> usage("unknown option " + args[i]);
             }
         }
-        if (db == null) usage("--db is required");
-        Vertx vertx = Vertx.vertx();
-        PgConnectOptions connect = PgConnectOptions.fromUri(db.replaceFirst("^jdbc:", "")).setPipeliningLimit(100_000);
-        Pool setup = Pool.pool(vertx, connect, new PoolOptions().setMaxSize(1));
         int instances = Runtime.getRuntime().availableProcessors();
+        // As TechEmpower's entry: an event loop per core, Netty's native transport (epoll here) when it loads.
+        Vertx vertx = Vertx.vertx(new VertxOptions().setEventLoopPoolSize(instances).setPreferNativeTransport(true).setDisableTCCL(true));
+        PgConnectOptions connect = db == null ? null : PgConnectOptions.fromUri(db.replaceFirst("^jdbc:", "")).setPipeliningLimit(100_000);
+        Future<Void> ready = Future.succeededFuture();
+        if (connect != null) {
+            Pool setup = Pool.pool(vertx, connect, new PoolOptions().setMaxSize(1));
+            ready = createTable(setup).compose(v -> setup.close());
+        }
         int p = port;
         String b = bind;
-        createTable(setup)
-            .compose(v -> setup.close())
+        ready
             .compose(v -> vertx.deployVerticle(() -> new VertxAnchor(connect, p, b), new DeploymentOptions().setInstances(instances)))
-            .onSuccess(id -> System.out.println("vertx-anchor listening on http://" + b + ":" + p + "/"))
+            .onSuccess(id -> {
+                System.out.println("vertx-anchor: " + (vertx.isNativeTransportEnabled() ? "native transport" : "NIO (" + vertx.unavailableNativeTransportCause() + ")")
+                    + ", " + instances + " event loop(s)" + (connect == null ? ", no database" : ""));
+                System.out.println("vertx-anchor listening on http://" + b + ":" + LISTENING.get() + "/");
+            })
             .onFailure(e -> {
                 System.err.println("vertx-anchor: cannot start: " + e);
                 System.exit(1);
@@ -85,7 +135,7 @@ public final class VertxAnchor extends AbstractVerticle {
     }
 
     private static void usage(String problem) {
-        System.err.println("vertx-anchor: " + problem + "\nusage: java -jar vertx-anchor.jar --db postgresql://USER@HOST:PORT/DB"
+        System.err.println("vertx-anchor: " + problem + "\nusage: java -jar vertx-anchor.jar [--db postgresql://USER@HOST:PORT/DB]"
             + " [--port 8090] [--bind 127.0.0.1]");
         System.exit(2);
     }
@@ -103,15 +153,71 @@ public final class VertxAnchor extends AbstractVerticle {
 
     @Override
     public void start(Promise<Void> started) {
-        PgConnection.connect(vertx, options)
-            .compose(connection -> {
+        refreshHeads();
+        vertx.setPeriodic(1000 - System.currentTimeMillis() % 1000, 1000, id -> refreshHeads());
+        Future<Void> connected = options == null ? Future.succeededFuture()
+            : PgConnection.connect(vertx, options).map(connection -> {
                 db = connection;
-                return vertx.createHttpServer().requestHandler(this::handle).listen(port, bind);
-            })
+                return null;
+            });
+        HttpServerOptions http = new HttpServerOptions().setHttp2ClearTextEnabled(false).setStrictThreadMode(true);
+        connected
+            // Port 0 would give each verticle a port of its own; a negative one, one random port they share (Vert.x's rule).
+            .compose(v -> vertx.createHttpServer(http).requestHandler(this::handle).listen(port == 0 ? -1 : port, bind))
+            .onSuccess(server -> LISTENING.set(server.actualPort()))
             .<Void>mapEmpty().onComplete(started);
     }
 
+    private void refreshHeads() {
+        CharSequence date = HttpHeaders.createOptimized(IMF_FIXDATE.format(Instant.now()));
+        helloHeads = heads(date, TEXT, HELLO.length());
+        plaintextHeads = heads(date, TEXT, PLAINTEXT.length());
+        jsonHeads = heads(date, JSON, JSON_LENGTH);
+    }
+
+    /** kiln's heads, in kiln's order; Vert.x adds {@code connection} after them when the request needs it. */
+    private static MultiMap heads(CharSequence date, CharSequence contentType, int contentLength) {
+        return HttpHeaders.headers()
+            .add("Server", "kiln")
+            .add("Date", date)
+            .add("Content-Type", contentType)
+            .add("Content-Length", Integer.toString(contentLength))
+            .copy(false);
+    }
+
+    /** @return {@code {"message":"Hello, World!"}}, serialized by Jackson now, as kiln's demo does per request */
+    private static Buffer json() {
+        try {
+            return Buffer.buffer(MAPPER.writeValueAsBytes(new Message("Hello, World!")));
+        } catch (JsonProcessingException e) {
+            throw new IllegalStateException("cannot serialize the /json message", e);
+        }
+    }
+
     private void handle(HttpServerRequest request) {
+        switch (request.uri()) {
+            case "/hello" -> {
+                request.response().headers().setAll(helloHeads);
+                request.response().end(HELLO);
+                return;
+            }
+            case "/plaintext" -> {
+                request.response().headers().setAll(plaintextHeads);
+                request.response().end(PLAINTEXT);
+                return;
+            }
+            case "/json" -> {
+                request.response().headers().setAll(jsonHeads);
+                request.response().end(json());
+                return;
+            }
+            default -> {
+                if (db == null) {
+                    request.response().setStatusCode(404).end("not found");
+                    return;
+                }
+            }
+        }
         switch (request.path()) {
             case "/db" -> one(randomId()).onComplete(ar -> {
                 if (ar.succeeded()) send(request, ar.result().encode());

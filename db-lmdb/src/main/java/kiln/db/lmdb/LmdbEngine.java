@@ -3,12 +3,17 @@ package kiln.db.lmdb;
 import java.io.IOException;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
+import java.nio.file.StandardOpenOption;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.FileStore;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
@@ -27,7 +32,7 @@ import kiln.db.DbException;
 import kiln.db.DbStats;
 import kiln.db.Keys;
 import kiln.db.KvEngine;
-import kiln.db.KvRange;
+import kiln.db.KvCursor;
 import kiln.db.KvSpace;
 import kiln.db.KvStats;
 import kiln.db.KvTxn;
@@ -51,6 +56,18 @@ import kiln.db.Table;
  * commit ({@link #metaEpoch} moved while it ran) begins again. A begin that overlapped no commit end
  * cannot have met that rewrite. {@code ReadConsistencyTest} guards it.
  *
+ * <h2>One writer process</h2>
+ * LMDB lets many processes write one environment, one at a time, but kiln's writer keeps what it
+ * knows in memory (the change feeds' numbers, the indexes' build state, the epoch above) and every
+ * commit must go through it: a second server on the same directory, or a tool loading into it, would
+ * write behind its back. So an engine opened to write holds an exclusive lock on the file
+ * {@value #LOCK_FILE} in the directory, from its open to its close ({@link FileChannel#tryLock}, an
+ * {@code fcntl} lock the kernel lets go when the process ends, however it ends), and a second writer
+ * is refused with {@link DbException.InUse} naming the directory and the process that holds it.
+ * Beside it, a process may open the directory {@linkplain Builder#readOnly read-only} (MDB_RDONLY,
+ * no lock: {@code kiln db stat}, {@code dump}), or {@linkplain Builder#withoutLock without the lock}
+ * to write only what the writer never reads (a backup's mark, {@code --backup}).
+ *
  * <h2>Reader slots</h2>
  * LMDB's reader table has {@code maxReaders} slots; {@value #RESERVED_READERS} are left to other
  * processes (a backup, an inspection) and the rest are permits over this process's read
@@ -62,7 +79,21 @@ import kiln.db.Table;
 public final class LmdbEngine implements KvEngine {
     /** Reader slots left to other processes on the same data: a backup, an inspection. */
     public static final int RESERVED_READERS = 8;
+    /** The file in the data directory whose lock an engine opened to write holds: {@value}. */
+    public static final String LOCK_FILE = "kiln.lock";
+    /**
+     * The directories this process holds the lock of (real paths): a second open in the same process
+     * is refused without opening the lock file, whose close would let go of the first one's lock
+     * (POSIX locks belong to the process, and any close of the file releases them).
+     */
+    private static final Set<Path> LOCKED = ConcurrentHashMap.newKeySet();
     private final Path dir;
+    /** Opened with {@link Builder#readOnly}: MDB_RDONLY, no lock, writes refused. */
+    private final boolean readOnly;
+    /** The lock file's channel, holding its lock; null when none is held (read-only, or without the lock). */
+    private final FileChannel lock;
+    /** The real path {@link #LOCKED} holds for this engine; null when it holds no lock. */
+    private final Path lockedDir;
     private final Env<ByteBuffer> env;
     private final ConcurrentLinkedQueue<org.lmdbjava.Txn<ByteBuffer>> idleReadTxns = new ConcurrentLinkedQueue<>();
     private final AtomicInteger idleReadCount = new AtomicInteger();
@@ -81,7 +112,32 @@ public final class LmdbEngine implements KvEngine {
 
     private LmdbEngine(Builder b) {
         this.dir = b.dir;
-        this.env = openEnv(b.dir, b.maxMapSize, b.maxTables, b.maxReaders, b.extraFlags);
+        this.readOnly = b.readOnly;
+        if (b.readOnly) {
+            checkReadable(b.dir);
+            this.lockedDir = null;
+            this.lock = null;
+        } else {
+            createDirectory(b.dir);
+            if (b.lock) {
+                this.lockedDir = realPath(b.dir);
+                this.lock = lock(b.dir, lockedDir);
+            } else {
+                this.lockedDir = null;
+                this.lock = null;
+            }
+        }
+        try {
+            EnvFlags[] flags = b.extraFlags;
+            if (b.readOnly) {
+                flags = java.util.Arrays.copyOf(flags, flags.length + 1);
+                flags[flags.length - 1] = EnvFlags.MDB_RDONLY_ENV;
+            }
+            this.env = openEnv(b.dir, b.maxMapSize, b.readOnly && !b.maxTablesSet ? READ_ONLY_MAX_TABLES : b.maxTables, b.maxReaders, flags);
+        } catch (RuntimeException e) {
+            unlock();
+            throw e;
+        }
         this.mapSize = env.info().mapSize;
         this.pageSize = env.stat().pageSize;
         this.usedBytes = usedBytesNow();
@@ -91,7 +147,84 @@ public final class LmdbEngine implements KvEngine {
         this.maxIdleReadTxns = Math.max(1, readSlotCount / 2);
     }
 
-    /** @return settings for an engine in the directory {@code dir}, created if missing */
+    /** The tables a read-only engine may open unless told otherwise: a tool reads every one there is. */
+    private static final int READ_ONLY_MAX_TABLES = 1024;
+
+    /**
+     * Takes the writers' lock of {@code dir} ({@value #LOCK_FILE}) and writes this process's id into
+     * its file, for the message a second writer gets.
+     *
+     * @throws DbException.InUse when another process, or this one, holds it
+     * @throws DbException.DataDirectory when the lock file cannot be made
+     */
+    private static FileChannel lock(Path dir, Path real) {
+        if (!LOCKED.add(real)) {
+            throw new DbException.InUse("the database in " + dir.toAbsolutePath() + " is open already in this process: open it"
+                + " once and share it (LMDB: never twice in one process)", null);
+        }
+        Path file = dir.resolve(LOCK_FILE);
+        FileChannel channel = null;
+        try {
+            channel = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.READ, StandardOpenOption.WRITE);
+            FileLock held = channel.tryLock();
+            if (held == null) {
+                String holder = holder(channel);
+                channel.close();
+                LOCKED.remove(real);
+                throw new DbException.InUse("the database in " + dir.toAbsolutePath() + " is open by another process that writes it ("
+                    + holder + ": a kiln server, or kiln db load); LMDB's data has one writer process at a time. Beside it, read it"
+                    + " (kiln db stat|get|range|dump|verify " + dir + ") or back it up (--backup DIR); to write it, stop that process first", null);
+            }
+            channel.truncate(0);
+            channel.write(ByteBuffer.wrap((ProcessHandle.current().pid() + "\n").getBytes(StandardCharsets.US_ASCII)), 0);
+            return channel;
+        } catch (IOException e) {
+            try {
+                if (channel != null) channel.close();
+            } catch (IOException ignored) {
+                // the failure to report is the first
+            }
+            LOCKED.remove(real);
+            throw new DbException.DataDirectory("cannot take the lock " + file.toAbsolutePath() + " (writers of the database take it): " + e, e);
+        }
+    }
+
+    /** @return "process N", as the holder wrote it into the lock file, or "a process" */
+    private static String holder(FileChannel channel) throws IOException {
+        ByteBuffer b = ByteBuffer.allocate(32);
+        channel.read(b, 0);
+        String pid = new String(b.array(), 0, b.position(), StandardCharsets.US_ASCII).trim();
+        return pid.matches("[0-9]{1,19}") ? "process " + pid : "a process";
+    }
+
+    /** Lets go of the writers' lock, if this engine holds it. */
+    private void unlock() {
+        if (lock == null) return;
+        try {
+            lock.close();  // and its lock with it
+        } catch (IOException ignored) {
+            // closing the descriptor releases the lock whatever close reports
+        } finally {
+            LOCKED.remove(lockedDir);
+        }
+    }
+
+    private static Path realPath(Path dir) {
+        try {
+            return dir.toRealPath();
+        } catch (IOException e) {
+            throw new DbException.DataDirectory("cannot resolve data directory " + dir.toAbsolutePath() + ": " + e, e);
+        }
+    }
+
+    /**
+     * LMDB with settings of its own, for {@link kiln.db.Db#builder(KvEngine)}:
+     * {@code LmdbEngine.builder(dir).maxMapSize(1L << 30).open()} caps the data at 1 GiB. The
+     * settings a URL may carry ({@code lmdb:DIR?maxReaders=N}) are these too.
+     *
+     * @param dir the data directory: {@code data.mdb}, {@code lock.mdb} and the writers' lock {@value #LOCK_FILE} go in it
+     * @return settings for an engine in the directory {@code dir}, created if missing
+     */
     public static Builder builder(Path dir) {
         return new Builder(dir);
     }
@@ -146,9 +279,16 @@ public final class LmdbEngine implements KvEngine {
         return new LmdbTxn(acquireReadTxn(), true, false);
     }
 
+    /** @throws IllegalStateException when the engine was opened {@linkplain Builder#readOnly read-only} */
     @Override
     public KvTxn beginWrite() {
+        if (readOnly) throw new IllegalStateException("the database in " + dir.toAbsolutePath() + " is open read-only");
         return new LmdbTxn(env.txnWrite(), false, true);
+    }
+
+    /** @return whether it was opened {@linkplain Builder#readOnly read-only} */
+    public boolean isReadOnly() {
+        return readOnly;
     }
 
     @Override
@@ -183,18 +323,24 @@ public final class LmdbEngine implements KvEngine {
     public KvStats stats() {
         int pooled = Math.max(0, idleReadCount.get());
         int inUse = Math.max(0, readSlotCount - readSlots.availablePermits() - pooled);
-        return new KvStats(mapSize, usedBytes, inUse, pooled, readSlotCount);
+        // read-only, the writer is another process: what its last commit used, read now
+        return new KvStats(mapSize, readOnly ? usedBytesNow() : usedBytes, inUse, pooled, readSlotCount);
     }
 
+    /** Closes the environment, then lets go of the writers' lock, whatever the close met (a fatal environment's). */
     @Override
     public void close() {
-        org.lmdbjava.Txn<ByteBuffer> t;
-        while ((t = idleReadTxns.poll()) != null) {
-            idleReadCount.decrementAndGet();
-            closeResetReadTxn(t);
-            readSlots.release();
+        try {
+            org.lmdbjava.Txn<ByteBuffer> t;
+            while ((t = idleReadTxns.poll()) != null) {
+                idleReadCount.decrementAndGet();
+                closeResetReadTxn(t);
+                readSlots.release();
+            }
+            env.close();
+        } finally {
+            unlock();
         }
-        env.close();
     }
 
     /**
@@ -296,6 +442,18 @@ public final class LmdbEngine implements KvEngine {
     }
 
     private void releaseReadTxn(org.lmdbjava.Txn<ByteBuffer> t) {
+        if (readOnly) {
+            // not pooled, but committed: a space opened in a read transaction stays open only
+            // after its commit (mdb_txn_commit keeps the handles it opened; a reset or abort closes them)
+            try {
+                t.commit();
+            } catch (LmdbException e) {
+                // a transaction that failed: closing it aborts it
+            }
+            t.close();
+            readSlots.release();
+            return;
+        }
         // a waiting reader gets the slot at once; from the pool it would take it only at its next poll
         if (!readSlots.hasQueuedThreads()) {
             if (idleReadCount.incrementAndGet() <= maxIdleReadTxns) {
@@ -377,7 +535,7 @@ public final class LmdbEngine implements KvEngine {
         }
 
         @Override
-        public KvRange range(KvSpace space, byte[] begin, byte[] end, boolean reverse, int limitHint) {
+        public KvCursor range(KvSpace space, byte[] begin, byte[] end, boolean reverse, int limitHint) {
             try {
                 return new LmdbRange(this, ((Space) space).dbi.openCursor(lmdb), begin, end, reverse);
             } catch (LmdbException e) {
@@ -443,7 +601,7 @@ public final class LmdbEngine implements KvEngine {
     private static final ThreadLocal<ByteBuffer> SEEK_BUFFER = ThreadLocal.withInitial(() -> ByteBuffer.allocateDirect(Table.MAX_KEY_BYTES));
 
     /** A walk of {@code [begin, end)} with an LMDB cursor, forward or back. */
-    private static final class LmdbRange implements KvRange {
+    private static final class LmdbRange implements KvCursor {
         private final LmdbTxn txn;
         private final Cursor<ByteBuffer> cursor;
         private final byte[] begin, end;
@@ -506,7 +664,8 @@ public final class LmdbEngine implements KvEngine {
         }
     }
 
-    private static Env<ByteBuffer> openEnv(Path dir, long maxMapSize, int maxTables, int maxReaders, EnvFlags[] extraFlags) {
+    /** Creates the data directory if missing and checks that this user may read and write it. */
+    private static void createDirectory(Path dir) {
         try {
             Files.createDirectories(dir);
         } catch (IOException | SecurityException e) {
@@ -518,6 +677,19 @@ public final class LmdbEngine implements KvEngine {
         if (!Files.isWritable(dir) || !Files.isReadable(dir)) {
             throw new DbException.DataDirectory("data directory " + dir.toAbsolutePath() + " is not readable and writable by this user", null);
         }
+    }
+
+    /** Checks that {@code dir} holds a database to open read-only: nothing is created. */
+    private static void checkReadable(Path dir) {
+        if (!Files.isDirectory(dir)) {
+            throw new DbException.DataDirectory("no database in " + dir.toAbsolutePath() + ": no such directory", null);
+        }
+        if (!Files.isRegularFile(dir.resolve(LmdbBackup.DATA_FILE))) {
+            throw new DbException.DataDirectory("no database in " + dir.toAbsolutePath() + " (no " + LmdbBackup.DATA_FILE + " there)", null);
+        }
+    }
+
+    private static Env<ByteBuffer> openEnv(Path dir, long maxMapSize, int maxTables, int maxReaders, EnvFlags[] extraFlags) {
         EnvFlags[] flags = java.util.Arrays.copyOf(extraFlags, extraFlags.length + 1);
         flags[extraFlags.length] = EnvFlags.MDB_NOTLS;
         try {
@@ -568,6 +740,9 @@ public final class LmdbEngine implements KvEngine {
         private final Path dir;
         private long maxMapSize;
         private int maxTables = 32;
+        private boolean maxTablesSet;
+        private boolean readOnly;
+        private boolean lock = true;
         private int maxReaders = 1024;
         private long readerWaitNanos = 5_000_000_000L;
         private EnvFlags[] extraFlags = {};
@@ -595,6 +770,7 @@ public final class LmdbEngine implements KvEngine {
         public Builder maxTables(int n) {
             if (n < 1) throw new IllegalArgumentException("maxTables must be >= 1, got " + n);
             this.maxTables = n;
+            this.maxTablesSet = true;
             return this;
         }
 
@@ -630,9 +806,35 @@ public final class LmdbEngine implements KvEngine {
         }
 
         /**
+         * Opens the database to read only (LMDB's MDB_RDONLY), beside whatever process writes it: no
+         * lock is taken, nothing is created (the directory must hold a database), pooled read
+         * transactions are not kept, and {@link LmdbEngine#beginWrite} is refused. Each read
+         * transaction holds one of the reader slots the writer leaves to other processes
+         * ({@value #RESERVED_READERS}). Unless {@link #maxTables} says otherwise, up to 1024 tables
+         * may be opened. For tools: {@code kiln db stat}, {@code range}, {@code dump}, {@code verify}.
+         */
+        public Builder readOnly() {
+            this.readOnly = true;
+            return this;
+        }
+
+        /**
+         * Opens the database to write without taking the writers' lock ({@value #LOCK_FILE}; see the
+         * class comment): beside a process that writes it, only to write what that process never
+         * reads. {@code --backup} does, for its mark ({@link kiln.db.KvEngine#BACKUP_MARKS}); a
+         * second server or a load must not ({@code lmdb:DIR?lock=false}).
+         */
+        public Builder withoutLock() {
+            this.lock = false;
+            return this;
+        }
+
+        /**
          * Opens the environment, creating the directory and the LMDB files if missing.
          *
          * @throws DbException.DataDirectory when the directory cannot be created, read or written
+         *         (read-only: when it holds no database)
+         * @throws DbException.InUse when another process (or this one) has it open to write
          * @throws DbException.Corrupt when it holds no valid LMDB database of a compatible version
          */
         public LmdbEngine open() {

@@ -9,8 +9,9 @@ import kiln.db.KvEngine;
 import kiln.db.KvEngineProvider;
 
 /**
- * {@code lmdb:DIR[?maxMapSize=BYTES&maxReaders=N&maxTables=N&readerWaitMs=MS]}, or a bare directory
- * path (any URL without a scheme): {@link LmdbEngine}, with the settings of {@link LmdbEngine.Builder}.
+ * {@code lmdb:DIR[?maxMapSize=BYTES&maxReaders=N&maxTables=N&readerWaitMs=MS&lock=false]}, or a bare
+ * directory path (any URL without a scheme): {@link LmdbEngine}, with the settings of
+ * {@link LmdbEngine.Builder} ({@code lock=false}: {@link LmdbEngine.Builder#withoutLock}).
  */
 public final class LmdbEngineProvider implements KvEngineProvider {
     private static final String SCHEME = "lmdb:";
@@ -22,7 +23,7 @@ public final class LmdbEngineProvider implements KvEngineProvider {
 
     @Override
     public String usage() {
-        return "lmdb:DIR[?maxMapSize=BYTES&maxReaders=N&maxTables=N&readerWaitMs=MS] or a directory";
+        return "lmdb:DIR[?maxMapSize=BYTES&maxReaders=N&maxTables=N&readerWaitMs=MS&lock=false] or a directory";
     }
 
     /** @return true for {@code lmdb:...} and for a string without a URL scheme (a path) */
@@ -41,6 +42,12 @@ public final class LmdbEngineProvider implements KvEngineProvider {
         return builder(url).open();
     }
 
+    /** {@link LmdbEngine.Builder#readOnly}: MDB_RDONLY, no lock, beside a server that writes the directory. */
+    @Override
+    public KvEngine openReadOnly(String url) {
+        return builder(url).readOnly().open();
+    }
+
     /** @throws IllegalArgumentException for an empty directory, an unknown parameter or a value out of range */
     static LmdbEngine.Builder builder(String url) {
         String rest = url.startsWith(SCHEME) ? url.substring(SCHEME.length()) : url;
@@ -49,6 +56,13 @@ public final class LmdbEngineProvider implements KvEngineProvider {
         if (dir.isEmpty()) throw new IllegalArgumentException("no directory in '" + url + "' (lmdb:DIR)");
         LmdbEngine.Builder b = LmdbEngine.builder(Path.of(dir));
         for (Map.Entry<String, String> p : params(q < 0 ? "" : rest.substring(q + 1)).entrySet()) {
+            if (p.getKey().equals("lock")) {
+                if (!p.getValue().equals("false") && !p.getValue().equals("true")) {
+                    throw new IllegalArgumentException("lock must be true or false, got '" + p.getValue() + "'");
+                }
+                if (p.getValue().equals("false")) b.withoutLock();
+                continue;
+            }
             long n = number(p.getKey(), p.getValue());
             switch (p.getKey()) {
                 case "maxMapSize" -> b.maxMapSize(n);
@@ -56,7 +70,7 @@ public final class LmdbEngineProvider implements KvEngineProvider {
                 case "maxTables" -> b.maxTables(toInt(p.getKey(), n));
                 case "readerWaitMs" -> b.readerWait(Duration.ofMillis(n));
                 default -> throw new IllegalArgumentException("unknown parameter '" + p.getKey() + "' in '" + url
-                    + "': lmdb: takes maxMapSize, maxReaders, maxTables, readerWaitMs");
+                    + "': lmdb: takes maxMapSize, maxReaders, maxTables, readerWaitMs, lock");
             }
         }
         return b;

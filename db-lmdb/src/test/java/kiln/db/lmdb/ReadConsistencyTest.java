@@ -28,7 +28,7 @@ import kiln.db.Table;
  * parity; a reader descheduled between the two while the writer commits twice copies a meta page
  * that is being rewritten, and its next read can see an older snapshot than the one before. The
  * writer now bumps an epoch after every commit and Db begins again when the epoch moved during a
- * begin. More reader threads than cores make the scheduler preempt readers inside mdb_txn_renew:
+ * begin. More read threads than cores make the scheduler preempt readers inside mdb_txn_renew:
  * without the guard, 3 runs of 3 of this test saw a count drop by one on a 2-core machine. A race
  * test cannot fail every time; it must never fail with the guard.
  */

@@ -46,7 +46,7 @@ import kiln.db.KvTxn;
  * <h2>Transactions</h2>
  * <ul>
  *   <li><b>Reads</b> run in {@code REPEATABLE READ, READ ONLY} transactions (a snapshot, as LMDB's
- *       readers) on a pool of {@code readers} connections (HikariCP), one per reader thread of the
+ *       readers) on a pool of {@code readConnections} connections (HikariCP), one per read thread of the
  *       database ({@link #readThreads}), each running every read waiting at once in one
  *       transaction: JDBC blocks, so a read never runs on a fiber's carrier.</li>
  *   <li><b>Writes</b> run on the database's one writer thread, in {@code SERIALIZABLE}
@@ -104,14 +104,14 @@ public final class PostgresEngine implements KvEngine {
     public static final int WRITER_IDLE_MILLIS = 5_000;
     /** How long a writer waits for the write lock another server holds, ms ({@code lock_timeout}): then its batch fails, 503. */
     public static final int WRITE_LOCK_WAIT_MILLIS = 10_000;
-    /** Default number of read connections (and reader threads). */
-    public static final int DEFAULT_READERS = 8;
+    /** Default number of read connections (and read threads). */
+    public static final int DEFAULT_READ_CONNECTIONS = 8;
     /**
      * How long past the database's deadline a read statement may run, ms: PostgreSQL then ends it
      * ({@code statement_timeout} on the read connections; see {@link #deadline}).
      */
     public static final int READ_STATEMENT_GRACE_MILLIS = 1_000;
-    /** PgJDBC's socket timeout, s, unless the URL gives one: the writer's, and the readers' without a deadline. */
+    /** PgJDBC's socket timeout, s, unless the URL gives one: the writer's, and the read connections' without a deadline. */
     static final int SOCKET_TIMEOUT_SECONDS = 30;
     /**
      * Every session's TCP keep-alives, on PostgreSQL's side of the connection: a peer gone (a
@@ -128,39 +128,40 @@ public final class PostgresEngine implements KvEngine {
     /** The PostgreSQL backend (process id) of this engine's write connection: its own commits' notifications are not news. */
     private volatile int writerBackend;
     private final HikariDataSource reads;
+    /** The writer's connection; null when opened {@linkplain #openReadOnly read-only}. */
     private final HikariDataSource writes;
-    private final int readerCount;
+    private final int readConnections;
     /** System.nanoTime() until which the server counts as unreachable (0: reachable); see {@link #connect}. */
     private volatile long unreachableUntil;
     private volatile String unreachableWhy;
     private volatile boolean closed;
     private Thread listener;
 
-    private PostgresEngine(String url, int readerCount) {
+    private PostgresEngine(String url, int readConnections, boolean readOnly) {
         this.jdbcUrl = jdbcUrl(url);
         this.shownUrl = KvEngines.redact(jdbcUrl);
         this.reads = new HikariDataSource();  // started by the first read, after deadline() has set its sessions up
-        configure(reads, "kiln-pg-reads", readerCount, true);
-        this.writes = pool("kiln-pg-writes", 1, false);
-        this.readerCount = readerCount;
+        configure(reads, "kiln-pg-reads", readConnections, true);
+        this.writes = readOnly ? null : pool("kiln-pg-writes", 1, false);
+        this.readConnections = readConnections;
     }
 
     /**
-     * Opens the engine on the PostgreSQL database at {@code url} with {@value #DEFAULT_READERS}
-     * read connections, or as many as the URL's {@code readers} parameter says. It creates the
+     * Opens the engine on the PostgreSQL database at {@code url} with {@value #DEFAULT_READ_CONNECTIONS}
+     * read connections, or as many as the URL's {@code readConnections} parameter says. It creates the
      * schema (the URL's {@code currentSchema}, else {@value #DEFAULT_SCHEMA}) and the registry table
      * when missing.
      *
      * @param url {@code postgresql://[user[:password]@]host[:port][,host[:port]...]/database[?param=value&...]} (libpq's form) or
      *            {@code jdbc:postgresql://...}; parameters are PgJDBC's ({@code user}, {@code password},
-     *            {@code currentSchema}, {@code sslmode}, ...) and {@code readers}
+     *            {@code currentSchema}, {@code sslmode}, ...) and {@code readConnections}
      * @throws IllegalArgumentException when the URL is neither form
      * @throws DbException.Unavailable when the database cannot be reached
      */
     public static PostgresEngine open(String url) {
         Map<String, String> params = params(url);
-        int n = readers(params.remove("readers"));
-        PostgresEngine engine = new PostgresEngine(withParams(url, params), n);
+        int n = readConnections(params.remove("readConnections"));
+        PostgresEngine engine = new PostgresEngine(withParams(url, params), n, false);
         try {
             engine.createRegistry(params.get("currentSchema"));
         } catch (RuntimeException e) {
@@ -171,25 +172,52 @@ public final class PostgresEngine implements KvEngine {
     }
 
     /**
+     * Opens the engine on the kiln database at {@code url} to read it only, beside the servers that
+     * use it: nothing is created (the schema and its registry must be there), no writer's connection
+     * is made, and {@link #beginWrite} is refused. Reads run on {@code readConnections} connections,
+     * by default {@value #READ_ONLY_CONNECTIONS}: a tool's, not a server's.
+     *
+     * @throws IllegalArgumentException when the URL is neither form
+     * @throws DbException.Unavailable when the database cannot be reached
+     * @throws DbException when it holds no kiln database in the schema (no {@value #REGISTRY} table)
+     */
+    public static PostgresEngine openReadOnly(String url) {
+        Map<String, String> params = params(url);
+        String given = params.remove("readConnections");
+        int n = given == null ? READ_ONLY_CONNECTIONS : readConnections(given);
+        PostgresEngine engine = new PostgresEngine(withParams(url, params), n, true);
+        try {
+            engine.findRegistry(params.get("currentSchema"));
+        } catch (RuntimeException e) {
+            engine.close();
+            throw e;
+        }
+        return engine;
+    }
+
+    /** Read connections of an engine opened read-only, unless its URL says otherwise. */
+    static final int READ_ONLY_CONNECTIONS = 2;
+
+    /**
      * Checks a URL as {@link #open} takes it, without connecting: for a command line.
      *
-     * @throws IllegalArgumentException naming what is wrong: not a PostgreSQL URL, or {@code readers}
+     * @throws IllegalArgumentException naming what is wrong: not a PostgreSQL URL, or {@code readConnections}
      *         not 1..1000
      */
     public static void checkUrl(String url) {
         jdbcUrl(url);
-        readers(params(url).get("readers"));
+        readConnections(params(url).get("readConnections"));
     }
 
-    private static int readers(String value) {
-        if (value == null) return DEFAULT_READERS;
+    private static int readConnections(String value) {
+        if (value == null) return DEFAULT_READ_CONNECTIONS;
         int n;
         try {
             n = Integer.parseInt(value);
         } catch (NumberFormatException e) {
             n = 0;
         }
-        if (n < 1 || n > 1000) throw new IllegalArgumentException("readers must be 1..1000, got '" + value + "'");
+        if (n < 1 || n > 1000) throw new IllegalArgumentException("readConnections must be 1..1000, got '" + value + "'");
         return n;
     }
 
@@ -270,7 +298,7 @@ public final class PostgresEngine implements KvEngine {
      * ({@code statement_timeout}), so a read whose caller was answered at the deadline does not go
      * on on the server (a lock it waits for, a scan); and their socket timeout becomes that plus 2 s
      * (in whole seconds, as PgJDBC takes it) instead of {@value #SOCKET_TIMEOUT_SECONDS} s, unless the
-     * URL gives one: a live server has answered by then, so a reader thread held by a server that
+     * URL gives one: a live server has answered by then, so a read thread held by a server that
      * answers nothing (paused, cut off) is let go sooner, and the engine counts the server
      * unreachable. Without a deadline (zero) they stay as they are. The writer's session is left
      * alone (see {@link #pool}).
@@ -304,6 +332,36 @@ public final class PostgresEngine implements KvEngine {
             }
         } catch (SQLException e) {
             throw failure(e, "creating the registry table " + REGISTRY, false);
+        }
+    }
+
+    /**
+     * Chooses the schema as {@link #createRegistry} does, on a read connection, and checks that its
+     * registry is there: a read-only engine creates nothing.
+     */
+    private void findRegistry(String named) {
+        try (Connection c = connect(reads)) {
+            try {
+                String chosen = named != null ? named : defaultSchema(c);
+                schema = quote(chosen);
+                writeLock = ("kiln.writer:" + chosen).hashCode();
+                boolean there;
+                try (PreparedStatement s = c.prepareStatement("SELECT to_regclass(?) IS NOT NULL")) {
+                    s.setString(1, table(REGISTRY));
+                    try (ResultSet r = s.executeQuery()) {
+                        r.next();
+                        there = r.getBoolean(1);
+                    }
+                }
+                if (!there) {
+                    throw new DbException("no kiln database at " + shownUrl + ": schema " + chosen + " has no table " + REGISTRY
+                        + " (currentSchema=NAME in the URL names another schema)", null);
+                }
+            } finally {
+                c.rollback();
+            }
+        } catch (SQLException e) {
+            throw failure(e, "looking for the registry table " + REGISTRY, false);
         }
     }
 
@@ -419,6 +477,7 @@ public final class PostgresEngine implements KvEngine {
      */
     @Override
     public KvTxn beginWrite() {
+        if (writes == null) throw new IllegalStateException("the PostgreSQL engine at " + shownUrl + " is open read-only");
         Connection c = connect(writes);
         try {
             c.setAutoCommit(true);
@@ -514,7 +573,7 @@ public final class PostgresEngine implements KvEngine {
         PostgresTxn t = (PostgresTxn) txn;
         long n = 0;
         byte[] last = null;
-        try (kiln.db.KvRange r = t.range(space, null, null, false, 0)) {
+        try (kiln.db.KvCursor r = t.range(space, null, null, false, 0)) {
             while (r.next()) {
                 byte[] key = PostgresTxn.bytes(r.key());
                 if (last != null && java.util.Arrays.compareUnsigned(last, key) >= 0) {
@@ -547,10 +606,10 @@ public final class PostgresEngine implements KvEngine {
         return new KvStats(0, 0, pool.getActiveConnections(), pool.getIdleConnections(), reads.getMaximumPoolSize());
     }
 
-    /** @return the read connections: the database runs as many reader threads, a connection each */
+    /** @return the read connections: the database runs as many read threads, a connection each */
     @Override
     public int readThreads() {
-        return readerCount;
+        return readConnections;
     }
 
     @Override
@@ -622,7 +681,35 @@ public final class PostgresEngine implements KvEngine {
         }
         if (l != null) l.interrupt();
         reads.close();
-        writes.close();
+        if (writes != null) writes.close();
+    }
+
+    /**
+     * The other client sessions on this engine's database ({@code pg_stat_activity}), leaving out
+     * those named as this engine's own: every session whose {@code application_name} is this one's
+     * (the URL's {@code ApplicationName}; a tool that must write alone gives its engine a name of its
+     * own). Other users' sessions are listed too: PostgreSQL shows their process id, user and
+     * application name to everyone.
+     */
+    @Override
+    public List<String> otherClients() {
+        List<String> others = new ArrayList<>();
+        try (Connection c = connect(reads)) {
+            try (Statement s = c.createStatement();
+                 ResultSet r = s.executeQuery("SELECT pid, usename, application_name FROM pg_stat_activity WHERE datname = current_database()"
+                     + " AND pid <> pg_backend_pid() AND backend_type = 'client backend'"
+                     + " AND application_name IS DISTINCT FROM current_setting('application_name') ORDER BY pid")) {
+                while (r.next()) {
+                    String app = r.getString(3);
+                    others.add("session " + r.getInt(1) + " of user " + r.getString(2) + (app == null || app.isEmpty() ? "" : " ('" + app + "')"));
+                }
+            } finally {
+                c.rollback();
+            }
+        } catch (SQLException e) {
+            throw failure(e, "listing the other sessions", false);
+        }
+        return others;
     }
 
     // ---- URLs ----

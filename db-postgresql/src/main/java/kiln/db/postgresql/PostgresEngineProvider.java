@@ -12,7 +12,7 @@ public final class PostgresEngineProvider implements KvEngineProvider {
 
     @Override
     public String usage() {
-        return "postgresql://[USER[:PASSWORD]@]HOST[:PORT][,HOST[:PORT]...]/DATABASE[?readers=N&...] or jdbc:postgresql://...";
+        return "postgresql://[USER[:PASSWORD]@]HOST[:PORT][,HOST[:PORT]...]/DATABASE[?readConnections=N&...] or jdbc:postgresql://...";
     }
 
     @Override
@@ -28,5 +28,11 @@ public final class PostgresEngineProvider implements KvEngineProvider {
     @Override
     public KvEngine open(String url) {
         return PostgresEngine.open(url);
+    }
+
+    /** {@link PostgresEngine#openReadOnly}: nothing created, no writer's connection. */
+    @Override
+    public KvEngine openReadOnly(String url) {
+        return PostgresEngine.openReadOnly(url);
     }
 }

@@ -10,7 +10,7 @@ import java.util.List;
 import java.util.Map;
 
 import kiln.db.DbException;
-import kiln.db.KvRange;
+import kiln.db.KvCursor;
 import kiln.db.KvSpace;
 import kiln.db.KvTxn;
 import kiln.db.KvWriteBuffer;
@@ -109,9 +109,9 @@ final class PostgresTxn implements KvTxn {
     }
 
     @Override
-    public KvRange range(KvSpace space, byte[] begin, byte[] end, boolean reverse, int limitHint) {
+    public KvCursor range(KvSpace space, byte[] begin, byte[] end, boolean reverse, int limitHint) {
         check();
-        KvRange committed = new Rows((Space) space, begin, end, reverse, limitHint > 0 ? Math.min(limitHint, MAX_FETCH) : FIRST_FETCH);
+        KvCursor committed = new Rows((Space) space, begin, end, reverse, limitHint > 0 ? Math.min(limitHint, MAX_FETCH) : FIRST_FETCH);
         return buffer == null ? committed : buffer.merge(space, committed, begin, end, reverse);
     }
 
@@ -127,7 +127,7 @@ final class PostgresTxn implements KvTxn {
             }
         }
         long n = 0;  // with writes of its own: walk what this transaction sees
-        try (KvRange r = range(space, null, null, false, MAX_FETCH)) {
+        try (KvCursor r = range(space, null, null, false, MAX_FETCH)) {
             while (r.next()) n++;
         }
         return n;
@@ -253,7 +253,7 @@ final class PostgresTxn implements KvTxn {
      * after the last key met, in the same snapshot (the transaction's), so batches never overlap or
      * miss a row.
      */
-    private final class Rows implements KvRange {
+    private final class Rows implements KvCursor {
         private final Space space;
         private final byte[] begin;
         private final byte[] end;

@@ -8,30 +8,27 @@ import java.util.Base64;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 
 import kiln.db.ChangeFeed;
 import kiln.db.ChangeSet;
 import kiln.db.Codec;
 import kiln.db.Db;
-import kiln.db.DbException;
 import kiln.db.IdempotencyKeys;
 import kiln.db.Index;
 import kiln.db.Page;
 import kiln.db.PrefixFeed;
 import kiln.db.Query;
-import kiln.db.QueryFuture;
 import kiln.db.Range;
 import kiln.db.Sequence;
 import kiln.db.Table;
 import kiln.db.Tuple;
 import kiln.http.HttpException;
 import kiln.http.Json;
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.http.Request;
 import kiln.http.ServerSentEvents;
 import kiln.server.AbstractRouter;
+import kiln.server.FeedEvents;
 import kiln.server.Step;
 
 /**
@@ -125,7 +122,7 @@ public final class MessageBoard {
                     User u = new User(userIds.next(txn), asked.name(), asked.email());
                     users.put(txn, u.id(), u);             // the unique index refuses a taken e-mail: 409
                     return u;
-                }), user -> Step.of(Reply.created("/users/" + user.id(), user)));
+                }), user -> Step.of(Response.created("/users/" + user.id(), user)));
             })
             .steps("POST", "/sessions", req -> {
                 String email = req.json(User.class).email();
@@ -139,7 +136,7 @@ public final class MessageBoard {
                     return u.id();
                 }), user -> {
                     if (user == null) throw new HttpException(404, "no user with that email");
-                    return Step.of(Reply.created("/sessions/" + token, Map.of("token", token, "user", user)));
+                    return Step.of(Response.created("/sessions/" + token, Map.of("token", token, "user", user)));
                 });
             })
             .steps("POST", "/rooms/{room}/messages", req -> {
@@ -164,13 +161,13 @@ public final class MessageBoard {
                     return posted.once(txn, Long.toString(author.id()), key, json(List.of(room, text)), post);
                 }), sent -> {
                     if (sent == null) throw new HttpException(401, "sign in first: POST /sessions, then Authorization: Bearer TOKEN");
-                    return Step.of(Reply.created("/rooms/" + room + "/messages/" + sent.id(), sent));
+                    return Step.of(Response.created("/rooms/" + room + "/messages/" + sent.id(), sent));
                 });
             })
             .steps("GET", "/rooms/{room}/messages", req -> {
                 Range<Tuple> newest = Range.prefix(Tuple.of(req.pathParam("room"))).reverse()
                     .limit(req.intParam("limit", 20, 1, 100)).after(req.param("after"));   // a forged ?after=: 400
-                return Step.after(db.read(txn -> messages.range(txn, newest)), p -> Step.of(page(p)));  // over PostgreSQL, on a reader thread
+                return Step.after(db.read(txn -> messages.range(txn, newest)), p -> Step.of(page(p)));  // over PostgreSQL, on a read thread
             })
             .steps("GET", "/rooms/{room}", req -> {
                 String room = req.pathParam("room");
@@ -182,7 +179,7 @@ public final class MessageBoard {
                     r.put("messages", messages.count(txn, all));   // counts keys, decodes no message
                     r.put("lastAt", last.rows().isEmpty() ? null : last.rows().get(0).value().at());
                     return r;
-                }), about -> Step.of(Reply.json(about)));
+                }), about -> Step.of(Response.json(about)));
             })
             .steps("GET", "/users/{name}/messages", req -> {
                 Range<Tuple> newest = Range.prefix(Tuple.of(req.pathParam("name"))).reverse()
@@ -191,54 +188,24 @@ public final class MessageBoard {
             })
             .steps("GET", "/rooms/{room}/events", req -> {
                 PrefixFeed<Tuple, Message> room = feed.prefix(Tuple.of(req.pathParam("room")));
-                return Step.of(ServerSentEvents.reply(new RoomEvents(room, ServerSentEvents.lastEventId(req, room.lastSeq()))));
+                return Step.of(ServerSentEvents.response(FeedEvents.builder()   // woken only by the room's commits
+                    .add(room, (events, id, set) -> {
+                        for (ChangeSet.Change<Tuple, Message> c : set.changes()) {
+                            if (!c.deleted()) events.event(id, "message", json(c.value()));
+                        }
+                    })
+                    .resumeFrom(req)
+                    .build()));
             });
     }
 
-    /** One subscriber of a room: its position in the feed, woken only by the room's commits. */
-    private static final class RoomEvents extends ServerSentEvents.Stream {
-        private final PrefixFeed<Tuple, Message> room;
-        private long seen;
-        /** A read of the feed's log the stream waits for (over PostgreSQL, on a reader thread), or null. */
-        private QueryFuture<PrefixFeed.Changes<Tuple, Message>> reading;
-
-        RoomEvents(PrefixFeed<Tuple, Message> room, long seen) {
-            this.room = room;
-            this.seen = seen;
-        }
-
-        @Override
-        protected CompletableFuture<?> next(ServerSentEvents.Events events) {
-            if (reading == null) reading = room.readAsync(seen, 64);  // done at once unless the log must be read
-            if (!reading.isDone()) return reading;
-            QueryFuture<PrefixFeed.Changes<Tuple, Message>> read = reading;
-            reading = null;
-            PrefixFeed.Changes<Tuple, Message> changes;
-            try {
-                changes = read.join();                      // done: returns at once
-            } catch (CompletionException e) {
-                if (!(e.getCause() instanceof DbException.Expired expired)) throw e;
-                seen = room.lastSeq();                      // away longer than the feed keeps: start again
-                events.event(Long.toString(seen), "reload", json(Map.of("reason", expired.getMessage())));
-                return room.after(seen);
-            }
-            for (ChangeSet<Tuple, Message> set : changes.sets()) {
-                for (ChangeSet.Change<Tuple, Message> c : set.changes()) {
-                    if (!c.deleted()) events.event(Long.toString(set.seq()), "message", json(c.value()));
-                }
-            }
-            seen = changes.through();
-            return room.after(seen);
-        }
-    }
-
-    private static Reply page(Page<Tuple, Message> page) {
+    private static Response page(Page<Tuple, Message> page) {
         List<Message> rows = new ArrayList<>(page.rows().size());
         for (Page.Row<Tuple, Message> r : page.rows()) rows.add(r.value());
         Map<String, Object> body = new LinkedHashMap<>();
         body.put("messages", rows);
         body.put("next", page.continuation());                 // the client's ?after= for the next page
-        return Reply.json(body);
+        return Response.json(body);
     }
 
     /** @return the bearer token of the request's Authorization field; 401 without one */

@@ -1,53 +1,23 @@
 package kiln.http.spi;
 
 import java.nio.ByteBuffer;
-import java.util.concurrent.atomic.AtomicReferenceArray;
 
 /**
- * Connection buffers lent while a request is read or a response written, so that an idle
- * keep-alive connection holds none (nginx does the same): with 20,000 mostly idle connections, two
- * 1 KiB buffers each would be 40 MB of heap doing nothing.
- *
- * <p>A fixed array of slots, taken and returned with compare-and-set from any thread (carrier
- * threads, virtual threads): no lock, and no allocation except when the slots a thread looks at
- * are empty, when a new buffer is made. Each thread looks at {@value #PROBES} slots starting at a
- * place derived from its id, so carriers rarely meet. A buffer that grew past
- * {@value #BUFFER_BYTES} bytes is not returned (the garbage collector takes it), nor is one that
- * finds its slots full.
+ * Where a {@link Connection} borrows its buffers while a request is read or a response written, so
+ * that an idle keep-alive connection holds none (nginx does the same): with 20,000 mostly idle
+ * connections, two 1 KiB buffers each would be 40 MB of heap doing nothing. The connection's
+ * driver supplies it ({@link Connection.Owner#buffers}); {@link #SHARED} unless it says otherwise.
  */
-final class BufferPool {
-    /** Size of a lent buffer: a typical request head or a small response fits. */
-    static final int BUFFER_BYTES = 1024;
-    private static final int SLOTS = 256;
-    private static final int PROBES = 8;
-    private static final AtomicReferenceArray<ByteBuffer> POOL = new AtomicReferenceArray<>(SLOTS);
+public interface BufferPool {
+    /** Size of a lent buffer, bytes: a typical request head or a small response fits. */
+    int BUFFER_BYTES = 1024;
 
-    private BufferPool() {
-    }
+    /** The process's pool: lock-free, for any thread (carriers, virtual threads). */
+    BufferPool SHARED = new SharedBufferPool();
 
     /** @return a cleared heap buffer of {@value #BUFFER_BYTES} bytes, pooled or new; give it back with {@link #give} */
-    static ByteBuffer take() {
-        int first = firstSlot();
-        for (int i = 0; i < PROBES; i++) {
-            int slot = (first + i) & (SLOTS - 1);
-            ByteBuffer b = POOL.getPlain(slot);
-            if (b != null && POOL.compareAndSet(slot, b, null)) return b;
-        }
-        return ByteBuffer.allocate(BUFFER_BYTES);
-    }
+    ByteBuffer take();
 
-    /** Returns {@code b}, which the caller no longer touches; one of another size is dropped. */
-    static void give(ByteBuffer b) {
-        if (b.capacity() != BUFFER_BYTES) return;
-        b.clear();
-        int first = firstSlot();
-        for (int i = 0; i < PROBES; i++) {
-            int slot = (first + i) & (SLOTS - 1);
-            if (POOL.getPlain(slot) == null && POOL.compareAndSet(slot, null, b)) return;
-        }
-    }
-
-    private static int firstSlot() {
-        return (int) Thread.currentThread().getId() * PROBES;
-    }
+    /** Returns {@code b}, which the caller no longer touches; one of another size may be dropped. */
+    void give(ByteBuffer b);
 }

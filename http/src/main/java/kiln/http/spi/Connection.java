@@ -10,7 +10,7 @@ import kiln.http.BodyOutput;
 import kiln.http.BodyStream;
 import kiln.http.HttpException;
 import kiln.http.Limits;
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.http.Request;
 import kiln.http.StreamEnd;
 
@@ -19,7 +19,7 @@ import kiln.http.StreamEnd;
  * One client connection's HTTP/1.1 life as a state machine that does no I/O (the "sans-I/O" design
  * of h11 and hyper's {@code proto::h1}): told what was read, what the handler answered, that a
  * write is done or failed, it says what to do next. Parsing, pipelining, the header, idle and write
- * deadlines, 408, 100-continue, lingering close, streamed replies with their heartbeats and stop,
+ * deadlines, 408, 100-continue, lingering close, streamed responses with their heartbeats and stop,
  * and the counting of requests in flight and of streams live here, once. Its getters
  * ({@link #readBuffer}, {@link #output}, {@link #request}) change nothing: the commands that arm a
  * deadline or lend a buffer ({@link #prepareRead}, {@link #beginWrite}) are the loop's to call.
@@ -31,7 +31,7 @@ import kiln.http.StreamEnd;
  *     switch (c.next()) {
  *         case READ   -> { c.prepareRead(); c.read(channel.read(c.readBuffer())); }  // -1 at end of stream
  *         case WRITE  -> { c.beginWrite(); write all of c.output(); c.written(); }    // a failure: c.writeFailed(e)
- *         case HANDLE -> c.answer(router.dispatch(c.request()));        // the fiber pauses, the thread blocks
+ *         case HANDLE -> c.respond(router.dispatch(c.request()));        // the fiber pauses, the thread blocks
  *         case WAIT   -> { if (c.park(wake)) wait until wake runs; }     // a streamed body between parts
  *         case SHUTDOWN_OUTPUT -> { channel.shutdownOutput(); c.outputShutDown(); }  // a lingering close begins
  *         case CLOSE  -> { close the channel; return; }
@@ -51,8 +51,8 @@ import kiln.http.StreamEnd;
  * responses to the requests before it, then the connection closes: after a framing error the next
  * request's start is unknown (RFC 9112 sections 9.6, 11.2).
  *
- * <h2>Streamed replies</h2>
- * An answer with a {@link Reply#stream} (to anything but HEAD) makes the connection send its body
+ * <h2>Streamed responses</h2>
+ * An answer with a {@link Response#stream} (to anything but HEAD) makes the connection send its body
  * part by part: {@link #next} polls the {@link BodyStream} and says {@link Action#WRITE} while parts
  * are ready, and {@link Action#WAIT} while it waits for the future the body returned. The loop then
  * {@link #park}s with a wake-up of its own; the wake-up runs once, from whichever thread sees it first: the
@@ -99,7 +99,7 @@ public final class Connection {
         READ,
         /** {@link #beginWrite()}, write all of {@link #output()}, then {@link #written()} (or {@link #writeFailed}). */
         WRITE,
-        /** Run the handler of {@link #request()}, then {@link #answer}. */
+        /** Run the handler of {@link #request()}, then {@link #respond}. */
         HANDLE,
         /** A streamed body waits: {@link #park}, and when its wake-up runs (or at once when park says so), {@link #next} again. */
         WAIT,
@@ -212,7 +212,9 @@ public final class Connection {
     private int consumed;
     /** Every byte read so far was parsed and no request is complete: parse again only after a read. */
     private boolean needInput;
-    private final Output out = new Output();
+    /** Where its read and write buffers come from: its owner's. */
+    private final BufferPool buffers;
+    private final Output out;
     /** The bytes of the write under way ({@link #beginWrite}), or null. */
     private ByteBuffer writing;
     /** Where the connection is in its life; it moves only as {@link State#mayMoveTo} allows ({@link #moveTo}). */
@@ -255,6 +257,11 @@ public final class Connection {
          */
         default long nanoTime() {
             return System.nanoTime();
+        }
+
+        /** @return where the connection borrows its buffers, and gives them back: {@link BufferPool#SHARED}, or a test's */
+        default BufferPool buffers() {
+            return BufferPool.SHARED;
         }
 
         /** @return how long a keep-alive connection may wait for its next request, and a write may take, ns */
@@ -316,7 +323,7 @@ public final class Connection {
          *
          * @param remote the client's address, or null
          */
-        default void refused(InetSocketAddress remote, Reply reply) {
+        default void refused(InetSocketAddress remote, Response response) {
         }
     }
 
@@ -335,6 +342,8 @@ public final class Connection {
      */
     public Connection(Owner owner, SocketChannel channel, InetSocketAddress remote) {
         this.owner = owner;
+        this.buffers = owner.buffers();
+        this.out = new Output(buffers);
         this.channel = channel;
         this.remote = remote;
         arm(Deadline.IDLE, owner.idleTimeoutNanos());  // a client that connects and never sends is reaped
@@ -377,7 +386,7 @@ public final class Connection {
         state = to;
     }
 
-    /** @return the next complete request among the bytes read, or null: an error reply when it is malformed */
+    /** @return the next complete request among the bytes read, or null: an error response when it is malformed */
     private Request parse() {
         try {
             RequestParser.Parsed p = RequestParser.parse(in.array(), consumed, in.position(), progress);
@@ -406,7 +415,7 @@ public final class Connection {
     /** Answers a request the parser or the limits refused with its error status; the connection closes after a lingering close. */
     private void refuseRequest(HttpException e) {
         // a refused HEAD gets the head only (RFC 9110 section 9.3.2), as every answer to a HEAD
-        refuse(Reply.error(e.status(), e.getMessage()), progress.refusedHead() || progress.isHead(), State.REFUSED);
+        refuse(Response.error(e.status(), e.getMessage()), progress.refusedHead() || progress.isHead(), State.REFUSED);
     }
 
     /**
@@ -454,7 +463,7 @@ public final class Connection {
         if (held == 0) return;
         if (inCharge() > 0) {
             int remaining = in.position() - consumed;
-            ByteBuffer rest = remaining <= BufferPool.BUFFER_BYTES ? BufferPool.take() : ByteBuffer.allocate(remaining);
+            ByteBuffer rest = remaining <= BufferPool.BUFFER_BYTES ? buffers.take() : ByteBuffer.allocate(remaining);
             rest.put(in.array(), consumed, remaining);
             in = rest;  // reserved at its capacity when it is not the pool's
             consumed = 0;
@@ -465,7 +474,7 @@ public final class Connection {
 
     /** The server's request memory has no room for this request: 503 with Retry-After, and the connection closes. */
     private void refuseForMemory() {
-        refuse(Reply.unavailable("the server holds as many request bytes as it may (--max-request-memory); retry shortly"),
+        refuse(Response.unavailable("the server holds as many request bytes as it may (--max-request-memory); retry shortly"),
             progress.isHead(), State.REFUSED);
     }
 
@@ -473,7 +482,7 @@ public final class Connection {
      * Answers {@code error} in place of a request and reads no more: {@code then} is REFUSED when the
      * client may still be sending (a lingering close follows), CLOSING when its side ended.
      */
-    private void refuse(Reply error, boolean head, State then) {
+    private void refuse(Response error, boolean head, State then) {
         ResponseWriter.write(out, 1, error, false, head);
         moveTo(then);
         owner.refused(remote, error);
@@ -485,29 +494,29 @@ public final class Connection {
     }
 
     /**
-     * The handler of {@link #request()} answered {@code reply} (through the router, which put an
+     * The handler of {@link #request()} answered {@code response} (through the router, which put an
      * error in the form the request's {@code Accept} prefers): appends it, head only for HEAD. The
      * connection closes after it unless both sides keep it alive and the server is not stopping; a
-     * streamed reply's body follows ({@link Action#WAIT} and {@link Action#WRITE}).
+     * streamed response's body follows ({@link Action#WAIT} and {@link Action#WRITE}).
      */
-    public void answer(Reply reply) {
+    public void respond(Response response) {
         Request request = pending;
         pending = null;
         releaseContent();
         boolean keepAlive = request.keepAlive() && !owner.isStopping();
         boolean head = "HEAD".equals(request.method());
-        if (reply.stream != null && !head) {
+        if (response.stream != null && !head) {
             chunked = request.minorVersion() >= 1;
             if (!chunked) keepAlive = false;  // an HTTP/1.0 client learns the body's end from the close
-            startStream(reply.stream, request.routeName());
+            startStream(response.stream, request.routeName());
         }
-        ResponseWriter.write(out, request.minorVersion(), reply, keepAlive, head);
+        ResponseWriter.write(out, request.minorVersion(), response, keepAlive, head);
         if (!keepAlive) moveTo(State.CLOSING);
         if (sending == null) unwritten++;  // a streamed body carries the request on until it ends
     }
 
     private void startStream(BodyStream body, String name) {
-        StreamedBody s = new StreamedBody(body, name.intern());  // a route's name: one string for all its streams
+        StreamedBody s = new StreamedBody(body, name.intern(), owner::nanoTime);  // a route's name: one string for all its streams
         sending = s;  // still in flight: a graceful stop waits for the stream to end (it wakes it first)
         if (in != null && in.position() == consumed) releaseInput();  // a waiting subscriber holds no buffer
         if (streamStopped) s.stop();
@@ -630,7 +639,7 @@ public final class Connection {
      */
     public void prepareRead() {
         if (in == null) {
-            in = BufferPool.take();
+            in = buffers.take();
             progress = new RequestParser.Progress(owner.maxContentBytes());
         }
         if (state == State.LINGERING) {
@@ -684,10 +693,10 @@ public final class Connection {
             if (sending != null) {
                 endStream(StreamEnd.CLIENT);
             } else if (expired == Deadline.HEADER && state == State.OPEN) {
-                refuse(Reply.error(408, "request not received within " + owner.headerTimeoutNanos() / 1_000_000_000L + " s"), false,
+                refuse(Response.error(408, "request not received within " + owner.headerTimeoutNanos() / 1_000_000_000L + " s"), false,
                     State.CLOSING);
             } else if (expired == Deadline.CONTENT && state == State.OPEN) {
-                refuse(Reply.error(408, "request content arrived slower than " + owner.minRequestRate() + " bytes/s"), false,
+                refuse(Response.error(408, "request content arrived slower than " + owner.minRequestRate() + " bytes/s"), false,
                     State.CLOSING);
             }
         } else if (sending != null && !in.hasRemaining()) {
@@ -746,7 +755,7 @@ public final class Connection {
     /** Gives {@link #in} back to the pool (a grown one to the garbage collector) and its reservation to the memory. */
     private void giveBackInput() {
         int charge = inCharge();
-        BufferPool.give(in);
+        buffers.give(in);
         if (charge > 0) owner.requestMemory().release(charge);
     }
 
@@ -770,7 +779,7 @@ public final class Connection {
     public void outputShutDown() {
         if (in == null || inCharge() > 0) {
             if (in != null) giveBackInput();
-            in = BufferPool.take();  // what is discarded needs no more room than this
+            in = buffers.take();  // what is discarded needs no more room than this
         }
         arm(Deadline.LINGER, LINGER_NANOS);
         moveTo(State.LINGERING);
@@ -849,7 +858,7 @@ public final class Connection {
         consumed = 0;
         if (remaining == 0 && inCharge() > 0) {
             giveBackInput();
-            in = BufferPool.take();
+            in = buffers.take();
         }
     }
 }

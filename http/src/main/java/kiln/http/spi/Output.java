@@ -4,13 +4,18 @@ import java.nio.ByteBuffer;
 
 /**
  * A connection's growable output bytes: responses are appended, then written in one go. The
- * buffer is borrowed from the {@link BufferPool} at the first byte and given back by
+ * buffer is borrowed from its {@link BufferPool} at the first byte and given back by
  * {@link #release} once written, so an idle connection holds none.
  */
 final class Output {
+    private final BufferPool buffers;
     /** The bytes are {@code buf.array()[0, len)}; null while empty. */
     private ByteBuffer buf;
     private int len;
+
+    Output(BufferPool buffers) {
+        this.buffers = buffers;
+    }
 
     int length() {
         return len;
@@ -69,17 +74,17 @@ final class Output {
     void release() {
         len = 0;
         if (buf != null) {
-            BufferPool.give(buf);
+            buffers.give(buf);
             buf = null;
         }
     }
 
     private void ensure(int n) {
-        if (buf == null) buf = BufferPool.take();
+        if (buf == null) buf = buffers.take();
         if (len + n > buf.capacity()) {
             ByteBuffer bigger = ByteBuffer.allocate(Math.max(buf.capacity() * 2, len + n));
             System.arraycopy(buf.array(), 0, bigger.array(), 0, len);
-            BufferPool.give(buf);
+            buffers.give(buf);
             buf = bigger;
         }
     }

@@ -9,7 +9,7 @@ import kiln.http.Http;
 import kiln.http.HttpException;
 import kiln.http.Limits;
 import kiln.http.Paths;
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.http.Request;
 
 
@@ -672,23 +672,23 @@ public final class RequestParser {
      * @param maxContent       the most content bytes accepted (the server's {@code --max-content})
      * @return the refusal to send and close, or null to serve the request
      */
-    public static Reply refuseRequest(int headerCount, long contentLength, String transferEncoding, String host, int maxContent) {
+    public static Response refuseRequest(int headerCount, long contentLength, String transferEncoding, String host, int maxContent) {
         if (host != null && !validHost(host)) {
-            return Reply.error(400, "invalid Host header (RFC 9112 section 3.2): " + host);
+            return Response.error(400, "invalid Host header (RFC 9112 section 3.2): " + host);
         }
         if (headerCount > Limits.MAX_HEADERS) {
-            return Reply.error(431, headerCount + " header fields; at most " + Limits.MAX_HEADERS + " accepted");
+            return Response.error(431, headerCount + " header fields; at most " + Limits.MAX_HEADERS + " accepted");
         }
         if (transferEncoding != null) {
             try {
                 checkTransferCodings(transferEncoding);
             } catch (HttpException e) {
-                if (e.status() == 400) return Reply.error(400, e.getMessage());
+                if (e.status() == 400) return Response.error(400, e.getMessage());
             }
-            return Reply.error(413, "chunked request content is not accepted; the endpoints take no content");
+            return Response.error(413, "chunked request content is not accepted; the endpoints take no content");
         }
         if (contentLength > maxContent) {
-            return Reply.error(413, "request content of " + contentLength + " bytes; at most " + maxContent + " accepted");
+            return Response.error(413, "request content of " + contentLength + " bytes; at most " + maxContent + " accepted");
         }
         return null;
     }

@@ -6,12 +6,12 @@ import java.util.concurrent.ConcurrentHashMap;
 
 import kiln.http.Http;
 import kiln.http.HttpDate;
-import kiln.http.Reply;
+import kiln.http.Response;
 
 
 /**
  * Encodes responses into a connection's output bytes, headers in the order {@link Http} fixes for
- * every front end: Server, Date, Content-Type, the reply's further headers (Allow, Retry-After,
+ * every front end: Server, Date, Content-Type, the response's further headers (Allow, Retry-After,
  * Location...) in the order added, Content-Length, then Connection when needed; a 204 without
  * Content-Type, Content-Length and body. The status line is always HTTP/1.1, the
  * highest version this server conforms to (RFC 9110 section 6.2), also for HTTP/1.0 requests.
@@ -45,7 +45,7 @@ public final class ResponseWriter {
      * @param head         true when answering HEAD: the head only, Content-Length still that of the
      *                     body GET would get (RFC 9110 section 9.3.2)
      */
-    static void write(Output out, int minorVersion, Reply r, boolean keepAlive, boolean head) {
+    static void write(Output out, int minorVersion, Response r, boolean keepAlive, boolean head) {
         out.put(r.status == 200 ? STATUS_200 : ascii("HTTP/1.1 " + r.status + " " + Http.reason(r.status)));
         out.put(SERVER);
         out.put(HttpDate.nowAscii());
@@ -94,12 +94,12 @@ public final class ResponseWriter {
     }
 
     /**
-     * @return the whole response to {@code reply} with {@code Connection: close}, head in the
+     * @return the whole response to {@code response} with {@code Connection: close}, head in the
      *         contract's order, ASCII head then the body: for a socket the server writes once and closes
      */
-    public static byte[] closing(Reply reply) {
-        Output out = new Output();
-        write(out, 1, reply, false, false);
+    public static byte[] closing(Response response) {
+        Output out = new Output(BufferPool.SHARED);
+        write(out, 1, response, false, false);
         ByteBuffer bytes = out.toByteBuffer();
         byte[] all = new byte[bytes.remaining()];
         bytes.get(all);

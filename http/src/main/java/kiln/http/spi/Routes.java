@@ -13,7 +13,7 @@ import kiln.http.Http;
 import kiln.http.HttpException;
 import kiln.http.PathTemplate;
 import kiln.http.Paths;
-import kiln.http.Reply;
+import kiln.http.Response;
 
 /**
  * Routing, written once for every front end: (method, path) to a handler of type {@code H}.
@@ -43,8 +43,11 @@ public final class Routes<H> {
 
     /** A matched route: its handler and the template that reads path parameters. */
     public static final class Route<H> {
+        /** The method it was registered for, e.g. {@code GET}. */
         public final String method;
+        /** What the router registered: a handler of the front end's kind. */
         public final H handler;
+        /** The path or template it was registered with; it reads the request's path parameters. */
         public final PathTemplate template;
 
         Route(String method, H handler, PathTemplate template) {
@@ -117,13 +120,13 @@ public final class Routes<H> {
      * @return the answer when {@link #find} found nothing: {@code OPTIONS}' 200 with {@code Allow}
      *         (also for {@code OPTIONS *}), 404, or 405 with {@code Allow}
      */
-    public Reply miss(String method, String path) {
-        if (method.equals("OPTIONS") && path.equals("*")) return Reply.options(allow(allMethods()));
+    public Response miss(String method, String path) {
+        if (method.equals("OPTIONS") && path.equals("*")) return Response.options(allow(allMethods()));
         Map<String, Route<H>> byMethod = methodsOf(path);
-        if (byMethod == null) return Reply.notFound(path);
+        if (byMethod == null) return Response.notFound(path);
         String allow = allow(byMethod.keySet());
-        if (method.equals("OPTIONS")) return Reply.options(allow);
-        return Reply.methodNotAllowed(method, path, allow);
+        if (method.equals("OPTIONS")) return Response.options(allow);
+        return Response.methodNotAllowed(method, path, allow);
     }
 
     private Set<String> allMethods() {

@@ -5,16 +5,17 @@ import java.lang.invoke.VarHandle;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BiConsumer;
+import java.util.function.LongSupplier;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
 import kiln.http.BodyOutput;
 import kiln.http.BodyStream;
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.http.StreamEnd;
 
 /**
- * A streamed reply's body while it is sent ({@link Reply#stream}): the one loop of every front end,
+ * A streamed response's body while it is sent ({@link Response#stream}): the one loop of every front end,
  * as a state machine that does no I/O. It polls the {@link BodyStream}, says when a part or a
  * heartbeat is to be written and when to wait, and why the body ended; the front end writes and
  * waits its own way:
@@ -61,12 +62,14 @@ public final class StreamedBody implements BiConsumer<Object, Throwable> {
     /** The body; null once it ended, so that a registration on a shared future holds only this shell. */
     private BodyStream body;
     private final String name;
+    /** Now, ns: {@link System#nanoTime}, or its connection's owner's clock. */
+    private final LongSupplier clock;
     /**
-     * System.nanoTime() of the last part or heartbeat. {@link #heartbeatAt()} reads it (and
+     * {@link #clock}'s time of the last part or heartbeat, ns. {@link #heartbeatAt()} reads it (and
      * {@link #body}) on other threads without a fence: a stale value wakes the loop early, and it
      * parks again, or a second late.
      */
-    private long lastSent = System.nanoTime();
+    private long lastSent;
     /** What the body last said to wait for; null before its first poll. */
     private CompletableFuture<?> waitingFor;
     /** Why the body ended, once it has ({@link Next#END}). */
@@ -76,6 +79,14 @@ public final class StreamedBody implements BiConsumer<Object, Throwable> {
     private volatile boolean stopped;
     /** Set by {@link #clientLeft}: the body ends as {@link StreamEnd#CLIENT} at its next step. */
     private volatile boolean clientLeft;
+    /**
+     * Polls in a row that wrote nothing and returned a completed future: the body asks to be polled
+     * again at once without having anything to send. A few are a body's own steps (a read it started
+     * was already done); this many is a busy loop (a merged future reused after it completed), and
+     * the body is ended rather than spun.
+     */
+    static final int MAX_IDLE_POLLS = 1_000;
+    private int idlePolls;
     /** The parked loop's wake-up ({@link #park}); whoever swaps it out runs it. */
     @SuppressWarnings("unused") private volatile Runnable wake;
 
@@ -84,8 +95,19 @@ public final class StreamedBody implements BiConsumer<Object, Throwable> {
      * @param name the route, e.g. {@code GET /updates/events}, for the log line of a body that throws
      */
     public StreamedBody(BodyStream body, String name) {
+        this(body, name, System::nanoTime);
+    }
+
+    /**
+     * @param body  the body to send
+     * @param name  the route, for the log line of a body that throws
+     * @param clock now, ns, on the clock the heartbeat is kept by (a connection's owner's)
+     */
+    public StreamedBody(BodyStream body, String name, LongSupplier clock) {
         this.body = body;
         this.name = name;
+        this.clock = clock;
+        this.lastSent = clock.getAsLong();
     }
 
     /** @return the route whose body this is, e.g. {@code GET /updates/events} */
@@ -113,7 +135,7 @@ public final class StreamedBody implements BiConsumer<Object, Throwable> {
                 break;
             }
             if (waitingFor != null && !waitingFor.isDone()) {
-                long now = System.nanoTime();
+                long now = clock.getAsLong();
                 if (now - lastSent < heartbeatNanos(body)) return Next.WAIT;
                 lastSent = now;
                 byte[] heartbeat = body.heartbeat();
@@ -136,9 +158,18 @@ public final class StreamedBody implements BiConsumer<Object, Throwable> {
                 next.whenComplete(this);  // once per future: a feed returns the same one until it changes
             }
             if (out.length() > 0) {
-                lastSent = System.nanoTime();
+                lastSent = clock.getAsLong();
+                idlePolls = 0;
                 return Next.PART;
             }
+            if (next != null && next.isDone() && ++idlePolls >= MAX_IDLE_POLLS) {
+                LOG.warning("the streamed body of " + name + " returned a completed future " + MAX_IDLE_POLLS + " times in a row"
+                    + " without writing anything: it would spin on its thread forever, so it is ended (return a future that"
+                    + " completes when there is something to send)");
+                reason = StreamEnd.ERROR;
+                return Next.END;
+            }
+            if (next == null || !next.isDone()) idlePolls = 0;
         }
         return Next.END;
     }
@@ -189,13 +220,13 @@ public final class StreamedBody implements BiConsumer<Object, Throwable> {
     public boolean park(Runnable wake) {
         long due = lastSent + heartbeatNanos(body);
         WAKE.setVolatile(this, wake);
-        if (waitingFor.isDone() || stopped || clientLeft || System.nanoTime() - due >= 0) {
+        if (waitingFor.isDone() || stopped || clientLeft || clock.getAsLong() - due >= 0) {
             return !WAKE.compareAndSet(this, wake, null);  // a waker that swapped it out first runs it
         }
         return true;
     }
 
-    /** @return the {@link System#nanoTime()} when a parked body's heartbeat is due (wake it then); 0 while not parked */
+    /** @return the {@link #clock}'s time, ns, when a parked body's heartbeat is due (wake it then); 0 while not parked */
     public long heartbeatAt() {
         BodyStream b = body;  // null once ended, from any thread
         return wake == null || b == null ? 0 : lastSent + heartbeatNanos(b);

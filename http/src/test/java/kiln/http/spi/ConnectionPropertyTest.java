@@ -14,7 +14,7 @@ import net.jqwik.api.Provide;
 import net.jqwik.api.constraints.IntRange;
 import net.jqwik.api.constraints.Size;
 
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.http.Request;
 
 /**
@@ -72,7 +72,7 @@ class ConnectionPropertyTest {
         List<String> seen = new ArrayList<>();
         Driver d = new Driver(r -> {
             seen.add(describe(r));
-            return Reply.text(describe(r));
+            return Response.text(describe(r));
         });
         d.writeSizes = writeSizes;
         int first = 0;

@@ -16,7 +16,7 @@ import org.junit.jupiter.api.Test;
 
 import kiln.http.BodyOutput;
 import kiln.http.BodyStream;
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.http.Request;
 import kiln.http.StreamEnd;
 
@@ -28,8 +28,8 @@ import kiln.http.StreamEnd;
 class ConnectionTest {
     private static final String GET = "GET /a HTTP/1.1\r\nHost: h\r\n\r\n";
 
-    private static Reply echoPath(Request r) {
-        return Reply.text(r.path());
+    private static Response echoPath(Request r) {
+        return Response.text(r.path());
     }
 
     /** A streamed body whose parts are given by the test: each poll writes what was offered and waits for the next offer. */
@@ -90,7 +90,7 @@ class ConnectionTest {
         c.read(get.length);
         assertSame(Action.HANDLE, c.next());
         assertEquals(1, owner.inFlight.get());
-        c.answer(Reply.text("ok"));
+        c.respond(Response.text("ok"));
         assertSame(Action.WRITE, c.next());
         assertEquals(1, owner.inFlight.get(), "answered, not yet written: still in flight");
         c.beginWrite();
@@ -138,7 +138,7 @@ class ConnectionTest {
 
     @Test
     void expectContinueIsAnsweredBeforeTheContentIsRead() {
-        Driver d = new Driver(r -> Reply.text(new String(r.body(), StandardCharsets.UTF_8)))
+        Driver d = new Driver(r -> Response.text(new String(r.body(), StandardCharsets.UTF_8)))
             .send("POST /u HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n");
         assertSame(Action.READ, d.run());
         assertEquals("HTTP/1.1 100 Continue\r\n\r\n", d.takeWritten());
@@ -150,7 +150,7 @@ class ConnectionTest {
     /** RFC 9110 section 10.1.1: a server ignores a 100-continue expectation in an HTTP/1.0 request. */
     @Test
     void expectContinueFromAnHttp10ClientGetsNoInterimResponse() {
-        Driver d = new Driver(r -> Reply.text(new String(r.body(), StandardCharsets.UTF_8)))
+        Driver d = new Driver(r -> Response.text(new String(r.body(), StandardCharsets.UTF_8)))
             .send("POST /u HTTP/1.0\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n");
         assertSame(Action.READ, d.run());
         assertEquals("", d.takeWritten(), "no 100 Continue to an HTTP/1.0 client");
@@ -162,7 +162,7 @@ class ConnectionTest {
     /** The 100 Continue invites content the client has not sent: content already here needs none. */
     @Test
     void expectContinueWithItsContentAlreadyInGetsNoInterimResponse() {
-        Driver d = new Driver(r -> Reply.text(new String(r.body(), StandardCharsets.UTF_8)))
+        Driver d = new Driver(r -> Response.text(new String(r.body(), StandardCharsets.UTF_8)))
             .send("POST /u HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\nok");
         assertSame(Action.READ, d.run());
         String out = d.takeWritten();
@@ -175,7 +175,7 @@ class ConnectionTest {
         TestOwner owner = new TestOwner();
         owner.minRequestRate = 100;
         owner.rateGraceMs = 1_000;
-        Driver d = new Driver(owner, r -> Reply.text("ok"))
+        Driver d = new Driver(owner, r -> Response.text("ok"))
             .send("POST /u HTTP/1.1\r\nHost: h\r\nContent-Length: 1000\r\nExpect: 100-continue\r\n\r\n");
         d.stallWrites = true;
         assertSame(Action.WRITE, d.run());
@@ -266,7 +266,7 @@ class ConnectionTest {
         TestOwner owner = new TestOwner();
         owner.minRequestRate = 100;
         owner.rateGraceMs = 1_000;
-        Driver d = new Driver(owner, r -> Reply.text(r.body().length + " bytes"))
+        Driver d = new Driver(owner, r -> Response.text(r.body().length + " bytes"))
             .send("POST /u HTTP/1.1\r\nHost: h\r\nContent-Length: 1000\r\n\r\n" + "x".repeat(10));
         assertSame(Action.READ, d.run());
         for (int i = 0; i < 30; i++) {  // 3 s at the rate: never behind
@@ -295,7 +295,7 @@ class ConnectionTest {
         TestOwner owner = new TestOwner();
         owner.minResponseRate = 1_000;
         owner.rateGraceMs = 1_000;
-        Driver d = new Driver(owner, r -> Reply.text("x".repeat(10_000))).send(GET);
+        Driver d = new Driver(owner, r -> Response.text("x".repeat(10_000))).send(GET);
         d.stallWrites = true;
         assertSame(Action.WRITE, d.run());
         owner.advance(11_000);
@@ -348,7 +348,7 @@ class ConnectionTest {
     void aStreamedBodyWaitsParkedAndEachPartWakesIt() {
         Feed feed = new Feed();
         feed.offered = "first\n";
-        Driver d = new Driver(r -> Reply.stream(200, "text/plain", feed)).send(GET);
+        Driver d = new Driver(r -> Response.stream(200, "text/plain", feed)).send(GET);
         assertSame(Action.WAIT, d.run());
         String head = d.takeWritten();
         assertTrue(head.contains("Transfer-Encoding: chunked") && head.endsWith("6\r\nfirst\n\r\n"), head);
@@ -374,21 +374,56 @@ class ConnectionTest {
     }
 
     @Test
-    void aSilentStreamSendsItsHeartbeat() throws Exception {
+    void aSilentStreamSendsItsHeartbeatOnItsOwnersClock() {
         Feed feed = new Feed();
-        feed.heartbeatMs = 1;
-        Driver d = new Driver(r -> Reply.stream(200, "text/event-stream", feed)).send(GET);
+        feed.heartbeatMs = 15_000;
+        Driver d = new Driver(r -> Response.stream(200, "text/event-stream", feed)).send(GET);
         assertSame(Action.WAIT, d.run());
         d.takeWritten();
-        Thread.sleep(5);
+        d.owner.advance(14_999);
+        assertSame(Action.WAIT, d.run());
+        assertEquals("", d.takeWritten(), "not yet due");
+        d.owner.advance(1);
         assertSame(Action.WAIT, d.run());
         assertEquals("7\r\n: beat\n\r\n", d.takeWritten());
+        d.owner.advance(14_999);
+        assertSame(Action.WAIT, d.run());
+        assertEquals("", d.takeWritten(), "the next one 15 s after this one");
+    }
+
+    /** A body that asks to be polled again at once, forever, with nothing to send (a combined future reused once complete) is ended, not spun. */
+    @Test
+    void aStreamThatNeverWritesAndNeverWaitsIsEndedInsteadOfSpinning() {
+        AtomicInteger polls = new AtomicInteger();
+        CompletableFuture<Void> done = CompletableFuture.completedFuture(null);
+        BodyStream spinning = out -> {
+            polls.incrementAndGet();
+            return done;
+        };
+        Driver d = new Driver(r -> Response.stream(200, "text/event-stream", spinning)).send(GET);
+        assertSame(Action.CLOSE, d.run(), "ended: the chunked body is cut, the connection closes");
+        assertEquals(StreamedBody.MAX_IDLE_POLLS, polls.get());
+        assertEquals(List.of(StreamEnd.ERROR), d.owner.streamsEnded);
+    }
+
+    /** The driver lends the buffers ({@link Connection.Owner#buffers}): each comes back once, and none is held once the connection is idle or closed. */
+    @Test
+    void everyBufferBorrowedIsGivenBackOnceAndAnIdleConnectionHoldsNone() {
+        TestOwner owner = new TestOwner();
+        String big = "GET /" + "x".repeat(3000) + " HTTP/1.1\r\nHost: h\r\n\r\n";  // a head that grows the read buffer
+        Driver d = new Driver(owner, r -> Response.text("y".repeat(5000))).send(GET + big + GET);  // responses that grow the output
+        assertSame(Action.READ, d.run());
+        assertEquals(3, d.takeWritten().split("HTTP/1.1 200 OK", -1).length - 1);
+        assertTrue(owner.buffers.taken > 0, "the connection borrowed from its owner's pool, not a static one");
+        assertTrue(owner.buffers.outstanding() <= 1, "waiting for a request: at most the read buffer it reads into");
+        d.c.closed();
+        assertEquals(0, owner.buffers.outstanding(), "closed: every buffer given back");
     }
 
     @Test
     void aStopEndsAWaitingStreamWithItsLastChunkAndCloses() {
         Feed feed = new Feed();
-        Driver d = new Driver(r -> Reply.stream(200, "text/plain", feed)).send(GET);
+        Driver d = new Driver(r -> Response.stream(200, "text/plain", feed)).send(GET);
         assertSame(Action.WAIT, d.run());
         d.takeWritten();
         AtomicInteger woken = new AtomicInteger();
@@ -404,7 +439,7 @@ class ConnectionTest {
     @Test
     void aClientLeavingAWaitingStreamEndsItAsTheClients() {
         Feed feed = new Feed();
-        Driver d = new Driver(r -> Reply.stream(200, "text/plain", feed)).send(GET);
+        Driver d = new Driver(r -> Response.stream(200, "text/plain", feed)).send(GET);
         assertSame(Action.WAIT, d.run());
         d.c.read(-1);  // what a front end reads when the selector reports the socket readable: the client closed
         assertSame(Action.CLOSE, d.c.next());
@@ -415,14 +450,14 @@ class ConnectionTest {
     @Test
     void aFailedWriteCutsTheStreamAndABodyThatThrowsClosesWithoutTheLastChunk() {
         Feed feed = new Feed();
-        Driver d = new Driver(r -> Reply.stream(200, "text/plain", feed)).send(GET);
+        Driver d = new Driver(r -> Response.stream(200, "text/plain", feed)).send(GET);
         assertSame(Action.WAIT, d.run());
         d.failWrites = true;
         feed.offer("lost");
         assertSame(Action.CLOSE, d.run());
         assertEquals(List.of(StreamEnd.CLIENT), d.owner.streamsEnded);
 
-        Driver e = new Driver(r -> Reply.stream(200, "text/plain", out -> {
+        Driver e = new Driver(r -> Response.stream(200, "text/plain", out -> {
             throw new IllegalStateException("the body's bug");
         })).send(GET);
         assertSame(Action.CLOSE, e.run());
@@ -433,7 +468,7 @@ class ConnectionTest {
 
     @Test
     void aHeadToAStreamGetsTheHeadOnlyAndNoStream() {
-        Driver d = new Driver(r -> Reply.stream(200, "text/plain", new Feed())).send("HEAD /a HTTP/1.1\r\nHost: h\r\n\r\n");
+        Driver d = new Driver(r -> Response.stream(200, "text/plain", new Feed())).send("HEAD /a HTTP/1.1\r\nHost: h\r\n\r\n");
         assertSame(Action.READ, d.run());
         assertTrue(d.takeWritten().endsWith("\r\n\r\n"));
         assertTrue(d.owner.streamsEnded.isEmpty());
@@ -442,7 +477,7 @@ class ConnectionTest {
 
     @Test
     void closingWithAHandlerOrAStreamOpenCountsThemEnded() {
-        Driver d = new Driver(r -> Reply.stream(200, "text/plain", new Feed())).send(GET);
+        Driver d = new Driver(r -> Response.stream(200, "text/plain", new Feed())).send(GET);
         assertSame(Action.WAIT, d.run());
         d.c.closed();
         assertEquals(List.of(StreamEnd.CLIENT), d.owner.streamsEnded);

@@ -10,7 +10,7 @@ import java.nio.charset.StandardCharsets;
 
 import org.junit.jupiter.api.Test;
 
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.http.Request;
 
 /** The content limit is the server's (--max-content): kiln's own layer reads up to it, and refuses more with 413. */
@@ -54,7 +54,7 @@ class ContentLimitTest {
     @Test
     void theLibraryFrontEndsRefuseByTheSameLimit() {
         assertNull(RequestParser.refuseRequest(3, 100_000, null, "h", 200_000));
-        Reply r = RequestParser.refuseRequest(3, 11, null, "h", 10);
+        Response r = RequestParser.refuseRequest(3, 11, null, "h", 10);
         assertEquals(413, r.status);
         assertEquals(400, RequestParser.refuseRequest(3, -1, "chunked, identity", "h", 10).status);
         assertEquals(400, RequestParser.refuseRequest(3, -1, null, "a/b", 10).status);

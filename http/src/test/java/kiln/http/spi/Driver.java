@@ -9,7 +9,7 @@ import java.util.Arrays;
 import java.util.function.Function;
 import java.util.function.IntSupplier;
 
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.http.Request;
 
 /**
@@ -21,7 +21,7 @@ import kiln.http.Request;
 final class Driver {
     final TestOwner owner;
     final Connection c;
-    private final Function<Request, Reply> handler;
+    private final Function<Request, Response> handler;
     private final ArrayDeque<byte[]> input = new ArrayDeque<>();
     private final ByteArrayOutputStream written = new ByteArrayOutputStream();
     private boolean endOfInput;
@@ -36,11 +36,11 @@ final class Driver {
     /** The connection shut its output down (a lingering close): the client saw the end of the responses. */
     boolean outputShut;
 
-    Driver(Function<Request, Reply> handler) {
+    Driver(Function<Request, Response> handler) {
         this(new TestOwner(), handler);
     }
 
-    Driver(TestOwner owner, Function<Request, Reply> handler) {
+    Driver(TestOwner owner, Function<Request, Response> handler) {
         this.owner = owner;
         this.c = new Connection(owner, null);
         this.handler = handler;
@@ -117,7 +117,7 @@ final class Driver {
                         c.written();
                     }
                 }
-                case HANDLE -> c.answer(owner.counted(c.request(), handler.apply(c.request())));
+                case HANDLE -> c.respond(owner.counted(c.request(), handler.apply(c.request())));
                 case SHUTDOWN_OUTPUT -> {
                     outputShut = true;
                     c.outputShutDown();

@@ -8,7 +8,7 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicLong;
 
-import kiln.http.Reply;
+import kiln.http.Response;
 import kiln.http.StreamEnd;
 import kiln.http.spi.Connection.Action;
 import org.junit.jupiter.api.Test;
@@ -31,7 +31,7 @@ class RequestMemoryTest {
         AtomicLong during = new AtomicLong(-1);
         Driver d = new Driver(owner, r -> {
             during.set(owner.memory.used());
-            return Reply.text("ok");
+            return Response.text("ok");
         }).send(post(100));
         assertSame(Action.READ, d.run());
         assertEquals(0, during.get());
@@ -45,7 +45,7 @@ class RequestMemoryTest {
         AtomicLong during = new AtomicLong(-1);
         Driver d = new Driver(owner, r -> {
             during.set(owner.memory.used());
-            return Reply.text(Integer.toString(r.body().length));
+            return Response.text(Integer.toString(r.body().length));
         }).send(post(40_000));
         assertSame(Action.READ, d.run());
         assertTrue(d.takeWritten().endsWith("\r\n\r\n40000"));
@@ -60,7 +60,7 @@ class RequestMemoryTest {
     void aRequestTheMemoryCannotHoldIs503WithRetryAfterAndTheConnectionCloses() {
         TestOwner owner = new TestOwner();
         owner.memory = new MemoryBudget(16 * 1024);
-        Driver d = new Driver(owner, r -> Reply.text("never")).send(post(40_000));
+        Driver d = new Driver(owner, r -> Response.text("never")).send(post(40_000));
         assertSame(Action.READ, d.run(), "a lingering close discards what the client still sends");
         assertTrue(d.outputShut);
         assertSame(Action.CLOSE, d.endInput().run());
@@ -82,7 +82,7 @@ class RequestMemoryTest {
         AtomicLong during = new AtomicLong(-1);
         Driver d = new Driver(owner, r -> {
             during.set(owner.memory.used());
-            return Reply.text(Integer.toString(r.body().length));
+            return Response.text(Integer.toString(r.body().length));
         }).send(chunked + "0\r\n\r\n");
         assertSame(Action.READ, d.run());
         assertTrue(d.takeWritten().endsWith("40960"));
@@ -92,7 +92,7 @@ class RequestMemoryTest {
 
     @Test
     void aStreamsClientThatFillsTheFirstKibEndsTheStream() {
-        Driver d = new Driver(r -> Reply.stream(200, "text/plain", out -> new CompletableFuture<>()))
+        Driver d = new Driver(r -> Response.stream(200, "text/plain", out -> new CompletableFuture<>()))
             .send("GET /s HTTP/1.1\r\nHost: h\r\n\r\n");
         assertSame(Action.WAIT, d.run());
         d.c.read(pump(d, 500));

@@ -7,7 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import org.junit.jupiter.api.Test;
 
 import kiln.http.HttpException;
-import kiln.http.Reply;
+import kiln.http.Response;
 
 /** The routing every front end shares: exact paths, templates, HEAD, 404 and 405. */
 class RoutesTest {
@@ -41,7 +41,7 @@ class RoutesTest {
         assertEquals("one", routes.find("HEAD", "/todos/1").handler);
         assertEquals("update", routes.find("PUT", "/todos/1").handler);
         assertNull(routes.find("PATCH", "/todos/1"));
-        Reply notAllowed = routes.miss("PATCH", "/todos/1");
+        Response notAllowed = routes.miss("PATCH", "/todos/1");
         assertEquals(405, notAllowed.status);
         assertEquals("GET, HEAD, PUT, DELETE, OPTIONS", notAllowed.header("Allow"));
         assertEquals("GET, HEAD, POST, OPTIONS", routes.miss("PATCH", "/todos").header("Allow"));
@@ -51,11 +51,11 @@ class RoutesTest {
     /** RFC 9110 section 9.3.7: 200, Allow, no content; OPTIONS * (RFC 9112 section 3.2.4) is about the whole server. */
     @Test
     void optionsIsAnsweredWithAllowForAPathAndForTheServer() {
-        Reply one = routes.miss("OPTIONS", "/todos/1");
+        Response one = routes.miss("OPTIONS", "/todos/1");
         assertEquals(200, one.status);
         assertEquals(0, one.body.length);
         assertEquals("GET, HEAD, PUT, DELETE, OPTIONS", one.header("Allow"));
-        Reply server = routes.miss("OPTIONS", "*");
+        Response server = routes.miss("OPTIONS", "*");
         assertEquals(200, server.status);
         assertEquals("GET, HEAD, POST, PUT, DELETE, OPTIONS", server.header("Allow"));
         assertEquals(404, routes.miss("OPTIONS", "/nope").status);

@@ -1,6 +1,7 @@
 package kiln.http.spi;
 
 import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -9,7 +10,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import kiln.http.BodyOutput;
 import kiln.http.BodyStream;
 import kiln.http.Limits;
-import kiln.http.Reply;
+import kiln.http.Response;
 
 /**
  * A {@link Connection.Owner} for tests that drive a connection by hand: a fake clock that moves only
@@ -29,6 +30,33 @@ final class TestOwner implements Connection.Owner {
     final AtomicInteger streamsOpen = new AtomicInteger();
     final List<String> streamsEnded = new CopyOnWriteArrayList<>();
     final List<Integer> refused = new CopyOnWriteArrayList<>();
+
+    /** The buffers the connection borrows: counted, so that a test sees each given back once. */
+    final CountingPool buffers = new CountingPool();
+
+    /** A {@link BufferPool} that knows which of its buffers are out, and fails a buffer given back twice or never lent. */
+    static final class CountingPool implements BufferPool {
+        final java.util.Set<ByteBuffer> out = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+        int taken;
+
+        @Override
+        public synchronized ByteBuffer take() {
+            taken++;
+            ByteBuffer b = ByteBuffer.allocate(BUFFER_BYTES);
+            out.add(b);
+            return b;
+        }
+
+        @Override
+        public synchronized void give(ByteBuffer b) {
+            if (b.capacity() != BUFFER_BYTES) return;  // a buffer that grew: the pool drops it, as the shared one does
+            if (!out.remove(b)) throw new AssertionError("a buffer given back twice, or never lent");
+        }
+
+        synchronized int outstanding() {
+            return out.size();
+        }
+    }
 
     /** The fake clock's time, ns; starts near the end of the long range, so deadlines wrap as System.nanoTime's may. */
     private volatile long now = Long.MAX_VALUE - 60_000_000_000L;
@@ -50,6 +78,11 @@ final class TestOwner implements Connection.Owner {
     @Override
     public long nanoTime() {
         return now;
+    }
+
+    @Override
+    public BufferPool buffers() {
+        return buffers;
     }
 
     @Override
@@ -103,14 +136,14 @@ final class TestOwner implements Connection.Owner {
     }
 
     /**
-     * Counts a streamed reply open until its body's {@link BodyStream#ended}, as a server's router
+     * Counts a streamed response open until its body's {@link BodyStream#ended}, as a server's router
      * does: the connection must end every body it started exactly once.
      */
-    Reply counted(kiln.http.Request request, Reply reply) {
-        if (reply.stream == null || "HEAD".equals(request.method())) return reply;
-        BodyStream body = reply.stream;
+    Response counted(kiln.http.Request request, Response response) {
+        if (response.stream == null || "HEAD".equals(request.method())) return response;
+        BodyStream body = response.stream;
         streamsOpen.incrementAndGet();
-        return reply.withStream(new BodyStream() {
+        return response.withStream(new BodyStream() {
             @Override
             public CompletableFuture<?> poll(BodyOutput out) throws Exception {
                 return body.poll(out);
@@ -135,7 +168,7 @@ final class TestOwner implements Connection.Owner {
     }
 
     @Override
-    public void refused(InetSocketAddress remote, Reply reply) {
-        refused.add(reply.status);
+    public void refused(InetSocketAddress remote, Response response) {
+        refused.add(response.status);
     }
 }
