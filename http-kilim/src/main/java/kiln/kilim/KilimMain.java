@@ -86,7 +86,7 @@ public final class KilimMain {
 
     /**
      * Starts the server over the open {@code db}, as {@link #start} does once it has opened it: the
-     * router {@code routes} builds, the options' limits and middleware, the carrier watch's thresholds.
+     * router {@code routes} builds, the options' limits and middleware, the blocked-carrier checker's thresholds.
      * A test runs a jar's server through it, without the launcher's signals and exits.
      *
      * @throws IOException when the address cannot be bound

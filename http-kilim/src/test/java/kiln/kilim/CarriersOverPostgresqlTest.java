@@ -39,7 +39,7 @@ import picocli.CommandLine;
  * No kiln code blocks a carrier (issue 38): the Kilim front end serves the demo, then the message
  * board, from PostgreSQL as their jar does ({@link KilimMain#serve}, {@link KilimDemo#routes}), with
  * every database round trip held {@value #ROUND_TRIP_MS} ms by a {@link SlowLink}, so that one made
- * on a carrier holds it past the carrier watch's threshold ({@value #BLOCKED_MS} ms), where on the
+ * on a carrier holds it past the blocked-carrier checker's threshold ({@value #BLOCKED_MS} ms), where on the
  * loopback it would be over before the watch looked. Every endpoint is served and every event
  * stream followed, resumed with {@code Last-Event-ID} from the feed's log (a restart left this
  * server's memory without the sets) and from ahead of it; any report of the watch fails the test
@@ -50,7 +50,7 @@ class CarriersOverPostgresqlTest {
     /** How long PostgreSQL's every answer takes to arrive, ms. */
     static final long ROUND_TRIP_MS = 150;
     /**
-     * The carrier watch's report threshold, ms ({@code --blocked-carrier-ms}, its default): two thirds
+     * The blocked-carrier checker's report threshold, ms ({@code --blocked-carrier-ms}, its default): two thirds
      * of a round trip. At 50 ms the first {@code /metrics} scrape (30-55 ms of cold code here) was
      * reported once in two runs.
      */
@@ -133,7 +133,7 @@ class CarriersOverPostgresqlTest {
     /** Waits a few of the watch's looks, then fails on anything it reported. */
     private static void assertNoCarrierHeld(WatchLog watch) throws InterruptedException {
         Thread.sleep(4 * BLOCKED_MS);
-        assertEquals(List.of(), watch.messages, "the carrier watch reported a carrier held (each report names the handler and its stack)");
+        assertEquals(List.of(), watch.messages, "the blocked-carrier checker reported a carrier held (each report names the handler and its stack)");
     }
 
     @Test

@@ -17,7 +17,7 @@ import java.util.concurrent.locks.LockSupport;
 /**
  * A TCP relay on the loopback to a server, holding every byte the server sends for a set delay
  * ({@link #delay}): a database a long network away. A round trip made on a fiber's carrier thread
- * then holds the carrier at least that long, long enough for the carrier watch to see it, where on
+ * then holds the carrier at least that long, long enough for the blocked-carrier checker to see it, where on
  * the loopback it would be over in a fraction of a millisecond. The bytes keep their order; the
  * client's bytes go through at once.
  */
