@@ -1,6 +1,7 @@
 package kiln.db;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -88,6 +89,30 @@ class PrefixFeedTest {
         assertEquals(1, c.sets().size());
         assertEquals(420, c.sets().get(0).changes().get(0).value());
         assertEquals(feed.lastSeq(), c.through());
+    }
+
+    /**
+     * A position ahead of the feed (a Last-Event-ID from another database, or from before a restore)
+     * is answered the same way on a prefix feed as on its table's: Expired, naming the feed's newest,
+     * by read and by readAsync; never an empty read that leaves the reader waiting for ever.
+     */
+    @Test
+    void aPositionAheadOfTheFeedIsExpiredOnAPrefixFeedAsOnItsTable() {
+        db = Engines.open(dir);
+        Table<Integer, Integer> worlds = db.table("world", Codec.INT, Codec.INT);
+        ChangeFeed<Integer, Integer> feed = db.changeFeed(worlds, 100);
+        for (int id = 1; id <= 3; id++) {
+            int k = id;
+            db.write(txn -> { worlds.put(txn, k, k); return null; }).join();
+        }
+        PrefixFeed<Integer, Integer> row2 = feed.prefix(2);
+        String table = assertThrows(DbException.Expired.class, () -> feed.read(99, 10)).getMessage();
+        String prefix = assertThrows(DbException.Expired.class, () -> row2.read(99, 10)).getMessage();
+        assertEquals(table, prefix);
+        assertTrue(prefix.contains("ahead") && prefix.contains("whose newest is 3"), prefix);
+        java.util.concurrent.CompletionException async = assertThrows(java.util.concurrent.CompletionException.class,
+            () -> row2.readAsync(99, 10).join());
+        assertEquals(table, async.getCause().getMessage());
     }
 
     /** A reader back from further than its group keeps reads the feed's log, filtered: the same sets as a reader that stayed. */
