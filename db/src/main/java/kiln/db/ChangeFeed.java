@@ -31,12 +31,12 @@ import java.util.concurrent.CompletableFuture;
  * keeping the last {@code window} sets. Only after the commit is durable (fsync) does it publish
  * the sets: to the last few thousand kept in memory, to {@link #after}'s futures and to the
  * {@link #watch}es. So nothing is ever published that was not committed, and a crash between the
- * commit and the publishing loses nothing: the log has the sets, and a reader that resumes after its
+ * commit and the publishing loses nothing: the log has the sets, and a subscriber that resumes after its
  * last sequence number gets them.
  *
  * <h2>Memory</h2>
- * A waiting reader holds no queue of its own: it holds the sequence number it has seen and waits on
- * one future shared by every reader ({@link #after}). A slow reader therefore costs nothing while it
+ * A waiting subscriber holds no queue of its own: it holds the sequence number it has seen and waits on
+ * one future shared by every subscriber ({@link #after}). A slow subscriber therefore costs nothing while it
  * lags; once it lags by more than the window, {@link #read} tells it so ({@link DbException.Expired})
  * and it must reload. The memory kept is the window's newest {@value #MAX_IN_MEMORY} sets at most;
  * older ones are read from the log.
@@ -46,7 +46,7 @@ import java.util.concurrent.CompletableFuture;
  * the database's one wake thread, {@code kiln-feed-wake}, in publish order, handed over by the writer
  * thread once the commit is durable (or, for sets committed by another server over a shared engine
  * such as PostgreSQL, by the thread that read them from the log): keep their callbacks short (a
- * fiber's resume, a thread's unpark), since every reader of every feed waits behind them.
+ * fiber's resume, a thread's unpark), since every subscriber of every feed waits behind them.
  *
  * <h2>Many servers over one engine</h2>
  * Over PostgreSQL every server appends to the same log: a write numbers its set after the log's
@@ -54,7 +54,7 @@ import java.util.concurrent.CompletableFuture;
  * two appending at once would conflict and one run again), so the numbers stay gap-free in commit
  * order. Each server publishes its own sets after
  * its commit and learns of the others' from the engine ({@link KvEngine#onCommits}: LISTEN/NOTIFY,
- * and a poll every second in case a notification was missed), reading them from the log: a reader
+ * and a poll every second in case a notification was missed), reading them from the log: a subscriber
  * on any server gets every set, in order, and resumes after its sequence number on any server.
  *
  * @param <K> the table's key type; {@link #watch} compares keys with {@code equals}
@@ -71,7 +71,7 @@ public final class ChangeFeed<K, V> {
     /** Reads the log, for sets older than memory keeps and those other servers committed. */
     private final Reads reads;
     private final WatchBudget watchBudget;
-    /** Runs the completions of its readers' futures ({@link #wake}). */
+    /** Runs the completions of its subscribers' futures ({@link #wake}). */
     private final Wakes wakes;
     private final Table<K, V> table;
     private final Table<Long, Logged<K, V>> log;
@@ -95,7 +95,7 @@ public final class ChangeFeed<K, V> {
     private final List<ChangeSet<K, V>> unannounced = new ArrayList<>();
     /** Set by {@link #start}: before it, {@link #catchUp} has no place in the log to go on from. */
     private volatile boolean started;
-    /** The readers of {@link #prefix} feeds, by prefix. */
+    /** The subscribers of {@link #prefix} feeds, by prefix. */
     private final PrefixGroups<K, V> prefixes;
 
     @SuppressWarnings("unchecked")
@@ -113,13 +113,13 @@ public final class ChangeFeed<K, V> {
     }
 
     /**
-     * The changes under one key prefix, waking only their readers: a room's,
+     * The changes under one key prefix, waking only their subscribers: a room's,
      * {@code PrefixFeed<Tuple, Message> room = feed.prefix(Tuple.of(roomName))}, or one row's. Cheap:
-     * make one per request or subscriber; the readers of one prefix share its group.
+     * make one per request or subscriber; the subscribers of one prefix share its group.
      *
      * @param prefix a key prefix of the table (with {@link Codec#TUPLE} keys, whole elements:
      *               {@code Tuple.of(room)}); a whole key follows one row
-     * @return the feed of the changes under {@code prefix}, whose readers only its commits wake; see
+     * @return the feed of the changes under {@code prefix}, whose subscribers only its commits wake; see
      *         {@link PrefixFeed}
      */
     public PrefixFeed<K, V> prefix(K prefix) {
@@ -131,13 +131,13 @@ public final class ChangeFeed<K, V> {
         return table;
     }
 
-    /** @return how many of the newest change sets the log keeps: how far a reader may lag and resume */
+    /** @return how many of the newest change sets the log keeps: how far a subscriber may lag and resume */
     public int window() {
         return window;
     }
 
     /**
-     * Where a new reader starts, having seen nothing yet: {@code long seen = feed.lastSeq();}, then
+     * Where a new subscriber starts, having seen nothing yet: {@code long seen = feed.lastSeq();}, then
      * {@link #after}{@code (seen)} and {@link #read}{@code (seen, n)}; also a stream's
      * {@code Last-Event-ID} when the client sends none.
      *
@@ -159,7 +159,7 @@ public final class ChangeFeed<K, V> {
      *
      * @param seq a sequence number the caller has seen (0 for none)
      * @return a future that completes once a change set newer than {@code seq} is durable: at once
-     *         when there is one already; else the one future every reader shares, completed (on the
+     *         when there is one already; else the one future every subscriber shares, completed (on the
      *         wake thread) at the next publish, or failed with {@link DbException.Closed} when the
      *         database closes. The same object until then, so a caller that waits again on it (after
      *         a timeout) registers nothing new. It may also complete with nothing new, after a
@@ -193,7 +193,7 @@ public final class ChangeFeed<K, V> {
      * {@link #read} without a round trip on the calling thread, for fiber and event-loop code: the
      * future is complete at once when the sets are in memory (the newest min(window, 4096), so nearly
      * always); else the log is read as any read query is ({@link Db#read}: on LMDB at once, over
-     * PostgreSQL on a read thread, where the future completes) — a reader that lags far behind, a
+     * PostgreSQL on a read thread, where the future completes) — a subscriber that lags far behind, a
      * set another server committed that this one has not heard of yet, sets from before a restart.
      *
      * @return the sets, as {@link #read} returns them; failed with {@link DbException.Expired} where
@@ -245,10 +245,10 @@ public final class ChangeFeed<K, V> {
     }
 
     /**
-     * A reader brought {@code seq}, newer than this process has published: over a shared engine,
+     * A subscriber brought {@code seq}, newer than this process has published: over a shared engine,
      * another server committed it and this one has not heard yet (its notification is on the way).
      * The log has it then: the feed catches up from the log at once, on the calling thread, and the
-     * reader goes on as if it had been here all along.
+     * subscriber goes on as if it had been here all along.
      *
      * @throws DbException.Expired when the log does not hold {@code seq} either (no server gave it),
      *         or the feed could not catch up to it (not started yet)
@@ -401,7 +401,7 @@ public final class ChangeFeed<K, V> {
     /**
      * Keeps the sets the log has after {@link #lastSeq}, up to {@code to}: those other processes
      * committed. Each read of the log runs without the feed's lock (over a shared engine it is a
-     * round trip, which a {@link #catchUp} or a reader's {@link #wake} would wait for); what was read
+     * round trip, which a {@link #catchUp} or a subscriber's {@link #wake} would wait for); what was read
      * is kept under it, skipping what {@link #catchUp} kept meanwhile.
      */
     private void keepLogged(long to) {
@@ -410,7 +410,7 @@ public final class ChangeFeed<K, V> {
             if (found.isEmpty()) return;
             synchronized (this) {
                 for (ChangeSet<K, V> set : found) {
-                    if (set.seq() > lastSeq) keep(set);  // a gap the window trimmed meanwhile: readers of it get Expired
+                    if (set.seq() > lastSeq) keep(set);  // a gap the window trimmed meanwhile: subscribers of it get Expired
                 }
             }
         }
@@ -434,7 +434,7 @@ public final class ChangeFeed<K, V> {
             List<ChangeSet<K, V>> found = logged(txn, lastSeq + 1, Long.MAX_VALUE, MAX_IN_MEMORY);
             synchronized (this) {
                 for (ChangeSet<K, V> set : found) {
-                    if (set.seq() > lastSeq) keep(set);  // a gap the window trimmed meanwhile: readers of it get Expired
+                    if (set.seq() > lastSeq) keep(set);  // a gap the window trimmed meanwhile: subscribers of it get Expired
                 }
             }
             if (found.size() < MAX_IN_MEMORY) break;
@@ -454,7 +454,7 @@ public final class ChangeFeed<K, V> {
 
     /**
      * After the batch's {@link #publish}es (on the writer thread) or a {@link #catchUp}: wakes the
-     * readers — the shared future, the prefix feeds' and the watches of the keys changed; nothing
+     * subscribers — the shared future, the prefix feeds' and the watches of the keys changed; nothing
      * when nothing was published since the last call. Who is woken is decided under the feed's lock
      * and handed to the database's wake thread ({@link Wakes}) in publish order, which completes the
      * futures: their callbacks (a fiber's resumption, a stream's next step) neither run holding the
@@ -471,7 +471,7 @@ public final class ChangeFeed<K, V> {
     }
 
     /**
-     * What one {@link #wake} completes: the readers' shared future (null when it was not renewed), the
+     * What one {@link #wake} completes: the subscribers' shared future (null when it was not renewed), the
      * prefix groups' woken, the watches fired (null when none).
      */
     private record Wake<K, V>(QueryFuture<Void> waiting, List<QueryFuture<Void>> prefixReaders, List<Watch<K, V>> watchers)
@@ -528,7 +528,7 @@ public final class ChangeFeed<K, V> {
         return new Wake<>(waiting, prefixes.dispatch(published), fired);
     }
 
-    /** @return the readers' shared future, replaced by a new one: complete it */
+    /** @return the subscribers' shared future, replaced by a new one: complete it */
     private QueryFuture<Void> renew() {
         QueryFuture<Void> waiting = next;
         next = new QueryFuture<>();
@@ -538,9 +538,9 @@ public final class ChangeFeed<K, V> {
 
     /**
      * On the writer thread while it has no work: when no set was published for {@code nanos},
-     * completes the readers' shared future anyway. Waiting readers wake, find nothing new and wait
-     * again; readers that left without waking (a stream whose client went away) let go of what they
-     * registered on it. Without this, on a feed without writes, every reader that ever left would
+     * completes the subscribers' shared future anyway. Waiting subscribers wake, find nothing new and wait
+     * again; subscribers that left without waking (a stream whose client went away) let go of what they
+     * registered on it. Without this, on a feed without writes, every subscriber that ever left would
      * stay registered.
      */
     void renewIfOlder(long nanos) {
@@ -560,7 +560,7 @@ public final class ChangeFeed<K, V> {
         return wakes.started();
     }
 
-    /** @return how many prefixes have a group of readers ({@link PrefixFeed}); for tests */
+    /** @return how many prefixes have a group of subscribers ({@link PrefixFeed}); for tests */
     int prefixGroups() {
         return prefixes.size();
     }
@@ -580,7 +580,7 @@ public final class ChangeFeed<K, V> {
         started = true;
     }
 
-    /** At {@link Db#close}, on the wake thread after every wake before: wakes every reader and watch with {@link DbException.Closed}. */
+    /** At {@link Db#close}, on the wake thread after every wake before: wakes every subscriber and watch with {@link DbException.Closed}. */
     void close() {
         DbException.Closed closed = state.closedError();
         next.fail(closed);
@@ -597,7 +597,7 @@ public final class ChangeFeed<K, V> {
         return "ChangeFeed(" + table.name() + ", last " + lastSeq + ", window " + window + ")";
     }
 
-    /** A pending watch: the key, the sequence number its reader's snapshot had seen, the future. */
+    /** A pending watch: the key, the sequence number its subscriber's snapshot had seen, the future. */
     private static final class Watch<K, V> {
         final K key;
         final long seen;

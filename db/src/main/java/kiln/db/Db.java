@@ -80,7 +80,7 @@ public final class Db implements AutoCloseable {
         this.deadline = b.deadline.isZero() ? null : new Deadline(b.deadline, engine);
         this.writer = new Writer(state, feeds::idle, engine, b.maxBatch, b.queueCapacity, b.betweenCommitAndPublish, deadline);
         this.reads = new Reads(engine, state, writer, deadline);
-        if (deadline != null) deadline.start(reads.readers() == null ? List.of(writer) : List.of(writer, reads.readers()));
+        if (deadline != null) deadline.start(reads.groupReader() == null ? List.of(writer) : List.of(writer, reads.groupReader()));
         this.catalog = new Catalog(engine, state, writer, reads, feeds, new WatchBudget(b.maxWatches));
         engine.onCommits(feeds::committedElsewhere);
     }
@@ -211,7 +211,7 @@ public final class Db implements AutoCloseable {
      * {@link ChangeFeed}. Call it at start-up (it waits for one empty write, so for the writer).
      * Numbering goes on from the log after a restart.
      *
-     * @param window how many of the newest change sets to keep, >= 1: how far a reader may lag (or
+     * @param window how many of the newest change sets to keep, >= 1: how far a subscriber may lag (or
      *               how long it may be away) and still resume; the newest min(window, 4096) are also
      *               kept in memory
      * @return the feed; the same object for the same table (then {@code window} must be the same)

@@ -7,20 +7,20 @@ import java.util.logging.Logger;
 /**
  * The database's open {@link ChangeFeed}s: what the writer and the engine tell all of them — a
  * writer with nothing to do ({@link #idle}), a commit by another process sharing the engine
- * ({@link #committedElsewhere}), the database's close — and the thread that wakes their readers
+ * ({@link #committedElsewhere}), the database's close — and the thread that wakes their subscribers
  * ({@link Wakes}).
  */
 final class Feeds {
-    /** How long a change feed's readers wait on one future at most; see {@link ChangeFeed#renewIfOlder}. */
+    /** How long a change feed's subscribers wait on one future at most; see {@link ChangeFeed#renewIfOlder}. */
     private static final long RENEW_NANOS = 60_000_000_000L;
 
     private final List<ChangeFeed<?, ?>> opened = new ArrayList<>();
-    /** Completes the feeds' readers' futures, off the writer thread. */
+    /** Completes the feeds' subscribers' futures, off the writer thread. */
     private final Wakes wakes = new Wakes();
     /** {@link #opened} as the writer and the engine's thread read it, without a lock: replaced whole when a feed opens. */
     private volatile List<ChangeFeed<?, ?>> all = List.of();
 
-    /** @return the wake thread every feed hands its readers' completions to */
+    /** @return the wake thread every feed hands its subscribers' completions to */
     Wakes wakes() {
         return wakes;
     }
@@ -51,7 +51,7 @@ final class Feeds {
     }
 
     /**
-     * At the database's close: wakes every feed's readers and watches with {@link DbException.Closed},
+     * At the database's close: wakes every feed's subscribers and watches with {@link DbException.Closed},
      * after the wakes of every set published before, and stops the wake thread.
      */
     void close() {

@@ -11,9 +11,9 @@ import java.util.TreeMap;
 
 /**
  * The changes of a fed table under one key prefix — a room's messages ({@code Tuple.of(room)}), one
- * row (its whole key) — as etcd watches a key range: readers of a prefix wait on a future that only a
- * commit touching that prefix completes, so a commit wakes the readers of the prefixes it touched and
- * no others. Obtain one with {@link ChangeFeed#prefix}; it is a small handle (make one per reader).
+ * row (its whole key) — as etcd watches a key range: subscribers of a prefix wait on a future that only a
+ * commit touching that prefix completes, so a commit wakes the subscribers of the prefixes it touched and
+ * no others. Obtain one with {@link ChangeFeed#prefix}; it is a small handle (make one per subscriber).
  *
  * <pre>{@code
  * PrefixFeed<Tuple, Message> room = feed.prefix(Tuple.of("lobby"));
@@ -27,11 +27,11 @@ import java.util.TreeMap;
  * }</pre>
  *
  * <h2>Cost</h2>
- * Readers of one prefix share one group: a future, the newest matching sequence number and the
+ * Subscribers of one prefix share one group: a future, the newest matching sequence number and the
  * last {@value PrefixGroups#RECENT} matching change sets. At each commit the writer thread encodes each
  * changed key once and looks up each distinct prefix length registered (a hash lookup each), so a
- * commit costs in proportion to its changes and to the readers it wakes, not to the readers of other
- * prefixes. A reader that resumes from further back than its group keeps reads the feed's log and
+ * commit costs in proportion to its changes and to the subscribers it wakes, not to the subscribers of other
+ * prefixes. A subscriber that resumes from further back than its group keeps reads the feed's log and
  * filters it. Groups nobody waits on are dropped after a minute without use.
  *
  * <p>Sequence numbers are the feed's ({@link ChangeSet#seq}): a {@code Last-Event-ID} works for a
@@ -62,10 +62,10 @@ public final class PrefixFeed<K, V> {
     }
 
     /**
-     * Where a new reader of the prefix starts: {@code long seen = room.lastSeq();}, then
+     * Where a new subscriber of the prefix starts: {@code long seen = room.lastSeq();}, then
      * {@link #after}{@code (seen)} and {@link #read}{@code (seen, n)}.
      *
-     * @return the newest sequence number that may hold a change under the prefix: a new reader starts
+     * @return the newest sequence number that may hold a change under the prefix: a new subscriber starts
      *         from it (a change set older than its group is counted as possibly matching)
      */
     public long lastSeq() {
@@ -76,9 +76,9 @@ public final class PrefixFeed<K, V> {
      * Waits, without a thread, for the next commit that touches the prefix (commits to other prefixes
      * do not wake it): {@code await(room.after(seen))}, or the future a stream's {@code poll} returns.
      *
-     * @param seq a sequence number the reader has seen ({@link Changes#through} of its last read)
+     * @param seq a sequence number the subscriber has seen ({@link Changes#through} of its last read)
      * @return a future that completes once a change set newer than {@code seq} touches the prefix: at
-     *         once when there may be one already; else the one future every reader of the prefix
+     *         once when there may be one already; else the one future every subscriber of the prefix
      *         shares, completed on the database's wake thread. It may also complete with nothing new (after a
      *         minute without a commit there): read, then wait again.
      */
@@ -108,8 +108,8 @@ public final class PrefixFeed<K, V> {
 
     /**
      * {@link #read} without a round trip on the calling thread, for fiber and event-loop code, as
-     * {@link ChangeFeed#readAsync}: complete at once when the prefix's group keeps the sets (a reader
-     * that keeps up); else the feed's sets are read as a read query is (on PostgreSQL on a reader
+     * {@link ChangeFeed#readAsync}: complete at once when the prefix's group keeps the sets (a subscriber
+     * that keeps up); else the feed's sets are read as a read query is (on PostgreSQL on a read
      * thread), and the future completes there.
      *
      * @return what {@link #read} returns; failed with {@link DbException.Expired} where it throws it
@@ -162,7 +162,7 @@ public final class PrefixFeed<K, V> {
      *
      * @param sets    the change sets that touch the prefix, each with only its changes under it
      * @param through the sequence number the read covered up to, at least the last set's: the
-     *                reader's new position
+     *                subscriber's new position
      */
     public record Changes<K, V>(List<ChangeSet<K, V>> sets, long through) {
     }
@@ -174,11 +174,11 @@ public final class PrefixFeed<K, V> {
 }
 
 /**
- * The groups of a feed's {@link PrefixFeed} readers, by prefix bytes, and the writer's dispatch of
+ * The groups of a feed's {@link PrefixFeed} subscribers, by prefix bytes, and the writer's dispatch of
  * each published change set to the groups whose prefixes it touches. Guarded by itself.
  */
 final class PrefixGroups<K, V> {
-    /** Matching change sets a group keeps for its readers. */
+    /** Matching change sets a group keeps for its subscribers. */
     static final int RECENT = 32;
 
     private final Codec<K> keys;
@@ -200,7 +200,7 @@ final class PrefixGroups<K, V> {
         this.lastSeq = lastSeq;
     }
 
-    /** The readers of one prefix. */
+    /** The subscribers of one prefix. */
     static final class Group<K, V> {
         final ByteBuffer prefix;
         /** Newest sequence number that may touch the prefix (the feed's at the group's start). */
@@ -310,7 +310,7 @@ final class PrefixGroups<K, V> {
 
     /**
      * On the writer thread while it has no work: renews the futures of groups without a commit for
-     * {@code nanos} (their readers, woken, find nothing and wait again; readers that left let go),
+     * {@code nanos} (their subscribers, woken, find nothing and wait again; subscribers that left let go),
      * and drops groups unused for as long that nobody waits on.
      *
      * @return the futures renewed, for the caller to complete

@@ -15,7 +15,7 @@ final class Reads {
     private final DbState state;
     private final Writer writer;
     /** The read threads of an engine whose reads block; null: reads run inline. */
-    private final GroupReader readers;
+    private final GroupReader groupReader;
     private final ReentrantReadWriteLock closeLock = new ReentrantReadWriteLock();
 
     /** @param deadline fails reads not answered in time on the read threads; null for none */
@@ -24,18 +24,18 @@ final class Reads {
         this.state = state;
         this.writer = writer;
         int threads = engine.readThreads();
-        this.readers = threads > 0 ? new GroupReader(state, engine, closeLock.readLock(), threads, deadline) : null;
+        this.groupReader = threads > 0 ? new GroupReader(state, engine, closeLock.readLock(), threads, deadline) : null;
     }
 
     /** @return the read threads, or null when reads run inline */
-    GroupReader readers() {
-        return readers;
+    GroupReader groupReader() {
+        return groupReader;
     }
 
     /** {@link Db#read}. */
     <R> QueryFuture<R> read(Query<R> query) {
         QueryFuture<R> f = new QueryFuture<>();
-        if (readers == null) {
+        if (groupReader == null) {
             try {
                 f.succeed(now(query));
             } catch (Throwable t) {
@@ -46,7 +46,7 @@ final class Reads {
         } else if (state.isClosed()) {
             f.fail(state.closedError());
         } else {
-            readers.submit(query, f);
+            groupReader.submit(query, f);
         }
         return f;
     }
@@ -104,7 +104,7 @@ final class Reads {
 
     /** Stops the read threads: the reads still queued fail with {@link DbException.Closed}. */
     void stop() {
-        if (readers != null) readers.stop();
+        if (groupReader != null) groupReader.stop();
     }
 
     /** Closes the engine once no read, backup or verify has it open. */

@@ -28,7 +28,7 @@ public final class Table<K, V> {
     public static final int MAX_KEY_BYTES = 511;
     /**
      * The most bytes an encoded value may have, on every engine: 16 MiB. A value is copied while it
-     * is written (into PostgreSQL's statements; into a change feed's log and its readers), so a
+     * is written (into PostgreSQL's statements; into a change feed's log and its subscribers), so a
      * larger one belongs in a file, with its name in the table; {@link #put} refuses it with
      * {@link DbException.ValueTooLarge} rather than let it exhaust a small server's heap.
      */

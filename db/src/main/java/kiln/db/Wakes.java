@@ -7,12 +7,12 @@ import java.util.concurrent.TimeUnit;
 import java.util.logging.Logger;
 
 /**
- * The thread {@code kiln-feed-wake}: completes the futures that the readers of the database's
+ * The thread {@code kiln-feed-wake}: completes the futures that the subscribers of the database's
  * change feeds wait on ({@link ChangeFeed#after}, {@link PrefixFeed#after}, the watches), in the
  * order the feeds hand them over, which is their publish order. So the writer thread, which
  * publishes, goes on with its next batch (and its writes' futures) instead of running every
- * reader's callback first: with 10,000 subscribers waiting on a feed, waking them took 0.3-0.45 ms
- * of the writer's CPU per commit ({@code make bench-feeds}). A reader is woken one hand-off later
+ * subscriber's callback first: with 10,000 subscribers waiting on a feed, waking them took 0.3-0.45 ms
+ * of the writer's CPU per commit ({@code make bench-feeds}). A subscriber is woken one hand-off later
  * than before (10-12 µs here). The thread starts with the first hand-over, and stops at the database's close
  * ({@link #stop}) after what was handed over before it.
  */
@@ -62,9 +62,9 @@ final class Wakes {
     }
 
     /**
-     * At the database's close: runs {@code last} (the readers' {@link DbException.Closed}) on the
+     * At the database's close: runs {@code last} (the subscribers' {@link DbException.Closed}) on the
      * wake thread after everything handed over before, stops the thread, and waits for both up to
-     * {@value #STOP_WAIT_MS} ms (not when called on the wake thread itself, from a reader's
+     * {@value #STOP_WAIT_MS} ms (not when called on the wake thread itself, from a subscriber's
      * callback); past that, runs {@code last} on the caller.
      */
     void stop(Runnable last) {
@@ -82,7 +82,7 @@ final class Wakes {
         if (Thread.currentThread() == thread) return;
         try {
             if (e.awaitTermination(STOP_WAIT_MS, TimeUnit.MILLISECONDS)) return;
-            LOG.warning("a change feed reader's callback has held thread kiln-feed-wake for over " + STOP_WAIT_MS
+            LOG.warning("a change feed subscriber's callback has held thread kiln-feed-wake for over " + STOP_WAIT_MS
                 + " ms; closing without it (a callback must not block: hand long work to a thread of its own)");
         } catch (InterruptedException i) {
             Thread.currentThread().interrupt();

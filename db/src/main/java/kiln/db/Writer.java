@@ -510,7 +510,7 @@ final class Writer implements Runnable, Deadline.Watched {
     }
 
     /**
-     * After the commit is durable: publishes every set, then wakes each feed's readers and watches
+     * After the commit is durable: publishes every set, then wakes each feed's subscribers and watches
      * once. Nothing here may fail the batch's writes, which are committed: a feed whose publish fails
      * is left {@link #behind}, to catch up from its log, and the failure is logged.
      */
@@ -524,7 +524,7 @@ final class Writer implements Runnable, Deadline.Watched {
             } catch (RuntimeException e) {
                 behind.add(s.feed());
                 LOG.log(Level.WARNING, "committed, but publishing change set " + s.set().seq() + " of the feed of '"
-                    + s.feed().table().name() + "' failed; its readers get it from the log once the log can be read", e);
+                    + s.feed().table().name() + "' failed; its subscribers get it from the log once the log can be read", e);
             }
         }
         for (Staged<?, ?> s : staged) s.feed().wake();  // once per feed: a woken feed has nothing left to wake
