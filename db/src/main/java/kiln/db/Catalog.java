@@ -218,7 +218,7 @@ final class Catalog {
             index = new Index<>(name, table, keys, unique, extractor, openSpace(name), continuations);
             indexes.put(name, index);
         }
-        indexer.start(table, index);
+        indexer.start(table, IndexMaintainer.of(index));
         return index;
     }
 

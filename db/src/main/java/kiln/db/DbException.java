@@ -122,14 +122,17 @@ public class DbException extends RuntimeException {
         private static final long serialVersionUID = 1L;
         /** The value's size, bytes. */
         public final long bytes;
+        /** The most a value may have, bytes. */
+        public final long maxBytes;
 
-        public ValueTooLarge(String message, long bytes) {
+        public ValueTooLarge(String message, long bytes, long maxBytes) {
             super(message);
             this.bytes = bytes;
+            this.maxBytes = maxBytes;
         }
 
         @Override public String clientMessage() {
-            return "the value is " + bytes + " bytes; at most " + Table.MAX_VALUE_BYTES + " are stored";
+            return "the value is " + bytes + " bytes; at most " + maxBytes + " are stored";
         }
     }
 

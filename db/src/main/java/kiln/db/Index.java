@@ -29,7 +29,7 @@ import java.util.function.BiFunction;
  * both as byte strings (FoundationDB's tuple encoding escapes them, so the entries sort by index key,
  * then row key, whatever the codecs) and whose values are empty. A lookup reads the entries of
  * one index key, then each row from the table. The entries are kept, and built, by the index's
- * kind's {@link IndexMaintainer}; the index itself only reads them.
+ * kind's maintainer (IndexMaintainer); the index itself only reads them.
  *
  * <h2>Building</h2>
  * An index declared on a table that has rows is built online: the writer thread adds the entries of
@@ -62,8 +62,6 @@ public final class Index<I, K, V> {
     final KvSpace space;
     private final Continuations continuations;
     private final QueryFuture<Void> ready = new QueryFuture<>();
-    /** Keeps the entries as the table changes and builds them: this index's kind's. */
-    final IndexMaintainer<I, K, V> maintainer;
     /** Why the build stopped, once it did. */
     private volatile Throwable buildFailure;
 
@@ -76,7 +74,6 @@ public final class Index<I, K, V> {
         this.extractor = extractor;
         this.space = space;
         this.continuations = continuations;
-        this.maintainer = IndexMaintainer.of(this);
     }
 
     /** @return the index's name: its key space's in the engine */

@@ -36,15 +36,16 @@ final class OnlineIndexer {
     }
 
     /**
-     * On the writer thread, between two write queries, makes {@code table} keep {@code index} in
+     * On the writer thread, between two write queries, makes {@code table} keep the index of {@code maintainer} in
      * every write after this one (waiting for that write); then marks it built when the table is
      * empty or the build was done before, else starts or resumes the build, which goes on in the
      * background ({@link Index#ready}).
      */
-    <I, K, V> void start(Table<K, V> table, Index<I, K, V> index) {
+    <I, K, V> void start(Table<K, V> table, IndexMaintainer<I, K, V> maintainer) {
+        Index<I, K, V> index = maintainer.index;
         String name = index.name();
         byte[] state = writer.write(txn -> {
-            table.index(index);
+            table.index(maintainer);
             byte[] now = meta.get(txn, buildStateKey(name));
             if (now == null) {
                 try (KvCursor rows = txn.kv.range(table.space, null, null, false, 1)) {  // expired rows count: they have entries
@@ -63,17 +64,18 @@ final class OnlineIndexer {
         long rows = reads.read(txn -> txn.kv.count(table.space)).join();
         LOG.info(() -> "building index '" + name + "' of '" + table.name() + "' (" + rows + " rows, " + Index.BUILD_BATCH
             + " per write" + (state == null ? "" : ", going on from where it stopped") + ")");
-        step(index, state == null ? null : Arrays.copyOfRange(state, 1, state.length), System.nanoTime());
+        step(maintainer, state == null ? null : Arrays.copyOfRange(state, 1, state.length), System.nanoTime());
     }
 
     /**
      * Adds the entries of the next {@link Index#BUILD_BATCH} rows in one write, and from its
      * callback (on the writer thread, after the commit) queues the next, until the table has no more.
      */
-    private void step(Index<?, ?, ?> index, byte[] after, long started) {
+    private void step(IndexMaintainer<?, ?, ?> maintainer, byte[] after, long started) {
+        Index<?, ?, ?> index = maintainer.index;
         String key = buildStateKey(index.name());
         writer.write(txn -> {
-            byte[] last = index.maintainer.build(txn, after, Index.BUILD_BATCH);
+            byte[] last = maintainer.build(txn, after, Index.BUILD_BATCH);
             if (last == null) {
                 meta.put(txn, key, BUILT);
             } else {
@@ -92,7 +94,7 @@ final class OnlineIndexer {
                 LOG.info(() -> "index '" + index.name() + "' is built, in " + (System.nanoTime() - started) / 1_000_000 + " ms");
                 index.built();
             } else {
-                step(index, last, started);
+                step(maintainer, last, started);
             }
         });
     }

@@ -163,7 +163,7 @@ public final class Table<K, V> {
         int size = values.size(value);
         if (size > MAX_VALUE_BYTES) {
             throw new DbException.ValueTooLarge("value for table '" + name + "' is " + size + " bytes; values are at most "
-                + MAX_VALUE_BYTES + " bytes (" + (MAX_VALUE_BYTES >> 20) + " MiB): keep a larger one in a file and its name in the table", size);
+                + MAX_VALUE_BYTES + " bytes (" + (MAX_VALUE_BYTES >> 20) + " MiB): keep a larger one in a file and its name in the table", size, MAX_VALUE_BYTES);
         }
         List<IndexMaintainer<?, K, V>> indexed = indexes;
         byte[] row = indexed.isEmpty() && expiries == null ? null : bytes(key);
@@ -342,10 +342,10 @@ public final class Table<K, V> {
         return ByteBuffer.wrap(bytes).order(ByteOrder.BIG_ENDIAN);
     }
 
-    /** Keeps {@code index} from the next write on: called inside a write query, on the writer thread. */
-    void index(Index<?, K, V> index) {
+    /** Keeps an index, through its {@code maintainer}, from the next write on: called inside a write query, on the writer thread. */
+    void index(IndexMaintainer<?, K, V> maintainer) {
         List<IndexMaintainer<?, K, V>> more = new ArrayList<>(indexes);
-        more.add(index.maintainer);
+        more.add(maintainer);
         indexes = List.copyOf(more);
     }
 

@@ -33,7 +33,7 @@ class FailuresTest {
         answers(422, new DbException.IdempotencyKeyReused("k1", "idempotency key 'k1' was used for another request within the last 24h"),
             "idempotency key 'k1' was used for another request");
         answers(400, new DbException.BadIdempotencyKey("an idempotency key must not be empty"), "must not be empty");
-        answers(413, new DbException.ValueTooLarge("value for table 'blobs' is 16777217 bytes; values are at most 16777216 bytes", 16_777_217),
+        answers(413, new DbException.ValueTooLarge("value for table 'blobs' is 16777217 bytes; values are at most 16777216 bytes", 16_777_217, 16_777_216),
             "the value is 16777217 bytes; at most 16777216", "blobs");
         answers(503, new DbException.Unavailable("PostgreSQL at db.internal:5432/kiln is unreachable: Connection refused", null),
             "the database is unavailable", "db.internal");
