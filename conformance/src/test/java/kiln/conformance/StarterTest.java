@@ -60,6 +60,12 @@ class StarterTest {
             "the app has its own jvm.options and JDK lookup");
         Command found = Command.run(30, List.of(app.resolve("find-java.sh").toString(), kind.equals("loom") ? "21+" : "17+"));
         assertEquals(0, found.exitCode, "the app's own JDK lookup finds one: " + found.output);
+        // make cluster JAR=my-app.jar prints a hint for the app, not the demo's (scripts/cluster.sh's is_kiln_demo)
+        String isDemo = "source <(sed -n '/^is_kiln_demo()/,/^}/p' scripts/cluster.sh); if is_kiln_demo; then echo demo; else echo app; fi";
+        Command ownJar = Command.run(30, List.of("bash", "-c", "cd " + Dirs.repo() + " && JAR=" + jar + " && " + isDemo));
+        assertEquals("app", ownJar.output.strip(), ownJar.output);
+        Command kilnJar = Command.run(30, List.of("bash", "-c", "cd " + Dirs.repo() + " && JAR=" + FrontEnd.byId("kilim").jarPath() + " && " + isDemo));
+        assertEquals("demo", kilnJar.output.strip(), kilnJar.output);
         Command help = Command.run(60, List.of(java, "@" + app.resolve("jvm.options"), "-jar", jar.toString(), "--help"));
         assertEquals(0, help.exitCode, help.output);
         assertTrue(help.output.contains("my-app: counts hits per page") && help.output.contains("--greeting=TEXT")
@@ -69,7 +75,8 @@ class StarterTest {
             "--port", "0", "--bind", "127.0.0.1", "--data", outside.resolve("data").toString(), "--greeting", "Hi from my-app")
             .redirectErrorStream(true).start();
         try {
-            int port = awaitReady(server);
+            StringBuilder log = new StringBuilder();
+            int port = awaitReady(server, log);
             HttpResponse<String> hello = get(port, "GET", "/hello");
             assertEquals(200, hello.statusCode(), hello::body);
             assertEquals("Hi from my-app\n", hello.body(), "the app's own flag reached its routes");
@@ -84,6 +91,10 @@ class StarterTest {
             assertEquals(200, metrics.statusCode(), metrics::body);
             assertTrue(metrics.body().contains("http_requests_total{") && metrics.body().contains("kiln_db_commits"),
                 "the app's routes and its database in the scrape:\n" + metrics.body());
+            synchronized (log) {
+                assertFalse(log.toString().contains("has held carrier thread"),
+                    "a new app's first request of each route warns of no blocked carrier:\n" + log);
+            }
         } finally {
             server.destroy();
             if (!server.waitFor(15, TimeUnit.SECONDS)) server.destroyForcibly();
@@ -91,10 +102,9 @@ class StarterTest {
         assertEquals(0, server.exitValue(), "SIGTERM stops the app cleanly");
     }
 
-    /** @return the port of the app's ready line, read within 60 s; the rest of its output is drained */
-    private static int awaitReady(Process server) throws Exception {
+    /** @return the port of the app's ready line, read within 60 s; the rest of its output is drained into {@code log} */
+    private static int awaitReady(Process server, StringBuilder log) throws Exception {
         CompletableFuture<Integer> port = new CompletableFuture<>();
-        StringBuilder log = new StringBuilder();
         Thread reader = new Thread(() -> {
             try (BufferedReader out = new BufferedReader(new InputStreamReader(server.getInputStream(), StandardCharsets.UTF_8))) {
                 for (String line; (line = out.readLine()) != null;) {
