@@ -46,9 +46,11 @@ import kiln.http.ServerSentEvents;
  * <h2>Waiting</h2>
  * Each part waits on its own feed ({@link ChangeFeed#after}, {@link PrefixFeed#after}); a step reads
  * the parts whose feed moved ({@code readAsync}: over PostgreSQL the log is read on a read thread, the
- * carrier never waits) and the stream waits on a new combined future of what each part waits for.
- * No completed future is ever handed back without events written, so the stream cannot spin; a
- * stream whose client left holds its futures until the feeds' idle renewal lets them go.
+ * carrier never waits), asking each part's feed afresh at every step (a feed's number moves at its
+ * publish, its shared future completes a moment later on the wake thread), and the stream waits on a
+ * new combined future of what each part waits for. A completed future is handed back only when
+ * events were written or a part moved meanwhile, so the stream cannot spin; a stream whose client
+ * left holds its futures until the feeds' idle renewal lets them go.
  *
  * <p>A row that expires in an expiring table reaches a table's feed as a delete whose
  * {@link ChangeSet.Change#expired()} is true: a held seat returning to the pool is an event like any other.
@@ -216,8 +218,6 @@ public final class FeedEvents extends ServerSentEvents.Stream {
         final LongFunction<? extends CompletableFuture<Void>> after;
         final LongFunction<CompletableFuture<Read<K, V>>> read;
         long seen;
-        /** What the part waits on ({@code after(seen)}), or null. */
-        CompletableFuture<Void> waiting;
         /** A read of what came after {@code seen}, or null. */
         CompletableFuture<Read<K, V>> reading;
 
@@ -253,19 +253,20 @@ public final class FeedEvents extends ServerSentEvents.Stream {
                         if (!(e.getCause() instanceof DbException.Expired expired)) throw e;
                         seen = lastSeq.getAsLong();
                         events.event(stream.id(), "reload", reason(expired));
-                        return waiting = after.apply(seen);
+                        return after.apply(seen);
                     }
                     for (ChangeSet<K, V> set : got.sets()) {
                         seen = set.seq();
                         format.write(events, stream.id(), set);
                     }
                     seen = Math.max(seen, got.through());
-                    if (!got.sets().isEmpty()) return waiting = after.apply(seen);
+                    if (!got.sets().isEmpty()) return after.apply(seen);
                     // nothing for this part (a prefix feed passes other prefixes' sets): wait from where the read got to
                 }
-                if (waiting == null) waiting = after.apply(seen);
+                // asked again at every step, not kept from the last: a feed's number moves at its publish,
+                // its shared future completes a moment later on the wake thread
+                CompletableFuture<Void> waiting = after.apply(seen);
                 if (!waiting.isDone()) return waiting;
-                waiting = null;
                 if (++reads > 2) return after.apply(Math.max(seen, lastSeq.getAsLong()));  // woken twice for nothing: wait for the feed to move
                 readNow();  // done at once unless the log must be read
             }
