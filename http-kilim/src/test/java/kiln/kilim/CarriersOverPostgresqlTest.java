@@ -25,6 +25,7 @@ import java.util.concurrent.TimeUnit;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import kiln.db.Db;
+import kiln.db.postgresql.PostgresServer;
 import kiln.demo.AppOption;
 import kiln.demo.Endpoint;
 import kiln.demo.Endpoints;

@@ -18,6 +18,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 import kiln.db.Db;
+import kiln.db.postgresql.PostgresServer;
 import kiln.demo.DemoDb;
 
 /**

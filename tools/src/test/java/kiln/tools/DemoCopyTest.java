@@ -12,6 +12,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 import kiln.db.Db;
+import kiln.db.postgresql.PostgresServer;
 
 /**
  * issue 40's "done when": the demo's database, made by the demo's own code on LMDB, copied
