@@ -42,11 +42,6 @@ final class LiveWorlds {
         this.feed = feed;
     }
 
-    /** @return the newest commit sequence number: where a new subscriber starts */
-    long lastSeq() {
-        return feed.lastSeq();
-    }
-
     /**
      * @param lastEventId the subscriber's {@code Last-Event-ID}, where it resumes; null for none (it starts at the newest set)
      * @param id          the one World row to follow, or null for every committed write

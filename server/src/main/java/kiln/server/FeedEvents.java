@@ -128,12 +128,10 @@ public final class FeedEvents extends ServerSentEvents.Stream {
         if (fields.length != n) throw badId(lastEventId, n);
         long[] at = new long[n];
         for (int i = 0; i < n; i++) {
-            try {
-                at[i] = Long.parseLong(fields[i]);
-            } catch (NumberFormatException e) {
-                throw badId(lastEventId, n);
-            }
-            if (at[i] < 0 || fields[i].startsWith("+")) throw badId(lastEventId, n);
+            // as ServerSentEvents.lastEventId takes one: 1 to 18 decimal digits
+            String f = fields[i];
+            if (f.isEmpty() || f.length() > 18 || !f.chars().allMatch(c -> c >= '0' && c <= '9')) throw badId(lastEventId, n);
+            at[i] = Long.parseLong(f);
         }
         return at;
     }
