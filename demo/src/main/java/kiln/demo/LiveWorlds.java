@@ -1,6 +1,5 @@
 package kiln.demo;
 
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -69,9 +68,6 @@ final class LiveWorlds {
         return e.bytes;
     }
 
-    private static String json(Object value) {
-        return new String(Json.write(value), StandardCharsets.UTF_8);
-    }
 
     /** @return the event's data: the set's number, its commit time and its rows (only row {@code id}'s when not null) */
     private static String data(ChangeSet<Integer, Integer> set, Integer id) {
@@ -83,6 +79,6 @@ final class LiveWorlds {
         data.put("seq", set.seq());
         data.put("committedAt", set.committedAt());
         data.put("worlds", rows);
-        return json(data);
+        return Json.writeString(data);
     }
 }

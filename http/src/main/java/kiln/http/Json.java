@@ -1,5 +1,6 @@
 package kiln.http;
 
+import java.nio.charset.StandardCharsets;
 import java.io.IOException;
 import java.math.BigInteger;
 import java.util.Collection;
@@ -30,7 +31,7 @@ import com.fasterxml.jackson.databind.exc.ValueInstantiationException;
  * event's data, a fingerprint).
  *
  * <pre>{@code
- * events.event(Long.toString(set.seq()), "change", new String(Json.write(set.changes()), UTF_8));
+ * events.event(Long.toString(set.seq()), "change", Json.writeString(set.changes()));
  * Todo todo = Json.read(bytes, Todo.class);        // 400 naming the field when it does not fit
  * }</pre>
  *
@@ -71,6 +72,17 @@ public final class Json {
         } catch (JsonProcessingException e) {
             throw new IllegalArgumentException("cannot serialize " + value.getClass().getName() + " as JSON", e);
         }
+    }
+
+    /**
+     * {@link #write} as a string, for text that carries JSON: a server-sent event's {@code data:}
+     * ({@code events.event(id, "update", Json.writeString(set.changes()))}), a fingerprint.
+     *
+     * @return {@code value} as compact JSON text
+     * @throws IllegalArgumentException as {@link #write}
+     */
+    public static String writeString(Object value) {
+        return new String(write(value), StandardCharsets.UTF_8);
     }
 
     /**

@@ -12,7 +12,7 @@ import java.util.concurrent.CompletableFuture;
  * long[] seen = {ServerSentEvents.lastEventId(request, feed.lastSeq())};  // resume after a reconnect
  * return ServerSentEvents.response(events -> {
  *     for (ChangeSet<Integer, Integer> set : feed.read(seen[0], 100)) {
- *         events.event(Long.toString(set.seq()), "update", new String(Json.write(set.changes()), UTF_8));
+ *         events.event(Long.toString(set.seq()), "update", Json.writeString(set.changes()));
  *         seen[0] = set.seq();
  *     }
  *     return feed.after(seen[0]);                                          // wake me at the next commit

@@ -272,6 +272,6 @@ public final class FeedEvents extends ServerSentEvents.Stream {
     }
 
     private static String reason(DbException.Expired expired) {
-        return new String(Json.write(Map.of("reason", expired.getMessage())), java.nio.charset.StandardCharsets.UTF_8);
+        return Json.writeString(Map.of("reason", expired.getMessage()));
     }
 }

@@ -1,6 +1,5 @@
 package kiln.demo.board;
 
-import java.nio.charset.StandardCharsets;
 import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -158,7 +157,7 @@ public final class MessageBoard {
                     };
                     if (key == null) return post.run(txn);
                     // the key is the author's own; a retry gets the stored message, the key with another post 422
-                    return posted.once(txn, Long.toString(author.id()), key, json(List.of(room, text)), post);
+                    return posted.once(txn, Long.toString(author.id()), key, Json.writeString(List.of(room, text)), post);
                 }), sent -> {
                     if (sent == null) throw new HttpException(401, "sign in first: POST /sessions, then Authorization: Bearer TOKEN");
                     return Step.of(Response.created("/rooms/" + room + "/messages/" + sent.id(), sent));
@@ -191,7 +190,7 @@ public final class MessageBoard {
                 return Step.of(ServerSentEvents.response(FeedEvents.builder()   // woken only by the room's commits
                     .add(room, (events, id, set) -> {
                         for (ChangeSet.Change<Tuple, Message> c : set.changes()) {
-                            if (!c.deleted()) events.event(id, "message", json(c.value()));
+                            if (!c.deleted()) events.event(id, "message", Json.writeString(c.value()));
                         }
                     })
                     .resumeFrom(req)
@@ -221,7 +220,4 @@ public final class MessageBoard {
         return s == null || s.isBlank();
     }
 
-    private static String json(Object value) {
-        return new String(Json.write(value), StandardCharsets.UTF_8);
-    }
 }

@@ -19,6 +19,7 @@ import kiln.db.Sequence;
 import kiln.db.Table;
 import kiln.db.Tuple;
 import kiln.http.HttpException;
+import kiln.http.Json;
 import kiln.http.Response;
 import kiln.http.ServerSentEvents;
 import kiln.kilim.KilimMain;
@@ -113,8 +114,8 @@ public final class TicketsApp {
             .get("/events/{id}/live", req -> {                       // sales and holds in one stream, resumable
                 long id = req.pathParamLong("id");
                 return ServerSentEvents.response(FeedEvents.builder()
-                    .add(sales.prefix(id), (out, eventId, set) -> out.event(eventId, "sold", json(Map.of("sold", lastValue(set)))))
-                    .add(held.prefix(Tuple.of(id)), (out, eventId, set) -> out.event(eventId, "holds", json(holdChanges(set))))
+                    .add(sales.prefix(id), (out, eventId, set) -> out.event(eventId, "sold", Json.writeString(Map.of("sold", lastValue(set)))))
+                    .add(held.prefix(Tuple.of(id)), (out, eventId, set) -> out.event(eventId, "holds", Json.writeString(holdChanges(set))))
                     .resumeFrom(req)
                     .build());
             });
@@ -142,9 +143,6 @@ public final class TicketsApp {
         return out;
     }
 
-    private static String json(Object value) {
-        return new String(kiln.http.Json.write(value), java.nio.charset.StandardCharsets.UTF_8);
-    }
 
     /** {@code make demo APP=kiln.kilim.example.TicketsApp}; {@code --help} for the options. */
     public static void main(String[] args) {

@@ -71,7 +71,6 @@ class DataGuideTest {
             Table<Tuple, Event> events;
 
             static Response page(Page<Tuple, ?> page) { return Response.json(page.rows()); }
-            static String json(Object value) { return new String(Json.write(value), java.nio.charset.StandardCharsets.UTF_8); }
             static <T> T hole() { throw new AssertionError("left out in the guide"); }
         }
         """;
