@@ -86,7 +86,7 @@ public interface Codec<T> {
 
     /** UTF-8 text, no length prefix (the value's length is the LMDB record's length). */
     Codec<String> STRING = new Codec<>() {
-        @Override public int size(String value) { return utf8Length(value); }
+        @Override public int size(String value) { return Keys.utf8Length(value); }
         @Override public void write(String value, ByteBuffer out) { out.put(value.getBytes(StandardCharsets.UTF_8)); }
         @Override public String read(ByteBuffer in) {
             byte[] bytes = new byte[in.remaining()];
@@ -125,20 +125,12 @@ public interface Codec<T> {
      * @return the codec
      */
     static <T> Codec<T> json(Class<T> type) {
-        return new JsonCodec<>(type);
-    }
-
-    /** Byte length of {@code s} in UTF-8 (unpaired surrogates count as the 1-byte '?' Java writes). */
-    static int utf8Length(String s) {
-        int n = 0;
-        for (int i = 0; i < s.length(); i++) {
-            char c = s.charAt(i);
-            if (c < 0x80) n += 1;
-            else if (c < 0x800) n += 2;
-            else if (Character.isHighSurrogate(c) && i + 1 < s.length() && Character.isLowSurrogate(s.charAt(i + 1))) { n += 4; i++; }
-            else if (Character.isSurrogate(c)) n += 1;
-            else n += 3;
-        }
-        return n;
+        JsonValues<T> json = new JsonValues<>(type);
+        return new Codec<>() {
+            @Override public int size(T value) { return json.size(value); }
+            @Override public void write(T value, ByteBuffer out) { json.write(value, out); }
+            @Override public T read(ByteBuffer in) { return json.read(in); }
+            @Override public String toString() { return "Codec.json(" + type.getName() + ")"; }
+        };
     }
 }

@@ -108,9 +108,9 @@ public final class IdempotencyKeys<R> {
         Objects.requireNonNull(fingerprint, "fingerprint");
         Objects.requireNonNull(body, "body");
         check(key);
-        if (Codec.utf8Length(scope) > MAX_SCOPE_BYTES) {
+        if (Keys.utf8Length(scope) > MAX_SCOPE_BYTES) {
             throw new IllegalArgumentException("an idempotency key's scope is at most " + MAX_SCOPE_BYTES + " bytes of UTF-8, got "
-                + Codec.utf8Length(scope) + " for table '" + keys.name() + "'");
+                + Keys.utf8Length(scope) + " for table '" + keys.name() + "'");
         }
         txn.checkWritable("IdempotencyKeys.once");
         Tuple row = Tuple.of(scope, key);

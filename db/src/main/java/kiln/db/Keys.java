@@ -5,7 +5,8 @@ import java.util.Arrays;
 
 /**
  * Byte-string arithmetic on keys for the layers' ranges, in the engine's order (unsigned bytes, the
- * shorter first on a tie), null standing for "no bound".
+ * shorter first on a tie), null standing for "no bound"; and the UTF-8 length of a string, which the
+ * codecs and the tuple encoding size keys by.
  */
 public final class Keys {
     private Keys() {
@@ -67,5 +68,19 @@ public final class Keys {
         byte[] out = new byte[b.remaining()];
         b.get(b.position(), out);
         return out;
+    }
+
+    /** Byte length of {@code s} in UTF-8 (unpaired surrogates count as the 1-byte '?' Java writes). */
+    static int utf8Length(String s) {
+        int n = 0;
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (c < 0x80) n += 1;
+            else if (c < 0x800) n += 2;
+            else if (Character.isHighSurrogate(c) && i + 1 < s.length() && Character.isLowSurrogate(s.charAt(i + 1))) { n += 4; i++; }
+            else if (Character.isSurrogate(c)) n += 1;
+            else n += 3;
+        }
+        return n;
     }
 }

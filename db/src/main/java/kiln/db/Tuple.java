@@ -170,7 +170,7 @@ public final class Tuple implements Comparable<Tuple> {
     private static int encodedSize(Object e, boolean nested) {
         if (e == null) return nested ? 2 : 1;
         if (e instanceof byte[] b) return 2 + b.length + zeros(b);
-        if (e instanceof String s) return 2 + Codec.utf8Length(s) + (int) s.chars().filter(c -> c == 0).count();  // U+0000 is UTF-8's only zero byte
+        if (e instanceof String s) return 2 + Keys.utf8Length(s) + (int) s.chars().filter(c -> c == 0).count();  // U+0000 is UTF-8's only zero byte
         if (e instanceof Tuple t) {
             int n = 2;
             for (Object inner : t.elements) n += encodedSize(inner, true);

@@ -51,7 +51,7 @@ class EncodeAtPutTest {
         @Override
         public int size(Note n) {
             if (n.text == null) throw new IllegalArgumentException("a note needs a text");
-            return Codec.utf8Length(n.text);
+            return Keys.utf8Length(n.text);
         }
 
         @Override

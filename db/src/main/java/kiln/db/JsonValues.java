@@ -8,11 +8,12 @@ import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
 
 /**
- * Values as UTF-8 JSON through Jackson; see {@link Codec#json}. {@link Table#put} asks for the size
- * and then for the bytes of the same value: the value is serialized once, for the size, and the bytes
- * are kept (per thread) for the write that follows.
+ * Values of one class as UTF-8 JSON through Jackson, the binding under {@link Codec#json} (which
+ * adapts it to the {@code Codec} interface). {@link Table#put} asks for the size and then for the
+ * bytes of the same value: the value is serialized once, for the size, and the bytes are kept (per
+ * thread) for the write that follows.
  */
-final class JsonCodec<T> implements Codec<T> {
+final class JsonValues<T> {
     /** Stored values outlive class versions: a property the class no longer has is skipped. */
     private static final ObjectMapper JSON = new ObjectMapper().configure(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES, false);
 
@@ -21,25 +22,25 @@ final class JsonCodec<T> implements Codec<T> {
 
     private final Class<T> type;
 
-    JsonCodec(Class<T> type) {
+    JsonValues(Class<T> type) {
         this.type = type;
     }
 
-    @Override
-    public int size(T value) {
+    /** @return the length of {@code value}'s JSON in bytes */
+    int size(T value) {
         return bytes(value).length;
     }
 
-    @Override
-    public void write(T value, ByteBuffer out) {
+    /** Puts {@code value}'s JSON at {@code out}'s position. */
+    void write(T value, ByteBuffer out) {
         out.put(bytes(value));
         Object[] last = LAST.get();
         last[0] = null;  // do not keep the value alive on this thread
         last[1] = null;
     }
 
-    @Override
-    public T read(ByteBuffer in) {
+    /** @return the value whose JSON are {@code in}'s remaining bytes */
+    T read(ByteBuffer in) {
         byte[] bytes = new byte[in.remaining()];
         in.get(bytes);
         try {
@@ -61,10 +62,5 @@ final class JsonCodec<T> implements Codec<T> {
         last[0] = value;
         last[1] = bytes;
         return bytes;
-    }
-
-    @Override
-    public String toString() {
-        return "Codec.json(" + type.getName() + ")";
     }
 }
