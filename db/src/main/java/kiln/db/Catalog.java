@@ -103,7 +103,7 @@ final class Catalog {
             @SuppressWarnings("unchecked") Table<K, V> same = (Table<K, V>) known;
             return same;
         }
-        if (known != null && (known.feed() != null || known.isIndexed() || known.isExpiring() != expiring)) {
+        if (known != null && (known.isRecorded() || known.isIndexed() || known.isExpiring() != expiring)) {
             throw new IllegalStateException("table '" + name + "' is open already with a change feed, an index or another expiry,"
                 + " which the Table object it was opened as keeps: open the table once (with the same codec objects) and share that object");
         }
@@ -165,11 +165,12 @@ final class Catalog {
                 throw new IllegalArgumentException("table " + table + " was not opened by this database (or was opened again since):"
                     + " open it once and pass that object");
             }
-            if (table.feed() != null) {
-                if (table.feed().window() != window) {
-                    throw new IllegalArgumentException("the change feed of '" + table.name() + "' is open with window " + table.feed().window());
+            ChangeFeed<K, V> open = feeds.of(table);
+            if (open != null) {
+                if (open.window() != window) {
+                    throw new IllegalArgumentException("the change feed of '" + table.name() + "' is open with window " + open.window());
                 }
-                return table.feed();
+                return open;
             }
             Table<Long, ChangeFeed.Logged<K, V>> log = table(ChangeFeed.LOG_PREFIX + table.name(), Codec.LONG,
                 new ChangeFeed.LogCodec<>(table.keys(), table.values()), false, null);
@@ -180,7 +181,7 @@ final class Catalog {
         // On the writer thread, between two write queries: exactly the writes after this one are recorded.
         writer.write(txn -> {
             opened.start(txn);
-            table.feed(opened);
+            table.record(opened::record);
             return null;
         }).join();
         return feed;

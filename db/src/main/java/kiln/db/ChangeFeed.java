@@ -97,6 +97,12 @@ public final class ChangeFeed<K, V> {
     private volatile boolean started;
     /** The subscribers of {@link #prefix} feeds, by prefix. */
     private final PrefixGroups<K, V> prefixes;
+    /** This feed as its {@link #prefix} feeds read it. */
+    private final PrefixFeed.Source<K, V> source = new PrefixFeed.Source<>() {
+        @Override public long lastSeq() { return lastSeq; }
+        @Override public List<ChangeSet<K, V>> read(Txn txn, long seq, int max) { return ChangeFeed.this.read(txn, seq, max); }
+        @Override public void catchUpTo(Txn txn, long seq) { ChangeFeed.this.catchUpTo(txn, seq); }
+    };
 
     @SuppressWarnings("unchecked")
     ChangeFeed(DbState state, Reads reads, WatchBudget watchBudget, Wakes wakes, Table<K, V> table, Table<Long, Logged<K, V>> log,
@@ -123,7 +129,7 @@ public final class ChangeFeed<K, V> {
      *         {@link PrefixFeed}
      */
     public PrefixFeed<K, V> prefix(K prefix) {
-        return new PrefixFeed<>(this, prefixes, prefix, table.bytes(prefix));
+        return new PrefixFeed<>(source, reads, table.name(), prefixes, prefix, table.bytes(prefix));
     }
 
     /** @return the table whose changes this is */
@@ -442,9 +448,13 @@ public final class ChangeFeed<K, V> {
         wake();
     }
 
-    /** @return how the feed reads its log: {@link PrefixFeed#readAsync} reads through it too */
-    Reads reads() {
-        return reads;
+    /**
+     * On the writer thread, inside a write query: records a put or a delete the query made on the
+     * table ({@link Table.Recorder}), to be numbered and logged with the query's set at the batch's
+     * commit ({@link #stage}).
+     */
+    void record(Txn txn, Recorded<K, V> change) {
+        txn.changed(this, change);
     }
 
     /** @return the name of the table that logs the sets */

@@ -1,7 +1,9 @@
 package kiln.db;
 
 import java.util.ArrayList;
+import java.util.IdentityHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.logging.Logger;
 
 /**
@@ -15,6 +17,8 @@ final class Feeds {
     private static final long RENEW_NANOS = 60_000_000_000L;
 
     private final List<ChangeFeed<?, ?>> opened = new ArrayList<>();
+    /** The feeds by their tables; guarded by this object. */
+    private final Map<Table<?, ?>, ChangeFeed<?, ?>> byTable = new IdentityHashMap<>();
     /** Completes the feeds' subscribers' futures, off the writer thread. */
     private final Wakes wakes = new Wakes();
     /** {@link #opened} as the writer and the engine's thread read it, without a lock: replaced whole when a feed opens. */
@@ -27,7 +31,14 @@ final class Feeds {
 
     synchronized void add(ChangeFeed<?, ?> feed) {
         opened.add(feed);
+        byTable.put(feed.table(), feed);
         all = List.copyOf(opened);
+    }
+
+    /** @return the feed of {@code table}, or null when none was opened */
+    @SuppressWarnings("unchecked")
+    synchronized <K, V> ChangeFeed<K, V> of(Table<K, V> table) {
+        return (ChangeFeed<K, V>) byTable.get(table);
     }
 
     /** On the writer thread while it has no work: see {@link ChangeFeed#renewIfOlder}. */

@@ -22,7 +22,7 @@ import java.util.List;
  * @param <K> the table's key type
  * @param <V> the table's value type
  */
-abstract sealed class IndexMaintainer<I, K, V> permits IndexMaintainer.Value, IndexMaintainer.Unique {
+abstract sealed class IndexMaintainer<I, K, V> implements Table.Upkeep<K, V> permits IndexMaintainer.Value, IndexMaintainer.Unique {
     final Index<I, K, V> index;
 
     private IndexMaintainer(Index<I, K, V> index) {
@@ -40,14 +40,16 @@ abstract sealed class IndexMaintainer<I, K, V> permits IndexMaintainer.Value, In
      *
      * @throws DbException.UniqueViolation from a unique index whose key another row has
      */
-    abstract void check(Txn txn, byte[] row, K key, V value);
+    @Override
+    public abstract void check(Txn txn, byte[] row, K key, V value);
 
     /**
      * Keeps the entries for row {@code row} (key {@code key}) changed from {@code old} to
      * {@code value}: either null for none, so an insert, an update or a delete. Deletes the old
      * value's entries the new one does not give, then adds the new one's.
      */
-    final void update(Txn txn, byte[] row, K key, V old, V value) {
+    @Override
+    public final void update(Txn txn, byte[] row, K key, V old, V value) {
         List<byte[]> now = value == null ? List.of() : index.keysOf(key, value);
         if (old != null) {
             for (byte[] i : index.keysOf(key, old)) {
@@ -104,7 +106,7 @@ abstract sealed class IndexMaintainer<I, K, V> permits IndexMaintainer.Value, In
         }
 
         @Override
-        void check(Txn txn, byte[] row, K key, V value) {
+        public void check(Txn txn, byte[] row, K key, V value) {
         }
 
         @Override
@@ -119,7 +121,7 @@ abstract sealed class IndexMaintainer<I, K, V> permits IndexMaintainer.Value, In
         }
 
         @Override
-        void check(Txn txn, byte[] row, K key, V value) {
+        public void check(Txn txn, byte[] row, K key, V value) {
             for (byte[] i : index.keysOf(key, value)) refuseTaken(txn, i, row, key);
         }
 

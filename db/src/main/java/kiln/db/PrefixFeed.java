@@ -1,13 +1,8 @@
 package kiln.db;
 
 import java.nio.ByteBuffer;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.HashMap;
-import java.util.Iterator;
 import java.util.List;
-import java.util.Map;
-import java.util.TreeMap;
 
 /**
  * The changes of a fed table under one key prefix — a room's messages ({@code Tuple.of(room)}), one
@@ -42,14 +37,39 @@ import java.util.TreeMap;
  * @param <V> the table's value type
  */
 public final class PrefixFeed<K, V> {
-    private final ChangeFeed<K, V> feed;
+    /** The table's whole feed, as this one reads it. */
+    private final Source<K, V> feed;
+    /** Runs a read query, for {@link #readAsync}'s reads of the log: the feed's. */
+    private final Reads reads;
+    private final String table;
     private final PrefixGroups<K, V> groups;
     private final K prefix;
     private final ByteBuffer bytes;
     private volatile PrefixGroups.Group<K, V> group;
 
-    PrefixFeed(ChangeFeed<K, V> feed, PrefixGroups<K, V> groups, K prefix, byte[] bytes) {
+    /**
+     * What a prefix feed reads of its table's whole feed: {@link ChangeFeed}'s, which makes it (and
+     * gives it this, not itself).
+     */
+    interface Source<K, V> {
+        /** @return the newest published sequence number ({@link ChangeFeed#lastSeq}) */
+        long lastSeq();
+
+        /** @return the sets after {@code seq} as {@link ChangeFeed#read} gives them, reading the log in {@code txn} when it must (in a read of its own when null) */
+        List<ChangeSet<K, V>> read(Txn txn, long seq, int max);
+
+        /**
+         * Catches up with the log when {@code seq} is ahead of what this process published.
+         *
+         * @throws DbException.Expired when the log does not hold {@code seq} either
+         */
+        void catchUpTo(Txn txn, long seq);
+    }
+
+    PrefixFeed(Source<K, V> feed, Reads reads, String table, PrefixGroups<K, V> groups, K prefix, byte[] bytes) {
         this.feed = feed;
+        this.reads = reads;
+        this.table = table;
         this.groups = groups;
         this.prefix = prefix;
         this.bytes = ByteBuffer.wrap(bytes);
@@ -117,21 +137,17 @@ public final class PrefixFeed<K, V> {
     public QueryFuture<Changes<K, V>> readAsync(long seq, int max) {
         if (max < 1) throw new IllegalArgumentException("max must be >= 1, got " + max);
         if (seq <= feed.lastSeq()) {
-            PrefixGroups.Group<K, V> g = current();
-            g.touch();
-            Changes<K, V> recent = groups.recent(g, seq, max);
+            Changes<K, V> recent = recent(seq, max);
             if (recent != null) return QueryFuture.succeeded(recent);
         }
-        return feed.reads().read(txn -> read(txn, seq, max));
+        return reads.read(txn -> read(txn, seq, max));
     }
 
     /** {@link #read}, reading the feed's log (when it must) in {@code txn}, or in reads of its own when it is null. */
     private Changes<K, V> read(Txn txn, long seq, int max) {
         if (max < 1) throw new IllegalArgumentException("max must be >= 1, got " + max);
         if (seq > feed.lastSeq()) feed.catchUpTo(txn, seq);  // as ChangeFeed#read: from another server, or refused
-        PrefixGroups.Group<K, V> g = current();
-        g.touch();
-        Changes<K, V> recent = groups.recent(g, seq, max);
+        Changes<K, V> recent = recent(seq, max);
         if (recent != null) return recent;
         // from further back than the group keeps: the feed's sets, filtered
         List<ChangeSet<K, V>> out = new ArrayList<>();
@@ -148,6 +164,15 @@ public final class PrefixFeed<K, V> {
             }
         }
         return new Changes<>(out, through);
+    }
+
+    /** @return the sets after {@code seq} that the prefix's group keeps, or null when it does not keep them all */
+    private Changes<K, V> recent(long seq, int max) {
+        PrefixGroups.Group<K, V> g = current();
+        g.touch();
+        List<ChangeSet<K, V>> sets = new ArrayList<>();
+        long through = groups.recent(g, seq, max, sets);
+        return through < 0 ? null : new Changes<>(sets, through);
     }
 
     /** @return the group of the prefix, found again when it was dropped while unused */
@@ -169,183 +194,6 @@ public final class PrefixFeed<K, V> {
 
     @Override
     public String toString() {
-        return "PrefixFeed(" + feed.table().name() + ", " + prefix + ")";
-    }
-}
-
-/**
- * The groups of a feed's {@link PrefixFeed} subscribers, by prefix bytes, and the writer's dispatch of
- * each published change set to the groups whose prefixes it touches. Guarded by itself.
- */
-final class PrefixGroups<K, V> {
-    /** Matching change sets a group keeps for its subscribers. */
-    static final int RECENT = 32;
-
-    private final Codec<K> keys;
-    /** Encodes a changed key, into bytes of its own (the table's key codec). */
-    private final java.util.function.Function<K, byte[]> encode;
-    /** The feed's newest published sequence number. */
-    private final java.util.function.LongSupplier lastSeq;
-    private final Map<ByteBuffer, Group<K, V>> groups = new HashMap<>();
-    /** The distinct prefix lengths of {@link #groups}, with how many groups have each. */
-    private final TreeMap<Integer, Integer> lengths = new TreeMap<>();
-    /** The newest sequence number dispatched: every set up to it reached the groups that existed then. */
-    private long dispatched;
-    /** System.nanoTime() of the last {@link #idle} look. */
-    private long idleAt = System.nanoTime();
-
-    PrefixGroups(Codec<K> keys, java.util.function.Function<K, byte[]> encode, java.util.function.LongSupplier lastSeq) {
-        this.keys = keys;
-        this.encode = encode;
-        this.lastSeq = lastSeq;
-    }
-
-    /** The subscribers of one prefix. */
-    static final class Group<K, V> {
-        final ByteBuffer prefix;
-        /** Newest sequence number that may touch the prefix (the feed's at the group's start). */
-        volatile long lastSeq;
-        volatile QueryFuture<Void> next = new QueryFuture<>();
-        /** System.nanoTime() when {@link #next} was made. */
-        long nextMadeAt = System.nanoTime();
-        volatile long usedAt = System.nanoTime();
-        /** Every set after {@link #completeFrom} that touches the prefix, filtered, oldest first; at most {@link #RECENT}. */
-        final ArrayDeque<ChangeSet<K, V>> recent = new ArrayDeque<>();
-        long completeFrom;
-        volatile boolean dropped;
-
-        Group(ByteBuffer prefix, long from) {
-            this.prefix = prefix;
-            this.lastSeq = from;
-            this.completeFrom = from;
-        }
-
-        void touch() {
-            usedAt = System.nanoTime();
-        }
-
-        QueryFuture<Void> renew() {
-            QueryFuture<Void> waiting = next;
-            next = new QueryFuture<>();
-            nextMadeAt = System.nanoTime();
-            return waiting;
-        }
-    }
-
-    synchronized Group<K, V> group(ByteBuffer prefix) {
-        Group<K, V> g = groups.get(prefix);
-        if (g == null) {
-            // from the feed's newest set: one published but not yet dispatched may touch the prefix
-            g = new Group<>(prefix, Math.max(dispatched, lastSeq.getAsLong()));
-            groups.put(prefix, g);
-            lengths.merge(prefix.remaining(), 1, Integer::sum);
-        }
-        return g;
-    }
-
-    /** @return the group's kept sets after {@code seq}, or null when it does not keep all of them */
-    synchronized PrefixFeed.Changes<K, V> recent(Group<K, V> g, long seq, int max) {
-        if (seq < g.completeFrom) return null;
-        List<ChangeSet<K, V>> out = new ArrayList<>();
-        for (ChangeSet<K, V> set : g.recent) {
-            if (set.seq() <= seq) continue;
-            out.add(set);
-            if (out.size() == max) return new PrefixFeed.Changes<>(out, set.seq());
-        }
-        return new PrefixFeed.Changes<>(out, Math.max(seq, dispatched));
-    }
-
-    /**
-     * After the sets were published, under their feed's lock (so in publish order): gives each set's
-     * changes to the groups of the prefixes they fall under, and renews those groups' futures.
-     *
-     * @param published the sets, oldest first; not empty
-     * @return the futures of the groups woken, for the caller to complete once it holds no lock
-     */
-    List<QueryFuture<Void>> dispatch(List<ChangeSet<K, V>> published) {
-        List<QueryFuture<Void>> woken = List.of();
-        synchronized (this) {
-            if (!groups.isEmpty()) {
-                Map<Group<K, V>, List<ChangeSet.Change<K, V>>> hits = new HashMap<>();
-                for (ChangeSet<K, V> set : published) {
-                    hits.clear();
-                    for (ChangeSet.Change<K, V> c : set.changes()) {
-                        byte[] key = encode.apply(c.key());
-                        for (int length : lengths.keySet()) {
-                            if (length > key.length) break;
-                            Group<K, V> g = groups.get(ByteBuffer.wrap(key, 0, length));
-                            if (g != null && keys.extendsPrefix(ByteBuffer.wrap(key), length)) {
-                                hits.computeIfAbsent(g, x -> new ArrayList<>()).add(c);
-                            }
-                        }
-                    }
-                    for (Map.Entry<Group<K, V>, List<ChangeSet.Change<K, V>>> hit : hits.entrySet()) {
-                        Group<K, V> g = hit.getKey();
-                        g.recent.addLast(new ChangeSet<>(set.seq(), set.committedAt(), List.copyOf(hit.getValue())));
-                        if (g.recent.size() > RECENT) g.completeFrom = g.recent.removeFirst().seq();
-                        g.lastSeq = set.seq();
-                        if (woken.isEmpty()) woken = new ArrayList<>();
-                        woken.add(g.renew());
-                    }
-                }
-            }
-            dispatched = published.get(published.size() - 1).seq();
-        }
-        return woken;
-    }
-
-    /** @return {@code set} with only its changes under {@code prefix}, or null when it has none */
-    ChangeSet<K, V> filter(ChangeSet<K, V> set, ByteBuffer prefix) {
-        List<ChangeSet.Change<K, V>> mine = null;
-        int length = prefix.remaining();
-        for (ChangeSet.Change<K, V> c : set.changes()) {
-            byte[] key = encode.apply(c.key());
-            if (key.length >= length && ByteBuffer.wrap(key, 0, length).equals(prefix) && keys.extendsPrefix(ByteBuffer.wrap(key), length)) {
-                if (mine == null) mine = new ArrayList<>();
-                mine.add(c);
-            }
-        }
-        return mine == null ? null : new ChangeSet<>(set.seq(), set.committedAt(), List.copyOf(mine));
-    }
-
-    /**
-     * On the writer thread while it has no work: renews the futures of groups without a commit for
-     * {@code nanos} (their subscribers, woken, find nothing and wait again; subscribers that left let go),
-     * and drops groups unused for as long that nobody waits on.
-     *
-     * @return the futures renewed, for the caller to complete
-     */
-    List<QueryFuture<Void>> idle(long nanos) {
-        List<QueryFuture<Void>> renewed = new ArrayList<>();
-        long now = System.nanoTime();
-        synchronized (this) {
-            if (now - idleAt < Math.min(nanos, 1_000_000_000L)) return renewed;  // the writer idles every 50 ms: look once a second
-            idleAt = now;
-            for (Iterator<Group<K, V>> it = groups.values().iterator(); it.hasNext(); ) {
-                Group<K, V> g = it.next();
-                if (now - g.usedAt >= nanos && g.next.getNumberOfDependents() == 0) {
-                    g.dropped = true;
-                    it.remove();
-                    lengths.computeIfPresent(g.prefix.remaining(), (l, n) -> n == 1 ? null : n - 1);
-                } else if (now - g.nextMadeAt >= nanos) {
-                    renewed.add(g.renew());
-                }
-            }
-        }
-        return renewed;
-    }
-
-    /** @return how many groups there are; for tests */
-    synchronized int size() {
-        return groups.size();
-    }
-
-    /** At {@link Db#close}: fails every group's future with {@code closed}. */
-    void close(DbException.Closed closed) {
-        List<QueryFuture<Void>> all = new ArrayList<>();
-        synchronized (this) {
-            for (Group<K, V> g : groups.values()) all.add(g.next);
-        }
-        for (QueryFuture<Void> f : all) f.fail(closed);
+        return "PrefixFeed(" + table + ", " + prefix + ")";
     }
 }

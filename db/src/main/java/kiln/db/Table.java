@@ -53,10 +53,10 @@ public final class Table<K, V> {
     final KvSpace expiries;
     /** The expiry of a put that gives none, microseconds; 0 for none. */
     private final long defaultTtlMicros;
-    /** The table's indexes, replaced whole on the writer thread as one is declared ({@link Db#index}): each kept from then on. */
-    private volatile List<IndexMaintainer<?, K, V>> indexes = List.of();
+    /** The upkeep of the table's indexes, replaced whole on the writer thread as one is declared ({@link Db#index}): each kept from then on. */
+    private volatile List<Upkeep<K, V>> indexes = List.of();
     /** Set once, on the writer thread, by {@link Db#changeFeed}: from then on every put and delete is recorded. */
-    private volatile ChangeFeed<K, V> feed;
+    private volatile Recorder<K, V> feed;
 
     /** The bytes an expiring table's value begins with: when it expires. */
     private static final int EXPIRY_BYTES = Long.BYTES;
@@ -165,7 +165,7 @@ public final class Table<K, V> {
             throw new DbException.ValueTooLarge("value for table '" + name + "' is " + size + " bytes; values are at most "
                 + MAX_VALUE_BYTES + " bytes (" + (MAX_VALUE_BYTES >> 20) + " MiB): keep a larger one in a file and its name in the table", size, MAX_VALUE_BYTES);
         }
-        List<IndexMaintainer<?, K, V>> indexed = indexes;
+        List<Upkeep<K, V>> indexed = indexes;
         byte[] row = indexed.isEmpty() && expiries == null ? null : bytes(key);
         if (row != null) {
             // what the table holds, expired or not, read before this write changes anything (LMDB's
@@ -173,8 +173,8 @@ public final class Table<K, V> {
             ByteBuffer old = txn.kv.get(space, keyBuffer(row));
             V oldValue = old == null || indexed.isEmpty() ? null : decodeValue(old.duplicate());
             long oldExpiresAt = old == null || expiries == null ? 0 : expiresAt(old);
-            for (IndexMaintainer<?, K, V> i : indexed) i.check(txn, row, key, value);
-            for (IndexMaintainer<?, K, V> i : indexed) i.update(txn, row, key, oldValue, value);
+            for (Upkeep<K, V> i : indexed) i.check(txn, row, key, value);
+            for (Upkeep<K, V> i : indexed) i.update(txn, row, key, oldValue, value);
             if (oldExpiresAt != 0 && oldExpiresAt != expiresAt) txn.kv.delete(expiries, scheduled(oldExpiresAt, row));
             if (expiresAt != 0) txn.kv.reserve(expiries, scheduled(expiresAt, row), 0);
         }
@@ -192,7 +192,7 @@ public final class Table<K, V> {
         if (feed != null) {
             byte[] stored = new byte[size];
             slot.get(start, stored);
-            txn.changed(this, recorded(k, stored, false));
+            feed.record(txn, recorded(k, stored, false));
         }
     }
 
@@ -207,7 +207,7 @@ public final class Table<K, V> {
         if (expiries != null || !indexes.isEmpty()) return remove(txn, bytes(key), key, false);
         ByteBuffer k = encodeKey(key, KEY_BUFFER.get());
         boolean deleted = txn.kv.delete(space, k);
-        if (deleted && feed != null) txn.changed(this, recorded(k, null, false));
+        if (deleted && feed != null) feed.record(txn, recorded(k, null, false));
         return deleted;
     }
 
@@ -224,16 +224,16 @@ public final class Table<K, V> {
         // everything read from the old value before the first write (LMDB's buffers are valid until then)
         boolean live = expiries == null || !expired(txn, old);
         long expiresAt = expiries == null ? 0 : expiresAt(old);
-        List<IndexMaintainer<?, K, V>> indexed = indexes;
+        List<Upkeep<K, V>> indexed = indexes;
         V oldValue = indexed.isEmpty() ? null : decodeValue(old.duplicate());
         if (expiresAt != 0) txn.kv.delete(expiries, scheduled(expiresAt, row));
         if (!indexed.isEmpty()) {
             K k = key != null ? key : decodeKey(row);
-            for (IndexMaintainer<?, K, V> i : indexed) i.update(txn, row, k, oldValue, null);
+            for (Upkeep<K, V> i : indexed) i.update(txn, row, k, oldValue, null);
         }
         ByteBuffer k = keyBuffer(row);
         txn.kv.delete(space, k);
-        if (feed != null) txn.changed(this, recorded(k, null, expired));
+        if (feed != null) feed.record(txn, recorded(k, null, expired));
         return live;
     }
 
@@ -342,21 +342,50 @@ public final class Table<K, V> {
         return ByteBuffer.wrap(bytes).order(ByteOrder.BIG_ENDIAN);
     }
 
-    /** Keeps an index, through its {@code maintainer}, from the next write on: called inside a write query, on the writer thread. */
-    void index(IndexMaintainer<?, K, V> maintainer) {
-        List<IndexMaintainer<?, K, V>> more = new ArrayList<>(indexes);
-        more.add(maintainer);
+    /**
+     * One index's upkeep, which the table runs inside the write query that changes a row: an
+     * {@link IndexMaintainer}, one per kind of index. The table knows only this, not the index.
+     */
+    interface Upkeep<K, V> {
+        /**
+         * Before any index of the table changes: refuses a put of {@code value} under {@code key}
+         * (its bytes {@code row}) that the index cannot take.
+         *
+         * @throws DbException.UniqueViolation from a unique index whose key another row has
+         */
+        void check(Txn txn, byte[] row, K key, V value);
+
+        /** Keeps the index's entries for row {@code row} (key {@code key}) changed from {@code old} to {@code value} (either null for none). */
+        void update(Txn txn, byte[] row, K key, V old, V value);
+    }
+
+    /**
+     * Where the table records each put and delete of a write query, as it makes it: its change
+     * feed's ({@link ChangeFeed}). The table knows only this, not the feed.
+     */
+    interface Recorder<K, V> {
+        /** Records {@code change}, made in the write query of {@code txn}. */
+        void record(Txn txn, Recorded<K, V> change);
+    }
+
+    /** Keeps an index, through its {@code upkeep}, from the next write on: called inside a write query, on the writer thread. */
+    void index(Upkeep<K, V> upkeep) {
+        List<Upkeep<K, V>> more = new ArrayList<>(indexes);
+        more.add(upkeep);
         indexes = List.copyOf(more);
     }
 
-    /** @return the table's change feed, or null when {@link Db#changeFeed} was not called for it */
-    ChangeFeed<K, V> feed() {
-        return feed;
+    /**
+     * Switches recording on, to {@code feed} ({@link Db#changeFeed}): called inside a write query, so
+     * exactly the writes after it are recorded.
+     */
+    void record(Recorder<K, V> feed) {
+        this.feed = feed;
     }
 
-    /** Switches recording on: called inside a write query, so exactly the writes after it are recorded. */
-    void feed(ChangeFeed<K, V> feed) {
-        this.feed = feed;
+    /** @return whether a change feed records the table's writes */
+    boolean isRecorded() {
+        return feed != null;
     }
 
     Codec<K> keys() {

@@ -23,7 +23,7 @@ import java.util.ArrayList;
 public final class Txn {
     /** The engine's transaction under this one. */
     final KvTxn kv;
-    /** A write query's puts and deletes on tables with a {@link ChangeFeed}: table, {@link Recorded}, ...; null while none. */
+    /** A write query's puts and deletes on tables with a {@link ChangeFeed}: feed, {@link Recorded}, ...; null while none. */
     private ArrayList<Object> changes;
 
     /** The wall-clock time the query sees expiries at, microseconds since the epoch; 0 until first asked. */
@@ -47,14 +47,18 @@ public final class Txn {
         return kv.isReadOnly();
     }
 
-    /** Records a put or a delete on a table with a change feed. */
-    <K, V> void changed(Table<K, V> table, Recorded<K, V> change) {
+    /**
+     * Records a put or a delete on a table with a change feed.
+     *
+     * @param feed the feed that logs it: the writer groups a query's changes by it (by identity)
+     */
+    <K, V> void changed(Object feed, Recorded<K, V> change) {
         if (changes == null) changes = new ArrayList<>();
-        changes.add(table);
+        changes.add(feed);
         changes.add(change);
     }
 
-    /** @return what {@link #changed} recorded, as table, {@link Recorded} pairs; null when nothing was */
+    /** @return what {@link #changed} recorded, as feed, {@link Recorded} pairs; null when nothing was */
     ArrayList<Object> changes() {
         return changes;
     }

@@ -489,23 +489,22 @@ final class Writer implements Runnable, Deadline.Watched {
             if (p.error != null || p.changes == null) continue;
             if (staged == null) staged = new ArrayList<>();
             List<Object> c = p.changes;
-            // usually one table per query; grouped by table in the order each was first changed
-            List<Table<?, ?>> tables = new ArrayList<>(1);
+            // usually one fed table per query; grouped by feed in the order each was first changed
+            List<ChangeFeed<?, ?>> feeds = new ArrayList<>(1);
             for (int i = 0; i < c.size(); i += 2) {
-                if (!tables.contains(c.get(i))) tables.add((Table<?, ?>) c.get(i));
+                if (!feeds.contains(c.get(i))) feeds.add((ChangeFeed<?, ?>) c.get(i));
             }
-            for (Table<?, ?> t : tables) staged.add(stage(t, c, run, parent, committedAt));
+            for (ChangeFeed<?, ?> f : feeds) staged.add(stage(f, c, run, parent, committedAt));
         }
         return staged;
     }
 
     @SuppressWarnings("unchecked")
-    private static <K, V> Staged<K, V> stage(Table<K, V> table, List<Object> changes, long run, Txn parent, long committedAt) {
+    private static <K, V> Staged<K, V> stage(ChangeFeed<K, V> feed, List<Object> changes, long run, Txn parent, long committedAt) {
         List<Recorded<K, V>> mine = new ArrayList<>();
         for (int i = 0; i < changes.size(); i += 2) {
-            if (changes.get(i) == table) mine.add((Recorded<K, V>) changes.get(i + 1));
+            if (changes.get(i) == feed) mine.add((Recorded<K, V>) changes.get(i + 1));
         }
-        ChangeFeed<K, V> feed = table.feed();
         return new Staged<>(feed, feed.stage(run, parent, mine, committedAt));
     }
 
