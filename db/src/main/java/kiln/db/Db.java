@@ -79,7 +79,7 @@ public final class Db implements AutoCloseable {
         engine.deadline(b.deadline);  // before the first transaction: an engine may set up its sessions by it
         this.deadline = b.deadline.isZero() ? null : new Deadline(b.deadline, engine);
         this.writer = new Writer(state, feeds::idle, engine, b.maxBatch, b.queueCapacity, b.betweenCommitAndPublish, deadline);
-        this.reads = new Reads(engine, state, writer, deadline);
+        this.reads = new Reads(engine, state, writer::isRunningQuery, deadline);
         if (deadline != null) deadline.start(reads.groupReader() == null ? List.of(writer) : List.of(writer, reads.groupReader()));
         this.catalog = new Catalog(engine, state, writer, reads, feeds, new WatchBudget(b.maxWatches));
         engine.onCommits(feeds::committedElsewhere);

@@ -2,6 +2,7 @@ package kiln.db;
 
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
+import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
 
 /**
@@ -13,16 +14,20 @@ import java.util.function.Supplier;
 final class Reads {
     private final KvEngine engine;
     private final DbState state;
-    private final Writer writer;
+    /** Whether the calling thread is the writer's, running a write query ({@link Writer#isRunningQuery}): no read may start there. */
+    private final BooleanSupplier inWriteQuery;
     /** The read threads of an engine whose reads block; null: reads run inline. */
     private final GroupReader groupReader;
     private final ReentrantReadWriteLock closeLock = new ReentrantReadWriteLock();
 
-    /** @param deadline fails reads not answered in time on the read threads; null for none */
-    Reads(KvEngine engine, DbState state, Writer writer, Deadline deadline) {
+    /**
+     * @param inWriteQuery whether the calling thread runs a write query (a read there is refused)
+     * @param deadline     fails reads not answered in time on the read threads; null for none
+     */
+    Reads(KvEngine engine, DbState state, BooleanSupplier inWriteQuery, Deadline deadline) {
         this.engine = engine;
         this.state = state;
-        this.writer = writer;
+        this.inWriteQuery = inWriteQuery;
         int threads = engine.readThreads();
         this.groupReader = threads > 0 ? new GroupReader(state, engine, closeLock.readLock(), threads, deadline) : null;
     }
@@ -41,7 +46,7 @@ final class Reads {
             } catch (Throwable t) {
                 f.fail(t);
             }
-        } else if (writer.isRunningQuery()) {
+        } else if (inWriteQuery.getAsBoolean()) {
             f.fail(insideWrite());
         } else if (state.isClosed()) {
             f.fail(state.closedError());
@@ -70,7 +75,7 @@ final class Reads {
 
     /** Runs {@code query} in a read transaction on the calling thread. */
     <R> R now(Query<R> query) throws Exception {
-        if (writer.isRunningQuery()) throw insideWrite();
+        if (inWriteQuery.getAsBoolean()) throw insideWrite();
         ReentrantReadWriteLock.ReadLock lock = closeLock.readLock();
         lock.lock();
         try {
