@@ -88,8 +88,6 @@ public final class PostgresEngine implements KvEngine {
     static final String REGISTRY = "kiln_spaces";
     /** The schema of kiln's tables when the URL names none ({@code currentSchema}). */
     public static final String DEFAULT_SCHEMA = "kiln";
-    /** The notification channel of commits. */
-    static final String CHANNEL = "kiln_commits";
     /** How often the listener reports "anything may have changed", ms. */
     static final int POLL_MILLIS = 1000;
     /** While the server is unreachable, how often one query tries it again, ms. */
@@ -465,7 +463,7 @@ public final class PostgresEngine implements KvEngine {
 
     @Override
     public KvTxn beginRead() {
-        return new PostgresTxn(this, connect(reads), true);
+        return new PostgresTxn(this::failure, connect(reads), true);
     }
 
     /**
@@ -499,16 +497,7 @@ public final class PostgresEngine implements KvEngine {
             }
             throw failure(e, "taking the write lock", false);
         }
-        return new PostgresTxn(this, c, false);
-    }
-
-    /** Lets the next server's writer go: after the write transaction's commit or rollback. */
-    void releaseWriteLock(Connection c) throws SQLException {
-        c.setAutoCommit(true);
-        try (Statement s = c.createStatement()) {
-            s.execute("SELECT pg_advisory_unlock_all()");  // all: a lock taken twice on this session is let go too
-        }
-        c.setAutoCommit(false);
+        return new PostgresTxn(this::failure, c, false);
     }
 
     /**
@@ -630,7 +619,7 @@ public final class PostgresEngine implements KvEngine {
         while (!closed) {
             try (Connection c = java.sql.DriverManager.getConnection(jdbcUrl)) {
                 try (Statement s = c.createStatement()) {
-                    s.execute("LISTEN " + CHANNEL);
+                    s.execute("LISTEN " + PostgresTxn.CHANNEL);
                 }
                 if (warned) LOG.info("listening for commits on " + shownUrl + " again");
                 warned = false;

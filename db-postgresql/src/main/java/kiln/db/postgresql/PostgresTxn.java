@@ -5,6 +5,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -25,7 +26,19 @@ final class PostgresTxn implements KvTxn {
     private static final int MAX_FETCH = 4096;
     private static final int FIRST_FETCH = 64;
 
-    private final PostgresEngine engine;
+    /** The notification channel of commits: each commit notifies it with the names of the spaces it wrote. */
+    static final String CHANNEL = "kiln_commits";
+
+    /** What an SQL failure means to the database ({@link PostgresEngine#failure}, which counts the server unreachable). */
+    interface Failures {
+        /**
+         * @param commit true when {@code e} came from {@code COMMIT}: a lost connection then leaves the outcome unknown
+         * @return a {@link KvTxn.Conflict}, {@link DbException.Unavailable}, or another {@link DbException}
+         */
+        RuntimeException of(SQLException e, String what, boolean commit);
+    }
+
+    private final Failures failures;
     private final Connection connection;
     private final boolean readOnly;
     /** The writes; null in a read transaction. */
@@ -35,8 +48,8 @@ final class PostgresTxn implements KvTxn {
     private boolean committed;
     private RuntimeException doomed;
 
-    PostgresTxn(PostgresEngine engine, Connection connection, boolean readOnly) {
-        this.engine = engine;
+    PostgresTxn(Failures failures, Connection connection, boolean readOnly) {
+        this.failures = failures;
         this.connection = connection;
         this.readOnly = readOnly;
         this.buffer = readOnly ? null : new KvWriteBuffer();
@@ -44,7 +57,7 @@ final class PostgresTxn implements KvTxn {
     }
 
     private PostgresTxn(PostgresTxn parent) {
-        this.engine = parent.engine;
+        this.failures = parent.failures;
         this.connection = parent.connection;
         this.readOnly = false;
         this.buffer = parent.buffer.nested();
@@ -72,7 +85,7 @@ final class PostgresTxn implements KvTxn {
      *         connection dooms the transaction (PostgreSQL refuses every later statement in it anyway)
      */
     RuntimeException failed(SQLException e, String what) {
-        RuntimeException r = engine.failure(e, what, false);
+        RuntimeException r = failures.of(e, what, false);
         if (r instanceof KvTxn.Conflict || r instanceof DbException.Unavailable) top.doomed = r;
         return r;
     }
@@ -183,7 +196,7 @@ final class PostgresTxn implements KvTxn {
         try {
             for (Map.Entry<KvSpace, List<Map.Entry<byte[], byte[]>>> e : all.entrySet()) apply((Space) e.getKey(), e.getValue());
             if (!all.isEmpty()) {
-                try (PreparedStatement n = connection.prepareStatement("SELECT pg_notify('" + PostgresEngine.CHANNEL + "', ?)")) {
+                try (PreparedStatement n = connection.prepareStatement("SELECT pg_notify('" + CHANNEL + "', ?)")) {
                     for (KvSpace s : all.keySet()) {
                         n.setString(1, s.name());
                         n.addBatch();
@@ -198,7 +211,7 @@ final class PostgresTxn implements KvTxn {
             connection.commit();
             committed = true;
         } catch (SQLException e) {
-            RuntimeException r = engine.failure(e, "committing", true);
+            RuntimeException r = failures.of(e, "committing", true);
             top.doomed = r;
             throw r;
         }
@@ -230,13 +243,25 @@ final class PostgresTxn implements KvTxn {
         }
     }
 
+    /**
+     * Lets the next server's writer go, after the write transaction's commit or rollback: the writers
+     * take turns by a session advisory lock ({@link PostgresEngine#beginWrite}).
+     */
+    static void releaseWriteLock(Connection c) throws SQLException {
+        c.setAutoCommit(true);
+        try (Statement s = c.createStatement()) {
+            s.execute("SELECT pg_advisory_unlock_all()");  // all: a lock taken twice on this session is let go too
+        }
+        c.setAutoCommit(false);
+    }
+
     /** A child forgets its writes; the top rolls back (unless committed) and gives its connection back. */
     @Override
     public void close() {
         if (top != this) return;
         try {
             if (!committed) connection.rollback();
-            if (!readOnly) engine.releaseWriteLock(connection);
+            if (!readOnly) releaseWriteLock(connection);
         } catch (SQLException e) {
             // the connection is broken: the pool drops it, and PostgreSQL rolled back with it and let go of its lock
         } finally {
