@@ -259,9 +259,9 @@ public final class Connection {
             return System.nanoTime();
         }
 
-        /** @return where the connection borrows its buffers, and gives them back: {@link BufferPool#SHARED}, or a test's */
+        /** @return where the connection borrows its buffers, and gives them back: the process's shared pool, or a test's */
         default BufferPool buffers() {
-            return BufferPool.SHARED;
+            return SharedBufferPool.SHARED;
         }
 
         /** @return how long a keep-alive connection may wait for its next request, and a write may take, ns */

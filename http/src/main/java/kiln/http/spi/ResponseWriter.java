@@ -98,7 +98,7 @@ public final class ResponseWriter {
      *         contract's order, ASCII head then the body: for a socket the server writes once and closes
      */
     public static byte[] closing(Response response) {
-        Output out = new Output(BufferPool.SHARED);
+        Output out = new Output(SharedBufferPool.SHARED);
         write(out, 1, response, false, false);
         ByteBuffer bytes = out.toByteBuffer();
         byte[] all = new byte[bytes.remaining()];

@@ -4,7 +4,7 @@ import java.nio.ByteBuffer;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 
 /**
- * {@link BufferPool#SHARED}: one pool for the whole process.
+ * The process's {@link BufferPool}, {@link #SHARED}: one for every connection that brings none.
  *
  * <p>A fixed array of slots, taken and returned with compare-and-set from any thread (carrier
  * threads, virtual threads): no lock, and no allocation except when the slots a thread looks at
@@ -14,9 +14,15 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  * finds its slots full.
  */
 final class SharedBufferPool implements BufferPool {
+    /** The process's pool: lock-free, for any thread (carriers, virtual threads). */
+    static final BufferPool SHARED = new SharedBufferPool();
+
     private static final int SLOTS = 256;
     private static final int PROBES = 8;
     private final AtomicReferenceArray<ByteBuffer> pool = new AtomicReferenceArray<>(SLOTS);
+
+    private SharedBufferPool() {
+    }
 
     @Override
     public ByteBuffer take() {
