@@ -37,11 +37,11 @@ public final class Endpoints {
         get("/json", "/json", "a JSON message",
             (demo, router) -> request -> Step.of(Response.ok(Http.APPLICATION_JSON, Bodies.helloJson()))),
         get("/db", "/db", "one random World row",
-            (demo, router) -> request -> Step.after(demo.db().read(demo.randomWorld()), row -> Step.of(fresh(Response.json(row))))),
+            (demo, router) -> request -> Step.after(demo.db().read(demo.randomWorld()), row -> Step.of(Response.json(row).noStore()))),
         get("/worlds/{id}", "/worlds/42", "the World row with that id (1..10000)",
             (demo, router) -> request -> {
                 int id = Params.worldId(request);
-                return Step.after(demo.db().read(demo.world(id)), row -> Step.of(fresh(Response.json(row))));
+                return Step.after(demo.db().read(demo.world(id)), row -> Step.of(Response.json(row).noStore()));
             }),
         get("/worlds/{id}/events", "/worlds/42/events", "server-sent events: every committed change of that row (curl -N)",
             (demo, router) -> request -> {
@@ -51,12 +51,12 @@ public final class Endpoints {
             }),
         get("/queries?queries=N", "/queries?queries=20", "N random rows (1..500)",
             (demo, router) -> request -> Step.after(demo.db().read(demo.randomWorlds(Params.queries(request.param("queries")))),
-                rows -> Step.of(fresh(Response.json(rows))))),
+                rows -> Step.of(Response.json(rows).noStore()))),
         get("/updates?queries=N", "/updates?queries=20", "N rows updated durably",
             (demo, router) -> request -> {
                 return Step.after(demo.db().read(demo.randomWorlds(Params.queries(request.param("queries")))),
                     rows -> Step.after(demo.db().write(demo.updateWithNewRandomNumbers(rows)),
-                        updated -> Step.of(fresh(Response.json(updated)))));  // answered once the commit is durable
+                        updated -> Step.of(Response.json(updated).noStore())));  // answered once the commit is durable
             }),
         get("/updates/events", "/updates/events", "server-sent events: every committed /updates, id = its commit sequence number",
             (demo, router) -> request -> {
@@ -79,12 +79,12 @@ public final class Endpoints {
                 return request -> {
                     World[] rows = new World[Params.queries(request.param("count"))];
                     for (int i = 0; i < rows.length; i++) rows[i] = byId[DemoDb.randomId()];
-                    return Step.of(fresh(Response.json(rows)));
+                    return Step.of(Response.json(rows).noStore());
                 };
             }),
         get("/fortunes", "/fortunes", "the fortunes table as HTML",
             (demo, router) -> request -> Step.after(demo.db().read(demo.allFortunes()),
-                fortunes -> Step.of(fresh(Response.ok(Http.TEXT_HTML, Bodies.fortunesHtml(fortunes)))))),
+                fortunes -> Step.of(Response.ok(Http.TEXT_HTML, Bodies.fortunesHtml(fortunes)).noStore()))),
         get("/hello?delay=MS", "/hello?delay=100", "HelloWorld after an asynchronous sleep",
             (demo, router) -> {
                 Step hello = Step.of(Response.ok(Http.TEXT_PLAIN, Bodies.HELLO));
@@ -96,7 +96,7 @@ public final class Endpoints {
         get("/healthz", "/healthz", "200 ok while the database answers reads, its writer runs and no handler holds a thread for long, else 503",
             (demo, router) -> request -> Health.check(demo, router.health())),
         get("/metrics", "/metrics", "Prometheus metrics: requests, latency, connections, the database, the JVM",
-            (demo, router) -> request -> Step.of(fresh(router.metrics().response()))));
+            (demo, router) -> request -> Step.of(router.metrics().response().noStore())));
 
     private Endpoints() {
     }
@@ -139,15 +139,6 @@ public final class Endpoints {
                 .append("</a> &mdash; ").append(Encode.forHtml(e.description)).append("</li>");
         }
         return html.append("</ul></body></html>").toString().getBytes(StandardCharsets.UTF_8);
-    }
-
-    /**
-     * @return {@code response} with {@code Cache-Control: no-store}: an answer read from the database
-     *         changes from one request to the next, so no cache (a proxy, a browser's heuristic
-     *         freshness, RFC 9111 section 4.2.2) may keep it
-     */
-    static Response fresh(Response response) {
-        return response.header("Cache-Control", "no-store");
     }
 
     /** @param usage the path, with {@code ?name=VALUE} when it takes parameters */

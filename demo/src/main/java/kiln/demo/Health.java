@@ -31,14 +31,14 @@ final class Health {
     static Step check(DemoDb demo, ServerHealth server) {
         long within = Operations.HEALTH_DEADLINE.toMillis();
         return Step.after(demo.db().health(Operations.HEALTH_DEADLINE), health -> {
-            if (!health.isOk()) return Step.of(Endpoints.fresh(Response.unavailable(health.problem())));
+            if (!health.isOk()) return Step.of(Response.unavailable(health.problem()).noStore());
             String problem = server.problem();
-            if (problem != null) return Step.of(Endpoints.fresh(Response.unavailable(problem)));
+            if (problem != null) return Step.of(Response.unavailable(problem).noStore());
             return Step.after(demo.db().read(demo.randomWorld()).copy().orTimeout(within, TimeUnit.MILLISECONDS).handle((row, failure) -> failure),
-                failure -> Step.of(Endpoints.fresh(failure == null ? Response.ok(Http.TEXT_PLAIN, OK)
+                failure -> Step.of((failure == null ? Response.ok(Http.TEXT_PLAIN, OK)
                     : Response.unavailable(cause(failure) instanceof TimeoutException
                         ? "the database did not answer a read of a world within " + within + " ms"
-                        : "the database does not answer reads: " + cause(failure).getMessage()))));
+                        : "the database does not answer reads: " + cause(failure).getMessage())).noStore()));
         });
     }
 

@@ -231,7 +231,16 @@ public final class Response {
     }
 
     /**
-     * Adds a header: {@code Response.json(page).header("Cache-Control", "no-store")}. A name may be
+     * @return a copy of this response with {@code Cache-Control: no-store}: for an answer read from a
+     *         database, which changes from one request to the next, so that no cache (a proxy, a
+     *         browser's heuristic freshness, RFC 9111 section 4.2.2) keeps it
+     */
+    public Response noStore() {
+        return header("Cache-Control", "no-store");
+    }
+
+    /**
+     * Adds a header: {@code Response.json(page).header("Vary", "Accept")}. A name may be
      * added more than once ({@code Set-Cookie}); they are written in the order added.
      *
      * @param name  a header name: an RFC 9110 token, not one the server writes itself

@@ -105,7 +105,7 @@ public final class ServerSentEvents {
      *         {@code Cache-Control: no-store} and {@code X-Accel-Buffering: no}
      */
     public static Response response(Stream stream) {
-        return Response.stream(200, CONTENT_TYPE, stream).header("Cache-Control", "no-store").header("X-Accel-Buffering", "no");
+        return Response.stream(200, CONTENT_TYPE, stream).noStore().header("X-Accel-Buffering", "no");
     }
 
     /**

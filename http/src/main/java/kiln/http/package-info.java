@@ -10,7 +10,7 @@
  *     long id = req.pathParamLong("id");                       // /todos/05: 404
  *     Todo change = req.json(Todo.class);                      // 400 naming the field, 415 for a form
  *     if (change.title == null) throw new HttpException(400, "a todo needs a title");
- *     return Response.json(change).header("Cache-Control", "no-store");
+ *     return Response.json(change).noStore();
  * }
  * }</pre>
  *

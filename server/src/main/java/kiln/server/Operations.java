@@ -40,20 +40,16 @@ public final class Operations {
     public static <H, R extends AbstractRouter<H, R>> R addTo(R router, Db db) {
         return router
             .steps("GET", "/healthz", request -> health(db, router.health()))
-            .steps("GET", "/metrics", request -> Step.of(router.metrics().response().header("Cache-Control", "no-store")));
+            .steps("GET", "/metrics", request -> Step.of(router.metrics().response().noStore()));
     }
 
     /** @return the answer to {@code GET /healthz} for {@code db} and {@code server}, within {@link #HEALTH_DEADLINE} */
     public static Step health(Db db, ServerHealth server) {
         return Step.after(db.health(HEALTH_DEADLINE), health -> {
-            if (!health.isOk()) return Step.of(noStore(Response.unavailable(health.problem())));
+            if (!health.isOk()) return Step.of(Response.unavailable(health.problem()).noStore());
             String problem = server.problem();
-            if (problem != null) return Step.of(noStore(Response.unavailable(problem)));
-            return Step.of(noStore(Response.ok(Http.TEXT_PLAIN, OK)));
+            if (problem != null) return Step.of(Response.unavailable(problem).noStore());
+            return Step.of(Response.ok(Http.TEXT_PLAIN, OK).noStore());
         });
-    }
-
-    private static Response noStore(Response response) {
-        return response.header("Cache-Control", "no-store");
     }
 }
