@@ -52,7 +52,7 @@ public final class Router extends AbstractRouter<Handler, Router> {
     /** Runs {@code logic}'s {@link Step}s in the connection's fiber: each wait pauses the fiber, not the carrier. */
     @Override
     protected Handler fromSteps(StepHandler logic) {
-        return request -> run(Step.start(logic, request));
+        return request -> run(StepHandler.start(logic, request));
     }
 
     /** Routes {@code request} and runs its handler in this fiber (the pipeline of {@link AbstractRouter}). */

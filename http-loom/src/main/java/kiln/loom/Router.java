@@ -38,7 +38,7 @@ public final class Router extends AbstractRouter<Handler, Router> {
     /** Runs {@code logic}'s {@link Step}s on the connection's virtual thread, which parks in each wait ({@link Step#runBlocking}). */
     @Override
     protected Handler fromSteps(StepHandler logic) {
-        return request -> Step.runBlocking(Step.start(logic, request));
+        return request -> Step.runBlocking(StepHandler.start(logic, request));
     }
 
     /** Routes {@code request} and runs its handler on this virtual thread (the pipeline of {@link AbstractRouter}). */

@@ -37,7 +37,7 @@ public final class ServerLimits {
     private long idleTimeoutMs = 60_000;
     private long headerTimeoutMs = 10_000;
     private int maxContentBytes = Limits.MAX_CONTENT;
-    private int maxConnections = ServerOptions.defaultMaxConnections();
+    private int maxConnections = defaultMaxConnections();
     private long maxRequestMemory = Math.max(1, Runtime.getRuntime().maxMemory() / 4);
     private long minRequestRate = MIN_RATE;
     private long minResponseRate = MIN_RATE;
@@ -101,7 +101,7 @@ public final class ServerLimits {
     /** @param bytes the most content bytes a request may have, 0..{@link Limits#MAX_CONTENT_CEILING}; 413 beyond */
     public ServerLimits maxContent(int bytes) {
         ServerLimits c = copy();
-        c.maxContentBytes = ServerOptions.checkMaxContent(bytes);
+        c.maxContentBytes = checkMaxContent(bytes);
         return c;
     }
 
@@ -309,5 +309,29 @@ public final class ServerLimits {
 
     static String megabytes(long bytes) {
         return String.format(Locale.ROOT, "%.1f MB", bytes / 1048576.0);
+    }
+
+    /**
+     * @return this process's open-files limit ({@code ulimit -n}) minus a reserve of 64 descriptors
+     *         for the database, jars and logs, at least 16; 10000 when the JVM cannot tell
+     */
+    public static int defaultMaxConnections() {
+        java.lang.management.OperatingSystemMXBean os = java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+        if (os instanceof com.sun.management.UnixOperatingSystemMXBean) {
+            long max = ((com.sun.management.UnixOperatingSystemMXBean) os).getMaxFileDescriptorCount();
+            return (int) Math.max(16, Math.min(Integer.MAX_VALUE, max - 64));
+        }
+        return 10_000;
+    }
+
+    /**
+     * @return {@code bytes}, a valid {@code --max-content}
+     * @throws IllegalArgumentException when it is below 0 or above {@link kiln.http.Limits#MAX_CONTENT_CEILING}
+     */
+    private static int checkMaxContent(int bytes) {
+        if (bytes < 0 || bytes > kiln.http.Limits.MAX_CONTENT_CEILING) {
+            throw new IllegalArgumentException("--max-content must be 0.." + kiln.http.Limits.MAX_CONTENT_CEILING + " bytes, got " + bytes);
+        }
+        return bytes;
     }
 }

@@ -147,7 +147,7 @@ public final class ServerOptions {
 
     static {
         System.setProperty("kiln.cores", Integer.toString(Runtime.getRuntime().availableProcessors()));
-        System.setProperty("kiln.maxConnections", Integer.toString(defaultMaxConnections()));
+        System.setProperty("kiln.maxConnections", Integer.toString(ServerLimits.defaultMaxConnections()));
     }
 
     /** @return {@link #threads}, or the number of cores when not given */
@@ -169,7 +169,7 @@ public final class ServerOptions {
     /**
      * The limits these options set, with the defaults derived where no flag was given, logged in
      * two lines at start: the request memory, a quarter of the heap ({@code -Xmx}); the connection
-     * cap, the smaller of {@link #defaultMaxConnections()} (file descriptors) and what the heap holds
+     * cap, the smaller of {@link ServerLimits#defaultMaxConnections()} (file descriptors) and what the heap holds
      * beside the request memory, ({@code -Xmx} minus {@value #HEAP_RESERVE} bytes minus the request
      * memory) / {@code heapBytesPerConnection}, at least 16: new connections are refused at the cap
      * before the heap runs out, and requests beyond the request memory with 503.
@@ -189,7 +189,7 @@ public final class ServerOptions {
         if (maxConnections != null) {
             l = l.maxConnections(maxConnections);
         } else {
-            int byFiles = defaultMaxConnections();
+            int byFiles = ServerLimits.defaultMaxConnections();
             long byHeap = Math.max(16, (heap - HEAP_RESERVE - l.maxRequestMemory()) / heapBytesPerConnection);
             l = l.maxConnections((int) Math.min(byFiles, byHeap));
             log.info("connection cap " + l.maxConnections() + ": "
@@ -201,19 +201,6 @@ public final class ServerOptions {
         }
         log.info(l.describe());
         return l;
-    }
-
-    /**
-     * @return this process's open-files limit ({@code ulimit -n}) minus a reserve of 64 descriptors
-     *         for the database, jars and logs, at least 16; 10000 when the JVM cannot tell
-     */
-    public static int defaultMaxConnections() {
-        java.lang.management.OperatingSystemMXBean os = java.lang.management.ManagementFactory.getOperatingSystemMXBean();
-        if (os instanceof com.sun.management.UnixOperatingSystemMXBean) {
-            long max = ((com.sun.management.UnixOperatingSystemMXBean) os).getMaxFileDescriptorCount();
-            return (int) Math.max(16, Math.min(Integer.MAX_VALUE, max - 64));
-        }
-        return 10_000;
     }
 
     /** Checks ranges picocli's types do not express. */
@@ -375,17 +362,6 @@ public final class ServerOptions {
     public static void fail(String program, String message) {
         System.err.println(program + ": error: " + message);
         System.exit(1);
-    }
-
-    /**
-     * @return {@code bytes}, a valid {@code --max-content}
-     * @throws IllegalArgumentException when it is below 0 or above {@link kiln.http.Limits#MAX_CONTENT_CEILING}
-     */
-    public static int checkMaxContent(int bytes) {
-        if (bytes < 0 || bytes > kiln.http.Limits.MAX_CONTENT_CEILING) {
-            throw new IllegalArgumentException("--max-content must be 0.." + kiln.http.Limits.MAX_CONTENT_CEILING + " bytes, got " + bytes);
-        }
-        return bytes;
     }
 
     /**

@@ -11,7 +11,6 @@ import java.util.function.Function;
 import java.util.function.Supplier;
 
 import kiln.http.Response;
-import kiln.http.Request;
 
 /**
  * What an endpoint's logic returns: either its {@link Response}, or one wait (for a future, such as a
@@ -85,20 +84,6 @@ public final class Step {
     public static Step afterSleep(int ms, Supplier<Step> then) {
         if (ms <= 0) throw new IllegalArgumentException("sleep must be > 0 ms, got " + ms);
         return new Step(null, null, ms, ignored -> then.get(), null);
-    }
-
-    /**
-     * Runs {@code logic} up to its first wait. Never throws: an exception (or an error) from the
-     * logic gives the failure policy's response ({@link Failures}).
-     *
-     * @return the response, or the first wait, naming {@code request} in a later failure's log line
-     */
-    public static Step start(StepHandler logic, Request request) {
-        try {
-            return logic.handle(request).forRequest(request);
-        } catch (Exception | Error e) {
-            return of(Failures.toResponse(e, request));
-        }
     }
 
     /** @return this step, naming {@code request} in the log line of a failure after its wait */

@@ -12,4 +12,18 @@ import kiln.http.Request;
 public interface StepHandler {
     /** @return the response, or the first wait; runs on the front end's thread up to that wait */
     Step handle(Request request) throws Exception;
+
+    /**
+     * Runs {@code logic} up to its first wait. Never throws: an exception (or an error) from the
+     * logic gives the failure policy's response ({@link Failures}).
+     *
+     * @return the response, or the first wait, naming {@code request} in a later failure's log line
+     */
+    static Step start(StepHandler logic, Request request) {
+        try {
+            return logic.handle(request).forRequest(request);
+        } catch (Exception | Error e) {
+            return Step.of(Failures.toResponse(e, request));
+        }
+    }
 }

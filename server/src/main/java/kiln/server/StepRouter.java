@@ -18,7 +18,7 @@ public final class StepRouter extends AbstractRouter<StepHandler, StepRouter> {
      *         {@link Exchange#respond}, which records it.
      */
     public static Step firstStep(Exchange<StepHandler> exchange) {
-        return exchange.hasResponse() ? Step.of(exchange.response()) : Step.start(exchange.handler(), exchange.request());
+        return exchange.hasResponse() ? Step.of(exchange.response()) : StepHandler.start(exchange.handler(), exchange.request());
     }
 
     @Override
