@@ -22,6 +22,7 @@ import java.util.Map;
 import java.util.concurrent.Callable;
 
 import kiln.db.DbException;
+import kiln.db.Keys;
 import kiln.db.KvCursor;
 import kiln.db.KvEngine;
 import kiln.db.KvEngines;
@@ -154,14 +155,9 @@ public final class DbTool implements Runnable {
         }
     }
 
-    /** @return the engine's location for messages, without the session name {@link #named} gave it */
-    static String where(KvEngine engine) {
-        return engine.location().replaceAll("ApplicationName=kiln-db[^&]*&?", "").replaceAll("[?&]$", "");
-    }
-
     static KvSpace space(KvEngine engine, KvTxn txn, String name) {
         KvSpace s = engine.space(txn, name, false);
-        if (s == null) throw new ToolException("no space '" + name + "' in " + where(engine) + "; there are: " + String.join(", ", engine.spaceNames(txn)));
+        if (s == null) throw new ToolException("no space '" + name + "' in " + Layout.where(engine) + "; there are: " + String.join(", ", engine.spaceNames(txn)));
         return s;
     }
 
@@ -217,14 +213,14 @@ public final class DbTool implements Runnable {
                     byte[] p = Tuple.of(k).pack();
                     try (KvCursor c = txn.range(space, p, append(p, (byte) 0x02), false, 0)) {
                         while (c.next()) {
-                            tool.out.println(Render.entry(layout, kind, Dump.bytes(c.key()), Dump.bytes(c.value()), now).text());
+                            tool.out.println(Render.entry(layout, kind, Keys.toArray(c.key()), Keys.toArray(c.value()), now).text());
                             found++;
                         }
                     }
                 } else {
                     ByteBuffer v = txn.get(space, ByteBuffer.allocateDirect(Math.max(1, k.length)).put(k).flip());
                     if (v != null) {
-                        tool.out.println(Render.entry(layout, kind, k, Dump.bytes(v), now).text());
+                        tool.out.println(Render.entry(layout, kind, k, Keys.toArray(v), now).text());
                         found++;
                     }
                 }
@@ -282,13 +278,13 @@ public final class DbTool implements Runnable {
                 byte[] last = null;
                 try (KvCursor c = txn.range(space, begin, end, reverse, limit == 0 ? 0 : limit + 1)) {
                     while (c.next()) {
-                        byte[] k = Dump.bytes(c.key());
+                        byte[] k = Keys.toArray(c.key());
                         if (tuplePrefix && k.length > p.length && (k[p.length] & 0xFF) == 0xFF) continue;  // ("lobby\0x"): not ("lobby", ...)
                         if (limit > 0 && shown == limit) {
                             tool.err.println("-- " + Layout.plural(shown, "entry") + "; more after: --after '" + Literal.key(last) + "'");
                             return 0;
                         }
-                        tool.out.println(Render.entry(layout, kind, k, Dump.bytes(c.value()), now).text());
+                        tool.out.println(Render.entry(layout, kind, k, Keys.toArray(c.value()), now).text());
                         last = k;
                         shown++;
                     }
@@ -392,14 +388,14 @@ public final class DbTool implements Runnable {
     /** @return {@code e}, saying what a load that failed half-way left in the target */
     private static RuntimeException partly(RuntimeException e, Loader loader, KvEngine target) {
         if (loader.loaded().isEmpty() || !(e instanceof ToolException)) return e;
-        return new ToolException(e.getMessage() + "; " + where(target) + " holds what was loaded before ("
+        return new ToolException(e.getMessage() + "; " + Layout.where(target) + " holds what was loaded before ("
             + Layout.plural(loader.loaded().size(), "space") + "): load again with --replace", e);
     }
 
     private static void report(PrintStream out, String verb, Loader loader, KvEngine target, String from) {
         long entries = loader.loaded().values().stream().mapToLong(Long::longValue).sum();
         out.printf(Locale.ROOT, "%s %s, %s into %s %s; read back and checked%n", verb, Layout.plural(loader.loaded().size(), "space"),
-            Layout.plural(entries, "entry"), where(target), from);
+            Layout.plural(entries, "entry"), Layout.where(target), from);
         int width = 5;
         for (String s : loader.loaded().keySet()) width = Math.max(width, s.length());
         for (Map.Entry<String, Long> e : loader.loaded().entrySet()) out.printf(Locale.ROOT, "  %-" + width + "s  %,10d%n", e.getKey(), e.getValue());
@@ -427,7 +423,7 @@ public final class DbTool implements Runnable {
             Path a = lmdbDirectory(from);
             if (a != null && a.equals(lmdbDirectory(to))) throw new ToolException("FROM and TO are the same directory, " + a);
             try (KvEngine source = openReadOnly(from); KvEngine target = openToWrite(to)) {
-                if (where(source).equals(where(target))) throw new ToolException("FROM and TO are the same database, " + where(source));
+                if (Layout.where(source).equals(Layout.where(target))) throw new ToolException("FROM and TO are the same database, " + Layout.where(source));
                 Loader loader = new Loader(target, replace, batch, new Progress(tool.err, quiet));
                 Dump.Header h;
                 try {
@@ -453,7 +449,7 @@ public final class DbTool implements Runnable {
         @Override
         public Integer call() {
             try (KvEngine engine = openReadOnly(url)) {
-                return Verify.print(tool.out, KvEngines.engineName(url) + " " + where(engine), Verify.run(engine)) == 0 ? 0 : 1;
+                return Verify.print(tool.out, KvEngines.engineName(url) + " " + Layout.where(engine), Verify.run(engine)) == 0 ? 0 : 1;
             }
         }
     }

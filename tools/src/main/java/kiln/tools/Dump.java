@@ -92,13 +92,6 @@ final class Dump {
         return HexFormat.of().formatHex(digest);
     }
 
-    /** @return the bytes between {@code b}'s position and limit, which stays where it was */
-    static byte[] bytes(ByteBuffer b) {
-        byte[] out = new byte[b.remaining()];
-        b.duplicate().get(out);
-        return out;
-    }
-
     /**
      * Reads the spaces {@code names} of {@code engine} in one read transaction, a consistent
      * snapshot however long it takes, into {@code sink}.
@@ -109,7 +102,7 @@ final class Dump {
     static Header read(KvEngine engine, String engineName, List<String> names, Sink sink) {
         try (KvTxn txn = engine.beginRead()) {
             List<String> spaces = Layout.only(engine.spaceNames(txn), names);
-            Header header = new Header(DbTool.where(engine), engineName, Instant.now(), spaces);
+            Header header = new Header(Layout.where(engine), engineName, Instant.now(), spaces);
             sink.begin(header);
             long entries = 0;
             for (String name : spaces) {

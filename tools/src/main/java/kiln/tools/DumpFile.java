@@ -16,6 +16,8 @@ import java.util.Map;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 
+import kiln.db.Keys;
+
 /**
  * The dump's file: JSON lines, one per entry, in any engine's terms (so a dump of LMDB loads into
  * PostgreSQL and back). Keys and values are base64 (RFC 4648, with padding); the lines:
@@ -73,7 +75,7 @@ final class DumpFile {
 
         @Override
         public void entry(ByteBuffer key, ByteBuffer value) {
-            write("{\"k\":\"" + B64.encodeToString(Dump.bytes(key)) + "\",\"v\":\"" + B64.encodeToString(Dump.bytes(value)) + "\"}\n");
+            write("{\"k\":\"" + B64.encodeToString(Keys.toArray(key)) + "\",\"v\":\"" + B64.encodeToString(Keys.toArray(value)) + "\"}\n");
         }
 
         @Override

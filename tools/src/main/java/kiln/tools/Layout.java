@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 
+import kiln.db.Keys;
 import kiln.db.KvCursor;
 import kiln.db.KvEngine;
 import kiln.db.KvSpace;
@@ -68,7 +69,7 @@ final class Layout {
         KvSpace space = engine.space(txn, META, false);
         if (space != null) {
             try (KvCursor c = txn.range(space, null, null, false, 0)) {
-                while (c.next()) meta.put(StandardCharsets.UTF_8.decode(c.key()).toString(), Dump.bytes(c.value()));
+                while (c.next()) meta.put(StandardCharsets.UTF_8.decode(c.key()).toString(), Keys.toArray(c.value()));
             }
         }
         return new Layout(meta);
@@ -137,5 +138,10 @@ final class Layout {
             if (!names.contains(w)) throw new ToolException("no space '" + w + "'; there are: " + String.join(", ", names));
         }
         return names.stream().filter(wanted::contains).toList();
+    }
+
+    /** @return the engine's location for messages, without the session name {@code DbTool.named} gave it */
+    static String where(KvEngine engine) {
+        return engine.location().replaceAll("ApplicationName=kiln-db[^&]*&?", "").replaceAll("[?&]$", "");
     }
 }

@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 
+import kiln.db.Keys;
 import kiln.db.KvCursor;
 import kiln.db.KvEngine;
 import kiln.db.KvSpace;
@@ -65,7 +66,7 @@ final class Loader implements Dump.Sink {
         spaces = header.spaces().size();
         List<String> others = target.otherClients();
         if (!others.isEmpty()) {
-            throw new ToolException(DbTool.where(target) + " has other clients (" + summary(others) + "): a kiln server may be"
+            throw new ToolException(Layout.where(target) + " has other clients (" + summary(others) + "): a kiln server may be"
                 + " using it, and a load must not write behind a server's back; stop them, then load");
         }
         Map<String, Long> holding = new LinkedHashMap<>();
@@ -77,7 +78,7 @@ final class Loader implements Dump.Sink {
         }
         if (holding.isEmpty()) return;
         if (!replace) {
-            throw new ToolException(DbTool.where(target) + " holds data already (" + describe(holding) + "): load into an empty database,"
+            throw new ToolException(Layout.where(target) + " holds data already (" + describe(holding) + "): load into an empty database,"
                 + " or give --replace to empty the dump's spaces there first");
         }
         Set<String> dumped = new HashSet<>(header.spaces());
@@ -122,7 +123,7 @@ final class Loader implements Dump.Sink {
                 KvSpace s = target.space(w, name, false);
                 List<byte[]> keys = new ArrayList<>();
                 try (KvCursor c = w.range(s, null, null, false, batchEntries)) {
-                    while (keys.size() < batchEntries && c.next()) keys.add(Dump.bytes(c.key()));
+                    while (keys.size() < batchEntries && c.next()) keys.add(Keys.toArray(c.key()));
                 }
                 if (keys.isEmpty()) return;
                 for (byte[] k : keys) w.delete(s, direct(ByteBuffer.wrap(k)));
@@ -146,7 +147,7 @@ final class Loader implements Dump.Sink {
             String hint = e.getClass().getSimpleName().contains("DbFull")
                 ? " (LMDB's maxTables, 32 by default, is too small for the dump's " + spaces + " spaces: give lmdb:DIR?maxTables=N with N at"
                 + " least " + spaces + " here, and the servers the same --db lmdb:DIR?maxTables=N)" : "";
-            throw new ToolException("cannot make space '" + name + "' in " + DbTool.where(target) + ": " + e.getMessage() + hint, e);
+            throw new ToolException("cannot make space '" + name + "' in " + Layout.where(target) + ": " + e.getMessage() + hint, e);
         }
     }
 
@@ -184,7 +185,7 @@ final class Loader implements Dump.Sink {
         try {
             txn.commit();
         } catch (KvTxn.TooLarge e) {
-            throw new ToolException("the load does not fit in " + DbTool.where(target) + ": " + e.getMessage(), e);
+            throw new ToolException("the load does not fit in " + Layout.where(target) + ": " + e.getMessage(), e);
         } finally {
             txn.close();
             txn = null;
@@ -212,7 +213,7 @@ final class Loader implements Dump.Sink {
                     while (c.next()) d.add(c.key(), c.value());
                 }
                 if (d.entries() != loaded.get(e.getKey()) || !MessageDigest.isEqual(d.sha256(), e.getValue())) {
-                    throw new ToolException("space '" + e.getKey() + "' in " + DbTool.where(target) + " reads back " + d.entries()
+                    throw new ToolException("space '" + e.getKey() + "' in " + Layout.where(target) + " reads back " + d.entries()
                         + " entries that differ from the " + loaded.get(e.getKey()) + " loaded: another process wrote it meanwhile?");
                 }
             }

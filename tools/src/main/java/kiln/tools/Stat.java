@@ -6,6 +6,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 
+import kiln.db.Keys;
 import kiln.db.KvCursor;
 import kiln.db.KvEngine;
 import kiln.db.KvSpace;
@@ -78,8 +79,8 @@ final class Stat {
                             values.add("...");
                             break;
                         }
-                        values.add(Literal.key(Dump.bytes(c.key())) + " = " + (c.value().remaining() == 8 ? seq(Dump.bytes(c.value()))
-                            : Literal.value(Dump.bytes(c.value()))));
+                        values.add(Literal.key(Keys.toArray(c.key())) + " = " + (c.value().remaining() == 8 ? seq(Keys.toArray(c.value()))
+                            : Literal.value(Keys.toArray(c.value()))));
                     }
                 }
                 yield String.join(", ", values);
@@ -93,11 +94,11 @@ final class Stat {
         byte[] first;
         try (KvCursor c = txn.range(space, null, null, false, 1)) {
             if (!c.next()) return null;
-            first = Dump.bytes(c.key());
+            first = Keys.toArray(c.key());
         }
         try (KvCursor c = txn.range(space, null, null, true, 1)) {
             c.next();
-            return new byte[][] {first, Dump.bytes(c.key()), Dump.bytes(c.value())};
+            return new byte[][] {first, Keys.toArray(c.key()), Keys.toArray(c.value())};
         }
     }
 
@@ -126,7 +127,7 @@ final class Stat {
     /** @return the engine's line: where, and its map's use where it has a map */
     private static String describe(String engineName, KvEngine engine) {
         KvStats s = engine.stats();
-        String where = engineName + " " + DbTool.where(engine) + " (read-only)";
+        String where = engineName + " " + Layout.where(engine) + " (read-only)";
         if (s.mapSize() <= 0) return where;
         return where + ": map " + bytes(s.usedBytes()) + " used of " + bytes(s.mapSize())
             + String.format(Locale.ROOT, " (%.2f %%)", 100.0 * s.usedBytes() / s.mapSize());

@@ -6,6 +6,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 
+import kiln.db.Keys;
 import kiln.db.KvCursor;
 import kiln.db.KvEngine;
 import kiln.db.KvSpace;
@@ -93,7 +94,7 @@ final class Verify {
         long n = 0;
         try (KvCursor r = txn.range(space, null, null, false, 0)) {
             while (r.next()) {
-                byte[] k = Dump.bytes(r.key());
+                byte[] k = Keys.toArray(r.key());
                 if (k.length != Long.BYTES) {
                     c.problem("key " + Literal.key(k) + " is no sequence number (8 bytes)");
                     continue;
@@ -101,7 +102,7 @@ final class Verify {
                 long seq = ByteBuffer.wrap(k).getLong() ^ Long.MIN_VALUE;
                 if (n == 0) first = seq;
                 else if (seq != previous + 1) c.problem("sequence " + seq + " follows " + previous + ": a gap");
-                if (Render.changeSet(Dump.bytes(r.value())) == null) c.problem("change set " + seq + " does not read as one");
+                if (Render.changeSet(Keys.toArray(r.value())) == null) c.problem("change set " + seq + " does not read as one");
                 previous = seq;
                 n++;
             }
@@ -121,7 +122,7 @@ final class Verify {
         try (KvCursor r = txn.range(space, null, null, false, 0)) {
             while (r.next()) {
                 n++;
-                byte[] k = Dump.bytes(r.key());
+                byte[] k = Keys.toArray(r.key());
                 if (r.value().remaining() != 0) c.problem("entry " + Literal.hex(k) + " has a value");
                 if (k.length <= Long.BYTES) {
                     c.problem("entry " + Literal.hex(k) + " is not (expiry, row key)");
@@ -150,7 +151,7 @@ final class Verify {
         try (KvCursor r = txn.range(space, null, null, false, 0)) {
             while (r.next()) {
                 ByteBuffer v = r.value();
-                byte[] k = Dump.bytes(r.key());
+                byte[] k = Keys.toArray(r.key());
                 if (v.remaining() < Long.BYTES) {
                     c.problem("row " + Literal.key(k) + " has no expiry (its value is " + v.remaining() + " bytes)");
                     continue;
@@ -172,7 +173,7 @@ final class Verify {
         try (KvCursor r = txn.range(space, null, null, false, 0)) {
             while (r.next()) {
                 n++;
-                byte[] k = Dump.bytes(r.key());
+                byte[] k = Keys.toArray(r.key());
                 if (Render.indexEntry(k) == null) c.problem("entry " + Literal.key(k) + " is not (index key, row key) as byte strings");
                 if (r.value().remaining() != 0) c.problem("entry " + Literal.key(k) + " has a value");
             }
@@ -187,7 +188,7 @@ final class Verify {
         try (KvCursor r = txn.range(space, null, null, false, 0)) {
             while (r.next()) {
                 n++;
-                if (r.value().remaining() != Long.BYTES) c.problem("sequence " + Literal.key(Dump.bytes(r.key())) + "'s value is not 8 bytes");
+                if (r.value().remaining() != Long.BYTES) c.problem("sequence " + Literal.key(Keys.toArray(r.key())) + "'s value is not 8 bytes");
             }
         }
         return Layout.plural(n, "sequence");

@@ -5,6 +5,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
+import kiln.db.Keys;
 import kiln.db.KvCursor;
 import kiln.db.KvEngine;
 import kiln.db.KvEngines;
@@ -27,7 +28,7 @@ final class Contents {
             for (String name : engine.spaceNames(txn)) {
                 List<String> entries = new ArrayList<>();
                 try (KvCursor c = txn.range(engine.space(txn, name, false), null, null, false, 0)) {
-                    while (c.next()) entries.add(Literal.hex(Dump.bytes(c.key())) + "=" + Literal.hex(Dump.bytes(c.value())));
+                    while (c.next()) entries.add(Literal.hex(Keys.toArray(c.key())) + "=" + Literal.hex(Keys.toArray(c.value())));
                 }
                 all.put(name, entries);
             }
