@@ -60,7 +60,7 @@ final class Check {
 
     /** Runs {@link #main} in a child JVM; a process that dies without a result is reported as a crash. */
     static Result inChild(Path data, long[] acked, long maxSeen) throws java.io.IOException, InterruptedException {
-        List<String> cmd = new ArrayList<>(PowerCut.javaCommand(Check.class));
+        List<String> cmd = new ArrayList<>(ChildJvm.command(Check.class));
         cmd.add(data.toString());
         cmd.add(Long.toString(maxSeen));
         for (long a : acked) cmd.add(Long.toString(a));

@@ -144,13 +144,6 @@ public final class PowerCut implements Callable<Integer> {
         return t;
     }
 
-    /** @return {@code java ... main}: this JVM, this class path, lmdbjava's flags, a small heap, no crash files */
-    static List<String> javaCommand(Class<?> main) {
-        return List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-Xmx128m", "-XX:+UseSerialGC",
-            "-XX:ErrorFile=/dev/null", "--add-opens", "java.base/java.nio=ALL-UNNAMED", "--add-exports", "java.base/sun.nio.ch=ALL-UNNAMED",
-            "-cp", System.getProperty("java.class.path"), main.getName());
-    }
-
     private static void wipe(Path dir) throws IOException {
         if (!Files.exists(dir)) return;
         try (Stream<Path> all = Files.walk(dir)) {
@@ -173,7 +166,7 @@ public final class PowerCut implements Callable<Integer> {
         }
 
         static Load start(Path data, int writers, boolean noSync) throws IOException, InterruptedException {
-            List<String> cmd = new ArrayList<>(javaCommand(PowerCutLoad.class));
+            List<String> cmd = new ArrayList<>(ChildJvm.command(PowerCutLoad.class));
             cmd.add(data.toString());
             cmd.add(Integer.toString(writers));
             if (noSync) cmd.add("--no-sync");

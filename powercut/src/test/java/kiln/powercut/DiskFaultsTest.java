@@ -85,7 +85,7 @@ class DiskFaultsTest {
     @Test
     void aServerWhoseDatabaseTurnsFatalExitsWithStatus74() throws Exception {
         Path stderr = dir.resolve("server.stderr");
-        List<String> cmd = new ArrayList<>(PowerCut.javaCommand(FatalServerMain.class));
+        List<String> cmd = new ArrayList<>(ChildJvm.command(FatalServerMain.class));
         cmd.add(dir.resolve("mnt").toString());
         Process server = new ProcessBuilder(cmd).redirectError(stderr.toFile()).start();
         try {
