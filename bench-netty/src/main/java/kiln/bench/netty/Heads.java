@@ -50,7 +50,7 @@ final class Heads {
         HELLO("text/plain; charset=UTF-8", "HelloWorld".getBytes(StandardCharsets.US_ASCII)),
         PLAINTEXT("text/plain; charset=UTF-8", "Hello, World!".getBytes(StandardCharsets.US_ASCII)),
         /** Serialized per request (HelloHandler); its length is the one of the same message serialized here. */
-        JSON("application/json", HelloHandler.json());
+        JSON("application/json", Message.json());
 
         final AsciiString contentType;
         final byte[] bytes;

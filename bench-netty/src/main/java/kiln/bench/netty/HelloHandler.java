@@ -2,9 +2,6 @@ package kiln.bench.netty;
 
 import java.nio.charset.StandardCharsets;
 
-import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.databind.ObjectMapper;
-
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelFutureListener;
@@ -32,28 +29,12 @@ import io.netty.util.ReferenceCountUtil;
  * entry. Keep-alive follows RFC 9112 section 9.3 ({@link HttpUtil#isKeepAlive}), as kiln does.
  */
 final class HelloHandler extends ChannelInboundHandlerAdapter {
-    /** One mapper for every thread (Jackson's mappers are thread-safe), as kiln's {@code kiln.http.Json}. */
-    private static final ObjectMapper MAPPER = new ObjectMapper();
-
-    /** The body of {@code /json}, {@code {"message":"Hello, World!"}}. */
-    record Message(String message) {
-    }
-
     private final Heads heads;
     /** Set once a response says {@code Connection: close}: requests pipelined after it are dropped. */
     private boolean closing;
 
     HelloHandler(Heads heads) {
         this.heads = heads;
-    }
-
-    /** @return {@code {"message":"Hello, World!"}}, serialized by Jackson now, as kiln's demo does per request */
-    static byte[] json() {
-        try {
-            return MAPPER.writeValueAsBytes(new Message("Hello, World!"));
-        } catch (JsonProcessingException e) {
-            throw new IllegalStateException("cannot serialize the /json message", e);
-        }
     }
 
     @Override
@@ -77,7 +58,7 @@ final class HelloHandler extends ChannelInboundHandlerAdapter {
         switch (request.uri()) {
             case "/hello" -> send(ctx, Heads.Body.HELLO, Unpooled.wrappedBuffer(Heads.Body.HELLO.bytes), framing);
             case "/plaintext" -> send(ctx, Heads.Body.PLAINTEXT, Unpooled.wrappedBuffer(Heads.Body.PLAINTEXT.bytes), framing);
-            case "/json" -> send(ctx, Heads.Body.JSON, Unpooled.wrappedBuffer(json()), framing);
+            case "/json" -> send(ctx, Heads.Body.JSON, Unpooled.wrappedBuffer(Message.json()), framing);
             default -> notFound(ctx, request);
         }
     }
