@@ -18,14 +18,14 @@ public final class Keys {
     }
 
     /** @return {@code key} followed by the byte {@code b} */
-    static byte[] next(byte[] key, byte b) {
+    public static byte[] next(byte[] key, byte b) {
         byte[] out = Arrays.copyOf(key, key.length + 1);
         out[key.length] = b;
         return out;
     }
 
     /** @return the first byte string after every string that starts with {@code p} (FoundationDB's strinc), or null for none */
-    static byte[] strinc(byte[] p) {
+    public static byte[] strinc(byte[] p) {
         int n = p.length;
         while (n > 0 && p[n - 1] == (byte) 0xFF) n--;
         if (n == 0) return null;
@@ -35,14 +35,14 @@ public final class Keys {
     }
 
     /** @return the higher of two lower bounds */
-    static byte[] max(byte[] a, byte[] b) {
+    public static byte[] max(byte[] a, byte[] b) {
         if (a == null) return b;
         if (b == null) return a;
         return Arrays.compareUnsigned(a, b) >= 0 ? a : b;
     }
 
     /** @return the lower of two upper bounds */
-    static byte[] min(byte[] a, byte[] b) {
+    public static byte[] min(byte[] a, byte[] b) {
         if (a == null) return b;
         if (b == null) return a;
         return Arrays.compareUnsigned(a, b) <= 0 ? a : b;

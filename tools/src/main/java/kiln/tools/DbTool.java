@@ -211,7 +211,7 @@ public final class DbTool implements Runnable {
                 int found = 0;
                 if (kind == Layout.Kind.INDEX) {
                     byte[] p = Tuple.of(k).pack();
-                    try (KvCursor c = txn.range(space, p, append(p, (byte) 0x02), false, 0)) {
+                    try (KvCursor c = txn.range(space, p, Keys.next(p, (byte) 0x02), false, 0)) {
                         while (c.next()) {
                             tool.out.println(Render.entry(layout, kind, Keys.toArray(c.key()), Keys.toArray(c.value()), now).text());
                             found++;
@@ -265,13 +265,13 @@ public final class DbTool implements Runnable {
                 if (prefix != null) {
                     p = bound(Literal.parse(prefix), index);
                     tuplePrefix = !index && prefix.strip().startsWith("(");
-                    begin = max(begin, p);
-                    end = min(end, strinc(p));
+                    begin = Keys.max(begin, p);
+                    end = Keys.min(end, Keys.strinc(p));
                 }
                 if (after != null) {
                     byte[] a = Literal.parse(after);
-                    if (reverse) end = min(end, a);
-                    else begin = max(begin, append(a, (byte) 0));
+                    if (reverse) end = Keys.min(end, a);
+                    else begin = Keys.max(begin, Keys.next(a, (byte) 0));
                 }
                 Instant now = Instant.now();
                 int shown = 0;
@@ -452,35 +452,5 @@ public final class DbTool implements Runnable {
                 return Verify.print(tool.out, KvEngines.engineName(url) + " " + Layout.where(engine), Verify.run(engine)) == 0 ? 0 : 1;
             }
         }
-    }
-
-    // ---- byte-string bounds ----
-
-    static byte[] append(byte[] k, byte b) {
-        byte[] out = Arrays.copyOf(k, k.length + 1);
-        out[k.length] = b;
-        return out;
-    }
-
-    /** @return the first key after every key that begins with {@code p}; null for none (FoundationDB's strinc) */
-    static byte[] strinc(byte[] p) {
-        int n = p.length;
-        while (n > 0 && p[n - 1] == (byte) 0xFF) n--;
-        if (n == 0) return null;
-        byte[] next = Arrays.copyOf(p, n);
-        next[n - 1]++;
-        return next;
-    }
-
-    private static byte[] max(byte[] a, byte[] b) {
-        if (a == null) return b;
-        if (b == null) return a;
-        return Arrays.compareUnsigned(a, b) >= 0 ? a : b;
-    }
-
-    private static byte[] min(byte[] a, byte[] b) {
-        if (a == null) return b;
-        if (b == null) return a;
-        return Arrays.compareUnsigned(a, b) <= 0 ? a : b;
     }
 }
