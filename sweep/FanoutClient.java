@@ -34,7 +34,8 @@ import java.util.concurrent.TimeUnit;
  * Stdout, one JSON object per line: {"event": "connected", ...} once every subscriber has its stream or the
  * connect phase timed out; {"event": "progress", ...} every 0.25 s; {"event": "done"} once FILE holds the
  * result (the same keys as subscribers.py's, written to FILE.tmp and renamed). A line "from ID" on stdin
- * restarts the measurement after event ID; "stop", the end of stdin, SIGTERM, SIGINT or --deadline stop it.
+ * restarts the measurement after event ID; "stop" or the end of stdin (once the connect phase is over), SIGTERM,
+ * SIGINT or --deadline stop it.
  *
  * <p>Per stream it counts update events, gaps in their ids after the first one it counted, duplicates,
  * {@code event: reload}, other events, events without a readable id or committedAt, and whether the server
@@ -115,7 +116,7 @@ public final class FanoutClient {
     final PrintStream out = new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), false,
                                             StandardCharsets.UTF_8);
     final ConcurrentLinkedQueue<Long> restarts = new ConcurrentLinkedQueue<>();
-    volatile boolean stopRequested;
+    volatile boolean stopRequested, terminated;
     boolean stopping, connectedSent, connectOver, starting;
     int started, inFlight, pending;
     long nextProgress;
@@ -151,7 +152,8 @@ public final class FanoutClient {
         }
         while (true) {
             long now = System.nanoTime();
-            if (stopRequested || now - end >= 0) {
+            // "stop" counts once the connect phase is over (as in subscribers.py); SIGTERM and SIGINT at once.
+            if ((stopRequested && connectedSent) || terminated || now - end >= 0) {
                 break;
             }
             if (!connectedSent && now - connectEnd >= 0) {
@@ -914,7 +916,7 @@ public final class FanoutClient {
         Thread main = Thread.currentThread();
         // SIGTERM, SIGINT: stop as "stop" does, and let the loop write its result before the JVM goes.
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            c.stopRequested = true;
+            c.terminated = true;
             c.selector.wakeup();
             try {
                 done.await(20, TimeUnit.SECONDS);
