@@ -120,11 +120,11 @@ def parser():
         "measured"))
     o.add_argument("--subscribers", metavar="LIST", type=_numbers("--subscribers"), help=(
         "the fan-out benchmark instead of the sweep: per front end and per count N in LIST (comma-separated), a fresh "
-        "server holds N server-sent-event subscribers (GET /updates/events, asyncio + aiohttp client processes on "
-        "the venv's python); reports heap and RSS bytes per idle subscriber, then, while GET /updates?queries=1 "
+        "server holds N server-sent-event subscribers (GET /updates/events, held by --fanout-client processes); reports heap and RSS bytes per idle subscriber, then, while GET /updates?queries=1 "
         "commits at --rate per second for --duration s (default "
         f"{plan.FANOUT_DURATION_S}), deliveries per second, commit-to-receipt latency p50/p99/max over every delivery, "
-        "events lost, streams dropped, reloads and server CPU us per delivery. N is capped by the open-files limit "
+        "events lost, streams dropped, reloads, server CPU us per delivery and the client's CPU as a share of the "
+        "server's. N is capped by the open-files limit "
         "(19500 under a limit of 20000). No anchors; with --vps the subscribers share the server's CPU"))
     o.add_argument("--postgres", action="store_true", help=(
         "the database table instead of the sweep: per front end named (default kilim), GET /db, /queries?queries=20 "
@@ -135,9 +135,13 @@ def parser():
         "Needs the postgresql package; nothing is pinned"))
     o.add_argument("--rate", metavar="R", type=_bounded("--rate", 1, 1000, " per second"),
                    help=f"--subscribers: commits per second in the publish phase (default {plan.FANOUT_RATE})")
+    o.add_argument("--fanout-client", choices=plan.FANOUT_CLIENTS, help=(
+        "--subscribers: the subscriber processes' program: java (default: sweep/FanoutClient.java, NIO on one "
+        "selector thread, compiled with javac by the sweep) or python (kiln_sweep.subscribers, asyncio + aiohttp on "
+        "the venv's python; about 28 us of CPU per event, the bottleneck beyond a few thousand subscribers)"))
     o.add_argument("--client-processes", metavar="K", type=_bounded("--client-processes", 1, 64),
-                   help="--subscribers: client processes the subscribers are spread over, N/K each (default: one per "
-                        "CPU the sweep may use; 1 with --vps)")
+                   help="--subscribers: client processes the subscribers are spread over, N/K each (default 1 with "
+                        "the java client or --vps; with the python client one per CPU the sweep may use)")
     o.add_argument("--no-jfr", dest="jfr", action="store_false", help=(
         f"do not record JFR {pinning.EVENT} events (carrier pinning >= {pinning.THRESHOLD_MS} ms) on the "
         "virtual-thread front ends (JDK range 21+: loom, jetty-loom); recorded by default"))
@@ -209,8 +213,9 @@ def parse(argv):
             raise SweepError(f"--subscribers and {other[0]} do not go together: choose one", usage=True)
         if any(a == "--client" or a.startswith("--client=") for a in argv):
             raise SweepError("--subscribers runs its own subscriber processes: --client does not apply", usage=True)
-    elif opts.rate or opts.client_processes:
-        raise SweepError(f"{'--rate' if opts.rate else '--client-processes'} goes with --subscribers", usage=True)
+    elif opts.rate or opts.client_processes or opts.fanout_client:
+        flag = '--rate' if opts.rate else '--client-processes' if opts.client_processes else '--fanout-client'
+        raise SweepError(f"{flag} goes with --subscribers", usage=True)
     # --perf and --nmt measure the timed runs of the load: the sweep, --vps and --latency.
     for flag, on in (("--perf", opts.perf), ("--nmt", opts.nmt)):
         other = "--memory" if opts.memory else "--subscribers" if opts.subscribers else None

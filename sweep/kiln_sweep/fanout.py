@@ -3,8 +3,10 @@ server-sent-event subscribers (GET /updates/events) while a publisher commits at
 /updates?queries=1), and what each commit costs to fan out is measured:
 
 1. start the server (servers.Servers, as the sweep does) and wait for /healthz;
-2. connect N subscribers, spread over K client processes (kiln_sweep.subscribers, asyncio + aiohttp on
-   the venv's python; N/K each, loopback only), bounded by a connect timeout;
+2. connect N subscribers, spread over K client processes (N/K each, loopback only), bounded by a connect
+   timeout: sweep/FanoutClient.java (Java on NIO, one selector thread; compiled with javac by the sweep, as
+   the dummy anchor is) by default, or kiln_sweep.subscribers (asyncio + aiohttp on the venv's python) with
+   --fanout-client python; both speak the same stdin/stdout protocol and write the same result file;
 3. idle phase, no commits: the server's heap (jcmd GC.class_histogram: live objects after a full GC) and
    RSS before the subscribers connected and with all of them held, per subscriber (as --memory does for
    idle keep-alive connections);
@@ -15,7 +17,8 @@ server-sent-event subscribers (GET /updates/events) while a publisher commits at
    measured over publish and drain: deliveries per second, latency from commit (the event's committedAt)
    to the moment a client read it (histogram over all deliveries: p50, p99, max), events lost (gaps in a
    stream's ids; and deliveries expected = commits x subscribers held, against received), streams the
-   server ended, `event: reload`s, and the server's CPU (utime + stime, /proc/PID/stat) per delivery;
+   server ended, `event: reload`s, the server's CPU (utime + stime, /proc/PID/stat) per delivery, and the
+   client processes' CPU over the same window, alone and as a share of the server's;
 6. stop the clients, then the server; next N (a fresh server: each N starts from the same baseline).
 
 The publisher runs in this process (10 requests a second cost next to nothing), outside the --vps cgroup;
@@ -32,7 +35,7 @@ import threading
 import time
 from pathlib import Path
 
-from kiln_sweep import SWEEP_DIR, idle, measure, note, pinning, records, report
+from kiln_sweep import SWEEP_DIR, SweepError, idle, measure, note, pinning, records, report
 from kiln_sweep.servers import BIND, http_status
 
 SSE_PATH = "/updates/events"
@@ -52,6 +55,54 @@ WARMUP_S = 3
 PUBLISHERS = 16
 # A server log line worth reporting (errors, refused subscribers, full queues).
 LOG_PROBLEM = re.compile(r"error|exception|too many|503|refus|overflow|reload|dropp", re.IGNORECASE)
+
+
+JAVA_CLIENT_SOURCE = SWEEP_DIR / "FanoutClient.java"
+# The Java client's JVM: a small heap that grows as it needs (its histogram is 2.4 MB, a subscriber a few
+# hundred bytes: 20,000 take ~20 MB), the serial collector (no GC threads beside the one selector thread;
+# under --vps it shares one CPU with the server) and a small code cache: under --vps its memory counts
+# against the server's 1 GiB.
+JAVA_CLIENT_FLAGS = ["-Xms16m", "-Xmx128m", "-XX:+UseSerialGC", "-XX:ReservedCodeCacheSize=32m",
+                     "-XX:MaxMetaspaceSize=32m", "-Xss512k"]
+
+
+class JavaClient:
+    """sweep/FanoutClient.java, compiled with `java`'s javac into `classes`, run on `java` (servers.Java)."""
+    name = "java"
+
+    def __init__(self, java, classes):
+        self.java, self.classes = java, Path(classes)
+        self.env = None
+        self.version = f"sweep/FanoutClient.java (NIO, one selector thread) on {java.version_line}"
+
+    @classmethod
+    def compile(cls, java, classes):
+        """Compiles the client into `classes` (once per sweep, as the dummy anchor is); SweepError if it fails."""
+        javac = java.javac()
+        if not javac:
+            raise SweepError(f"javac not found beside {java.path}: the fan-out client is compiled with javac: "
+                             "apt-get install -y openjdk-17-jdk-headless (or --fanout-client python)")
+        done = subprocess.run([javac, "-d", str(classes), str(JAVA_CLIENT_SOURCE)], capture_output=True, text=True,
+                              check=False)
+        if done.returncode != 0:
+            raise SweepError(f"cannot compile {JAVA_CLIENT_SOURCE}: {(done.stderr or done.stdout).strip()}")
+        return cls(java, classes)
+
+    def command(self, args):
+        return [self.java.path, *JAVA_CLIENT_FLAGS, "-cp", str(self.classes), "FanoutClient", *args]
+
+
+class PythonClient:
+    """kiln_sweep.subscribers on the venv's `python` (asyncio + aiohttp): --fanout-client python."""
+    name = "python"
+
+    def __init__(self, python, version=""):
+        self.python = python
+        self.env = dict(os.environ, PYTHONPATH=str(SWEEP_DIR))
+        self.version = version or "kiln_sweep.subscribers (asyncio + aiohttp)"
+
+    def command(self, args):
+        return [str(self.python), "-m", "kiln_sweep.subscribers", *args]
 
 
 def connect_timeout_s(n):
@@ -205,22 +256,22 @@ def log_problems(log, start_offset, limit=5):
 
 
 class Clients:
-    """K subscriber processes (python -m kiln_sweep.subscribers) and what they print, read by one thread
-    each: the last "connected" and "progress" lines per process."""
+    """K subscriber processes (`client`: a JavaClient or a PythonClient) and what they print, read by one
+    thread each: the last "connected" and "progress" lines per process."""
 
-    def __init__(self, python, port, counts, base, out, wrap, connect_s, deadline_s):
+    def __init__(self, client, port, counts, base, out, wrap, connect_s, deadline_s):
         self.procs, self.state, self.results, self.errs = [], [], [], []
-        env = dict(os.environ, PYTHONPATH=str(SWEEP_DIR))
         in_flight = max(1, IN_FLIGHT // len(counts))
         for i, n in enumerate(counts):
             result = Path(f"{base}-client{i + 1}.json")
             err = Path(f"{base}-client{i + 1}.err")
-            cmd = wrap([str(python), "-m", "kiln_sweep.subscribers", "--host", BIND, "--port", str(port), "--path",
-                        SSE_PATH, "--count", str(n), "--in-flight", str(in_flight), "--connect-timeout",
-                        str(connect_s), "--deadline", str(deadline_s), "--result", str(result)])
+            cmd = wrap(client.command(["--host", BIND, "--port", str(port), "--path", SSE_PATH, "--count", str(n),
+                                       "--in-flight", str(in_flight), "--connect-timeout", str(connect_s),
+                                       "--deadline", str(deadline_s), "--result", str(result)]))
             records.log_command(out, cmd)
             with open(err, "w") as e:
-                p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=e, text=True, env=env)
+                p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=e, text=True,
+                                     env=client.env)
             state = {}
             threading.Thread(target=self._read, args=(p, state), daemon=True).start()
             self.procs.append(p)
@@ -345,10 +396,10 @@ class Clients:
 class Fanout:
     """Measures each server fanning events out, one fresh server per subscriber count. Reads the plan
     (preflight.Plan), starts and stops the servers through `servers` (servers.Servers), runs the
-    subscribers on the venv's `python`, writes under the results directory `out`."""
+    subscribers with `client` (JavaClient or PythonClient), writes under the results directory `out`."""
 
-    def __init__(self, plan, servers, out, python):
-        self.plan, self.servers, self.out, self.python = plan, servers, out, python
+    def __init__(self, plan, servers, out, client):
+        self.plan, self.servers, self.out, self.client = plan, servers, out, client
 
     def measure(self, rnd, server):
         for step in self.plan.steps:
@@ -371,7 +422,7 @@ class Fanout:
         log_offset = r.log.stat().st_size if r.log.is_file() else 0
         run = records.FanoutRun(round=rnd, server=name, requested=step.requested, subscribers=n,
                                 cap_reason=step.cap_reason, client_processes=0, rate=plan.rate,
-                                duration_s=plan.duration)
+                                duration_s=plan.duration, client=self.client.name)
         clients, kills0 = None, None
         try:
             deadline = time.monotonic() + HEALTH_S
@@ -401,7 +452,7 @@ class Fanout:
             budget = connect_s + 3 * plan.duration + DRAIN_MAX_S + 300
             wrap = (lambda cmd: r.group.wrap(plan.on_client_cpu(cmd))) if r.group is not None else plan.on_client_cpu
             start = time.monotonic()
-            clients = Clients(self.python, r.port, counts, self.out / rel, self.out, wrap, connect_s, budget)
+            clients = Clients(self.client, r.port, counts, self.out / rel, self.out, wrap, connect_s, budget)
             clients.wait_connected(connect_s + 30)
             run.connect_s = round(time.monotonic() - start, 2)
             run.held = clients.held()
@@ -495,7 +546,8 @@ class Fanout:
               f"p99 {report.fmt(run.p99_ms, 1)} ms  max {report.fmt(run.max_ms, 1)} ms  "
               f"gaps {run.gaps}  dropped {run.ended}  reloads {run.reloads}  "
               f"CPU {report.fmt(row['cpu_us_per_delivery'], 2)} us/delivery  "
-              f"client CPU {report.fmt(row['client_cpu_pct'])}%  "
+              f"client CPU {report.fmt(row['client_cpu_pct'])}% "
+              f"({report.fmt(row['client_cpu_share'], 2)} of the server's)  "
               f"/updates p99 {report.fmt(run.publish_answer_ms_p99, 1)} ms, {run.publish_late} late"
               + (f"  OOM kills {run.cgroup_oom_kills}" if run.cgroup_oom_kills else "")
               + (f"  error: {run.error}" if run.error else "")

@@ -21,6 +21,8 @@ MEMORY_STEPS = (19500,)
 QUICK_MEMORY_STEPS = (200,)
 # --subscribers (the fan-out benchmark): commits per second and seconds of the publish phase.
 FANOUT_RATE = 10
+# --fanout-client: the subscriber processes' program; the first is the default (kiln_sweep.fanout).
+FANOUT_CLIENTS = ("java", "python")
 FANOUT_DURATION_S = 30
 # --memory: idle connections held without a request for the whole measurement; the front ends' default
 # idle timeout (60 s) could close them before the second histogram, so it is raised to nginx's 300 s x 2.

@@ -38,6 +38,8 @@ class Plan:
         self.duration = opts.duration or (plan.FANOUT_DURATION_S if self.fanout else 1 if opts.quick else 10)
         self.rounds = opts.rounds or (1 if opts.quick or opts.memory or self.fanout else 3)
         self.rate = opts.rate or plan.FANOUT_RATE
+        self.fanout_client = (opts.fanout_client or plan.FANOUT_CLIENTS[0]) if self.fanout else ""
+        self.client_java = None     # the java (and javac) the java fan-out client is compiled and run with
         self.timing = Timing(opts.quick)
         self.left_out = []
         self.selected = self._select()
@@ -95,7 +97,9 @@ class Plan:
         allowed = sorted(os.sched_getaffinity(0))
         self.pin = self.opts.pin
         # --subscribers: the subscriber processes, one per CPU they may use unless --client-processes.
-        self.client_processes = self.opts.client_processes or (1 if self.opts.vps else len(allowed))
+        # The java client's one selector thread keeps up with 20,000 subscribers: one process unless asked.
+        self.client_processes = self.opts.client_processes or (
+            1 if self.opts.vps or (self.fanout and self.fanout_client == "java") else len(allowed))
         if self.opts.vps:
             # Both in one cgroup on one CPU: the last one this process may use.
             self.pin = False
@@ -109,8 +113,8 @@ class Plan:
             self.pin_text = "not pinned (--memory: idle connections, no load to keep apart)"
             return
         if self.fanout:
-            # The subscribers are the bottleneck (every event is read by Python): they get every CPU, shared
-            # with the server, whose own CPU time is what is compared.
+            # Not pinned: the subscriber processes share every CPU with the server, whose own CPU time is what
+            # is compared (the clients' share of it is reported beside it).
             self.pin, self.server_cpu, self.client_cpu = False, None, None
             self.pin_text = (f"not pinned (--subscribers: the server and {self.client_processes} subscriber "
                              f"process(es) share {len(allowed)} CPU(s))")
@@ -172,6 +176,16 @@ class Plan:
                     missing.append(f"jcmd not found beside {java.path} (for {names}): {mode} {what} with "
                                    "the jcmd of the server's own JDK; install that JDK's full package (e.g. "
                                    "openjdk-17-jdk-headless), not a JRE")
+        if self.fanout_client == "java":
+            try:
+                self.client_java = servers.Java(servers.find_java(ROOT, "17+"))
+            except SweepError as e:
+                missing.append(f"JDK 17+ for the fan-out client (sweep/FanoutClient.java): {e}")
+            else:
+                if not self.client_java.javac():
+                    missing.append(f"javac not found beside {self.client_java.path}: the fan-out client "
+                                   "(sweep/FanoutClient.java) is compiled with javac: apt-get install -y "
+                                   "openjdk-17-jdk-headless (or --fanout-client python)")
         if "dummy" in javas and not javas["dummy"].javac():
             missing.append("javac not found: the dummy anchor is compiled with javac: apt-get install -y "
                            "openjdk-17-jdk-headless")
@@ -247,10 +261,13 @@ class Plan:
         print(f"Servers:     {' '.join(s.name for s in self.selected)}")
         if self.fanout:
             print(f"Measure:     fan-out: N subscribers of GET /updates/events (server-sent events) over "
-                  f"{self.client_processes} client process(es) (python -m kiln_sweep.subscribers: asyncio + aiohttp "
-                  "on sweep/.venv); idle: heap (jcmd GC.class_histogram, live objects) and RSS per subscriber; then "
+                  f"{self.client_processes} client process(es) ("
+                  + ("sweep/FanoutClient.java: NIO, one selector thread" if self.fanout_client == "java" else
+                     "python -m kiln_sweep.subscribers: asyncio + aiohttp on sweep/.venv")
+                  + "); idle: heap (jcmd GC.class_histogram, live objects) and RSS per subscriber; then "
                   f"GET /updates?queries=1 at {self.rate}/s for {d} s: deliveries/s, commit-to-receipt latency "
-                  "p50/p99/max, lost events, dropped streams, reloads, server CPU per delivery; "
+                  "p50/p99/max, lost events, dropped streams, reloads, server CPU per delivery, the client's CPU "
+                  "share; "
                   f"{self.pin_text}")
             print(f"Rounds:      {self.rounds}; a fresh server per subscriber count; connect within 30 s + N/200 s, "
                   "drain at most 30 s after the last commit")

@@ -57,6 +57,7 @@ class Settings:
     jars: str = ""                 # each front end's jar and when it was built (a rebuild mid-sweep shows)
     fanout_rate: Optional[int] = None           # --subscribers: commits per second in the publish phase
     fanout_processes: Optional[int] = None      # --subscribers: client processes the subscribers are spread over
+    fanout_client: str = ""        # --subscribers: which client ("java": sweep/FanoutClient.java; "python")
     perf: str = ""                 # --perf: what perf recorded (the events counted, the sampling rate)
     nmt: str = ""                  # --nmt: the JVM flag
 
@@ -152,6 +153,7 @@ class FanoutRun:
     client_processes: int
     rate: int
     duration_s: int
+    client: str = ""               # the subscriber processes' program: "java" (FanoutClient.java) or "python"
     held: int = 0                  # got 200 text/event-stream and the stream's first bytes
     connect_s: float = 0.0
     connect_errors: str = ""

@@ -629,6 +629,10 @@ def fanout_row(run, clk_tck):
         "server_cpu_s": cpu_s, "cpu_us_per_delivery": _per(cpu_s * 1e6, r.received),
         "server_cpu_pct": _per(cpu_s * 100, r.wall_s),
         "client_cpu_pct": _per(r.client_cpu_ticks / clk_tck * 100, r.wall_s),
+        "client": r.client, "client_cpu_s": r.client_cpu_ticks / clk_tck,
+        # The client's own CPU as a share of what it measures (the server's, same window): it must stay well
+        # under 1 for the client not to be what sets the figures (under --vps both share one CPU).
+        "client_cpu_share": _per(r.client_cpu_ticks, r.server_cpu_ticks),
         "client_rss_mb": r.client_rss_kb / 1024 or None, "rss_peak_mb": r.rss_hwm_kb / 1024 or None,
         "cgroup_peak_mb": _per(r.cgroup_peak_bytes, 1048576), "cgroup_oom_kills": r.cgroup_oom_kills,
         "server_alive": r.server_alive, "log_problem_lines": r.log_problem_lines, "log_problems": r.log_problems,
@@ -667,7 +671,7 @@ def fanout_notes(settings, rows, problems):
         if not r["deliveries_known"]:
             out.append(f"{where}: deliveries, latency and losses unknown: a subscriber process ended without its "
                        "result" + (" (the OOM killer struck in the --vps cgroup: the client's memory, see "
-                                   "kiln_sweep.subscribers)" if r["cgroup_oom_kills"] else "") + ".")
+                                   "sweep/FanoutClient.java or kiln_sweep.subscribers)" if r["cgroup_oom_kills"] else "") + ".")
         elif r["expected"] and r["received"] == 0:
             out.append(f"{where}: none of the {r['held']} subscribers held received any of the {r['commits']} "
                        "events committed in the publish phase.")
@@ -712,6 +716,8 @@ def fanout_notes(settings, rows, problems):
                "delivered but not counted (a fresh server's first events wait for class loading and the JIT).")
     out.append("CPU us/delivery: the server's utime + stime over the publish phase and the drain, divided by the "
                "events received; it includes the publisher's /updates requests and commits.")
+    out.append("client/server CPU: the subscriber processes' utime + stime over the same window divided by the "
+               "server's: the client's own share of the CPU it measures (FanoutClient.java's goal: under 0.25).")
     return out
 
 
@@ -719,7 +725,7 @@ def fanout_table(settings, rows):
     """The fan-out table as (header, rows of strings), the same in the terminal and the HTML."""
     header = ["server", "subscribers", "held", "heap B/sub", "RSS B/sub", "commits", "deliveries/s", "delivered %",
               "p50 ms", "p99 ms", "max ms", "lost/sub", "gaps", "dropped", "reloads", "CPU us/delivery",
-              "server CPU %", "client CPU %", "/updates p99 ms"]
+              "server CPU %", "client CPU %", "client/server CPU", "/updates p99 ms"]
     if settings.vps:
         header += ["cgroup peak MB", "OOM kills"]
     cells = []
@@ -729,7 +735,7 @@ def fanout_table(settings, rows):
                 fmt(r["deliveries_per_s"]), fmt(r["delivered_pct"], 1), fmt(r["p50_ms"], 1), fmt(r["p99_ms"], 1),
                 fmt(r["max_ms"], 1), fmt(r["lost_per_sub"], 2), fmt(r["gaps"]), fmt(r["dropped"]), fmt(r["reloads"]),
                 fmt(r["cpu_us_per_delivery"], 2), fmt(r["server_cpu_pct"]), fmt(r["client_cpu_pct"]),
-                fmt(r["publish_answer_ms_p99"], 1)]
+                fmt(r["client_cpu_share"], 2), fmt(r["publish_answer_ms_p99"], 1)]
         if settings.vps:
             line += [fmt(r["cgroup_peak_mb"]), fmt(r["cgroup_oom_kills"])]
         cells.append(line)
@@ -743,7 +749,8 @@ def print_fanout_table(settings, rows, note_lines):
     print()
     print(f"Fan-out: GET /updates/events subscribers, {settings.fanout_rate} commits/s (GET /updates?queries=1) for "
           f"{settings.duration_s} s; heap up to {settings.heap}; {settings.fanout_processes or '?'} client "
-          f"process(es); {settings.pinning}; one row per server, count and round")
+          f"process(es) ({settings.client_version or settings.fanout_client or 'client unknown'}); {settings.pinning}; "
+          "one row per server, count and round")
     if settings.vps:
         print(f"--vps: {settings.vps}")
     if settings.jars:
@@ -766,7 +773,8 @@ FANOUT_FIELDS = ["server", "round", "requested", "subscribers", "cap_reason", "h
                  "p50_ms", "p99_ms", "max_ms", "negative", "lost", "lost_per_sub", "gaps", "gaps_per_sub",
                  "subscribers_with_gaps", "duplicates", "missed_before_first", "missed_after_last", "silent", "reloads",
                  "other_events", "malformed", "dropped", "end_errors", "per_subscriber_min", "per_subscriber_max",
-                 "server_cpu_s", "cpu_us_per_delivery", "server_cpu_pct", "client_cpu_pct", "client_rss_mb",
+                 "server_cpu_s", "cpu_us_per_delivery", "server_cpu_pct", "client", "client_cpu_s", "client_cpu_pct",
+                 "client_cpu_share", "client_rss_mb",
                  "rss_peak_mb", "cgroup_peak_mb", "cgroup_oom_kills", "server_alive", "log_problem_lines",
                  "client_errors", "error", "latency_histogram"]
 

@@ -46,20 +46,28 @@ class Sweep:
         self.plan, self.tmp = plan, tmp
         self.out = None
         self.servers = None
+        self.client = None
         self.reported = False
 
     def measure(self):
         self.out = self._results_dir()
         python = charts_venv.setup(self.plan.opts.install)
-        if self.plan.fanout and python is None:
-            raise SweepError(f"--subscribers runs its subscribers with aiohttp from {charts_venv.VENV}, which is not "
-                             "ready: run ./ab-sweep.sh --setup (needs PyPI), or leave out --no-install")
+        client = None
+        if self.plan.fanout and self.plan.fanout_client == "python":
+            if python is None:
+                raise SweepError(f"--fanout-client python runs its subscribers with aiohttp from {charts_venv.VENV}, "
+                                 "which is not ready: run ./ab-sweep.sh --setup (needs PyPI), or leave out --no-install")
+            client = fanout.PythonClient(python, self._aiohttp())
+        elif self.plan.fanout:
+            # Compiled once up front, as the dummy anchor is.
+            client = fanout.JavaClient.compile(self.plan.client_java, self.tmp / "fanout-client")
+        self.client = client
         self.servers = servers.Servers(self.plan, self.out, self.tmp)
         self.servers.prepare()
         records.write_settings(self.out, self._settings())
         note(f"results in {self.out}")
         if self.plan.fanout:
-            mode = fanout.Fanout(self.plan, self.servers, self.out, python)
+            mode = fanout.Fanout(self.plan, self.servers, self.out, client)
         else:
             mode = (memory.Memory if self.plan.opts.memory else load.Load)(self.plan, self.servers, self.out)
         selected = self.plan.selected
@@ -138,20 +146,21 @@ class Sweep:
             clk_tck=measure.CLK_TCK, idle_threshold_pct=servers.IDLE_PCT, after_window_s=p.timing.after_s,
             **measure.machine(), java=java,
             nginx=_version(["nginx", "-v"]) if any(s.kind == "nginx" for s in p.selected) else "",
-            client_version=self._aiohttp() if p.fanout else _version(["ab", "-V"] if o.client == "ab" else ["wrk", "-v"]),
+            client_version=self.client.version if p.fanout else _version(["ab", "-V"] if o.client == "ab" else ["wrk", "-v"]),
             commit=commit or "none",
             vps=p.vps_text() if o.vps else "",
             pinned_threshold_ms=pinning.THRESHOLD_MS if any(p.records_pinning(s) for s in p.selected) else None,
             memory_extra=f"front ends run with --idle-timeout {MEMORY_IDLE_TIMEOUT_MS}" if o.memory else "",
             jars="; ".join(f"{s.name}: {s.jar} built {_built(ROOT / s.jar)}" for s in p.selected if s.jar),
             fanout_rate=p.rate if p.fanout else None, fanout_processes=p.client_processes if p.fanout else None,
+            fanout_client=p.fanout_client if p.fanout else "",
             perf=p.perf_text() if o.perf else "", nmt=p.nmt_text() if o.nmt else "")
 
     @staticmethod
     def _aiohttp():
         """The subscribers' client library, as the venv has it."""
         python = charts_venv.VENV / "bin" / "python"
-        return "aiohttp " + _version([str(python), "-c", "import aiohttp; print(aiohttp.__version__)"])
+        return "kiln_sweep.subscribers, aiohttp " + _version([str(python), "-c", "import aiohttp; print(aiohttp.__version__)"])
 
 
 def _built(path):

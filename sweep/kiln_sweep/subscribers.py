@@ -1,6 +1,7 @@
-"""The fan-out benchmark's client: one process holding many server-sent-event subscribers, each a
-`GET /updates/events` stream read with asyncio and aiohttp. kiln_sweep.fanout starts several of these
-processes on the venv's python, as the report starts kiln_sweep.charts, and reads what they print:
+"""The fan-out benchmark's Python client (`--fanout-client python`; the default is sweep/FanoutClient.java,
+which speaks the same protocol at a sixth of the CPU per event): one process holding many server-sent-event
+subscribers, each a `GET /updates/events` stream read with asyncio and aiohttp. kiln_sweep.fanout starts
+these processes on the venv's python, as the report starts kiln_sweep.charts, and reads what they print:
 
     sweep/.venv/bin/python -m kiln_sweep.subscribers --port P --count N --result FILE [options]
 

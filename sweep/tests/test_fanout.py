@@ -1,12 +1,15 @@
 """--subscribers, the fan-out benchmark: the subscribers' event parsing, the merge of their results, the
-client processes against a fake event server (tests/fake_sse.py), one whole fan-out step and its report
-with the fake server in place of a front end, and the command line."""
+client processes (sweep/FanoutClient.java, the default, and kiln_sweep.subscribers) against a fake event
+server (tests/fake_sse.py) and against scripted byte streams cut at every kind of place, one whole fan-out
+step and its report with the fake server in place of a front end, and the command line."""
 
 import csv
 import json
 import re
+import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -150,53 +153,245 @@ def fake_server(request):
 
 
 needs_venv = pytest.mark.skipif(not VENV_PY.is_file(), reason="no sweep/.venv (./ab-sweep.sh --setup)")
+# Each client kind: the Java one always (javac is a prerequisite of the sweep), the Python one with the venv.
+KINDS = ["java", pytest.param("python", marks=needs_venv)]
 
 
-@needs_venv
-@pytest.mark.parametrize("args, commits, check", [
-    ((), 20, lambda r: r["gaps"] == 0 and r["reloads"] == 0 and r["ended"] == 0 and r["received"] == 20 * 150),
-    (("--skip-every", "5"), 20, lambda r: r["gaps"] == 3 * 150 and r["subscribers_with_gaps"] == 150
-     and r["received"] == 16 * 150),
-    (("--reload-at", "10"), 20, lambda r: r["reloads"] == 150 and r["gaps"] == 150),
-    (("--end-after", "10"), 20, lambda r: r["ended"] == 75 and r["end_errors"] == {"end of stream": 75}
+@pytest.fixture(scope="session")
+def java_client(tmp_path_factory):
+    """sweep/FanoutClient.java compiled as the sweep compiles it (fanout.JavaClient)."""
+    java = servers.Java(servers.find_java(ROOT, "17+"))
+    return fanout.JavaClient.compile(java, tmp_path_factory.mktemp("fanout-client"))
+
+
+@pytest.fixture
+def client_of(java_client):
+    """The client object of a kind: fanout.JavaClient or fanout.PythonClient."""
+    return lambda kind: java_client if kind == "java" else fanout.PythonClient(VENV_PY)
+
+
+def client_process(client, port, count, result, *extra, **popen):
+    """One client process of `client` holding `count` subscribers of the fake on `port`."""
+    return subprocess.Popen(client.command(["--port", str(port), "--count", str(count), "--result", str(result),
+                                            *extra]), env=client.env, text=True, **popen)
+
+
+def test_the_java_client_compiles_without_warnings(tmp_path):
+    java = servers.Java(servers.find_java(ROOT, "17+"))
+    done = subprocess.run([java.javac(), "-Xlint:all", "-Werror", "-d", str(tmp_path), str(fanout.JAVA_CLIENT_SOURCE)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("args, commits, received, check", [
+    ((), 20, 20 * 150, lambda r: r["gaps"] == 0 and r["reloads"] == 0 and r["ended"] == 0),
+    (("--skip-every", "5"), 20, 16 * 150, lambda r: r["gaps"] == 3 * 150 and r["subscribers_with_gaps"] == 150),
+    (("--reload-at", "10"), 20, 19 * 150, lambda r: r["reloads"] == 150 and r["gaps"] == 150),
+    (("--end-after", "10"), 20, 75 * 20 + 75 * 10, lambda r: r["ended"] == 75 and r["end_errors"] == {"end of stream": 75}
      and r["per_subscriber_min"] == 10 and r["per_subscriber_max"] == 20),
 ])
-def test_a_client_process_holds_its_subscribers_and_counts_what_the_server_did(fake_server, tmp_path, args, commits,
-                                                                                check):
+def test_a_client_process_holds_its_subscribers_and_counts_what_the_server_did(fake_server, client_of, tmp_path, kind,
+                                                                                args, commits, received, check):
     fake = fake_server(*args)
     out = tmp_path / "client.json"
-    proc = subprocess.Popen([str(VENV_PY), "-m", "kiln_sweep.subscribers", "--port", str(fake.port), "--count", "150",
-                             "--result", str(out), "--deadline", "60", "--connect-timeout", "20"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env={"PYTHONPATH": str(SWEEP)})
+    proc = client_process(client_of(kind), fake.port, 150, out, "--deadline", "60", "--connect-timeout", "20",
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     connected = json.loads(proc.stdout.readline())
     assert connected == {"event": "connected", "held": 150, "connect_errors": {}}
     pub = fanout.publish(fake.port, 50, commits / 50)
     assert pub["commits"] == commits and pub["failures"] == {}
-    time.sleep(1.5)
+    # Until every event the fake sent has arrived (the counts below say what is missing if it never does).
+    progress(proc, lambda p: p["received"] >= received)
     proc.stdin.write("stop\n")
     proc.stdin.close()
     assert proc.wait(timeout=30) == 0
     r = json.loads(out.read_text())
     assert r["held"] == 150 and r["with_events"] == 150 and r["malformed"] == 0 and r["negative"] == 0
-    assert sum(r["hist"].values()) == r["received"]
+    assert r["received"] == received and sum(r["hist"].values()) == r["received"] and r["duplicates"] == 0
     assert check(r), {k: v for k, v in r.items() if k != "hist"}
 
 
-@needs_venv
-def test_a_client_reports_what_it_could_not_connect_and_stops_at_its_deadline(tmp_path):
+def progress(proc, done, timeout_s=30):
+    """Reads the client's progress lines until one satisfies `done` (True) or timeout_s passes (False)."""
+    result = []
+
+    def read():
+        for line in proc.stdout:
+            msg = json.loads(line)
+            if msg.get("event") == "progress" and done(msg):
+                result.append(msg)
+                return
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(timeout_s)
+    return bool(result)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_client_reports_what_it_could_not_connect_and_stops_at_its_deadline(client_of, tmp_path, kind):
     with subprocess.Popen([sys.executable, "-c", "import socket,time; s=socket.socket(); s.bind(('127.0.0.1',0)); "
                            "print(s.getsockname()[1], flush=True); time.sleep(30)"], stdout=subprocess.PIPE,
                           text=True) as bound:
         port = bound.stdout.readline().strip()      # bound, not listening: refused
         out = tmp_path / "client.json"
-        done = subprocess.run([str(VENV_PY), "-m", "kiln_sweep.subscribers", "--port", port, "--count", "5",
-                               "--result", str(out), "--deadline", "2", "--no-stdin"], capture_output=True, text=True,
-                              timeout=30, env={"PYTHONPATH": str(SWEEP)})
+        client = client_of(kind)
+        done = subprocess.run(client.command(["--port", port, "--count", "5", "--result", str(out), "--deadline", "2",
+                                              "--no-stdin"]), capture_output=True, text=True, timeout=30,
+                              env=client.env)
         bound.kill()
     assert done.returncode == 0, done.stderr
     r = json.loads(out.read_text())
     assert r["held"] == 0 and sum(r["connect_errors"].values()) == 5
     assert all("Connect" in what or "refused" in what for what in r["connect_errors"]), r["connect_errors"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Scripted byte streams: events cut anywhere, gaps, duplicates, reloads, streams the server ends
+# ---------------------------------------------------------------------------------------------
+def scripted_events():
+    """One stream's payload: 5 updates counted (ids 1, 2, 4, 7, 8: 3 ids skipped), 2 duplicates (4 again, 3),
+    2 reloads (one with an id), 1 event of another type, 1 update without a committedAt, comments."""
+    now = time.time_ns() // 1000
+    return (b": hello\nretry: 2000\n\n" + event(1, now) + event(2, now) + event(4, now) + event(4, now) + event(3, now)
+            + event(5, now, "reload") + b"event: reload\ndata: {}\n\n" + b"event: other\ndata: x\n\n"
+            + b"id: 6\nevent: update\ndata: {}\n\n" + event(7, now) + b": keep-alive\n\n" + event(8, now))
+
+
+def cycle(sizes):
+    while True:
+        yield from sizes
+
+
+def chunked(payload, sizes, extension=b""):
+    """`payload` in the chunked transfer coding, cut into chunks of the given sizes (cycled)."""
+    out, i, cut = [], 0, cycle(sizes)
+    while i < len(payload):
+        n = next(cut)
+        part = payload[i:i + n]
+        out.append(b"%x%s\r\n%s\r\n" % (len(part), extension, part))
+        i += n
+    return b"".join(out)
+
+
+class Scripted:
+    """A server on a free port that answers every request with `head` and then `body`, sent in pieces of the
+    given sizes (cycled, TCP_NODELAY, a short pause between pieces so that the client's reads end anywhere:
+    inside a chunk-size line, between an event's two newlines...); then closes the connection if `close`, else
+    keeps it open until stop()."""
+
+    def __init__(self, head, body, pieces=(1, 2, 3, 5, 7, 11, 64), close=False):
+        self.head, self.body, self.pieces, self.close = head, body, pieces, close
+        self.sock = socket.create_server(("127.0.0.1", 0), backlog=128)
+        self.port = self.sock.getsockname()[1]
+        self.conns = []
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.conns.append(conn)
+            threading.Thread(target=self.answer, args=(conn,), daemon=True).start()
+
+    def answer(self, conn):
+        try:
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            request = b""
+            while b"\r\n\r\n" not in request:
+                data = conn.recv(4096)
+                if not data:
+                    return
+                request += data
+            conn.sendall(self.head)
+            i, cut = 0, cycle(self.pieces)
+            while i < len(self.body):
+                n = next(cut)
+                conn.sendall(self.body[i:i + n])
+                i += n
+                time.sleep(0.0005)
+            if self.close:
+                conn.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+
+    def stop(self):
+        self.sock.close()
+        for c in self.conns:
+            c.close()
+
+
+SSE_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\n"
+N_SCRIPTED = 20
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("framing, ended", [
+    ("chunks cut small, sent in pieces", 0),
+    ("one chunk per piece of 13 bytes, with an extension", 0),
+    ("one chunk, then the last chunk", N_SCRIPTED),
+    ("no chunking, closed after the events", N_SCRIPTED),
+])
+def test_events_cut_anywhere_are_counted_once_with_their_gaps_duplicates_and_reloads(client_of, tmp_path, kind,
+                                                                                      framing, ended):
+    payload = scripted_events()
+    if framing.startswith("chunks cut small"):
+        server = Scripted(SSE_HEAD + b"Transfer-Encoding: chunked\r\n\r\n", chunked(payload, (1, 3, 17, 2, 40, 5)))
+    elif framing.startswith("one chunk per piece"):
+        server = Scripted(SSE_HEAD + b"Transfer-Encoding: chunked\r\n\r\n",
+                          chunked(payload, (13,), b";kiln=test"), pieces=(4096,))
+    elif framing.startswith("one chunk"):
+        server = Scripted(SSE_HEAD + b"Transfer-Encoding: chunked\r\n\r\n", chunked(payload, (len(payload),))
+                          + b"0\r\n\r\n", pieces=(4096,))
+    else:
+        server = Scripted(SSE_HEAD + b"\r\n", payload, close=True)
+    out = tmp_path / "client.json"
+    try:
+        proc = client_process(client_of(kind), server.port, N_SCRIPTED, out, "--deadline", "60", "--connect-timeout",
+                              "20", stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        assert json.loads(proc.stdout.readline()) == {"event": "connected", "held": N_SCRIPTED, "connect_errors": {}}
+        progress(proc, lambda p: p["received"] >= 5 * N_SCRIPTED and p["ended"] >= ended)
+        proc.stdin.write("stop\n")
+        proc.stdin.close()
+        assert proc.wait(timeout=30) == 0
+    finally:
+        server.stop()
+    r = json.loads(out.read_text())
+    n = N_SCRIPTED
+    counts = {k: r[k] for k in ("held", "received", "gaps", "subscribers_with_gaps", "duplicates", "reloads",
+                                "other_events", "malformed", "ended", "end_errors", "with_events", "per_subscriber_min",
+                                "per_subscriber_max", "first_id_min", "last_id_max", "negative")}
+    assert counts == {"held": n, "received": 5 * n, "gaps": 3 * n, "subscribers_with_gaps": n, "duplicates": 2 * n,
+                      "reloads": 2 * n, "other_events": n, "malformed": n, "ended": ended,
+                      "end_errors": {"end of stream": ended} if ended else {}, "with_events": n,
+                      "per_subscriber_min": 5, "per_subscriber_max": 5, "first_id_min": 1, "last_id_max": 8,
+                      "negative": 0}
+    assert sum(r["hist"].values()) == 5 * n and r["max_us"] is not None
+    assert r["first_id_sum"] == n and r["last_id_sum"] == 8 * n
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("head, error", [
+    (b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n", "status 503"),
+    (b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok",
+     "Content-Type 'text/plain', not text/event-stream"),
+])
+def test_a_refused_stream_is_a_connect_error_not_a_subscriber(client_of, tmp_path, kind, head, error):
+    server = Scripted(head, b"")
+    out = tmp_path / "client.json"
+    try:
+        client = client_of(kind)
+        done = subprocess.run(client.command(["--port", str(server.port), "--count", "4", "--result", str(out),
+                                              "--connect-timeout", "20"]), input="stop\n", capture_output=True,
+                              text=True, timeout=60, env=client.env)
+    finally:
+        server.stop()
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[0]) == {"event": "connected", "held": 0, "connect_errors": {error: 4}}
+    r = json.loads(out.read_text())
+    assert r["held"] == 0 and r["connect_errors"] == {error: 4} and r["per_subscriber_min"] is None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -252,14 +447,16 @@ def results(tmp_path):
 
 
 @needs_venv
-def test_a_fanout_run_measures_every_step_and_reports_it(results, capsys):
+@pytest.mark.parametrize("kind", ["java", "python"])
+def test_a_fanout_run_measures_every_step_and_reports_it(results, capsys, client_of, kind):
     fake_settings(results)
-    f = fanout.Fanout(fake_plan([100, 300]), FakeServers(results), results, VENV_PY)
+    f = fanout.Fanout(fake_plan([100, 300]), FakeServers(results), results, client_of(kind))
     f.measure(1, Server("kilim", "jar"))
     runs = records.read(results, records.FANOUT, records.FanoutRun)
     assert [(r.subscribers, r.held, r.client_processes) for r in runs] == [(100, 100, 2), (300, 300, 2)]
     for r in runs:
         assert not r.error and not r.client_errors, r
+        assert r.client == kind and r.client_cpu_ticks >= 0
         assert r.sent == r.commits == 40 and r.expected == 40 * r.held
         assert r.received == r.expected and r.gaps == r.ended == r.reloads == 0, r
         assert r.warmup_commits == 40 and r.warmup_last_id == 40, "2 s of warm-up at 20/s"
@@ -279,6 +476,8 @@ def test_a_fanout_run_measures_every_step_and_reports_it(results, capsys):
     assert "19500 here" in table and "every delivery" in table
     rows = list(csv.DictReader(open(results / "fanout.csv")))
     assert [(r["subscribers"], r["received"], r["lost"]) for r in rows] == [("100", "4000", "0"), ("300", "12000", "0")]
+    assert all(r["client"] == kind and r["client_cpu_share"] != "" for r in rows)
+    assert "client/server CPU" in table
     doc = json.loads((results / "fanout.json").read_text())
     assert doc["settings"]["mode"] == "fanout" and len(doc["fanout"]) == 2
     html = (results / "report.html").read_text()
@@ -286,8 +485,7 @@ def test_a_fanout_run_measures_every_step_and_reports_it(results, capsys):
     assert (results / "fanout.png").stat().st_size > 10000
 
 
-@needs_venv
-def test_a_server_without_an_event_stream_is_a_step_with_an_error(results):
+def test_a_server_without_an_event_stream_is_a_step_with_an_error(results, java_client):
     class NoStream(FakeServers):
         def start(self, server, rnd):
             r = super().start(server, rnd)
@@ -298,7 +496,7 @@ def test_a_server_without_an_event_stream_is_a_step_with_an_error(results):
     try:
         s = NoStream(results)
         s.other = SimpleNamespace(port=int(other.stdout.readline()))
-        fanout.Fanout(fake_plan([10]), s, results, VENV_PY).measure(1, Server("kilim", "jar"))
+        fanout.Fanout(fake_plan([10]), s, results, java_client).measure(1, Server("kilim", "jar"))
     finally:
         other.kill()
         other.wait()
@@ -331,6 +529,7 @@ def test_problems_in_a_run_become_notes():
                             log_problems=["503 too many connections", "x"])
     s = SimpleNamespace(nofile_soft="20000", vps="")
     row = report.fanout_row(run, 100)
+    assert row["client_cpu_share"] == pytest.approx(11.0), "the clients' CPU over the server's"
     assert row["lost"] == 5000 and row["lost_per_sub"] == pytest.approx(5000 / 19400)
     assert row["cpu_us_per_delivery"] == pytest.approx(10 * 1e6 / (300 * 19400 - 5000))
     text = "\n".join(report.fanout_notes(s, [row], []))
