@@ -11,10 +11,11 @@
 # Writes results/rss-probe/NAME/: rss.txt (VmRSS every 0.5 s with the phase), ab outputs, smaps_rollup,
 # GC.heap_info and, with -XX:NativeMemoryTracking=summary among the flags, nmt-start.txt and nmt-end.txt.
 # Environment: JAVA (default java), C (default 19500), N (requests per ab run, default 25 x C),
-# HISTO=1 (a GC.class_histogram 6 s into the timed run, while every connection is open).
+# HISTO=1 (a GC.class_histogram 6 s into the timed run, while every connection is open), NMT_AT_MB=M
+# (with NMT on: nmt-high.txt and the compiles then running, the first time RSS reaches M MB).
 # A quick probe for comparing flags, not a benchmark: the sweep (./ab-sweep.sh --vps) is the measure.
 set -u
-[ $# -ge 1 ] || { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# -ge 1 ] || { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 name=$1; shift
 cd "$(dirname "$0")/.."
 out=results/rss-probe/$name; rm -rf "$out"; mkdir -p "$out/data"
@@ -27,7 +28,12 @@ pid=$!
 for _ in $(seq 150); do curl -sf -o /dev/null "http://127.0.0.1:$port/hello" && break; sleep 0.2; done
 sleep 1
 (while kill -0 $pid 2>/dev/null; do
-    echo "$(date +%s.%N | cut -c1-14) $(awk '/VmRSS/ {print int($2 / 1024)}' /proc/$pid/status) $(cat "$out/phase" 2>/dev/null)"
+    rss=$(awk '/VmRSS/ {print int($2 / 1024)}' /proc/$pid/status)
+    echo "$(date +%s.%N | cut -c1-14) $rss $(cat "$out/phase" 2>/dev/null)"
+    if [ -n "${NMT_AT_MB:-}" ] && [ "${rss:-0}" -ge "$NMT_AT_MB" ] && [ ! -e "$out/nmt-high.txt" ]; then
+        jcmd $pid VM.native_memory summary > "$out/nmt-high.txt" 2>&1
+        jcmd $pid Compiler.queue > "$out/compiler-queue-high.txt" 2>&1
+    fi
     sleep 0.5
 done) > "$out/rss.txt" 2>/dev/null &
 start_rss=$(awk '/VmRSS/ {print int($2 / 1024)}' /proc/$pid/status)
