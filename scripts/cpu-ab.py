@@ -27,11 +27,16 @@ bench-vertx/jvm.options, or with --same-flags with deploy/jvm.options like the j
 --vps runs them). They serve /hello, /plaintext and /json only: they are left out of the runs of other
 paths (/db). Loopback only; needs ab (apache2-utils), nginx,
 taskset, java (and mvn to build the Netty anchor); about 4 minutes per round for two jars.
+
+With --perf, every run also counts the server's system calls (`perf stat` on the sweep's events:
+every call, and read, write, epoll_ctl, epoll_wait... by name; see sweep/kiln_sweep/perf.py) and
+prints them per request, beside the CPU: the kernel's counting costs every server a little CPU alike.
 """
 import argparse
 import json
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -41,7 +46,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "sweep"))
-from kiln_sweep import SweepError, measure, registry  # noqa: E402  the sweep's /proc readings; its servers
+from kiln_sweep import SweepError, measure, perf, registry  # noqa: E402  the sweep's /proc readings, perf counts; its servers
 from kiln_sweep.servers import JVM_OPTIONS, build, nginx_conf  # noqa: E402  make demo's JVM flags; the sweep's anchors
 FIRST_PORT = 18100
 ANCHORS = ("nginx", "netty")  # every ratio is also given to these
@@ -67,6 +72,7 @@ def thread_cpu_seconds(pid):
 class Server:
     def __init__(self, name, proc, port, pin, paths=()):
         self.name, self.proc, self.port, self.pin, self.paths = name, proc, port, pin, paths
+        self.perf_events = None  # --perf: the system call events to count during each run
 
     def serves(self, path):
         """Netty serves its three paths only; nginx answers every path, a jar every endpoint."""
@@ -85,7 +91,12 @@ class Server:
 
     def load(self, path, concurrency, requests):
         """One ab run: (server CPU µs per request, req/s, failed requests, completed requests,
-        {thread name: share of the server's CPU})."""
+        {thread name: share of the server's CPU}, {system call: calls per request} with --perf, else {})."""
+        counting = None
+        if self.perf_events:
+            counting = subprocess.Popen(["perf", "stat", "-x,", "-e", ",".join(self.perf_events), "-p", ",".join(map(str, self.pids()))],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            time.sleep(1)  # attached before the client starts (an idle server makes next to no calls meanwhile)
         before, threads_before = cpu_seconds(self.pids()), thread_cpu_seconds(self.proc.pid)
         out = subprocess.run([*(["taskset", "-c", "1"] if self.pin else []), "ab", "-k", "-q", "-c", str(concurrency), "-n", str(requests),
                               "-s", "60", f"http://127.0.0.1:{self.port}{path}"], capture_output=True, text=True).stdout
@@ -99,7 +110,12 @@ class Server:
         non2xx = re.search(r"Non-2xx responses:\s+(\d+)", out)
         failed = (sum(map(int, broken.groups())) if broken else 0) + (int(non2xx.group(1)) if non2xx else 0)
         rps = re.search(r"Requests per second:\s+([\d.]+)", out)
-        return used * 1e6 / max(done, 1), float(rps.group(1)) if rps else 0.0, failed, done, shares
+        calls = {}
+        if counting:
+            counting.send_signal(signal.SIGINT)
+            total, by_name = perf.per_request(perf.parse_stat(counting.communicate(timeout=perf.STOP_S)[1]), done)
+            calls = {"total": total, **by_name} if total is not None else {}
+        return used * 1e6 / max(done, 1), float(rps.group(1)) if rps else 0.0, failed, done, shares, calls
 
 
 def jvm_anchor(name, work, same_flags):
@@ -174,6 +190,21 @@ def summary(results, names, anchors, paths, steps, figures):
                     print(f"  {path} c={c}: " + "; ".join(cells))
 
 
+def syscall_summary(results, names, paths, steps):
+    """--perf: each server's system calls per request, the median over the rounds, in total and by name."""
+    print("\nsystem calls per request (perf stat), median over the rounds: total (by name)")
+    for path in paths:
+        for c in steps:
+            for name in names:
+                runs = [r["syscalls"] for r in results if r["path"] == path and r["concurrency"] == c and r["server"] == name
+                        and r["syscalls"]]
+                if not runs:
+                    continue
+                calls = {n: statistics.median(run.get(n, 0) for run in runs) for n in runs[0]}
+                by_name = ", ".join(f"{n} {x:.3f}" for n, x in calls.items() if n != "total" and x >= 0.005)
+                print(f"  {path} c={c} {name:10s} {calls['total']:.3f} ({by_name})")
+
+
 def main(argv):
     p = argparse.ArgumentParser(prog="scripts/cpu-ab.py", description=__doc__.split("\n\n")[0],
                                 epilog="See the module docstring for the method.")
@@ -190,6 +221,8 @@ def main(argv):
     p.add_argument("--vertx", action="store_true", help="add the Vert.x anchor (bench-vertx/) beside Netty")
     p.add_argument("--same-flags", action="store_true",
                    help="start Netty (and Vert.x) with deploy/jvm.options like the jars, not their own jvm.options")
+    p.add_argument("--perf", action="store_true",
+                   help="also count each server's system calls per request in every run (perf stat; root or perf_event_paranoid -1)")
     p.add_argument("--port", type=int, default=FIRST_PORT,
                    help=f"the first of the consecutive loopback ports the servers listen on (default {FIRST_PORT})")
     args = p.parse_args(argv)
@@ -208,11 +241,17 @@ def main(argv):
     for tool in ("ab", "nginx", "taskset", "java", "pgrep"):
         if shutil.which(tool) is None:
             p.error(f"{tool} not found (apt-get install apache2-utils nginx-light util-linux procps, and a JDK)")
+    try:
+        perf_events = perf.events() if args.perf else None
+    except SweepError as e:
+        p.error(str(e))
     work = Path(args.out or tempfile.mkdtemp(prefix="cpu-ab-"))
     work.mkdir(parents=True, exist_ok=True)
     anchors = [jvm_anchor(name, work, args.same_flags) for name, on in (("netty", args.netty), ("vertx", args.vertx)) if on]
     servers = start_servers(jars, work, nofile, steps, not args.shared, args.nginx_workers or (2 if args.shared else 1), args.port,
                             anchors)
+    for s in servers:
+        s.perf_events = perf_events
     results = []
     try:
         print(f"cpu-ab: servers in {work}; warming up", flush=True)
@@ -225,12 +264,14 @@ def main(argv):
             for path in paths:
                 for c in steps:
                     for s in filter(lambda s: s.serves(path), order):
-                        us, rps, failed, done, shares = s.load(path, c, 300_000 if c <= 1000 else 600_000)
+                        us, rps, failed, done, shares, calls = s.load(path, c, 300_000 if c <= 1000 else 600_000)
                         results.append(dict(round=rnd, server=s.name, path=path, concurrency=c, us=us, rps=rps, failed=failed, done=done,
-                                            threads=shares))
+                                            threads=shares, syscalls=calls))
                         split = "" if s.name == "nginx" else "  CPU by thread: " + ", ".join(
                             f"{t} {x:.0%}" for t, x in sorted(shares.items(), key=lambda kv: -kv[1]))
-                        print(f"round {rnd} {path} c={c} {s.name:10s} {us:6.1f} µs/request {rps:9.0f} req/s  failed {failed}{split}",
+                        counted = "" if not calls else "  syscalls/request: " + ", ".join(
+                            f"{n} {x:.3f}" for n, x in calls.items() if n == "total" or x >= 0.005)
+                        print(f"round {rnd} {path} c={c} {s.name:10s} {us:6.1f} µs/request {rps:9.0f} req/s  failed {failed}{split}{counted}",
                               flush=True)
                         s.wait_idle()
     finally:
@@ -245,6 +286,8 @@ def main(argv):
     figures = [("us", "CPU per request")] + ([("rps", "req/s")] if args.shared else [])
     names = list(jars) + (["vertx"] if args.vertx else [])
     summary(results, names, [a for a in ANCHORS if any(s.name == a for s in servers)], paths, steps, figures)
+    if args.perf:
+        syscall_summary(results, [s.name for s in servers], paths, steps)
     print(f"\nruns: {work / 'results.json'}")
     return 0
 
