@@ -250,8 +250,6 @@ def main(argv):
     anchors = [jvm_anchor(name, work, args.same_flags) for name, on in (("netty", args.netty), ("vertx", args.vertx)) if on]
     servers = start_servers(jars, work, nofile, steps, not args.shared, args.nginx_workers or (2 if args.shared else 1), args.port,
                             anchors)
-    for s in servers:
-        s.perf_events = perf_events
     results = []
     try:
         print(f"cpu-ab: servers in {work}; warming up", flush=True)
@@ -259,6 +257,7 @@ def main(argv):
             for path in filter(s.serves, paths):
                 s.load(path, 1000, 200_000)
             s.wait_idle()
+            s.perf_events = perf_events  # counted from the first timed run on
         for rnd in range(1, args.rounds + 1):
             order = servers[(rnd - 1) % len(servers):] + servers[:(rnd - 1) % len(servers)]
             for path in paths:
