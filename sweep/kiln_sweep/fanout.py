@@ -35,7 +35,7 @@ import threading
 import time
 from pathlib import Path
 
-from kiln_sweep import SWEEP_DIR, SweepError, idle, measure, note, pinning, records, report
+from kiln_sweep import SWEEP_DIR, idle, measure, note, pinning, records, report
 from kiln_sweep.servers import BIND, http_status
 
 SSE_PATH = "/updates/events"
@@ -78,14 +78,7 @@ class JavaClient:
     @classmethod
     def compile(cls, java, classes):
         """Compiles the client into `classes` (once per sweep, as the dummy anchor is); SweepError if it fails."""
-        javac = java.javac()
-        if not javac:
-            raise SweepError(f"javac not found beside {java.path}: the fan-out client is compiled with javac: "
-                             "apt-get install -y openjdk-17-jdk-headless (or --fanout-client python)")
-        done = subprocess.run([javac, "-d", str(classes), str(JAVA_CLIENT_SOURCE)], capture_output=True, text=True,
-                              check=False)
-        if done.returncode != 0:
-            raise SweepError(f"cannot compile {JAVA_CLIENT_SOURCE}: {(done.stderr or done.stdout).strip()}")
+        java.compile(JAVA_CLIENT_SOURCE, classes)
         return cls(java, classes)
 
     def command(self, args):

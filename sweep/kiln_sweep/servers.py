@@ -66,6 +66,17 @@ class Java:
         beside = Path(os.path.realpath(self.path)).parent / "javac"
         return str(beside) if beside.is_file() else shutil.which("javac")
 
+    def compile(self, source, classes):
+        """Compiles one of the sweep's single-file programs (sweep/DummyServer.java, sweep/FanoutClient.java)
+        into the directory `classes` with javac(); SweepError with javac's own complaint when it fails."""
+        javac = self.javac()
+        if not javac:
+            raise SweepError(f"javac not found beside {self.path}: {Path(source).name} is compiled with javac: "
+                             "apt-get install -y openjdk-17-jdk-headless")
+        done = subprocess.run([javac, "-d", str(classes), str(source)], capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise SweepError(f"cannot compile {source}: {(done.stderr or done.stdout).strip()}")
+
 
 def find_java(root, jdk_range):
     """The path of the java for a front end's JDK range (17, 17+, 21+), chosen by scripts/find-java.sh,
@@ -219,10 +230,7 @@ class Servers:
                 build(ROOT, s, log)
             elif s.kind == "dummy":
                 # Compiled once up front so the measured JVM does not also hold the source launcher's compiler.
-                javac = self.plan.javas["dummy"].javac()
-                if subprocess.run([javac, "-d", str(self.tmp / "dummy"), str(SWEEP_DIR / "DummyServer.java")],
-                                  check=False).returncode != 0:
-                    raise SweepError("cannot compile sweep/DummyServer.java")
+                self.plan.javas["dummy"].compile(SWEEP_DIR / "DummyServer.java", self.tmp / "dummy")
 
     def start(self, server, rnd):
         """The Running server, or None (see _failed) when it does not start or does not answer GET path
