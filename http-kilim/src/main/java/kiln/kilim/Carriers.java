@@ -190,18 +190,38 @@ final class Carriers extends Scheduler {
         Task t;
         while (ran < BATCH && (t = c.queue.poll()) != null) {
             ran++;
-            long run = ++c.runs;
-            c.running = t;
-            c.run.lazySet(run);  // a plain store on x86: the watch may see it a little late, which only delays a hand-off
-            try {
-                t.run();
-            } catch (Throwable e) {  // Task.run logs a fiber's own failures; this keeps the carrier alive
-                LOG.log(Level.SEVERE, "a fiber failed outside its own error handling on " + Thread.currentThread().getName(), e);
-            }
-            if (!c.run.compareAndSet(run, 0)) return -1;  // handed off: the carrier is another thread's now
-            c.running = null;
+            if (!run(c, t)) return -1;
         }
         return ran;
+    }
+
+    /**
+     * Runs fiber {@code t} on carrier {@code index} now, on the thread that owns it, as if it had
+     * been queued and its turn had come: how a poller serves a connection the moment its select
+     * reports it, so that the bytes it read and the fiber it made die young, before the next
+     * collection, instead of waiting in the run queue. The caller must have marked the fiber
+     * running, as Kilim's {@code Task.resume} does before it queues one.
+     *
+     * @return false when the fiber held this thread so long that the carrier was handed to a new
+     *         thread meanwhile: the caller must then leave the carrier's loop at once
+     */
+    boolean runNow(int index, Task t) {
+        return run(carriers[index], t);
+    }
+
+    /** One run of a fiber on {@code c}, numbered for the watch; false when {@code c} was handed off meanwhile. */
+    private boolean run(Carrier c, Task t) {
+        long run = ++c.runs;
+        c.running = t;
+        c.run.lazySet(run);  // a plain store on x86: the watch may see it a little late, which only delays a hand-off
+        try {
+            t.run();
+        } catch (Throwable e) {  // Task.run logs a fiber's own failures; this keeps the carrier alive
+            LOG.log(Level.SEVERE, "a fiber failed outside its own error handling on " + Thread.currentThread().getName(), e);
+        }
+        if (!c.run.compareAndSet(run, 0)) return false;  // handed off: the carrier is another thread's now
+        c.running = null;
+        return true;
     }
 
     /** @return carrier {@code index}'s run in progress (0: none), for the {@link BlockedCarrierChecker} */
@@ -332,17 +352,6 @@ final class Carriers extends Scheduler {
         incomingTimers.add(new Deadline(at, timer));
         Carrier zero = carriers[0];
         if (claimWakeup(zero)) zero.wakeup.run();
-    }
-
-    /**
-     * @return whether other fibers wait in carrier {@code index}'s run queue and the caller is its
-     *         thread: a fiber that yields then
-     *         waits one turn of the queue, a busy carrier's cheap way to let a client's next request
-     *         arrive; on an idle carrier a yield would only spin
-     */
-    boolean othersQueued(int index) {
-        Carrier c = carriers[index];
-        return !c.queue.isEmpty() && c.ownedByCaller();
     }
 
     /** @return true on a carrier thread of a running server: fiber code, which must never block */

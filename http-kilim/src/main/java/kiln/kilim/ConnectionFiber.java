@@ -13,21 +13,16 @@ import kiln.http.spi.Connection;
 
 /**
  * The fiber that serves one connection while it has work: the loop of kiln's connection state
- * machine ({@link Connection}), pausing where a thread would block. The {@link Poller} starts it
- * when bytes arrive on an idle connection; when there is nothing more to read, it gives the
- * connection's buffers back, hands the connection to the poller and ends: an idle keep-alive
- * connection has no fiber at all. A streamed body that waits between parts has none either
+ * machine ({@link Connection}), pausing where a thread would block. The {@link Poller} makes it
+ * when bytes arrive on an idle connection and runs it at once, on its own thread ({@link #runHere});
+ * when there is nothing more to read, it gives the connection's buffers back, hands the connection
+ * to the poller and ends: an idle keep-alive connection has no fiber at all, and a request served
+ * without a pause leaves nothing behind that lives until the next collection. A streamed body that waits between parts has none either
  * ({@link Parked}). Waits in the middle of the work (a handler awaiting the database, a write to a
  * client that does not read) pause the fiber, not the carrier thread.
  */
 final class ConnectionFiber extends Task<Object> implements PauseReason, Carriers.Homed, Poller.Ready {
     private static final Logger LOG = Logger.getLogger(ConnectionFiber.class.getName());
-    /**
-     * Turns of the carrier's run queue a fiber waits, reading after each, while other fibers are
-     * queued, before its connection goes back to the selector: under load a client's next request
-     * often arrives meanwhile and is served by this fiber, without the selector or a new fiber.
-     */
-    private static final int YIELDS_BEFORE_SELECT = 3;
 
     private final Router router;
     private final Carriers carriers;
@@ -35,23 +30,34 @@ final class ConnectionFiber extends Task<Object> implements PauseReason, Carrier
     private final Poller poller;
     private final SelectionKey key;
     private final Connection connection;
+    /** True while this fiber is paused until its socket is ready ({@link #pauseUntil}). */
+    private volatile boolean awaiting;
     /** Set by the poller when the socket this paused fiber waits for is ready. */
     private volatile boolean ready;
+    /**
+     * Set by the poller when it reported the socket readable while this fiber served the
+     * connection without waiting for that: the client sent more, and the next read reads it
+     * even when the last one had emptied the socket ({@link #drained}).
+     */
+    private volatile boolean readable;
     /** The bytes the poller read before starting this fiber, or null. */
     private byte[] arrived;
     /**
      * True when the last read left the socket empty, as a read that returned less than it had room
      * for did: a read right away would almost always find nothing, so there is none (one system call
-     * less per request; nginx's recv does the same). On a busy carrier the fiber then waits a turn of
-     * the run queue and reads; on an idle one the selector takes over.
+     * less per request; nginx's recv does the same) unless the selector has reported it readable
+     * since ({@link #readable}). The connection goes back to the selector, which reports the next
+     * request, and the fiber ends. It does not wait a few turns of the run queue for that request, as
+     * it once did: a client across a network never answers so fast, and on a loaded host neither
+     * does one on the same machine, so each turn was a read that found nothing.
      */
     private boolean drained;
     /** What waits for the connection's streamed body while no fiber runs, once this fiber has parked it. */
     private Parked parked;
 
     /**
-     * @param arrived the bytes the poller read before starting this fiber (no buffer is lent to a
-     *                connection waiting for a carrier), or null
+     * @param arrived the bytes the poller read before making this fiber (so that a connection the
+     *                poller reported is served from them without a buffer of its own), or null
      * @param waiting the {@link Parked} stream that woke this fiber, or null: it goes on with it, so
      *                a readable socket it was told of is read (a new one would wait for the report again)
      */
@@ -70,6 +76,21 @@ final class ConnectionFiber extends Task<Object> implements PauseReason, Carrier
     @Override
     public int home() {
         return poller.index();
+    }
+
+    /**
+     * Runs this fiber now, on the calling thread, which must own its poller's carrier: the
+     * poller's, the moment its select reported the connection. The key's interest stays
+     * {@code OP_READ} while the fiber serves (no {@code epoll_ctl} to hand the connection back), and
+     * its attachment is this fiber, which a report meanwhile reaches ({@link #ready}).
+     *
+     * @return false when this fiber held the thread so long that the carrier was handed to a new
+     *         thread meanwhile ({@link Carriers#runNow}): the poller must leave its loop at once
+     */
+    boolean runHere() {
+        key.attach(this);
+        running.set(true);  // as Kilim's Task.resume does before it queues a fiber
+        return carriers.runNow(poller.index(), this);
     }
 
     /** @return the handler now running, e.g. {@code GET /todos/{id}}, or the route whose stream is sent, for a report; null between requests */
@@ -112,19 +133,20 @@ final class ConnectionFiber extends Task<Object> implements PauseReason, Carrier
     /** @return true when the connection went back to the poller to wait for its next bytes */
     private boolean read() throws Pausable, IOException {
         connection.prepareRead();  // arms the idle or header deadline
-        int n = drained ? 0 : readMore();
-        for (int yields = 0; n == 0 && yields < YIELDS_BEFORE_SELECT && carriers.othersQueued(poller.index()); yields++) {
-            connection.releaseIfIdle();  // no buffer held while waiting in the carrier's run queue
-            Task.yield();
-            connection.prepareRead();
-            n = readMore();
-        }
+        int n = drained && !reported() ? 0 : readMore();
         if (n != 0) {
             connection.read(n);
             return false;
         }
         connection.releaseIfIdle();
         if (!poller.await(key, SelectionKey.OP_READ, connection)) throw new IOException("server stopping");
+        return true;
+    }
+
+    /** @return whether the poller reported the socket readable since the last look ({@link #readable}), which it forgets */
+    private boolean reported() {
+        if (!readable) return false;
+        readable = false;
         return true;
     }
 
@@ -208,15 +230,25 @@ final class ConnectionFiber extends Task<Object> implements PauseReason, Carrier
     /** Pauses this fiber until the poller reports the socket ready for {@code op}. */
     private void pauseUntil(int op) throws Pausable, IOException {
         ready = false;
+        awaiting = true;
         if (!poller.await(key, op, this)) throw new IOException("server stopping");
         Task.pause(this);
     }
 
-    /** Called by the poller: the socket is ready; resume this fiber. */
+    /**
+     * Called by the poller, which cleared the key's interest: the socket is ready. A fiber paused
+     * for it resumes; one that was serving (a handler awaiting the database, say) when the client
+     * sent more notes it for its next read.
+     */
     @Override
     public void ready() {
-        ready = true;
-        resume();
+        if (awaiting) {
+            awaiting = false;
+            ready = true;
+            resume();
+        } else {
+            readable = true;
+        }
     }
 
     /** The fiber stays paused until {@link #ready()}; Kilim checks this when the pause completes, so an early wake is not lost. */

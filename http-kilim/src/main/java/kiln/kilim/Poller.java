@@ -23,10 +23,12 @@ import kiln.server.Connections;
  * One selector of the Kilim server, and the carrier of {@link Carriers} whose thread runs it: one
  * per carrier ({@code kiln-selector} for carrier 0, {@code kiln-carrier-N} for the others), each
  * polling its own share of the connections, as each of nginx's workers polls its own. When an idle
- * connection's socket becomes readable it reads what arrived and starts a fiber
- * ({@link ConnectionFiber}) to serve it, on this carrier; a client that closed is closed here,
- * with no fiber. Between two selects it runs the fibers queued to it (and carrier 0 fires the
- * timers that are due), so a request never leaves this thread. A fiber that finds nothing more to
+ * connection's socket becomes readable it reads what arrived and serves it with a fiber
+ * ({@link ConnectionFiber}) that it runs at once, on its own thread (not queued: bytes and a fiber
+ * that waited in the run queue would live through a young collection, and at 19,500 connections
+ * that was a full collection every few young ones); a client that closed is closed here, with no
+ * fiber. Between two selects it runs the fibers queued to it, those resumed after a pause (and
+ * carrier 0 fires the timers that are due), so a request never leaves this thread. A fiber that finds nothing more to
  * read hands its connection back here and ends, so an idle keep-alive connection is only its
  * socket, its selection key and a {@link Connection} without buffers (nginx keeps idle connections
  * the same way): no fiber, no paused frames, no buffers.
@@ -43,9 +45,13 @@ import kiln.server.Connections;
  * <p>A fiber that must wait in the middle of its work (a client that does not read its response
  * fast enough, a lingering close) instead pauses, attached to the key, and is resumed here.
  *
- * <p>The key's attachment says which: a {@link Connection} to start a fiber for, or what waits
- * ({@link Ready}: a paused {@link ConnectionFiber} to resume, a streamed body parked without one). The selector thread clears the key's interest when it reports
- * it, so a socket is reported once per wait; the fiber sets it again with {@link #await}.
+ * <p>The key's attachment says which: a {@link Connection} to serve, or what waits or serves
+ * ({@link Ready}: the {@link ConnectionFiber} serving the connection or paused on its socket, a
+ * streamed body parked without one). The key's interest in {@code OP_READ} stays while the
+ * connection is idle and while the fiber the poller ran for it serves, so that a request served at
+ * once costs no {@code epoll_ctl}. For a {@code Ready} the selector thread clears the interest when
+ * it reports it (epoll reports a readable socket at every select until it is read), so it is
+ * reported once per wait; the fiber sets it again with {@link #await}.
  */
 final class Poller implements Runnable {
     private static final Logger LOG = Logger.getLogger(Poller.class.getName());
@@ -106,14 +112,25 @@ final class Poller implements Runnable {
         carriers.selectorLoop(index, name, this, selector::wakeup);  // started with the carriers
     }
 
-    /** Starts a fiber ({@link ConnectionFiber}) on this poller's carrier to serve a connection that has work. */
+    /** Serves a connection that has work with a fiber ({@link ConnectionFiber}) on this poller's carrier. */
     interface Serve {
         /**
+         * Makes the fiber and runs it now, on the calling thread, the poller's; it becomes the
+         * key's attachment.
+         *
          * @param arrived the bytes read for it, or null when it has work without them (a 408 to write)
-         * @param waiting what waited for the connection's streamed body and woke (it carries what the
-         *                selector reported to the fiber), or null
+         * @return false when the carrier was handed to a new thread while the fiber held this one:
+         *         the poller must leave its loop at once
          */
-        void start(Poller poller, SelectionKey key, Connection c, byte[] arrived, Ready waiting);
+        boolean now(Poller poller, SelectionKey key, Connection c, byte[] arrived);
+
+        /**
+         * Queues a fiber on the poller's carrier, from any thread.
+         *
+         * @param waiting what waited for the connection's streamed body and woke (it carries what
+         *                the selector reported to the fiber)
+         */
+        void start(Poller poller, SelectionKey key, Connection c, Ready waiting);
     }
 
     /** What waits on a socket with this poller: resumed (or woken) when the socket is ready. */
@@ -246,8 +263,9 @@ final class Poller implements Runnable {
                     it.remove();
                     if (key == acceptKey) {
                         acceptable = true;
-                    } else {
-                        ready(key);
+                    } else if (!ready(key)) {
+                        handedOff = true;  // the new owner selects again: the keys not yet handled are reported anew
+                        return;
                     }
                 }
                 if (acceptable) acceptAll();
@@ -263,27 +281,31 @@ final class Poller implements Runnable {
         }
     }
 
-    /** A connection's socket is ready: resume the fiber paused on it, or read for a connection without one. */
-    private void ready(SelectionKey key) {
+    /**
+     * A connection's socket is ready: serve a connection without a fiber, or tell what waits on it.
+     *
+     * @return false when the carrier was handed off while a fiber ran here: leave the loop at once
+     */
+    private boolean ready(SelectionKey key) {
         Object attachment = key.attachment();
+        if (attachment instanceof Connection c) return readable(key, c);  // its interest stays OP_READ
         try {
             key.interestOps(0);
         } catch (CancelledKeyException e) {
-            return;  // closed by its fiber since the select
+            return true;  // closed by its fiber since the select
         }
-        if (attachment instanceof Ready waiting) {
-            waiting.ready();
-        } else {
-            readable(key, (Connection) attachment);
-        }
+        ((Ready) attachment).ready();
+        return true;
     }
 
     /**
-     * Reads what arrived on a connection without a fiber: bytes start a fiber to serve them; the
-     * end of the stream closes the connection here (unless it has work left, a 408 to write);
-     * nothing at all waits again.
+     * Reads what arrived on a connection without a fiber: bytes are served at once by a fiber run
+     * here; the end of the stream closes the connection here (unless it has work left, a 408 to
+     * write); nothing at all waits again.
+     *
+     * @return false when the carrier was handed off while the fiber ran: leave the loop at once
      */
-    private void readable(SelectionKey key, Connection c) {
+    private boolean readable(SelectionKey key, Connection c) {
         int n;
         ByteBuffer b = scratch;
         b.clear().limit(ARRIVED_MAX_BYTES);
@@ -292,10 +314,7 @@ final class Poller implements Runnable {
         } catch (IOException e) {
             n = -1;  // reset by the client
         }
-        if (n == 0) {
-            key.interestOps(SelectionKey.OP_READ);
-            return;
-        }
+        if (n == 0) return true;  // still OP_READ
         byte[] arrived = null;
         if (n > 0) {
             arrived = new byte[n];
@@ -304,15 +323,15 @@ final class Poller implements Runnable {
             c.read(-1);
             if (c.next() == Connection.Action.CLOSE) {
                 close(c);
-                return;
+                return true;
             }
         }
-        serve.start(this, key, c, arrived, null);
+        return serve.now(this, key, c, arrived);
     }
 
-    /** Starts a fiber that goes on with a connection whose streamed body {@code waiting} woke, from any thread. */
+    /** Queues a fiber that goes on with a connection whose streamed body {@code waiting} woke, from any thread. */
     void serve(SelectionKey key, Connection c, Ready waiting) {
-        serve.start(this, key, c, null, waiting);
+        serve.start(this, key, c, waiting);
     }
 
     /** Closes a connection, from any thread, once nothing else will touch it (its fiber's last act). */

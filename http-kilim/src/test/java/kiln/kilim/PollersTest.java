@@ -12,10 +12,15 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
+import kilim.Pausable;
+import kiln.http.Request;
 import kiln.http.Response;
 
 /**
@@ -31,23 +36,33 @@ class PollersTest {
         if (server != null) server.stop(1_000);
     }
 
+    /** Writes one GET for {@code path} on {@code s}. */
+    private static void get(Socket s, String path) throws Exception {
+        OutputStream out = s.getOutputStream();
+        out.write(("GET " + path + " HTTP/1.1\r\nHost: t\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
+        out.flush();
+    }
+
+    /** Reads one response's body from {@code in}. */
+    private static String body(BufferedReader in) throws Exception {
+        int length = -1;
+        for (String line; !(line = in.readLine()).isEmpty();) {
+            if (line.regionMatches(true, 0, "Content-Length:", 0, 15)) length = Integer.parseInt(line.substring(15).trim());
+        }
+        char[] body = new char[length];
+        for (int got = 0; got < length;) got += in.read(body, got, length - got);
+        return new String(body);
+    }
+
     /** Sends {@code n} keep-alive requests for /thread on one connection: the thread names that handled them. */
     private static Set<String> threadsOfOneConnection(int port, int n) throws Exception {
         Set<String> seen = new HashSet<>();
         try (Socket s = new Socket("127.0.0.1", port)) {
             s.setSoTimeout(5_000);
-            OutputStream out = s.getOutputStream();
             BufferedReader in = new BufferedReader(new InputStreamReader(s.getInputStream(), StandardCharsets.ISO_8859_1));
             for (int i = 0; i < n; i++) {
-                out.write("GET /thread HTTP/1.1\r\nHost: t\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
-                out.flush();
-                int length = -1;
-                for (String line; !(line = in.readLine()).isEmpty();) {
-                    if (line.regionMatches(true, 0, "Content-Length:", 0, 15)) length = Integer.parseInt(line.substring(15).trim());
-                }
-                char[] body = new char[length];
-                for (int got = 0; got < length;) got += in.read(body, got, length - got);
-                seen.add(new String(body));
+                get(s, "/thread");
+                seen.add(body(in));
             }
         }
         return seen;
@@ -67,5 +82,70 @@ class PollersTest {
         assertEquals(Map.of("kiln-selector", 3, "kiln-carrier-1", 3), connectionsPerThread,
             "six connections dealt to the two carriers in turn");
         assertTrue(server.connections() <= 6, "the closed connections are counted out");
+    }
+
+    /**
+     * A poller serves a connection the moment its select reports it, with a fiber it runs on its own
+     * thread. A handler that blocks that thread (the app's bug) blocks the poller too: its carrier is
+     * handed to a new thread, which selects and serves the other connections meanwhile, and the old
+     * thread, once the handler returns, answers its request and leaves the poller's loop to the new one.
+     */
+    @Test
+    void aHandlerThatBlocksThePollersThreadDoesNotStopTheOtherConnections() throws Exception {
+        CountDownLatch blocking = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        Router router = new Router()
+            .get("/thread", req -> Response.text(Thread.currentThread().getName()))
+            .get("/block", req -> {
+                blocking.countDown();
+                release.await(10, TimeUnit.SECONDS);  // the trap: a blocking wait on the carrier
+                return Response.text("unblocked");
+            });
+        server = new KilimServer("127.0.0.1", 0, 1, router).blockedCarrierThreshold(50).handOffThreshold(50);
+        server.start();
+        try (Socket blocked = new Socket("127.0.0.1", server.port())) {
+            blocked.setSoTimeout(5_000);
+            get(blocked, "/block");
+            assertTrue(blocking.await(5, TimeUnit.SECONDS), "the handler runs");
+            assertEquals(Set.of("kiln-selector"), threadsOfOneConnection(server.port(), 3),
+                "another connection is served by the carrier's new thread while the handler blocks the old one");
+            release.countDown();
+            assertEquals("unblocked", body(new BufferedReader(new InputStreamReader(blocked.getInputStream(), StandardCharsets.ISO_8859_1))));
+        }
+        assertEquals(Set.of("kiln-selector"), threadsOfOneConnection(server.port(), 3), "and afterwards, by one poller");
+    }
+
+    /**
+     * A request that arrives while the fiber serving its connection is paused (here in a handler
+     * awaiting a future): the selector reports it to that fiber, which serves it after the first,
+     * in order, on the same connection.
+     */
+    @Test
+    void aRequestThatArrivesWhileItsConnectionsFiberIsPausedIsServedAfterTheFirst() throws Exception {
+        CompletableFuture<String> later = new CompletableFuture<>();
+        CountDownLatch waiting = new CountDownLatch(1);
+        Router router = new Router()
+            .get("/thread", req -> Response.text(Thread.currentThread().getName()))
+            .get("/later", new Handler() {
+                @Override
+                public Response handle(Request req) throws Pausable {
+                    waiting.countDown();
+                    return Response.text(Fibers.await(later));
+                }
+            });
+        server = new KilimServer("127.0.0.1", 0, 1, router);
+        server.start();
+        try (Socket s = new Socket("127.0.0.1", server.port())) {
+            s.setSoTimeout(5_000);
+            BufferedReader in = new BufferedReader(new InputStreamReader(s.getInputStream(), StandardCharsets.ISO_8859_1));
+            get(s, "/later");
+            assertTrue(waiting.await(5, TimeUnit.SECONDS), "the handler waits");
+            get(s, "/thread");  // arrives while the fiber is paused
+            Thread.sleep(100);  // a few selects meanwhile: the fiber must not be resumed by them
+            assertTrue(s.getInputStream().available() == 0, "nothing answered before the future completes");
+            later.complete("done");
+            assertEquals("done", body(in));
+            assertEquals("kiln-selector", body(in));
+        }
     }
 }
