@@ -13,11 +13,13 @@ import kiln.http.spi.Connection;
 
 /**
  * The fiber that serves one connection while it has work: the loop of kiln's connection state
- * machine ({@link Connection}), pausing where a thread would block. The {@link Poller} makes it
- * when bytes arrive on an idle connection and runs it at once, on its own thread ({@link #runHere});
- * when there is nothing more to read, it gives the connection's buffers back, hands the connection
- * to the poller and ends: an idle keep-alive connection has no fiber at all, and a request served
- * without a pause leaves nothing behind that lives until the next collection. A streamed body that waits between parts has none either
+ * machine ({@link Connection}), pausing where a thread would block. When an idle connection's socket
+ * becomes readable, the {@link Poller} runs one at once, on its own thread ({@link Serving}); it
+ * reads, serves, and when there is nothing more to read gives the connection's buffers back, hands
+ * the connection to the poller and ends: an idle keep-alive connection has no fiber at all. A fiber
+ * that served its connection without pausing is run again for the next connection the poller
+ * reports, so a request served at once makes no fiber and leaves nothing behind for the collector
+ * but its request and response. A streamed body that waits between parts has none either
  * ({@link Parked}). Waits in the middle of the work (a handler awaiting the database, a write to a
  * client that does not read) pause the fiber, not the carrier thread.
  */
@@ -28,8 +30,9 @@ final class ConnectionFiber extends Task<Object> implements PauseReason, Carrier
     private final Carriers carriers;
     /** The poller whose selector polls this connection's socket; the fiber runs on its carrier. */
     private final Poller poller;
-    private final SelectionKey key;
-    private final Connection connection;
+    /** The connection's key and the connection: this fiber's until it ends, then the next one's when it is reused ({@link Serving}). */
+    private SelectionKey key;
+    private Connection connection;
     /** True while this fiber is paused until its socket is ready ({@link #pauseUntil}). */
     private volatile boolean awaiting;
     /** Set by the poller when the socket this paused fiber waits for is ready. */
@@ -40,8 +43,6 @@ final class ConnectionFiber extends Task<Object> implements PauseReason, Carrier
      * even when the last one had emptied the socket ({@link #drained}).
      */
     private volatile boolean readable;
-    /** The bytes the poller read before starting this fiber, or null. */
-    private byte[] arrived;
     /**
      * True when the last read left the socket empty, as a read that returned less than it had room
      * for did: a read right away would almost always find nothing, so there is none (one system call
@@ -56,21 +57,74 @@ final class ConnectionFiber extends Task<Object> implements PauseReason, Carrier
     private Parked parked;
 
     /**
-     * @param arrived the bytes the poller read before making this fiber (so that a connection the
-     *                poller reported is served from them without a buffer of its own), or null
      * @param waiting the {@link Parked} stream that woke this fiber, or null: it goes on with it, so
      *                a readable socket it was told of is read (a new one would wait for the report again)
      */
-    ConnectionFiber(Router router, Carriers carriers, Poller poller, SelectionKey key, Connection connection, byte[] arrived,
-                    Poller.Ready waiting) {
+    ConnectionFiber(Router router, Carriers carriers, Poller poller, SelectionKey key, Connection connection, Poller.Ready waiting) {
         this.router = router;
         this.carriers = carriers;
         this.poller = poller;
         this.key = key;
         this.connection = connection;
-        this.arrived = arrived;
         this.parked = waiting instanceof Parked p ? p : null;
         setScheduler(carriers);
+    }
+
+    /**
+     * A poller's way to serve its connections ({@link Poller.Serve}): it runs a fiber for a connection
+     * the moment the selector reports it, on the poller's own thread, and keeps that fiber for the
+     * next connection when it ended without ever pausing. Such a fiber is referred to by nothing
+     * else then (a pause is what hands a fiber to a future, a timer or a selection key), and its
+     * Kilim state is as new: its stack of frames is empty and its timer was never set. A fiber
+     * that paused ends as garbage, as every fiber did before. Also makes the fibers that go on
+     * with a woken stream, from any thread.
+     */
+    static final class Serving implements Poller.Serve {
+        private final Router router;
+        private final Carriers carriers;
+        /** A fiber that ended without pausing, to run for the next connection; the poller's thread only. */
+        private ConnectionFiber spare;
+
+        Serving(Router router, Carriers carriers) {
+            this.router = router;
+            this.carriers = carriers;
+        }
+
+        @Override
+        public boolean now(Poller poller, SelectionKey key, Connection c) {
+            ConnectionFiber f = spare;
+            if (f == null) {
+                f = new ConnectionFiber(router, carriers, poller, key, c, null);
+            } else {
+                spare = null;
+                f.reuse(key, c);
+            }
+            if (!f.runHere()) return false;  // handed off: the fiber still runs on this thread, and nothing here is this thread's
+            if (f.endedWithoutPause()) spare = f;
+            return true;
+        }
+
+        @Override
+        public void start(Poller poller, SelectionKey key, Connection c, Poller.Ready waiting) {
+            new ConnectionFiber(router, carriers, poller, key, c, waiting).start();
+        }
+    }
+
+    /** Makes this fiber, which {@link #endedWithoutPause}, new for connection {@code c}. */
+    private void reuse(SelectionKey key, Connection c) {
+        this.key = key;
+        this.connection = c;
+        awaiting = false;
+        ready = false;
+        readable = false;
+        drained = false;
+        parked = null;
+        done = false;
+    }
+
+    /** @return whether this fiber's work is done and it never paused (nor failed): nothing refers to it any more */
+    private boolean endedWithoutPause() {
+        return done && pauseReason == null;
     }
 
     @Override
@@ -103,11 +157,6 @@ final class ConnectionFiber extends Task<Object> implements PauseReason, Carrier
         Connection c = connection;
         boolean handedBack = false;
         try {
-            if (arrived != null) {
-                drained = arrived.length < Poller.ARRIVED_MAX_BYTES;
-                c.received(arrived);
-                arrived = null;
-            }
             while (!handedBack) {
                 switch (c.next()) {
                     case READ -> handedBack = read();

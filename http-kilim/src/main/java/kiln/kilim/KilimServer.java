@@ -1,11 +1,9 @@
 package kiln.kilim;
 
 import java.io.IOException;
-import java.nio.channels.SelectionKey;
 import java.nio.channels.ServerSocketChannel;
 
 import kiln.db.QueryFuture;
-import kiln.http.spi.Connection;
 import kiln.server.OwnServer;
 import kiln.server.ServerLimits;
 
@@ -141,19 +139,9 @@ public final class KilimServer extends OwnServer {
         carriers = new Carriers(threads);
         pollers = new Poller[threads];
         try {
-            Carriers on = carriers;
-            Poller.Serve serve = new Poller.Serve() {
-                @Override
-                public boolean now(Poller poller, SelectionKey key, Connection c, byte[] arrived) {
-                    return new ConnectionFiber(router, on, poller, key, c, arrived, null).runHere();
-                }
-
-                @Override
-                public void start(Poller poller, SelectionKey key, Connection c, Poller.Ready waiting) {
-                    new ConnectionFiber(router, on, poller, key, c, null, waiting).start();
-                }
-            };
-            for (int i = 0; i < threads; i++) pollers[i] = new Poller(serve, connections, carriers, i, i == 0 ? ssc : null);
+            for (int i = 0; i < threads; i++) {
+                pollers[i] = new Poller(new ConnectionFiber.Serving(router, carriers), connections, carriers, i, i == 0 ? ssc : null);
+            }
         } catch (IOException e) {
             ssc.close();
             throw e;

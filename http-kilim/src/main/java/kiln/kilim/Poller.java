@@ -23,12 +23,12 @@ import kiln.server.Connections;
  * One selector of the Kilim server, and the carrier of {@link Carriers} whose thread runs it: one
  * per carrier ({@code kiln-selector} for carrier 0, {@code kiln-carrier-N} for the others), each
  * polling its own share of the connections, as each of nginx's workers polls its own. When an idle
- * connection's socket becomes readable it reads what arrived and serves it with a fiber
- * ({@link ConnectionFiber}) that it runs at once, on its own thread (not queued: bytes and a fiber
- * that waited in the run queue would live through a young collection, and at 19,500 connections
- * that was a full collection every few young ones); a client that closed is closed here, with no
- * fiber. Between two selects it runs the fibers queued to it, those resumed after a pause (and
- * carrier 0 fires the timers that are due), so a request never leaves this thread. A fiber that finds nothing more to
+ * connection's socket becomes readable it serves it with a fiber ({@link ConnectionFiber}) that it
+ * runs at once, on its own thread, and that reads what arrived: not queued, because what a request
+ * waiting in the run queue holds (its bytes, its fiber) would live through a young collection, and
+ * at 19,500 connections that was a full collection every few young ones. Between two selects it
+ * runs the fibers queued to it, those resumed after a pause (and carrier 0 fires the timers that
+ * are due), so a request never leaves this thread. A fiber that finds nothing more to
  * read hands its connection back here and ends, so an idle keep-alive connection is only its
  * socket, its selection key and a {@link Connection} without buffers (nginx keeps idle connections
  * the same way): no fiber, no paused frames, no buffers.
@@ -61,8 +61,6 @@ final class Poller implements Runnable {
     private static final long ACCEPT_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
     /** Size of a poller's direct I/O buffer: a request head or a response; larger writes go through the JDK's own. */
     private static final int IO_BUFFER_BYTES = 16 * 1024;
-    /** Most bytes the poller reads for a connection without a fiber; the fiber it starts reads the rest. */
-    static final int ARRIVED_MAX_BYTES = 2048;
 
     private final Serve serve;
     private final Connections connections;
@@ -80,9 +78,8 @@ final class Poller implements Runnable {
     /** Connections carrier 0's poller accepted for this one, to register with its selector. */
     private final ConcurrentLinkedQueue<Connection> adopted = new ConcurrentLinkedQueue<>();
     /**
-     * The socket I/O buffer of the thread that owns this carrier: the poller reads into it (a
-     * connection waiting in a fiber's run queue holds only the bytes that arrived), and the fibers
-     * of this carrier read and write through it ({@link #read}, {@link #write}). Direct, because the
+     * The socket I/O buffer of the thread that owns this carrier: the fibers of this carrier read
+     * and write through it ({@link #read}, {@link #write}). Direct, because the
      * kernel copies only from and to native memory: given a heap buffer, the JDK copies through a
      * temporary direct buffer that it looks up in a thread-local cache on every call. Each thread
      * that takes the carrier over ({@link #run}) makes its own, so that a fiber still finishing on
@@ -115,14 +112,14 @@ final class Poller implements Runnable {
     /** Serves a connection that has work with a fiber ({@link ConnectionFiber}) on this poller's carrier. */
     interface Serve {
         /**
-         * Makes the fiber and runs it now, on the calling thread, the poller's; it becomes the
-         * key's attachment.
+         * Runs a fiber for an idle connection whose socket the selector reported readable, now, on
+         * the calling thread, the poller's; it becomes the key's attachment, reads what arrived (or
+         * the end of the stream) and serves it.
          *
-         * @param arrived the bytes read for it, or null when it has work without them (a 408 to write)
          * @return false when the carrier was handed to a new thread while the fiber held this one:
          *         the poller must leave its loop at once
          */
-        boolean now(Poller poller, SelectionKey key, Connection c, byte[] arrived);
+        boolean now(Poller poller, SelectionKey key, Connection c);
 
         /**
          * Queues a fiber on the poller's carrier, from any thread.
@@ -288,7 +285,7 @@ final class Poller implements Runnable {
      */
     private boolean ready(SelectionKey key) {
         Object attachment = key.attachment();
-        if (attachment instanceof Connection c) return readable(key, c);  // its interest stays OP_READ
+        if (attachment instanceof Connection c) return serve.now(this, key, c);  // its interest stays OP_READ
         try {
             key.interestOps(0);
         } catch (CancelledKeyException e) {
@@ -296,37 +293,6 @@ final class Poller implements Runnable {
         }
         ((Ready) attachment).ready();
         return true;
-    }
-
-    /**
-     * Reads what arrived on a connection without a fiber: bytes are served at once by a fiber run
-     * here; the end of the stream closes the connection here (unless it has work left, a 408 to
-     * write); nothing at all waits again.
-     *
-     * @return false when the carrier was handed off while the fiber ran: leave the loop at once
-     */
-    private boolean readable(SelectionKey key, Connection c) {
-        int n;
-        ByteBuffer b = scratch;
-        b.clear().limit(ARRIVED_MAX_BYTES);
-        try {
-            n = c.channel().read(b);
-        } catch (IOException e) {
-            n = -1;  // reset by the client
-        }
-        if (n == 0) return true;  // still OP_READ
-        byte[] arrived = null;
-        if (n > 0) {
-            arrived = new byte[n];
-            b.flip().get(arrived);
-        } else {
-            c.read(-1);
-            if (c.next() == Connection.Action.CLOSE) {
-                close(c);
-                return true;
-            }
-        }
-        return serve.now(this, key, c, arrived);
     }
 
     /** Queues a fiber that goes on with a connection whose streamed body {@code waiting} woke, from any thread. */
