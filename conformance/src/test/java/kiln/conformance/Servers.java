@@ -44,7 +44,18 @@ final class Servers implements AfterAllCallback, TestWatcher {
      * @return this
      */
     Servers withDemoJvmFlags() {
-        jvmArgs = List.of("@" + Dirs.repo().resolve("deploy/jvm.options"));
+        return withDemoJvmFlags(new String[0]);
+    }
+
+    /**
+     * As {@link #withDemoJvmFlags()}, with {@code more} flags after them (a later flag wins).
+     *
+     * @return this
+     */
+    Servers withDemoJvmFlags(String... more) {
+        List<String> flags = new ArrayList<>(List.of("@" + Dirs.repo().resolve("deploy/jvm.options")));
+        flags.addAll(List.of(more));
+        jvmArgs = flags;
         return this;
     }
 

@@ -25,6 +25,11 @@ final class AsyncStream extends WhenReadySink {
 
     AsyncStream(AsyncContext async) throws IOException {
         this.async = async;
+        // No buffer for a streamed body: each part is written as it comes (a part is one write and
+        // one flush anyway). With Jetty's default, every open stream kept the 32 KB direct buffer it
+        // aggregates a response in, and 7,900 subscribers filled the direct memory of a 256 MB heap:
+        // OutOfMemoryError, and the server exited.
+        async.getResponse().setBufferSize(0);
         this.out = async.getResponse().getOutputStream();
         out.setWriteListener(new WriteListener() {
             @Override
