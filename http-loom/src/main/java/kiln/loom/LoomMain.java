@@ -26,6 +26,8 @@ import picocli.CommandLine.Mixin;
 public final class LoomMain {
     /** Heap per open connection for the default cap, bytes: about 4.7 KB per idle connection measured (its virtual thread's stack), with room for a request (make bench-memory). */
     private static final int HEAP_PER_CONNECTION = 8192;
+    /** Heap per open event stream, bytes: about 4.0 KB per subscriber measured at 19,500 (./ab-sweep.sh --subscribers 20000 --vps). */
+    private static final int HEAP_PER_STREAM = 8192;
     /** The JDK's setting for the number of carrier threads of virtual threads; read once, at the first virtual thread. */
     static final String PARALLELISM = "jdk.virtualThreadScheduler.parallelism";
 
@@ -74,7 +76,7 @@ public final class LoomMain {
         // Before the first virtual thread: the JDK reads it once. An explicit -D wins.
         if (System.getProperty(PARALLELISM) == null) System.setProperty(PARALLELISM, Integer.toString(options.threadsOrDefault()));
         Launcher.run(name, options, db -> {
-            ServerLimits limits = options.limits(HEAP_PER_CONNECTION);
+            ServerLimits limits = options.limits(HEAP_PER_CONNECTION, HEAP_PER_STREAM);
             LoomServer server = new LoomServer(options.bind, options.port, options.applyTo(routes.apply(db), limits)).limits(limits);
             server.start();
             return server;

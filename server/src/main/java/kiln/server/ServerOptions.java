@@ -95,8 +95,8 @@ public final class ServerOptions {
     public int maxContentBytes;
 
     @Option(names = "--max-streams", paramLabel = "N",
-        description = "The most streamed responses (server-sent events) open at once; beyond it 503 with Retry-After (default: no cap"
-            + " but --max-connections).")
+        description = "The most streamed responses (server-sent events) open at once; beyond it 503 with Retry-After (default: what"
+            + " the heap holds beside the request memory at the front end's bytes per stream, where that is below --max-connections).")
     public Integer maxStreams;
 
     @Option(names = "--cors", paramLabel = "ORIGIN", split = ",",
@@ -167,18 +167,24 @@ public final class ServerOptions {
     static final long HEAP_RESERVE = 8L << 20;
 
     /**
-     * The limits these options set, with the defaults derived where no flag was given, logged in
-     * two lines at start: the request memory, a quarter of the heap ({@code -Xmx}); the connection
-     * cap, the smaller of {@link ServerLimits#defaultMaxConnections()} (file descriptors) and what the heap holds
-     * beside the request memory, ({@code -Xmx} minus {@value #HEAP_RESERVE} bytes minus the request
-     * memory) / {@code heapBytesPerConnection}, at least 16: new connections are refused at the cap
-     * before the heap runs out, and requests beyond the request memory with 503.
+     * The limits these options set, with the defaults derived where no flag was given, logged at
+     * start: the request memory, a quarter of the heap ({@code -Xmx}); the connection cap, the
+     * smaller of {@link ServerLimits#defaultMaxConnections()} (file descriptors) and what the heap
+     * holds beside the request memory, ({@code -Xmx} minus {@value #HEAP_RESERVE} bytes minus the
+     * request memory) / {@code heapBytesPerConnection}, at least 16; and the stream cap, the same
+     * heap / {@code heapBytesPerStream}, at least 16, where that is below the connection cap. New
+     * connections are refused at the cap and new streams answered 503 before the heap runs out, and
+     * requests beyond the request memory with 503.
      *
      * @param heapBytesPerConnection the front end's heap per open connection, bytes: its measured
      *                               bytes per idle connection ({@code make bench-memory}) with room for
      *                               a request in progress (its first buffers)
+     * @param heapBytesPerStream     the front end's heap per open streamed response (an event stream's
+     *                               subscriber), bytes, its connection included: its measured bytes
+     *                               per subscriber ({@code ./ab-sweep.sh --subscribers}) with room for
+     *                               an event on its way
      */
-    public ServerLimits limits(int heapBytesPerConnection) {
+    public ServerLimits limits(int heapBytesPerConnection, int heapBytesPerStream) {
         long heap = Runtime.getRuntime().maxMemory();
         ServerLimits l = ServerLimits.defaults().idleTimeout(idleTimeoutMs).headerTimeout(headerTimeoutMs).maxContent(maxContentBytes)
             .minRequestRate(minRequestRate).minResponseRate(minResponseRate).rateGrace(rateGraceMs)
@@ -198,6 +204,13 @@ public final class ServerOptions {
                     : "the open-files limit minus 64 (the " + (heap >> 20) + " MB heap would hold " + byHeap + " beside "
                     + ServerLimits.megabytes(l.maxRequestMemory()) + " of request memory)")
                 + "; set it with --max-connections");
+        }
+        long streamsByHeap = Math.max(16, (heap - HEAP_RESERVE - l.maxRequestMemory()) / heapBytesPerStream);
+        if (maxStreams == null && streamsByHeap < l.maxConnections()) {
+            l = l.maxStreams((int) streamsByHeap);
+            log.info("stream cap " + streamsByHeap + ": what a " + (heap >> 20) + " MB heap holds beside "
+                + ServerLimits.megabytes(l.maxRequestMemory()) + " of request memory at " + heapBytesPerStream
+                + " bytes per stream; set it with --max-streams");
         }
         log.info(l.describe());
         return l;

@@ -79,4 +79,23 @@ class StreamCapTest {
         assertEquals(List.of(200, 200), List.of(respond(router, "GET", null).status, respond(router, "GET", null).status));
         assertEquals(0, router.clients().streamsOpen());
     }
+
+    /**
+     * The default stream cap is what the heap holds beside the request memory at the front end's
+     * bytes per stream, where that is below the connection cap: the Jetty front ends, whose streams
+     * hold 7-13 KB each, ran out of heap at 18,000-19,500 subscribers without it. {@code --max-streams}
+     * wins; a front end whose streams are cheap keeps no cap but the connection cap.
+     */
+    @Test
+    void theDefaultStreamCapIsWhatTheHeapHoldsAtTheFrontEndsBytesPerStream() {
+        long heap = Runtime.getRuntime().maxMemory();
+        int perStream = 1 << 20;  // a MB a stream: the cap is far below the connection cap on any heap
+        ServerLimits limits = ServerOptions.of().limits(2048, perStream);
+        long expected = Math.max(16, (heap - ServerOptions.HEAP_RESERVE - limits.maxRequestMemory()) / perStream);
+        assertEquals(expected, limits.maxStreams(), "the heap's streams");
+        assertTrue(limits.maxStreams() < limits.maxConnections(), "below the connection cap");
+        assertEquals(5, ServerOptions.of("--max-streams", "5").limits(2048, perStream).maxStreams(), "--max-streams wins");
+        assertEquals(Integer.MAX_VALUE, ServerOptions.of().limits(2048, 2048).maxStreams(),
+            "streams no dearer than connections: the connection cap alone");
+    }
 }
