@@ -198,9 +198,9 @@ final class Carriers extends Scheduler {
     /**
      * Runs fiber {@code t} on carrier {@code index} now, on the thread that owns it, as if it had
      * been queued and its turn had come: how a poller serves a connection the moment its select
-     * reports it, so that the bytes it read and the fiber it made die young, before the next
-     * collection, instead of waiting in the run queue. The caller must have marked the fiber
-     * running, as Kilim's {@code Task.resume} does before it queues one.
+     * reports it, so that what the request holds dies young, before the next collection, instead
+     * of waiting in the run queue. The caller must have marked the fiber running, as Kilim's
+     * {@code Task.resume} does before it queues one.
      *
      * @return false when the fiber held this thread so long that the carrier was handed to a new
      *         thread meanwhile: the caller must then leave the carrier's loop at once
