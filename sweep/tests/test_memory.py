@@ -163,9 +163,9 @@ def test_real_memory_quick_anchors(tmp_path):
     assert dummy["server"] == "dummy" and dummy["top"][0]["class"] == "byte[]"
     assert 12288 <= dummy["top"][0]["bytes_per_conn"] < 12288 + 64, dummy["top"][0]
     # Two per connection, plus a few byte arrays that are not a connection's (with deploy/jvm.options'
-    # Serial collector about 14 more live after the connections than before them): up to 0.1 per
-    # connection at 200 connections.
-    assert dummy["top"][0]["instances_per_conn"] == pytest.approx(2.0, abs=0.1)
+    # Serial collector 14 to 23 more live after the connections than before them, seen on a busy
+    # machine): up to 0.25 per connection at 200 connections, still far from a third per connection.
+    assert dummy["top"][0]["instances_per_conn"] == pytest.approx(2.0, abs=0.25)
     assert 12288 < float(rows["dummy"]["heap_bytes_per_conn"]) < 14000
     assert rows["nginx"]["heap_bytes_per_conn"] == "" and float(rows["nginx"]["rss_bytes_per_conn"]) >= 0
     # Netty is a JVM too: its channel, pipeline and handlers per connection (about 2.5 KB measured).
