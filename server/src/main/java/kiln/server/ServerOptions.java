@@ -192,11 +192,12 @@ public final class ServerOptions {
         if (maxStreams != null) l = l.maxStreams(maxStreams);
         if (maxRequestMemory != null) l = l.maxRequestMemory(maxRequestMemory);
         java.util.logging.Logger log = java.util.logging.Logger.getLogger(ServerOptions.class.getName());
+        long budget = heap - HEAP_RESERVE - l.maxRequestMemory();  // what connections and streams may hold
         if (maxConnections != null) {
             l = l.maxConnections(maxConnections);
         } else {
             int byFiles = ServerLimits.defaultMaxConnections();
-            long byHeap = Math.max(16, (heap - HEAP_RESERVE - l.maxRequestMemory()) / heapBytesPerConnection);
+            long byHeap = Math.max(16, budget / heapBytesPerConnection);
             l = l.maxConnections((int) Math.min(byFiles, byHeap));
             log.info("connection cap " + l.maxConnections() + ": "
                 + (byHeap < byFiles ? "what a " + (heap >> 20) + " MB heap holds beside " + ServerLimits.megabytes(l.maxRequestMemory())
@@ -205,7 +206,7 @@ public final class ServerOptions {
                     + ServerLimits.megabytes(l.maxRequestMemory()) + " of request memory)")
                 + "; set it with --max-connections");
         }
-        long streamsByHeap = Math.max(16, (heap - HEAP_RESERVE - l.maxRequestMemory()) / heapBytesPerStream);
+        long streamsByHeap = Math.max(16, budget / heapBytesPerStream);
         if (maxStreams == null && streamsByHeap < l.maxConnections()) {
             l = l.maxStreams((int) streamsByHeap);
             log.info("stream cap " + streamsByHeap + ": what a " + (heap >> 20) + " MB heap holds beside "
