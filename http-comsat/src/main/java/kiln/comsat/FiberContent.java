@@ -13,6 +13,7 @@ import kiln.http.Response;
 import kiln.http.spi.MemoryBudget;
 import kiln.http.spi.ResponseWriter;
 import kiln.server.ClientDeadlines;
+import kiln.server.OpenStreams;
 import kiln.server.RequestContent;
 import kiln.server.WhenReadySink;
 import org.eclipse.jetty.io.EndPoint;
@@ -118,10 +119,7 @@ final class FiberContent {
         /** @param request Jetty's own request, in async mode (Comsat started it) */
         Stream(Request request) throws IOException {
             this.request = request;
-            // A small buffer for a streamed body, as in kiln-jetty's AsyncStream: with Jetty's default
-            // every open stream kept a 32 KB direct buffer (7,900 subscribers filled a 256 MB heap's
-            // direct memory, and the server exited).
-            request.getResponse().setBufferSize(4096);
+            request.getResponse().setBufferSize(OpenStreams.RESPONSE_BUFFER_BYTES);
             this.out = request.getResponse().getOutputStream();
             out.setWriteListener(new WriteListener() {
                 @Override

@@ -7,6 +7,7 @@ import jakarta.servlet.ServletOutputStream;
 import jakarta.servlet.WriteListener;
 import jakarta.servlet.http.HttpServletRequest;
 
+import kiln.server.OpenStreams;
 import kiln.server.WhenReadySink;
 import org.eclipse.jetty.ee10.servlet.ServletContextRequest;
 
@@ -18,16 +19,6 @@ import org.eclipse.jetty.ee10.servlet.ServletContextRequest;
  * one that leaves, or sends anything, ends the stream at once ({@link ClientWatch}).
  */
 final class AsyncStream extends WhenReadySink {
-    /**
-     * The response buffer of a streamed body, bytes: the direct buffer Jetty aggregates a response
-     * in, kept by an open stream for as long as it is open. Jetty's default, 32 KB, let 7,900
-     * subscribers fill the direct memory of a 256 MB heap (OutOfMemoryError: the server exited);
-     * none at all (0) made every part two writes through Jetty's callbacks, and the events of 10
-     * commits a second to 15,000 subscribers fell minutes behind. An event larger than this is
-     * written directly.
-     */
-    static final int STREAM_BUFFER_BYTES = 4096;
-
     private final AsyncContext async;
     private final ServletOutputStream out;
     /** The client's watch, once the head went out; null before, or when there is none. */
@@ -35,7 +26,7 @@ final class AsyncStream extends WhenReadySink {
 
     AsyncStream(AsyncContext async) throws IOException {
         this.async = async;
-        async.getResponse().setBufferSize(STREAM_BUFFER_BYTES);
+        async.getResponse().setBufferSize(OpenStreams.RESPONSE_BUFFER_BYTES);
         this.out = async.getResponse().getOutputStream();
         out.setWriteListener(new WriteListener() {
             @Override

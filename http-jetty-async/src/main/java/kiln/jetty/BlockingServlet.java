@@ -93,7 +93,7 @@ final class BlockingServlet extends HttpServlet {
         ServletOutputStream out;
         try {
             Responses.head(request, response, reply);
-            if (reply.stream != null) response.setBufferSize(AsyncStream.STREAM_BUFFER_BYTES);
+            if (reply.stream != null) response.setBufferSize(OpenStreams.RESPONSE_BUFFER_BYTES);
             out = response.getOutputStream();
             if (reply.stream == null) {
                 out.write(reply.body);  // into Jetty's buffer; written at the return, under Jetty's idle timeout
