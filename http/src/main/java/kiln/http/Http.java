@@ -34,21 +34,34 @@ public final class Http {
     public static final String APPLICATION_PROBLEM_JSON = "application/problem+json";
 
     /** tchar per RFC 9110 section 5.6.2, indexed by ASCII code. */
-    private static final boolean[] TOKEN = new boolean[128];
-
-    static {
-        for (char c = '0'; c <= '9'; c++) TOKEN[c] = true;
-        for (char c = 'a'; c <= 'z'; c++) TOKEN[c] = true;
-        for (char c = 'A'; c <= 'Z'; c++) TOKEN[c] = true;
-        for (char c : "!#$%&'*+-.^_`|~".toCharArray()) TOKEN[c] = true;
-    }
+    private static final boolean[] TOKEN = alphanumericAnd("!#$%&'*+-.^_`|~");
+    /** A reg-name's characters besides percent-encodings: unreserved and sub-delims (RFC 3986 section 3.2.2), indexed by ASCII code. */
+    private static final boolean[] REG_NAME = alphanumericAnd("-._~!$&'()*+,;=");
 
     private Http() {
+    }
+
+    /** @return a table by ASCII code (128 entries) true for letters, digits and {@code others} */
+    private static boolean[] alphanumericAnd(String others) {
+        boolean[] table = new boolean[128];
+        for (char c = '0'; c <= '9'; c++) table[c] = true;
+        for (char c = 'a'; c <= 'z'; c++) table[c] = true;
+        for (char c = 'A'; c <= 'Z'; c++) table[c] = true;
+        for (char c : others.toCharArray()) table[c] = true;
+        return table;
     }
 
     /** @return true when {@code c} may appear in a token: a method, a header name (RFC 9110 section 5.6.2) */
     public static boolean isTokenChar(int c) {
         return c > 0 && c < 128 && TOKEN[c];
+    }
+
+    /**
+     * @return true when {@code c} may appear in a host's reg-name or IPv4 address as itself (RFC 3986
+     *         section 3.2.2: unreserved or sub-delims; a {@code %} starts a percent-encoding instead)
+     */
+    public static boolean isRegNameChar(int c) {
+        return c > 0 && c < 128 && REG_NAME[c];
     }
 
     /** @return the RFC 9110 reason phrase for the status codes this project sends */

@@ -484,16 +484,6 @@ public final class RequestParser {
         if (!validHost(host)) throw new HttpException(400, "invalid Host header (RFC 9112 section 3.2): " + host);
     }
 
-    /** The characters of a reg-name besides percent-encodings: unreserved and sub-delims (RFC 3986 section 3.2.2), by ASCII code. */
-    private static final boolean[] REG_NAME = new boolean[128];
-
-    static {
-        for (char c = '0'; c <= '9'; c++) REG_NAME[c] = true;
-        for (char c = 'a'; c <= 'z'; c++) REG_NAME[c] = true;
-        for (char c = 'A'; c <= 'Z'; c++) REG_NAME[c] = true;
-        for (char c : "-._~!$&'()*+,;=".toCharArray()) REG_NAME[c] = true;
-    }
-
     static boolean validHost(String host) {
         int end = host.length();
         int colon = host.lastIndexOf(':');
@@ -515,7 +505,7 @@ public final class RequestParser {
                 if (c == '%') {
                     if (i + 2 >= hostEnd || Character.digit(host.charAt(i + 1), 16) < 0 || Character.digit(host.charAt(i + 2), 16) < 0) return false;
                     i += 2;
-                } else if (c >= 0x80 || !REG_NAME[c]) {
+                } else if (!Http.isRegNameChar(c)) {
                     return false;
                 }
             }
