@@ -115,6 +115,7 @@ final class LmdbBackup {
      */
     static long verify(Path target) {
         long mark = 0;
+        LmdbLibrary.load();
         // MDB_NOLOCK + MDB_RDONLY_ENV: nothing is written into the backup directory, not even lock.mdb
         try (Env<ByteBuffer> copy = Env.create().setMaxDbs(1024).setMapSize(Files.size(target.resolve(DATA_FILE)) + (1 << 20))
                 .open(target.toFile(), EnvFlags.MDB_NOLOCK, EnvFlags.MDB_RDONLY_ENV, EnvFlags.MDB_NOTLS)) {

@@ -692,6 +692,7 @@ public final class LmdbEngine implements KvEngine {
     private static Env<ByteBuffer> openEnv(Path dir, long maxMapSize, int maxTables, int maxReaders, EnvFlags[] extraFlags) {
         EnvFlags[] flags = java.util.Arrays.copyOf(extraFlags, extraFlags.length + 1);
         flags[extraFlags.length] = EnvFlags.MDB_NOTLS;
+        LmdbLibrary.load();
         try {
             // MDB_NOTLS: read transactions are not tied to a thread, so the pool can hand them to
             // any thread. Sync mode is LMDB's default: every commit is fsync'ed (durable). The map is
