@@ -3,7 +3,9 @@ package kiln.http.spi;
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
+import java.util.Locale;
 
 import kiln.http.Http;
 import kiln.http.HttpException;
@@ -109,6 +111,33 @@ public final class RequestParser {
         private ByteArrayOutputStream chunks;
         /** The request asked {@code Expect: 100-continue} before sending its content (RFC 9110 section 10.1.1). */
         private boolean expectContinue;
+        /** The fields that frame the request (RFC 9112 section 6), noted as the header section brings them ({@link #note}), for {@link #frame}. */
+        private int hosts;
+        private String host;
+        private String contentLength;
+        private boolean contentLengthsDiffer;
+        private String transferEncoding;
+        private String connection;
+        private String expect;
+
+        /** Notes a header field {@code f} with {@code value}, when it is one that frames the request. */
+        private void note(Field f, String value) {
+            switch (f) {
+                case HOST -> {
+                    hosts++;
+                    host = value;
+                }
+                case CONTENT_LENGTH -> {
+                    if (contentLength != null && !contentLength.equals(value)) contentLengthsDiffer = true;
+                    contentLength = value;
+                }
+                case TRANSFER_ENCODING -> transferEncoding = transferEncoding == null ? value : transferEncoding + "," + value;
+                case CONNECTION -> connection = connection == null ? value : connection + "," + value;
+                case EXPECT -> expect = value;
+                default -> {
+                }
+            }
+        }
 
         /**
          * @return true once, when the request's head is in, it asked {@code Expect: 100-continue} and
@@ -156,6 +185,13 @@ public final class RequestParser {
             headers = null;
             trailerFields = 0;
             chunks = null;
+            hosts = 0;
+            host = null;
+            contentLength = null;
+            contentLengthsDiffer = false;
+            transferEncoding = null;
+            connection = null;
+            expect = null;
         }
     }
 
@@ -234,7 +270,8 @@ public final class RequestParser {
             advanceLine(p, eol + 2 - messageStart);
             if (eol == pos) return true;
             if (p.headers.size() / 2 >= MAX_HEADERS) throw new HttpException(431, "more than " + MAX_HEADERS + " header fields");
-            parseField(buf, pos, eol, p.headers);
+            Field field = parseField(buf, pos, eol, p.headers);
+            if (field != null) p.note(field, p.headers.get(p.headers.size() - 1));
         }
     }
 
@@ -317,40 +354,20 @@ public final class RequestParser {
      * to await, or leaves it at FIELDS when the request has no body.
      */
     private static void frame(Progress p) {
-        int hosts = 0;
-        String contentLength = null;
-        String transferEncoding = null;
-        String connection = null;
-        String expect = null;
-        for (int i = 0; i < p.headers.size(); i += 2) {
-            String name = p.headers.get(i);
-            String value = p.headers.get(i + 1);
-            if (name.equalsIgnoreCase("host")) {
-                hosts++;
-            } else if (name.equalsIgnoreCase("content-length")) {
-                if (contentLength != null && !contentLength.equals(value)) throw new HttpException(400, "conflicting Content-Length headers");
-                contentLength = value;
-            } else if (name.equalsIgnoreCase("transfer-encoding")) {
-                transferEncoding = transferEncoding == null ? value : transferEncoding + "," + value;
-            } else if (name.equalsIgnoreCase("connection")) {
-                connection = connection == null ? value : connection + "," + value;
-            } else if (name.equalsIgnoreCase("expect")) {
-                expect = value;
-            }
-        }
-        if (hosts > 1) throw new HttpException(400, "more than one Host header");
-        if (hosts == 1) checkHost(p.headers);
-        if (p.minor == 1 && hosts == 0) throw new HttpException(400, "HTTP/1.1 request without Host header (RFC 9112 section 3.2)");
-        p.keepAlive = p.minor == 1 ? !hasToken(connection, "close") : hasToken(connection, "keep-alive") && !hasToken(connection, "close");
+        if (p.contentLengthsDiffer) throw new HttpException(400, "conflicting Content-Length headers");
+        if (p.hosts > 1) throw new HttpException(400, "more than one Host header");
+        if (p.hosts == 1 && !validHost(p.host)) throw new HttpException(400, "invalid Host header (RFC 9112 section 3.2): " + p.host);
+        if (p.minor == 1 && p.hosts == 0) throw new HttpException(400, "HTTP/1.1 request without Host header (RFC 9112 section 3.2)");
+        p.keepAlive = p.minor == 1 ? !hasToken(p.connection, "close") : hasToken(p.connection, "keep-alive") && !hasToken(p.connection, "close");
 
-        if (transferEncoding != null) {
-            if (contentLength != null) throw new HttpException(400, "both Transfer-Encoding and Content-Length (RFC 9112 section 6.3)");
+        if (p.transferEncoding != null) {
+            if (p.contentLength != null) throw new HttpException(400, "both Transfer-Encoding and Content-Length (RFC 9112 section 6.3)");
             if (p.minor == 0) throw new HttpException(400, "Transfer-Encoding in an HTTP/1.0 request");
-            checkTransferCodings(transferEncoding);
+            checkTransferCodings(p.transferEncoding);
             p.stage = Progress.CHUNK_LINE;
             p.chunks = new ByteArrayOutputStream();
-        } else if (contentLength != null) {
-            long n = parseContentLength(contentLength);
+        } else if (p.contentLength != null) {
+            long n = parseContentLength(p.contentLength);
             if (n > p.maxBody) throw new HttpException(413, "request body of " + n + " bytes exceeds " + p.maxBody);
             if (n > 0) {
                 p.stage = Progress.FIXED_BODY;
@@ -358,7 +375,7 @@ public final class RequestParser {
             }
         }
         // HTTP/1.0 clients cannot handle 1xx (RFC 9110 section 10.1.1); other expectations are ignored.
-        p.expectContinue = p.minor == 1 && expect != null && expect.trim().equalsIgnoreCase("100-continue");
+        p.expectContinue = p.minor == 1 && p.expect != null && p.expect.trim().equalsIgnoreCase("100-continue");
     }
 
     private static Parsed finish(Progress p, byte[] body, int length) {
@@ -474,16 +491,8 @@ public final class RequestParser {
      * 3.2.2) or empty: a reg-name or IPv4 address (unreserved, sub-delims, percent-encodings), or an
      * IP literal in brackets, then an optional port of digits.
      *
-     * @throws HttpException 400 naming the value otherwise
+     * @return whether {@code host}, a Host field's value, is that
      */
-    private static void checkHost(List<String> headers) {
-        String host = null;
-        for (int i = 0; i < headers.size(); i += 2) {
-            if (headers.get(i).equalsIgnoreCase("host")) host = headers.get(i + 1);
-        }
-        if (!validHost(host)) throw new HttpException(400, "invalid Host header (RFC 9112 section 3.2): " + host);
-    }
-
     static boolean validHost(String host) {
         int end = host.length();
         int colon = host.lastIndexOf(':');
@@ -518,7 +527,12 @@ public final class RequestParser {
         return true;
     }
 
-    private static void parseField(byte[] buf, int from, int to, List<String> headers) {
+    /**
+     * Adds the field on the line {@code buf[from..to)} to {@code headers}, name then value.
+     *
+     * @return the field when its name is a {@link Field}'s (in any case), else null
+     */
+    private static Field parseField(byte[] buf, int from, int to, List<String> headers) {
         if (buf[from] == ' ' || buf[from] == '\t') throw new HttpException(400, "obsolete line folding in header section");
         int colon = -1;
         for (int i = from; i < to; i++) {
@@ -540,8 +554,83 @@ public final class RequestParser {
             int b = buf[i] & 0xff;
             if ((b < 0x20 && b != '\t') || b == 0x7f) throw new HttpException(400, "control byte in header value");
         }
-        headers.add(ascii(buf, from, colon));
+        Field field = Field.named(buf, from, colon);
+        headers.add(field == null ? ascii(buf, from, colon) : field.spelledAs(buf, from));
         headers.add(new String(buf, vs, ve - vs, StandardCharsets.ISO_8859_1));
+        return field;
+    }
+
+    /**
+     * Field names that nearly every request carries. A name received in one of its two usual
+     * spellings, as registered ({@code Content-Length}) or in lowercase ({@code content-length}, as
+     * HTTP/2-minded clients and proxies send it), is one shared String rather than a new one per
+     * request; any other spelling ({@code CONTENT-length}) is kept as received. The first five
+     * frame a request ({@link Progress#note}): they are known here, from the name's bytes in any
+     * case, rather than by comparing every name with each of them once the section is in.
+     */
+    private enum Field {
+        HOST("Host"), CONTENT_LENGTH("Content-Length"), TRANSFER_ENCODING("Transfer-Encoding"), CONNECTION("Connection"),
+        EXPECT("Expect"),
+        USER_AGENT("User-Agent"), ACCEPT("Accept"), ACCEPT_ENCODING("Accept-Encoding"), ACCEPT_LANGUAGE("Accept-Language"),
+        CONTENT_TYPE("Content-Type"), COOKIE("Cookie"), REFERER("Referer"), ORIGIN("Origin"), AUTHORIZATION("Authorization"),
+        CACHE_CONTROL("Cache-Control"), PRAGMA("Pragma"), IF_NONE_MATCH("If-None-Match"), IF_MODIFIED_SINCE("If-Modified-Since"),
+        UPGRADE("Upgrade"), X_FORWARDED_FOR("X-Forwarded-For"), X_FORWARDED_PROTO("X-Forwarded-Proto"), X_REAL_IP("X-Real-IP"),
+        LAST_EVENT_ID("Last-Event-ID");
+
+        /** The fields by the length of their names: the few to compare a received name with. */
+        private static final Field[][] BY_LENGTH = byLength();
+
+        private final String registered;
+        private final String lowercase;
+        private final byte[] nameBytes;
+        private final byte[] lowercaseBytes;
+
+        Field(String name) {
+            this.registered = name;
+            this.lowercase = name.toLowerCase(Locale.ROOT);
+            this.nameBytes = name.getBytes(StandardCharsets.US_ASCII);
+            this.lowercaseBytes = lowercase.getBytes(StandardCharsets.US_ASCII);
+        }
+
+        /** @return the field named {@code buf[from..to)} in any case, a token's bytes, or null */
+        static Field named(byte[] buf, int from, int to) {
+            int length = to - from;
+            if (length >= BY_LENGTH.length) return null;
+            for (Field f : BY_LENGTH[length]) {
+                if (f.isNamedIgnoringCase(buf, from)) return f;
+            }
+            return null;
+        }
+
+        /** @return this field's shared name when {@code buf} spells it one of the two usual ways at {@code from}, else the name as received */
+        String spelledAs(byte[] buf, int from) {
+            if (Arrays.equals(buf, from, from + nameBytes.length, nameBytes, 0, nameBytes.length)) return registered;
+            if (Arrays.equals(buf, from, from + lowercaseBytes.length, lowercaseBytes, 0, lowercaseBytes.length)) return lowercase;
+            return ascii(buf, from, from + nameBytes.length);
+        }
+
+        /**
+         * Compares {@code b | 0x20} with the lowercase name: among the bytes of a token (as a name's are,
+         * checked before), that is a lowercase letter only for the letter in either case, and
+         * {@code '-'} only for {@code '-'}: the only bytes these names hold.
+         */
+        private boolean isNamedIgnoringCase(byte[] buf, int from) {
+            for (int i = 0; i < lowercaseBytes.length; i++) {
+                if ((buf[from + i] | 0x20) != lowercaseBytes[i]) return false;
+            }
+            return true;
+        }
+
+        private static Field[][] byLength() {
+            int longest = 0;
+            for (Field f : values()) longest = Math.max(longest, f.registered.length());
+            Field[][] byLength = new Field[longest + 1][];
+            for (int n = 0; n <= longest; n++) {
+                int length = n;
+                byLength[n] = Arrays.stream(values()).filter(f -> f.registered.length() == length).toArray(Field[]::new);
+            }
+            return byLength;
+        }
     }
 
     private static long parseContentLength(String value) {

@@ -104,6 +104,28 @@ class RequestParserTest {
         assertEquals(keepAlive, p.request.keepAlive());
     }
 
+    /** Field names are case-insensitive (RFC 9110 section 5.1), in the usual spellings, which the parser shares, and in any other. */
+    @Test
+    void fieldsFrameTheRequestAndAreFoundInAnyCase() {
+        String request = "POST /x HTTP/1.1\r\nhOsT: a\r\ncOnTeNt-LeNgTh: 2\r\nCONNECTION: close\r\n"
+            + "user-agent: u\r\nAccept: */*\r\nX-REAL-IP: 10.0.0.1\r\n\r\nhi";
+        RequestParser.Parsed p = parse(request + "GET");
+        assertEquals(request.length(), p.length);
+        Request r = p.request;
+        assertEquals("hi", new String(r.body(), StandardCharsets.US_ASCII));
+        assertFalse(r.keepAlive());
+        assertEquals("a", r.header("Host"));
+        assertEquals("u", r.header("User-Agent"));
+        assertEquals("*/*", r.header("accept"));
+        assertEquals("10.0.0.1", r.header("x-real-ip"));
+        assertEquals(400, errorStatus("POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\ncontent-length: 2\r\n\r\nab"));
+        assertEquals(400, errorStatus("GET / HTTP/1.1\r\nHost: a\r\nHOST: b\r\n\r\n"));
+        assertEquals(400, errorStatus("POST /x HTTP/1.1\r\nhost: a\r\ntransfer-ENCODING: chunked\r\nContent-length: 2\r\n\r\n"));
+        assertEquals(400, errorStatus("GET / HTTP/1.1\r\nHosts: a\r\n\r\n"), "Hosts is not Host");
+        assertEquals(400, errorStatus("GET / HTTP/1.1\r\nhost: a b\r\n\r\n"));
+        assertTrue(parse("GET / HTTP/1.0\r\nconnection: KEEP-ALIVE\r\n\r\n").request.keepAlive());
+    }
+
     @Test
     void bodyByContentLengthIsConsumed() {
         RequestParser.Parsed p = parse("POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhelloGET");
