@@ -10,9 +10,10 @@ import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
-import java.util.Iterator;
+import java.util.Arrays;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
@@ -233,6 +234,7 @@ final class Poller implements Runnable {
     public void run() {
         boolean handedOff = false;
         scratch = ByteBuffer.allocateDirect(IO_BUFFER_BYTES);  // this thread's: see the field
+        Reported reported = new Reported();  // this thread's too
         try {
             while (running) {
                 if (carriers.runQueued(index) < 0) {
@@ -247,17 +249,16 @@ final class Poller implements Runnable {
                     sleepMs = sleepMs < 0 ? acceptMs : Math.min(sleepMs, acceptMs);
                 }
                 if (sleepMs == 0) {
-                    selector.selectNow();
+                    selector.selectNow(reported);
                 } else {
-                    selector.select(sleepMs < 0 ? 0 : sleepMs);  // select(0) blocks until woken
+                    selector.select(reported, sleepMs < 0 ? 0 : sleepMs);  // a timeout of 0 blocks until woken
                 }
                 carriers.awake(index);
                 for (Connection c; (c = adopted.poll()) != null;) register(c);
                 boolean acceptable = false;
-                Iterator<SelectionKey> it = selector.selectedKeys().iterator();
-                while (it.hasNext()) {
-                    SelectionKey key = it.next();
-                    it.remove();
+                for (int i = 0, n = reported.count; i < n; i++) {
+                    SelectionKey key = reported.keys[i];
+                    reported.keys[i] = null;
                     if (key == acceptKey) {
                         acceptable = true;
                     } else if (!ready(key)) {
@@ -265,6 +266,7 @@ final class Poller implements Runnable {
                         return;
                     }
                 }
+                reported.count = 0;
                 if (acceptable) acceptAll();
                 if (acceptPausedUntil != 0 && System.nanoTime() - acceptPausedUntil >= 0) {
                     acceptPausedUntil = 0;
@@ -293,6 +295,24 @@ final class Poller implements Runnable {
         }
         ((Ready) attachment).ready();
         return true;
+    }
+
+    /**
+     * The keys one select reported, in the order reported, for the loop to go through once the
+     * select returned (a fiber it runs may pause or block, which it must not do inside the select).
+     * The selector's own selected-key set is not used: a {@code HashSet} to which each report adds a
+     * node, hashed, and from which the loop removes it again.
+     */
+    private static final class Reported implements Consumer<SelectionKey> {
+        /** Room for the most one select reports, the JDK's epoll selector's 1,024 events, without growing. */
+        SelectionKey[] keys = new SelectionKey[1024];
+        int count;
+
+        @Override
+        public void accept(SelectionKey key) {
+            if (count == keys.length) keys = Arrays.copyOf(keys, 2 * count);
+            keys[count++] = key;
+        }
     }
 
     /** Queues a fiber that goes on with a connection whose streamed body {@code waiting} woke, from any thread. */
