@@ -11,11 +11,12 @@
 # Writes results/rss-probe/NAME/: rss.txt (VmRSS every 0.5 s with the phase), ab outputs, smaps_rollup,
 # GC.heap_info and, with -XX:NativeMemoryTracking=summary among the flags, nmt-start.txt and nmt-end.txt.
 # Environment: JAVA (default java), C (default 19500), N (requests per ab run, default 25 x C),
-# HISTO=1 (a GC.class_histogram 6 s into the timed run, while every connection is open), NMT_AT_MB=M
+# PREWARM=N (N requests at c=10 first, then 7 s for the compiler's memory to be given back), HISTO=1
+# (a GC.class_histogram 6 s into the timed run, while every connection is open), NMT_AT_MB=M
 # (with NMT on: nmt-high.txt and the compiles then running, the first time RSS reaches M MB).
 # A quick probe for comparing flags, not a benchmark: the sweep (./ab-sweep.sh --vps) is the measure.
 set -u
-[ $# -ge 1 ] || { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# -ge 1 ] || { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 name=$1; shift
 cd "$(dirname "$0")/.."
 out=results/rss-probe/$name; rm -rf "$out"; mkdir -p "$out/data"
@@ -38,6 +39,13 @@ sleep 1
 done) > "$out/rss.txt" 2>/dev/null &
 start_rss=$(awk '/VmRSS/ {print int($2 / 1024)}' /proc/$pid/status)
 if nmt "$@"; then jcmd $pid VM.native_memory summary > "$out/nmt-start.txt" 2>&1; fi
+if [ -n "${PREWARM:-}" ]; then
+    echo prewarm > "$out/phase"
+    ab -k -q -c 10 -n "$PREWARM" "http://127.0.0.1:$port/hello" > "$out/ab-prewarm.txt" 2>&1
+    sleep 7  # HotSpot's chunk pool frees the compiler's arenas within 5 s, TrimNativeHeapInterval returns them
+    prewarm_peak=$(awk '/VmHWM/ {print int($2 / 1024)}' /proc/$pid/status)
+    prewarm_rss=$(awk '/VmRSS/ {print int($2 / 1024)}' /proc/$pid/status)
+fi
 echo warm > "$out/phase"
 ab -k -q -c "$C" -n "$N" "http://127.0.0.1:$port/hello" > "$out/ab-warm.txt" 2>&1
 echo timed > "$out/phase"
@@ -56,4 +64,4 @@ rps=$(awk '/Requests per second/ {print $4}' "$out/ab.txt")
 done_=$(awk '/Complete requests/ {print $3}' "$out/ab.txt")
 us=$(python3 -c "print(round(($t1 - $t0) * 1e6 / $(getconf CLK_TCK) / max(${done_:-0}, 1), 1))")
 steady=$(awk '$3 == "timed" {print $2}' "$out/rss.txt" | sort -n | awk '{a[NR] = $1} END {print a[int(NR / 2) + 1]}')
-echo "$name: c=$C peak RSS ${peak} MB (start ${start_rss} MB, timed run's median ${steady} MB), failed ${failed:-?} (warm-up/timed), ${rps:-?} req/s, ${us} us/req server CPU; flags: $*"
+echo "$name: c=$C peak RSS ${peak} MB (start ${start_rss} MB,${PREWARM:+ after $PREWARM requests at c=10 peak ${prewarm_peak} MB and ${prewarm_rss} MB,} timed run's median ${steady} MB), failed ${failed:-?} (warm-up/timed), ${rps:-?} req/s, ${us} us/req server CPU; flags: $*"
