@@ -562,9 +562,10 @@ public final class RequestParser {
 
     /**
      * Field names that nearly every request carries. A name received in one of its two usual
-     * spellings, as registered ({@code Content-Length}) or in lowercase ({@code content-length}, as
-     * HTTP/2-minded clients and proxies send it), is one shared String rather than a new one per
-     * request; any other spelling ({@code CONTENT-length}) is kept as received. The first five
+     * spellings, as its specification writes it ({@code Content-Length}) or in lowercase
+     * ({@code content-length}, as HTTP/2-minded clients and proxies send it), is one shared String
+     * rather than a new one per request; any other spelling ({@code CONTENT-length}) is kept as
+     * received. The first five
      * frame a request ({@link Progress#note}): they are known here, from the name's bytes in any
      * case, rather than by comparing every name with each of them once the section is in.
      */
@@ -580,13 +581,13 @@ public final class RequestParser {
         /** The fields by the length of their names: the few to compare a received name with. */
         private static final Field[][] BY_LENGTH = byLength();
 
-        private final String registered;
+        private final String usual;
         private final String lowercase;
         private final byte[] nameBytes;
         private final byte[] lowercaseBytes;
 
         Field(String name) {
-            this.registered = name;
+            this.usual = name;
             this.lowercase = name.toLowerCase(Locale.ROOT);
             this.nameBytes = name.getBytes(StandardCharsets.US_ASCII);
             this.lowercaseBytes = lowercase.getBytes(StandardCharsets.US_ASCII);
@@ -604,7 +605,7 @@ public final class RequestParser {
 
         /** @return this field's shared name when {@code buf} spells it one of the two usual ways at {@code from}, else the name as received */
         String spelledAs(byte[] buf, int from) {
-            if (Arrays.equals(buf, from, from + nameBytes.length, nameBytes, 0, nameBytes.length)) return registered;
+            if (Arrays.equals(buf, from, from + nameBytes.length, nameBytes, 0, nameBytes.length)) return usual;
             if (Arrays.equals(buf, from, from + lowercaseBytes.length, lowercaseBytes, 0, lowercaseBytes.length)) return lowercase;
             return ascii(buf, from, from + nameBytes.length);
         }
@@ -623,11 +624,11 @@ public final class RequestParser {
 
         private static Field[][] byLength() {
             int longest = 0;
-            for (Field f : values()) longest = Math.max(longest, f.registered.length());
+            for (Field f : values()) longest = Math.max(longest, f.usual.length());
             Field[][] byLength = new Field[longest + 1][];
             for (int n = 0; n <= longest; n++) {
                 int length = n;
-                byLength[n] = Arrays.stream(values()).filter(f -> f.registered.length() == length).toArray(Field[]::new);
+                byLength[n] = Arrays.stream(values()).filter(f -> f.usual.length() == length).toArray(Field[]::new);
             }
             return byLength;
         }
