@@ -50,6 +50,7 @@ from kiln_sweep import SweepError, measure, perf, registry  # noqa: E402  the sw
 from kiln_sweep.servers import JVM_OPTIONS, build, nginx_conf  # noqa: E402  make demo's JVM flags; the sweep's anchors
 FIRST_PORT = 18100
 ANCHORS = ("nginx", "netty")  # every ratio is also given to these
+SHOWN_CALLS = 0.005  # a system call is named beside the total when made this often per request or more
 
 
 def cpu_seconds(pids):
@@ -201,7 +202,7 @@ def syscall_summary(results, names, paths, steps):
                 if not runs:
                     continue
                 calls = {n: statistics.median(run.get(n, 0) for run in runs) for n in runs[0]}
-                by_name = ", ".join(f"{n} {x:.3f}" for n, x in calls.items() if n != "total" and x >= 0.005)
+                by_name = ", ".join(f"{n} {x:.3f}" for n, x in calls.items() if n != "total" and x >= SHOWN_CALLS)
                 print(f"  {path} c={c} {name:10s} {calls['total']:.3f} ({by_name})")
 
 
@@ -269,7 +270,7 @@ def main(argv):
                         split = "" if s.name == "nginx" else "  CPU by thread: " + ", ".join(
                             f"{t} {x:.0%}" for t, x in sorted(shares.items(), key=lambda kv: -kv[1]))
                         counted = "" if not calls else "  syscalls/request: " + ", ".join(
-                            f"{n} {x:.3f}" for n, x in calls.items() if n == "total" or x >= 0.005)
+                            f"{n} {x:.3f}" for n, x in calls.items() if n == "total" or x >= SHOWN_CALLS)
                         print(f"round {rnd} {path} c={c} {s.name:10s} {us:6.1f} µs/request {rps:9.0f} req/s  failed {failed}{split}{counted}",
                               flush=True)
                         s.wait_idle()
