@@ -111,7 +111,7 @@ public final class RequestParser {
         private ByteArrayOutputStream chunks;
         /** The request asked {@code Expect: 100-continue} before sending its content (RFC 9110 section 10.1.1). */
         private boolean expectContinue;
-        /** The fields that frame the request (RFC 9112 section 6), noted as the header section brings them ({@link #note}), for {@link #frame}. */
+        /** The fields that frame the request (RFC 9112 section 6), noted as the header section brings them ({@link #note}), for {@link RequestParser#frame}. */
         private int hosts;
         private String host;
         private String contentLength;
