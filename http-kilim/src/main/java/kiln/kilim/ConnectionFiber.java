@@ -2,7 +2,6 @@ package kiln.kilim;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.channels.SelectionKey;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
@@ -31,7 +30,7 @@ final class ConnectionFiber extends Task<Object> implements PauseReason, Carrier
     /** The poller whose selector polls this connection's socket; the fiber runs on its carrier. */
     private final Poller poller;
     /** The connection's key and the connection: this fiber's until it ends, then the next one's when it is reused ({@link Serving}). */
-    private SelectionKey key;
+    private Object key;
     private Connection connection;
     /** True while this fiber is paused until its socket is ready ({@link #pauseUntil}). */
     private volatile boolean awaiting;
@@ -60,7 +59,7 @@ final class ConnectionFiber extends Task<Object> implements PauseReason, Carrier
      * @param waiting the {@link Parked} stream that woke this fiber, or null: it goes on with it, so
      *                a readable socket it was told of is read (a new one would wait for the report again)
      */
-    ConnectionFiber(Router router, Carriers carriers, Poller poller, SelectionKey key, Connection connection, Poller.Ready waiting) {
+    ConnectionFiber(Router router, Carriers carriers, Poller poller, Object key, Connection connection, Poller.Ready waiting) {
         this.router = router;
         this.carriers = carriers;
         this.poller = poller;
@@ -91,7 +90,7 @@ final class ConnectionFiber extends Task<Object> implements PauseReason, Carrier
         }
 
         @Override
-        public boolean now(Poller poller, SelectionKey key, Connection c) {
+        public boolean now(Poller poller, Object key, Connection c) {
             ConnectionFiber f = spare;
             if (f == null) {
                 f = new ConnectionFiber(router, carriers, poller, key, c, null);
@@ -105,13 +104,13 @@ final class ConnectionFiber extends Task<Object> implements PauseReason, Carrier
         }
 
         @Override
-        public void start(Poller poller, SelectionKey key, Connection c, Poller.Ready waiting) {
+        public void start(Poller poller, Object key, Connection c, Poller.Ready waiting) {
             new ConnectionFiber(router, carriers, poller, key, c, waiting).start();
         }
     }
 
     /** Makes this fiber, which {@link #endedWithoutPause}, new for connection {@code c}. */
-    private void reuse(SelectionKey key, Connection c) {
+    private void reuse(Object key, Connection c) {
         this.key = key;
         this.connection = c;
         awaiting = false;
@@ -142,7 +141,7 @@ final class ConnectionFiber extends Task<Object> implements PauseReason, Carrier
      *         thread meanwhile ({@link Carriers#runNow}): the poller must leave its loop at once
      */
     boolean runHere() {
-        key.attach(this);
+        poller.attach(key, this);
         running.set(true);  // as Kilim's Task.resume does before it queues a fiber
         return carriers.runNow(poller.index(), this);
     }
@@ -175,7 +174,7 @@ final class ConnectionFiber extends Task<Object> implements PauseReason, Carrier
         } catch (IOException e) {
             LOG.log(Level.FINE, "connection error", e);
         } finally {
-            if (!handedBack) poller.close(c);
+            if (!handedBack) poller.close(key, c);
         }
     }
 
@@ -188,7 +187,7 @@ final class ConnectionFiber extends Task<Object> implements PauseReason, Carrier
             return false;
         }
         connection.releaseIfIdle();
-        if (!poller.await(key, SelectionKey.OP_READ, connection)) throw new IOException("server stopping");
+        if (!poller.await(key, Poller.READ, connection)) throw new IOException("server stopping");
         return true;
     }
 
@@ -203,7 +202,7 @@ final class ConnectionFiber extends Task<Object> implements PauseReason, Carrier
     private int readMore() throws IOException {
         ByteBuffer in = connection.readBuffer();
         int room = in.remaining();
-        int n = poller.read(connection.channel(), in);
+        int n = poller.read(key, connection.channel(), in);
         drained = n < room;
         return n;
     }
@@ -214,7 +213,7 @@ final class ConnectionFiber extends Task<Object> implements PauseReason, Carrier
         ByteBuffer bytes = connection.output();
         try {
             while (bytes.hasRemaining()) {
-                if (poller.write(connection.channel(), bytes) == 0) pauseUntil(SelectionKey.OP_WRITE);
+                if (poller.write(key, connection.channel(), bytes) == 0) pauseUntil(Poller.WRITE);
             }
             connection.written();
         } catch (IOException e) {
@@ -235,11 +234,11 @@ final class ConnectionFiber extends Task<Object> implements PauseReason, Carrier
         if (parked.readable) {
             parked.readable = false;
             connection.prepareRead();
-            connection.read(poller.read(connection.channel(), connection.readBuffer()));
+            connection.read(poller.read(key, connection.channel(), connection.readBuffer()));
             connection.releaseIfIdle();  // nothing was there after all: a waiting stream holds no buffer
             return false;
         }
-        if (!poller.await(key, SelectionKey.OP_READ, parked)) throw new IOException("server stopping");
+        if (!poller.await(key, Poller.READ, parked)) throw new IOException("server stopping");
         if (!connection.park(parked)) return false;
         if (parked.readable) connection.wake();  // reported by a poller on a handed-off carrier before the park: its wake found none
         return true;
@@ -253,11 +252,11 @@ final class ConnectionFiber extends Task<Object> implements PauseReason, Carrier
      */
     private static final class Parked implements Runnable, Poller.Ready {
         private final Poller poller;
-        private final SelectionKey key;
+        private final Object key;
         private final Connection connection;
         volatile boolean readable;
 
-        Parked(Poller poller, SelectionKey key, Connection connection) {
+        Parked(Poller poller, Object key, Connection connection) {
             this.poller = poller;
             this.key = key;
             this.connection = connection;

@@ -41,6 +41,11 @@ public final class KilimMain {
             + " so that the selector and the carrier's other fibers go on; 0: never (default: ${DEFAULT-VALUE}).")
     long handOffMs;
 
+    @Option(names = "--transport", paramLabel = "T", defaultValue = "AUTO",
+        description = "How the selectors poll, read and write: AUTO (epoll where available, else NIO), EPOLL (Linux, through Netty's"
+            + " native calls) or NIO (the JDK's; any platform) (default: ${DEFAULT-VALUE}).")
+    KilimServer.Transport transport;
+
     @Option(names = "--unhealthy-after-ms", paramLabel = "MS", defaultValue = "5000",
         description = "/healthz answers 503, naming the handler, while one has held a thread this long; 0: never (default: ${DEFAULT-VALUE}).")
     long unhealthyAfterMs;
@@ -99,7 +104,8 @@ public final class KilimMain {
             .limits(limits)
             .blockedCarrierThreshold(blockedCarrierMs)
             .handOffThreshold(handOffMs)
-            .unhealthyThreshold(unhealthyAfterMs);
+            .unhealthyThreshold(unhealthyAfterMs)
+            .transport(transport);
         server.start();
         return server;
     }

@@ -2,15 +2,17 @@ package kiln.kilim;
 
 import java.io.IOException;
 import java.nio.channels.ServerSocketChannel;
+import java.util.logging.Logger;
 
 import kiln.db.QueryFuture;
 import kiln.server.OwnServer;
 import kiln.server.ServerLimits;
 
 /**
- * The Kilim fiber HTTP/1.1 server: carrier threads, each an NIO selector over its share of the
- * connections and the runner of a fiber per busy connection among them ({@link ConnectionFiber}),
- * and a {@link Router} of handlers.
+ * The Kilim fiber HTTP/1.1 server: carrier threads, each a selector over its share of the
+ * connections (epoll through Netty's native calls on Linux, else the JDK's NIO: {@link #transport})
+ * and the runner of a fiber per busy connection among them ({@link ConnectionFiber}), and a
+ * {@link Router} of handlers.
  *
  * <pre>{@code
  * KilimServer server = new KilimServer("127.0.0.1", 8080, 2, router);
@@ -48,7 +50,20 @@ import kiln.server.ServerLimits;
  * own {@code kilim.nio} keeps a paused fiber, a mailbox and its events per connection.)
  */
 public final class KilimServer extends OwnServer {
+    private static final Logger LOG = Logger.getLogger(KilimServer.class.getName());
+
+    /** How the pollers wait for sockets and read and write them ({@link #transport}). */
+    public enum Transport {
+        /** epoll where it is available ({@link #EPOLL}), else {@link #NIO}, saying why in the log. */
+        AUTO,
+        /** Linux's epoll through Netty's native calls ({@link EpollPoller}); fails to start where unavailable. */
+        EPOLL,
+        /** The JDK's NIO selector and channels ({@link NioPoller}): any platform. */
+        NIO
+    }
+
     private final int threads;
+    private Transport transport = Transport.AUTO;
     private final Router router;
     private long blockedCarrierMs = 100;
     private long handOffMs = 20;
@@ -80,6 +95,14 @@ public final class KilimServer extends OwnServer {
      */
     public KilimServer limits(ServerLimits limits) {
         connections.limits(limits);
+        return this;
+    }
+
+    /**
+     * Sets the transport (default {@link Transport#AUTO}). Call before {@link #start}.
+     */
+    public KilimServer transport(Transport transport) {
+        this.transport = java.util.Objects.requireNonNull(transport, "transport");
         return this;
     }
 
@@ -135,14 +158,18 @@ public final class KilimServer extends OwnServer {
         requireWoven(ConnectionFiber.class);
         requireWoven(Fibers.class);
         QueryFuture.refuseBlockingWhere(KilimServer::blockingRefusal);
+        boolean epoll = useEpoll();
         ServerSocketChannel ssc = bind(false);
         carriers = new Carriers(threads);
         pollers = new Poller[threads];
         try {
             for (int i = 0; i < threads; i++) {
-                pollers[i] = new Poller(new ConnectionFiber.Serving(router, carriers), connections, carriers, i, i == 0 ? ssc : null);
+                ConnectionFiber.Serving serving = new ConnectionFiber.Serving(router, carriers);
+                ServerSocketChannel listener = i == 0 ? ssc : null;
+                pollers[i] = epoll ? new EpollPoller(serving, connections, carriers, i, listener)
+                    : new NioPoller(serving, connections, carriers, i, listener);
             }
-        } catch (IOException e) {
+        } catch (IOException | RuntimeException e) {
             ssc.close();
             throw e;
         }
@@ -151,6 +178,16 @@ public final class KilimServer extends OwnServer {
         connections.start();
         carriers.start();
         blockedCarrierChecker.start();
+    }
+
+    /** @return whether to poll with epoll: {@link #transport} and, for {@link Transport#AUTO}, whether it can run here */
+    private boolean useEpoll() {
+        if (transport == Transport.NIO) return false;
+        String why = EpollPoller.unavailability();
+        if (why == null) return true;
+        if (transport == Transport.EPOLL) throw new IllegalStateException("--transport epoll: " + why);
+        LOG.info("transport: NIO, as " + why);
+        return false;
     }
 
     /**

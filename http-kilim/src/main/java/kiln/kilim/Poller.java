@@ -53,8 +53,14 @@ import kiln.server.Connections;
  * once costs no {@code epoll_ctl}. For a {@code Ready} the selector thread clears the interest when
  * it reports it (epoll reports a readable socket at every select until it is read), so it is
  * reported once per wait; the fiber sets it again with {@link #await}.
+ *
+ * <p>Two transports poll the same way: {@link NioPoller}, the JDK's {@code Selector} and
+ * {@code SocketChannel} calls, and {@link EpollPoller}, Netty's epoll calls on the same sockets'
+ * descriptors, without the JDK's per-call locks and its selector's map from descriptor to key.
+ * A connection's key is the transport's own (a {@code SelectionKey}, an {@code EpollPoller.Key}),
+ * opaque to the fibers, which hand it back to the poller.
  */
-final class Poller implements Runnable {
+abstract class Poller implements Runnable {
     private static final Logger LOG = Logger.getLogger(Poller.class.getName());
     /** Connections accepted per readiness report of the listening socket, so that ready connections are served between batches. */
     private static final int ACCEPT_BATCH = 256;
@@ -63,15 +69,17 @@ final class Poller implements Runnable {
     /** Size of a poller's direct I/O buffer: a request head or a response; larger writes go through the JDK's own. */
     private static final int IO_BUFFER_BYTES = 16 * 1024;
 
+    /** What a connection's fiber awaits ({@link #await}): its socket readable, or writable. */
+    static final int READ = SelectionKey.OP_READ;
+    static final int WRITE = SelectionKey.OP_WRITE;
+
     private final Serve serve;
-    private final Connections connections;
-    private final Carriers carriers;
+    final Connections connections;
+    final Carriers carriers;
     /** This poller's carrier. */
-    private final int index;
-    private final Selector selector;
+    final int index;
     /** Carrier 0's: the listening socket; null on the others. */
-    private final ServerSocketChannel listener;
-    private final SelectionKey acceptKey;
+    final ServerSocketChannel listener;
     /** Carrier 0's: every poller, to deal accepted connections to. */
     private Poller[] pollers = {this};
     /** Accepted connections dealt so far, whose count picks the next one's poller. */
@@ -87,7 +95,7 @@ final class Poller implements Runnable {
      * a handed-off thread never shares one.
      */
     private volatile ByteBuffer scratch;
-    private volatile boolean running = true;
+    volatile boolean running = true;
     /** System.nanoTime() when accepting resumes after a failed accept; 0 while accepting. */
     private long acceptPausedUntil;
 
@@ -96,18 +104,19 @@ final class Poller implements Runnable {
      * @param index    the carrier this poller runs on
      * @param listener for carrier 0: a bound, non-blocking listening socket, closed when the poller
      *                 stops; null for the others
-     * @throws IOException when the selector cannot be opened
      */
-    Poller(Serve serve, Connections connections, Carriers carriers, int index, ServerSocketChannel listener) throws IOException {
+    Poller(Serve serve, Connections connections, Carriers carriers, int index, ServerSocketChannel listener) {
         this.serve = serve;
         this.connections = connections;
         this.carriers = carriers;
         this.index = index;
         this.listener = listener;
-        this.selector = Selector.open();
-        this.acceptKey = listener == null ? null : listener.register(selector, SelectionKey.OP_ACCEPT);
+    }
+
+    /** Registers this poller as carrier {@code index}'s loop, with {@code wakeup} to end its blocking poll; from the constructor. */
+    final void becomeLoop(Runnable wakeup) {
         String name = index == 0 ? "kiln-selector" : "kiln-carrier-" + index;
-        carriers.selectorLoop(index, name, this, selector::wakeup);  // started with the carriers
+        carriers.selectorLoop(index, name, this, wakeup);  // started with the carriers
     }
 
     /** Serves a connection that has work with a fiber ({@link ConnectionFiber}) on this poller's carrier. */
@@ -120,7 +129,7 @@ final class Poller implements Runnable {
          * @return false when the carrier was handed to a new thread while the fiber held this one:
          *         the poller must leave its loop at once
          */
-        boolean now(Poller poller, SelectionKey key, Connection c);
+        boolean now(Poller poller, Object key, Connection c);
 
         /**
          * Queues a fiber on the poller's carrier, from any thread.
@@ -128,7 +137,7 @@ final class Poller implements Runnable {
          * @param waiting what waited for the connection's streamed body and woke (it carries what
          *                the selector reported to the fiber)
          */
-        void start(Poller poller, SelectionKey key, Connection c, Ready waiting);
+        void start(Poller poller, Object key, Connection c, Ready waiting);
     }
 
     /** What waits on a socket with this poller: resumed (or woken) when the socket is ready. */
@@ -147,48 +156,43 @@ final class Poller implements Runnable {
         return index;
     }
 
+    /** Makes {@code attachment} what {@code key} starts or resumes when its socket is ready, leaving its interest as it is. */
+    abstract void attach(Object key, Object attachment);
+
     /**
-     * Sets {@code key}'s interest to {@code op} ({@link SelectionKey#OP_READ} or
-     * {@link SelectionKey#OP_WRITE}) with {@code attachment} to start or resume when it is ready.
-     * From any thread; the caller must not touch the connection afterwards unless it is the paused
-     * fiber that the attachment names.
+     * Sets {@code key}'s interest to {@code op} ({@link #READ} or {@link #WRITE}) with
+     * {@code attachment} to start or resume when it is ready. From any thread; the caller must not
+     * touch the connection afterwards unless it is the paused fiber that the attachment names.
      *
      * @return false when the key is cancelled (the server is stopping): close the connection
      */
-    boolean await(SelectionKey key, int op, Object attachment) {
-        key.attach(attachment);
-        try {
-            key.interestOps(op);
-        } catch (CancelledKeyException e) {
-            return false;
-        }
-        wakeup();
-        return true;
-    }
+    abstract boolean await(Object key, int op, Object attachment);
 
     /**
-     * Makes the selector thread look at the interest changes and closed channels since its last
-     * select: a channel registered with a selector is only really closed when the selector next
-     * deregisters it. At most one wakeup is in flight.
+     * Makes the poller's thread return from its poll (when it blocks there or is about to) to look
+     * at what changed since. At most one wakeup is in flight.
      */
-    void wakeup() {
-        if (carriers.claimSelectorWakeup(index)) selector.wakeup();
+    final void wakeup() {
+        if (carriers.claimSelectorWakeup(index)) wakeupPoll();
     }
+
+    /** Ends the poller thread's blocking poll, or its next one. */
+    abstract void wakeupPoll();
 
     /**
      * {@code ch.read(dst)} from a fiber of this carrier: through this poller's direct buffer when
      * the caller is the carrier's thread (a fiber still running on a thread that was handed off is
-     * not, and reads as usual).
+     * not, and reads through the JDK's channel).
      *
      * @return the bytes read, 0 when none are ready, -1 at end of stream
      * @throws IOException as {@link SocketChannel#read(ByteBuffer)}
      */
-    int read(SocketChannel ch, ByteBuffer dst) throws IOException {
+    final int read(Object key, SocketChannel ch, ByteBuffer dst) throws IOException {
         ByteBuffer d = scratch;  // read before the owner: a new owner replaces it after it took the carrier
         if (!onOwnThread()) return ch.read(dst);
         d.clear();
         if (dst.remaining() < d.capacity()) d.limit(dst.remaining());
-        int n = ch.read(d);
+        int n = readDirect(key, ch, d);
         if (n > 0) dst.put(d.flip());
         return n;
     }
@@ -200,24 +204,30 @@ final class Poller implements Runnable {
      * @return the bytes written (0 when the socket's send buffer is full)
      * @throws IOException as {@link SocketChannel#write(ByteBuffer)}
      */
-    int write(SocketChannel ch, ByteBuffer src) throws IOException {
+    final int write(Object key, SocketChannel ch, ByteBuffer src) throws IOException {
         ByteBuffer d = scratch;  // as in read
         if (src.remaining() > d.capacity() || !onOwnThread()) return ch.write(src);
         int start = src.position();
         d.clear().put(src).flip();
-        int n = ch.write(d);
+        int n = writeDirect(key, ch, d);
         src.position(start + n);
         return n;
     }
 
-    private boolean onOwnThread() {
+    /** Reads into the direct buffer {@code d}, as {@link SocketChannel#read(ByteBuffer)} does; on the poller's thread. */
+    abstract int readDirect(Object key, SocketChannel ch, ByteBuffer d) throws IOException;
+
+    /** Writes from the direct buffer {@code d}, as {@link SocketChannel#write(ByteBuffer)} does; on the poller's thread. */
+    abstract int writeDirect(Object key, SocketChannel ch, ByteBuffer d) throws IOException;
+
+    final boolean onOwnThread() {
         return carriers.thread(index) == Thread.currentThread();
     }
 
     /** Stops the thread, then closes the listening socket and the idle connections; waits up to 1 s. */
     void stop() {
         running = false;
-        selector.wakeup();
+        wakeupPoll();
         try {
             carriers.thread(index).join(1000);
         } catch (InterruptedException e) {
@@ -231,10 +241,10 @@ final class Poller implements Runnable {
      * this loop from its start and the old one leaves it, touching nothing.
      */
     @Override
-    public void run() {
+    public final void run() {
         boolean handedOff = false;
         scratch = ByteBuffer.allocateDirect(IO_BUFFER_BYTES);  // this thread's: see the field
-        Reported reported = new Reported();  // this thread's too
+        loopStarts();
         try {
             while (running) {
                 if (carriers.runQueued(index) < 0) {
@@ -242,35 +252,23 @@ final class Poller implements Runnable {
                     return;
                 }
                 if (index == 0) carriers.fireTimers();
+                runTasks();
                 long sleepMs = carriers.prepareToSleep(index);
                 if (!adopted.isEmpty()) sleepMs = 0;  // dealt before the sleep was announced: no wakeup is on its way
                 if (acceptPausedUntil != 0 && sleepMs != 0) {
                     long acceptMs = Math.max(1, (acceptPausedUntil - System.nanoTime()) / 1_000_000);
                     sleepMs = sleepMs < 0 ? acceptMs : Math.min(sleepMs, acceptMs);
                 }
-                if (sleepMs == 0) {
-                    selector.selectNow(reported);
-                } else {
-                    selector.select(reported, sleepMs < 0 ? 0 : sleepMs);  // a timeout of 0 blocks until woken
-                }
-                carriers.awake(index);
                 for (Connection c; (c = adopted.poll()) != null;) register(c);
-                boolean acceptable = false;
-                for (int i = 0, n = reported.count; i < n; i++) {
-                    SelectionKey key = reported.keys[i];
-                    reported.keys[i] = null;
-                    if (key == acceptKey) {
-                        acceptable = true;
-                    } else if (!ready(key)) {
-                        handedOff = true;  // the new owner selects again: the keys not yet handled are reported anew
-                        return;
-                    }
+                int polled = poll(sleepMs);
+                if (polled < 0) {
+                    handedOff = true;  // the new owner polls again: the sockets not yet served are reported anew
+                    return;
                 }
-                reported.count = 0;
-                if (acceptable) acceptAll();
+                if (polled == LISTENER_READY) acceptAll();
                 if (acceptPausedUntil != 0 && System.nanoTime() - acceptPausedUntil >= 0) {
                     acceptPausedUntil = 0;
-                    if (acceptKey.isValid()) acceptKey.interestOps(SelectionKey.OP_ACCEPT);  // invalid once the server stops
+                    acceptInterest(true);
                 }
             }
         } catch (IOException | ClosedSelectorException | CancelledKeyException e) {
@@ -280,52 +278,70 @@ final class Poller implements Runnable {
         }
     }
 
+    /** What {@link #poll} returns when the listening socket was among the sockets reported. */
+    static final int LISTENER_READY = 1;
+
+    /**
+     * Waits for sockets to be ready (not at all when {@code sleepMs} is 0, until woken when it is
+     * -1, else up to that long), tells the carriers it is awake ({@link Carriers#awake}), and
+     * serves each socket reported ({@link #ready}).
+     *
+     * @return {@link #LISTENER_READY} when the listening socket has connections to accept, 0 when
+     *         not, -1 when the carrier was handed off while a fiber ran here: leave the loop at once
+     */
+    abstract int poll(long sleepMs) throws IOException;
+
+    /**
+     * A thread begins this poller's loop (the first, or one that took the carrier over): makes what
+     * must be its own, as {@link #scratch} is, since the thread it replaced may still be in its {@link #poll}.
+     */
+    void loopStarts() {
+    }
+
+    /** Runs what other threads left for this poller's thread to do; the epoll transport's. */
+    void runTasks() {
+    }
+
+    /** @return whether the poll may still block: no work came since {@link Carriers#prepareToSleep} said it could (and this asks it again) */
+    final boolean mayBlock() {
+        return running && adopted.isEmpty() && carriers.prepareToSleep(index) != 0;
+    }
+
     /**
      * A connection's socket is ready: serve a connection without a fiber, or tell what waits on it.
      *
      * @return false when the carrier was handed off while a fiber ran here: leave the loop at once
      */
-    private boolean ready(SelectionKey key) {
-        Object attachment = key.attachment();
-        if (attachment instanceof Connection c) return serve.now(this, key, c);  // its interest stays OP_READ
-        try {
-            key.interestOps(0);
-        } catch (CancelledKeyException e) {
-            return true;  // closed by its fiber since the select
-        }
+    final boolean ready(Object key, Object attachment) {
+        if (attachment instanceof Connection c) return serve.now(this, key, c);  // its interest stays READ
+        if (!clearInterest(key)) return true;  // closed by its fiber since the poll
         ((Ready) attachment).ready();
         return true;
     }
 
     /**
-     * The keys one select reported, in the order reported, for the loop to go through once the
-     * select returned (a fiber it runs may pause or block, which it must not do inside the select).
-     * The selector's own selected-key set is not used: a {@code HashSet} to which each report adds a
-     * node, hashed, and from which the loop removes it again.
+     * Stops {@code key} being reported until its interest is set again ({@link #await}).
+     *
+     * @return false when it is cancelled
      */
-    private static final class Reported implements Consumer<SelectionKey> {
-        /** Room for the most one select reports, the JDK's epoll selector's 1,024 events, without growing. */
-        SelectionKey[] keys = new SelectionKey[1024];
-        int count;
-
-        @Override
-        public void accept(SelectionKey key) {
-            if (count == keys.length) keys = Arrays.copyOf(keys, 2 * count);
-            keys[count++] = key;
-        }
-    }
+    abstract boolean clearInterest(Object key);
 
     /** Queues a fiber that goes on with a connection whose streamed body {@code waiting} woke, from any thread. */
-    void serve(SelectionKey key, Connection c, Ready waiting) {
+    void serve(Object key, Connection c, Ready waiting) {
         serve.start(this, key, c, waiting);
     }
 
     /** Closes a connection, from any thread, once nothing else will touch it (its fiber's last act). */
-    void close(Connection c) {
+    abstract void close(Object key, Connection c);
+
+    /** Closes the connection's socket and counts it out. */
+    final void closeSocket(Connection c) {
         Connections.closeQuietly(c.channel());
         connections.closed(c);
-        wakeup();  // the selector deregisters the key, which really closes the socket
     }
+
+    /** Turns the listening socket's interest in connections to accept on or off. */
+    abstract void acceptInterest(boolean on);
 
     private void acceptAll() {
         for (int i = 0; i < ACCEPT_BATCH; i++) {
@@ -343,7 +359,7 @@ final class Poller implements Runnable {
                 connections.acceptFailed(e);
                 Connections.closeQuietly(ch);
                 if (ch == null) {
-                    acceptKey.interestOps(0);
+                    acceptInterest(false);
                     acceptPausedUntil = System.nanoTime() + ACCEPT_BACKOFF_NANOS;
                     return;
                 }
@@ -368,33 +384,25 @@ final class Poller implements Runnable {
         wakeup();
     }
 
-    /** Starts polling a new connection for its first request; on this poller's thread. */
-    private void register(Connection c) {
-        try {
-            c.channel().register(selector, SelectionKey.OP_READ, c);
-        } catch (ClosedChannelException e) {
-            close(c);
-        }
-    }
+    /** Starts polling a new connection for its first request, attached to it with interest {@link #READ}; on this poller's thread. */
+    abstract void register(Connection c);
 
-    /** At the end: closes the listening socket, and every connection waiting here with no fiber. */
+    /** At the end: closes the listening socket, every connection waiting here with no fiber, and the selector. */
     private void closeAll() {
         try {
             if (listener != null) listener.close();
         } catch (IOException e) {
             LOG.log(Level.WARNING, "closing the listening socket", e);
         }
-        for (Connection c; (c = adopted.poll()) != null;) close(c);
+        for (Connection c; (c = adopted.poll()) != null;) closeSocket(c);
         try {
-            for (SelectionKey key : selector.keys()) {
-                // idle here; a connection whose fiber runs is closed by that fiber, when its next wait finds the key cancelled
-                if (key.isValid() && key.interestOps() == SelectionKey.OP_READ && key.attachment() instanceof Connection c) {
-                    close(c);
-                }
-            }
-            selector.close();
+            // idle here; a connection whose fiber runs is closed by that fiber, when its next wait finds the key cancelled
+            closeIdleAndPoll();
         } catch (IOException | ClosedSelectorException e) {
             LOG.log(Level.FINE, "closing the selector", e);
         }
     }
+
+    /** Closes the connections idle here (interest {@link #READ}, attached to their {@link Connection}), then the poll's own resources. */
+    abstract void closeIdleAndPoll() throws IOException;
 }

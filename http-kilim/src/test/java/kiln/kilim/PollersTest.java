@@ -17,7 +17,8 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 import kilim.Pausable;
 import kiln.http.Request;
@@ -26,7 +27,8 @@ import kiln.http.Response;
 /**
  * One poller per carrier: with {@code --threads 2} carrier 0 accepts and deals the connections to
  * both selectors in turn, and every request of a connection is read, handled and answered on the
- * thread of the carrier it was dealt to.
+ * thread of the carrier it was dealt to. Each case on both transports (the other tests of this
+ * module and the conformance suite run the default, epoll here).
  */
 class PollersTest {
     private KilimServer server;
@@ -68,10 +70,11 @@ class PollersTest {
         return seen;
     }
 
-    @Test
-    void connectionsAreDealtToEveryCarrierAndStayOnTheirs() throws Exception {
+    @ParameterizedTest
+    @EnumSource(names = {"EPOLL", "NIO"})
+    void connectionsAreDealtToEveryCarrierAndStayOnTheirs(KilimServer.Transport transport) throws Exception {
         Router router = new Router().get("/thread", req -> Response.text(Thread.currentThread().getName()));
-        server = new KilimServer("127.0.0.1", 0, 2, router);
+        server = new KilimServer("127.0.0.1", 0, 2, router).transport(transport);
         server.start();
         Map<String, Integer> connectionsPerThread = new HashMap<>();
         for (int c = 0; c < 6; c++) {
@@ -90,8 +93,9 @@ class PollersTest {
      * handed to a new thread, which selects and serves the other connections meanwhile, and the old
      * thread, once the handler returns, answers its request and leaves the poller's loop to the new one.
      */
-    @Test
-    void aHandlerThatBlocksThePollersThreadDoesNotStopTheOtherConnections() throws Exception {
+    @ParameterizedTest
+    @EnumSource(names = {"EPOLL", "NIO"})
+    void aHandlerThatBlocksThePollersThreadDoesNotStopTheOtherConnections(KilimServer.Transport transport) throws Exception {
         CountDownLatch blocking = new CountDownLatch(1);
         CountDownLatch release = new CountDownLatch(1);
         Router router = new Router()
@@ -101,7 +105,7 @@ class PollersTest {
                 release.await(10, TimeUnit.SECONDS);  // the trap: a blocking wait on the carrier
                 return Response.text("unblocked");
             });
-        server = new KilimServer("127.0.0.1", 0, 1, router).blockedCarrierThreshold(50).handOffThreshold(50);
+        server = new KilimServer("127.0.0.1", 0, 1, router).blockedCarrierThreshold(50).handOffThreshold(50).transport(transport);
         server.start();
         try (Socket blocked = new Socket("127.0.0.1", server.port())) {
             blocked.setSoTimeout(5_000);
@@ -120,8 +124,9 @@ class PollersTest {
      * awaiting a future): the selector reports it to that fiber, which serves it after the first,
      * in order, on the same connection.
      */
-    @Test
-    void aRequestThatArrivesWhileItsConnectionsFiberIsPausedIsServedAfterTheFirst() throws Exception {
+    @ParameterizedTest
+    @EnumSource(names = {"EPOLL", "NIO"})
+    void aRequestThatArrivesWhileItsConnectionsFiberIsPausedIsServedAfterTheFirst(KilimServer.Transport transport) throws Exception {
         CompletableFuture<String> later = new CompletableFuture<>();
         CountDownLatch waiting = new CountDownLatch(1);
         Router router = new Router()
@@ -133,7 +138,7 @@ class PollersTest {
                     return Response.text(Fibers.await(later));
                 }
             });
-        server = new KilimServer("127.0.0.1", 0, 1, router);
+        server = new KilimServer("127.0.0.1", 0, 1, router).transport(transport);
         server.start();
         try (Socket s = new Socket("127.0.0.1", server.port())) {
             s.setSoTimeout(5_000);
