@@ -19,7 +19,7 @@ nothing is pinned: the servers and ab share every core, as on a small VPS where 
 beside the server, and nginx runs --nginx-workers workers (default 2 then); the figure to compare is
 req/s, and each run also reports how the server's CPU split over its threads (e.g. kiln-selector).
 
-Prints each run, then per path and concurrency each server's CPU per request (and with --shared its
+Prints each run, then per path and concurrency each server's CPU per request, in all and in user space (and with --shared its
 req/s) as a ratio to nginx's and to Netty's in the same round (per round, and the median), and writes
 every run to OUT/results.json. The jars start with deploy/jvm.options, the flags of `make demo`; Netty
 with bench-netty/jvm.options (TechEmpower's flags, kiln's heap ceiling) and Vert.x with
@@ -53,8 +53,8 @@ ANCHORS = ("nginx", "netty")  # every ratio is also given to these
 SHOWN_CALLS = 0.005  # a system call is named beside the total when made this often per request or more
 
 
-def cpu_seconds(pids):
-    return measure.cpu_ticks(pids) / measure.CLK_TCK
+def cpu_seconds(pids, user_only=False):
+    return measure.cpu_ticks(pids, user_only) / measure.CLK_TCK
 
 
 def thread_cpu_seconds(pid):
@@ -91,17 +91,17 @@ class Server:
                 return
 
     def load(self, path, concurrency, requests):
-        """One ab run: (server CPU µs per request, req/s, failed requests, completed requests,
-        {thread name: share of the server's CPU}, {system call: calls per request} with --perf, else {})."""
+        """One ab run: (server CPU µs per request, of which in user space, req/s, failed requests, completed
+        requests, {thread name: share of the server's CPU}, {system call: calls per request} with --perf, else {})."""
         counting = None
         if self.perf_events:
             counting = subprocess.Popen(["perf", "stat", "-x,", "-e", ",".join(self.perf_events), "-p", ",".join(map(str, self.pids()))],
                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
             time.sleep(1)  # attached before the client starts (an idle server makes next to no calls meanwhile)
-        before, threads_before = cpu_seconds(self.pids()), thread_cpu_seconds(self.proc.pid)
+        before, user_before, threads_before = cpu_seconds(self.pids()), cpu_seconds(self.pids(), True), thread_cpu_seconds(self.proc.pid)
         out = subprocess.run([*(["taskset", "-c", "1"] if self.pin else []), "ab", "-k", "-q", "-c", str(concurrency), "-n", str(requests),
                               "-s", "60", f"http://127.0.0.1:{self.port}{path}"], capture_output=True, text=True).stdout
-        used = cpu_seconds(self.pids()) - before
+        used, user = cpu_seconds(self.pids()) - before, cpu_seconds(self.pids(), True) - user_before
         threads = {name: cpu - threads_before.get(name, 0) for name, cpu in thread_cpu_seconds(self.proc.pid).items()}
         shares = {name: round(cpu / used, 3) for name, cpu in threads.items() if used > 0 and cpu / used >= 0.01}
         done = re.search(r"Complete requests:\s+(\d+)", out)
@@ -116,7 +116,7 @@ class Server:
             counting.send_signal(signal.SIGINT)
             total, by_name = perf.per_request(perf.parse_stat(counting.communicate(timeout=perf.STOP_S)[1]), done)
             calls = {"total": total, **by_name} if total is not None else {}
-        return used * 1e6 / max(done, 1), float(rps.group(1)) if rps else 0.0, failed, done, shares, calls
+        return used * 1e6 / max(done, 1), user * 1e6 / max(done, 1), float(rps.group(1)) if rps else 0.0, failed, done, shares, calls
 
 
 def jvm_anchor(name, work, same_flags):
@@ -264,14 +264,15 @@ def main(argv):
             for path in paths:
                 for c in steps:
                     for s in filter(lambda s: s.serves(path), order):
-                        us, rps, failed, done, shares, calls = s.load(path, c, 300_000 if c <= 1000 else 600_000)
-                        results.append(dict(round=rnd, server=s.name, path=path, concurrency=c, us=us, rps=rps, failed=failed, done=done,
-                                            threads=shares, syscalls=calls))
+                        us, user_us, rps, failed, done, shares, calls = s.load(path, c, 300_000 if c <= 1000 else 600_000)
+                        results.append(dict(round=rnd, server=s.name, path=path, concurrency=c, us=us, user_us=user_us, rps=rps,
+                                            failed=failed, done=done, threads=shares, syscalls=calls))
                         split = "" if s.name == "nginx" else "  CPU by thread: " + ", ".join(
                             f"{t} {x:.0%}" for t, x in sorted(shares.items(), key=lambda kv: -kv[1]))
                         counted = "" if not calls else "  syscalls/request: " + ", ".join(
                             f"{n} {x:.3f}" for n, x in calls.items() if n == "total" or x >= SHOWN_CALLS)
-                        print(f"round {rnd} {path} c={c} {s.name:10s} {us:6.1f} µs/request {rps:9.0f} req/s  failed {failed}{split}{counted}",
+                        print(f"round {rnd} {path} c={c} {s.name:10s} {us:6.1f} µs/request (user {user_us:4.2f}) {rps:9.0f} req/s"
+                              f"  failed {failed}{split}{counted}",
                               flush=True)
                         s.wait_idle()
     finally:
@@ -283,7 +284,7 @@ def main(argv):
             except subprocess.TimeoutExpired:
                 s.proc.kill()
     (work / "results.json").write_text(json.dumps(results, indent=1))
-    figures = [("us", "CPU per request")] + ([("rps", "req/s")] if args.shared else [])
+    figures = [("us", "CPU per request"), ("user_us", "user-space CPU per request")] + ([("rps", "req/s")] if args.shared else [])
     names = list(jars) + (["vertx"] if args.vertx else [])
     summary(results, names, [a for a in ANCHORS if any(s.name == a for s in servers)], paths, steps, figures)
     if args.perf:

@@ -10,21 +10,23 @@
 #
 # Writes results/rss-probe/NAME/: rss.txt (VmRSS every 0.5 s with the phase), ab outputs, smaps_rollup,
 # GC.heap_info and, with -XX:NativeMemoryTracking=summary among the flags, nmt-start.txt and nmt-end.txt.
-# Environment: JAVA (default java), C (default 19500), N (requests per ab run, default 25 x C),
-# PREWARM=N (N requests at c=10 first, then 7 s for the compiler's memory to be given back), HISTO=1
-# (a GC.class_histogram 6 s into the timed run, while every connection is open), NMT_AT_MB=M
-# (with NMT on: nmt-high.txt and the compiles then running, the first time RSS reaches M MB).
+# Environment: JAVA (default java), ARGS (server options, e.g. "--transport NIO"), C (default 19500),
+# N (requests per ab run, default 25 x C), PREWARM=N (N requests at c=10 first, then 7 s for the
+# compiler's memory to be given back), HISTO=1 (a GC.class_histogram 6 s into the timed run, while
+# every connection is open), NMT_AT_MB=M (with NMT on: nmt-high.txt and the compiles then running,
+# the first time RSS reaches M MB).
 # A quick probe for comparing flags, not a benchmark: the sweep (./ab-sweep.sh --vps) is the measure.
 set -u
-[ $# -ge 1 ] || { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# -ge 1 ] || { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 name=$1; shift
 cd "$(dirname "$0")/.."
 out=results/rss-probe/$name; rm -rf "$out"; mkdir -p "$out/data"
 C=${C:-19500}; N=${N:-$((C * 25))}
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 nmt() { case " $* " in *NativeMemoryTracking=summary*) return 0;; esac; return 1; }
+# shellcheck disable=SC2086  # ARGS: server options, split on spaces
 "${JAVA:-java}" @deploy/jvm.options "$@" -jar http-kilim/target/kiln-kilim.jar --port "$port" --bind 127.0.0.1 \
-    --data "$out/data" > "$out/server.log" 2>&1 &
+    --data "$out/data" ${ARGS:-} > "$out/server.log" 2>&1 &
 pid=$!
 for _ in $(seq 150); do curl -sf -o /dev/null "http://127.0.0.1:$port/hello" && break; sleep 0.2; done
 sleep 1

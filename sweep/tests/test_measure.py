@@ -25,6 +25,12 @@ def test_cpu_ticks_count_this_process_and_a_gone_one_counts_zero():
     assert measure.cpu_ticks([2 ** 22 + 1]) == 0
 
 
+def test_user_ticks_are_part_of_all_ticks():
+    busy(0.3)  # a loop in user space
+    user, total = measure.cpu_ticks([os.getpid()], user_only=True), measure.cpu_ticks([os.getpid()])
+    assert 0.1 * measure.CLK_TCK <= user <= total
+
+
 def test_peak_resident_set_is_read_in_kb():
     hwm = measure.status_kb("VmHWM", [os.getpid()])
     assert hwm > 1024
