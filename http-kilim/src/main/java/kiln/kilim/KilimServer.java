@@ -2,6 +2,7 @@ package kiln.kilim;
 
 import java.io.IOException;
 import java.nio.channels.ServerSocketChannel;
+import java.util.Objects;
 import java.util.logging.Logger;
 
 import kiln.db.QueryFuture;
@@ -102,7 +103,7 @@ public final class KilimServer extends OwnServer {
      * Sets the transport (default {@link Transport#AUTO}). Call before {@link #start}.
      */
     public KilimServer transport(Transport transport) {
-        this.transport = java.util.Objects.requireNonNull(transport, "transport");
+        this.transport = Objects.requireNonNull(transport, "transport");
         return this;
     }
 
