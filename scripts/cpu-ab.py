@@ -19,14 +19,14 @@ nothing is pinned: the servers and ab share every core, as on a small VPS where 
 beside the server, and nginx runs --nginx-workers workers (default 2 then); the figure to compare is
 req/s, and each run also reports how the server's CPU split over its threads (e.g. kiln-selector).
 
-Prints each run, then per path and concurrency each server's CPU per request, in all and in user space (and with --shared its
-req/s) as a ratio to nginx's and to Netty's in the same round (per round, and the median), and writes
-every run to OUT/results.json. The jars start with deploy/jvm.options, the flags of `make demo`; Netty
-with bench-netty/jvm.options (TechEmpower's flags, kiln's heap ceiling) and Vert.x with
-bench-vertx/jvm.options, or with --same-flags with deploy/jvm.options like the jars (as ./ab-sweep.sh
---vps runs them). They serve /hello, /plaintext and /json only: they are left out of the runs of other
-paths (/db). Loopback only; needs ab (apache2-utils), nginx,
-taskset, java (and mvn to build the Netty anchor); about 4 minutes per round for two jars.
+Prints each run, then per path and concurrency each server's CPU per request, in all and in user space
+(and with --shared its req/s), as a ratio to nginx's and to Netty's in the same round (per round, and
+the median), and writes every run to OUT/results.json. The jars start with deploy/jvm.options, the flags
+of `make demo`; Netty with bench-netty/jvm.options (TechEmpower's flags, kiln's heap ceiling) and Vert.x
+with bench-vertx/jvm.options, or with --same-flags with deploy/jvm.options like the jars (as
+./ab-sweep.sh --vps runs them). They serve /hello, /plaintext and /json only: they are left out of the
+runs of other paths (/db). Loopback only; needs ab (apache2-utils), nginx, taskset, java (and mvn to
+build the Netty anchor); about 4 minutes per round for two jars.
 
 With --perf, every run also counts the server's system calls (`perf stat` on the sweep's events:
 every call, and read, write, epoll_ctl, epoll_wait... by name; see sweep/kiln_sweep/perf.py) and
@@ -53,8 +53,14 @@ ANCHORS = ("nginx", "netty")  # every ratio is also given to these
 SHOWN_CALLS = 0.005  # a system call is named beside the total when made this often per request or more
 
 
-def cpu_seconds(pids, user_only=False):
-    return measure.cpu_ticks(pids, user_only) / measure.CLK_TCK
+def cpu_seconds(pids):
+    return measure.cpu_ticks(pids) / measure.CLK_TCK
+
+
+def cpu_and_user_seconds(pids):
+    """(CPU seconds, of which in user space), from one read of each process's stat."""
+    user, system = measure.cpu_ticks_split(pids)
+    return (user + system) / measure.CLK_TCK, user / measure.CLK_TCK
 
 
 def thread_cpu_seconds(pid):
@@ -98,10 +104,11 @@ class Server:
             counting = subprocess.Popen(["perf", "stat", "-x,", "-e", ",".join(self.perf_events), "-p", ",".join(map(str, self.pids()))],
                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
             time.sleep(1)  # attached before the client starts (an idle server makes next to no calls meanwhile)
-        before, user_before, threads_before = cpu_seconds(self.pids()), cpu_seconds(self.pids(), True), thread_cpu_seconds(self.proc.pid)
+        (before, user_before), threads_before = cpu_and_user_seconds(self.pids()), thread_cpu_seconds(self.proc.pid)
         out = subprocess.run([*(["taskset", "-c", "1"] if self.pin else []), "ab", "-k", "-q", "-c", str(concurrency), "-n", str(requests),
                               "-s", "60", f"http://127.0.0.1:{self.port}{path}"], capture_output=True, text=True).stdout
-        used, user = cpu_seconds(self.pids()) - before, cpu_seconds(self.pids(), True) - user_before
+        after, user_after = cpu_and_user_seconds(self.pids())
+        used, user = after - before, user_after - user_before
         threads = {name: cpu - threads_before.get(name, 0) for name, cpu in thread_cpu_seconds(self.proc.pid).items()}
         shares = {name: round(cpu / used, 3) for name, cpu in threads.items() if used > 0 and cpu / used >= 0.01}
         done = re.search(r"Complete requests:\s+(\d+)", out)

@@ -25,15 +25,21 @@ def alive(pid):
     return fields is not None and fields[0] != "Z"
 
 
-def cpu_ticks(pids, user_only=False):
+def cpu_ticks(pids):
     """Sum of utime + stime (clock ticks, CLK_TCK per second) over the processes, all threads included
-    (fields 14 and 15 of /proc/PID/stat), or of utime alone with user_only. A process that is gone counts 0."""
-    total = 0
+    (fields 14 and 15 of /proc/PID/stat). A process that is gone counts 0."""
+    return sum(cpu_ticks_split(pids))
+
+
+def cpu_ticks_split(pids):
+    """(utime, stime): cpu_ticks' two parts, user space and kernel, from one read of each process's stat."""
+    user = system = 0
     for pid in pids:
         fields = _stat_fields(pid)
         if fields:
-            total += int(fields[11]) + (0 if user_only else int(fields[12]))
-    return total
+            user += int(fields[11])
+            system += int(fields[12])
+    return user, system
 
 
 def status_kb(field, pids):

@@ -232,7 +232,7 @@ final class EpollPoller extends Poller {
     int poll(long sleepMs) {
         polled = 0;
         context.deadline = sleepMs <= 0 ? -1 : System.nanoTime() + sleepMs * 1_000_000;
-        context.mayBlock = sleepMs != 0;
+        context.sleeps = sleepMs != 0;
         try {
             handler.run(context);
         } catch (HandedOff e) {
@@ -253,14 +253,15 @@ final class EpollPoller extends Poller {
 
     /** What the handler asks before it blocks: whether it may, and until when. */
     private final class Context implements IoHandlerContext {
-        boolean mayBlock;
+        /** Whether the loop said the poll may block at all ({@code sleepMs} not 0). */
+        boolean sleeps;
         /** System.nanoTime() to block until, or -1 for until woken. */
         long deadline;
 
         /** Asked again after the handler announced that it blocks: work that came since must not wait (the wakeup may have found it awake). */
         @Override
         public boolean canBlock() {
-            return mayBlock && tasks.isEmpty() && mayBlock();
+            return sleeps && tasks.isEmpty() && mayBlock();
         }
 
         @Override
