@@ -163,7 +163,7 @@ final class ConnectionFiber extends Task<Object> implements PauseReason, Carrier
                     case HANDLE -> c.respond(router.dispatch(c.request()));
                     case WAIT -> handedBack = waitForStream();
                     case SHUTDOWN_OUTPUT -> {
-                        c.channel().shutdownOutput();  // a failure: the client reset the connection, which closes
+                        c.socket().shutdownOutput();  // a failure: the client reset the connection, which closes
                         c.outputShutDown();
                     }
                     case CLOSE -> {
@@ -202,7 +202,7 @@ final class ConnectionFiber extends Task<Object> implements PauseReason, Carrier
     private int readMore() throws IOException {
         ByteBuffer in = connection.readBuffer();
         int room = in.remaining();
-        int n = poller.read(key, connection.channel(), in);
+        int n = poller.read(key, in);
         drained = n < room;
         return n;
     }
@@ -213,7 +213,7 @@ final class ConnectionFiber extends Task<Object> implements PauseReason, Carrier
         ByteBuffer bytes = connection.output();
         try {
             while (bytes.hasRemaining()) {
-                if (poller.write(key, connection.channel(), bytes) == 0) pauseUntil(Poller.WRITE);
+                if (poller.write(key, bytes) == 0) pauseUntil(Poller.WRITE);
             }
             connection.written();
         } catch (IOException e) {
@@ -234,7 +234,7 @@ final class ConnectionFiber extends Task<Object> implements PauseReason, Carrier
         if (parked.readable) {
             parked.readable = false;
             connection.prepareRead();
-            connection.read(poller.read(key, connection.channel(), connection.readBuffer()));
+            connection.read(poller.read(key, connection.readBuffer()));
             connection.releaseIfIdle();  // nothing was there after all: a waiting stream holds no buffer
             return false;
         }

@@ -4,10 +4,11 @@ import java.io.IOException;
 import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.MethodType;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.channels.Channel;
 import java.nio.channels.ServerSocketChannel;
-import java.nio.channels.SocketChannel;
 import java.util.Arrays;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.logging.Level;
@@ -24,18 +25,22 @@ import io.netty.channel.epoll.EpollIoHandler;
 import io.netty.channel.epoll.EpollIoOps;
 import io.netty.channel.unix.Buffer;
 import io.netty.channel.unix.FileDescriptor;
+import io.netty.channel.unix.NativeInetAddress;
+import io.netty.channel.unix.Socket;
 import io.netty.util.concurrent.ThreadAwareExecutor;
+import kiln.http.spi.ClientSocket;
 import kiln.http.spi.Connection;
 import kiln.server.Connections;
 
 /**
  * A {@link Poller} on Linux's epoll through Netty's {@link EpollIoHandler} (its public 4.2 API for
- * polling descriptors on a loop of one's own) and its JNI calls, on the descriptors of the JDK's
- * channels: the JDK still accepts, closes, shuts down and answers the reaper; the requests' reads
- * and writes and the poll go around it. What that saves per request, measured: the JDK selector's
- * map from descriptor to key (an {@code Integer} and a {@code HashMap} probe per report, a cache
- * miss at 19,500 connections), its update queue and the two {@code ReentrantLock}s and the
- * begin/end of every channel read and write.
+ * polling descriptors on a loop of one's own) and its JNI calls. The JDK binds the listening socket
+ * (and closes it); the connections are bare descriptors ({@link NativeSocket}), accepted, read,
+ * written, half-closed and closed by Netty's calls, with no JDK {@code SocketChannel} at all. What
+ * that saves, measured: per request, the JDK selector's map from descriptor to key (an
+ * {@code Integer} and a {@code HashMap} probe per report, a cache miss at 19,500 connections), its
+ * update queue, and the two {@code ReentrantLock}s and the begin/end of every channel read and
+ * write; per connection, the channel's objects (about 500 bytes).
  *
  * <p>Interest, as on NIO: level-triggered, for input ({@code EPOLLIN}) while a connection is idle
  * and while its fiber serves it, so a request served at once costs no {@code epoll_ctl}; what
@@ -44,8 +49,8 @@ import kiln.server.Connections;
  * (a hand-off ends the loop in the middle of a poll's reports) is made again to the next poll.
  *
  * <p>Needs the JDK's {@code sun.nio.ch} exported to kiln (kiln's jars say so in their manifests,
- * deploy/jvm.options on the command line) and Netty's native library for the machine
- * ({@link #unavailability}).
+ * deploy/jvm.options on the command line), for the listening socket's descriptor, and Netty's
+ * native library for the machine ({@link #unavailability}).
  */
 final class EpollPoller extends Poller {
     private static final Logger LOG = Logger.getLogger(EpollPoller.class.getName());
@@ -63,8 +68,20 @@ final class EpollPoller extends Poller {
     /** {@code sun.nio.ch.SelChImpl.getFDVal()}: a JDK channel's descriptor; null when the package is not exported to kiln. */
     private static final MethodHandle FD_VAL = descriptorGetter();
 
+    /** The most a thread that was handed off reads or writes at once, through a direct buffer of its own ({@link #readElsewhere}). */
+    private static final int ELSEWHERE_BYTES = 64 * 1024;
+
     private final IoHandler handler;
+    /** Carrier 0's: the listening socket's descriptor (the JDK's channel owns it), and its key; null on the others. */
+    private final Socket listening;
     private final Key acceptKey;
+    /** Where an accept leaves the client's address: its length, then the address (Netty's layout); the poller's thread only. */
+    private final byte[] acceptedAddress = new byte[26];
+    /**
+     * The last client's address, shared by the connections from it that follow: behind a proxy
+     * (nginx) every connection comes from one address, held once rather than per connection.
+     */
+    private InetAddress lastClient;
     /** The keys registered here, by descriptor, for {@link #closeIdleAndPoll}; the poller's thread only. */
     private Key[] keys = new Key[1024];
     /** What other threads left for this poller's thread (Netty's cancellations); run by {@link #runTasks}. */
@@ -90,7 +107,8 @@ final class EpollPoller extends Poller {
         };
         handler = EpollIoHandler.newFactory(MAX_EVENTS, DefaultSelectStrategyFactory.INSTANCE).newHandler(executor);
         handler.initialize();
-        acceptKey = listener == null ? null : new Key(descriptor(listener), null);
+        listening = listener == null ? null : new Socket(descriptor(listener));
+        acceptKey = listening == null ? null : new Key(listening, null);
         if (acceptKey != null) {
             acceptKey.registerWith(handler);
             acceptKey.arm(READABLE);
@@ -117,7 +135,7 @@ final class EpollPoller extends Poller {
     }
 
     /** @return the descriptor of one of the JDK's socket channels */
-    private static int descriptor(Channel ch) throws IOException {
+    static int descriptor(Channel ch) throws IOException {
         try {
             return (int) FD_VAL.invoke(ch);
         } catch (Throwable e) {
@@ -126,8 +144,8 @@ final class EpollPoller extends Poller {
     }
 
     /**
-     * A socket polled here: its descriptor (the JDK channel's, never closed through Netty), its
-     * registration with the handler, what it is armed for, and what to start or resume.
+     * A socket polled here: its descriptor (a connection's {@link NativeSocket}, or the listening
+     * socket's), its registration with the handler, what it is armed for, and what to start or resume.
      */
     final class Key implements EpollIoHandle {
         private final FileDescriptor fd;
@@ -137,8 +155,8 @@ final class EpollPoller extends Poller {
         private volatile EpollIoOps armed;
 
         /** @param connection what the socket serves, null for the listening socket */
-        Key(int fd, Connection connection) {
-            this.fd = new FileDescriptor(fd);
+        Key(FileDescriptor fd, Connection connection) {
+            this.fd = fd;
             this.attachment = connection;
         }
 
@@ -181,7 +199,7 @@ final class EpollPoller extends Poller {
 
         @Override
         public void close() {
-            // the JDK's channel owns the descriptor and closes it (closeSocket)
+            // the connection's NativeSocket (closeSocket) or the JDK's listening channel closes the descriptor
         }
     }
 
@@ -203,17 +221,85 @@ final class EpollPoller extends Poller {
     }
 
     @Override
-    int readDirect(Object key, SocketChannel ch, ByteBuffer d) throws IOException {
+    int readDirect(Object key, ByteBuffer d) throws IOException {
         int n = ((Key) key).fd.readAddress(Buffer.memoryAddress(d), d.position(), d.limit());
         if (n > 0) d.position(d.position() + n);
         return n;
     }
 
     @Override
-    int writeDirect(Object key, SocketChannel ch, ByteBuffer d) throws IOException {
+    int writeDirect(Object key, ByteBuffer d) throws IOException {
         int n = ((Key) key).fd.writeAddress(Buffer.memoryAddress(d), d.position(), d.limit());
         d.position(d.position() + n);
         return n;
+    }
+
+    /** Through a direct buffer of the call's own: the thread no longer owns the poller's (rare: a fiber that held its carrier too long). */
+    @Override
+    int readElsewhere(Object key, ByteBuffer dst) throws IOException {
+        ByteBuffer d = ByteBuffer.allocateDirect(Math.max(1, Math.min(dst.remaining(), ELSEWHERE_BYTES)));
+        int n = readDirect(key, d);
+        if (n > 0) dst.put(d.flip());
+        return n;
+    }
+
+    /**
+     * In pieces the size of a direct buffer, until the socket takes less than a piece: the poller's
+     * own on its thread (a response larger than it), else one of the call's own.
+     */
+    @Override
+    int writeElsewhere(Object key, ByteBuffer src) throws IOException {
+        ByteBuffer d = onOwnThread() ? scratch() : ByteBuffer.allocateDirect(Math.max(1, Math.min(src.remaining(), ELSEWHERE_BYTES)));
+        int written = 0;
+        while (src.hasRemaining()) {
+            int start = src.position();
+            int piece = Math.min(src.remaining(), d.capacity());
+            d.clear();
+            d.put(src.slice(start, piece)).flip();
+            int n = writeDirect(key, d);
+            src.position(start + n);
+            written += n;
+            if (n < piece) break;
+        }
+        return written;
+    }
+
+    /** Netty's {@code accept4}: the new socket is non-blocking already. */
+    @Override
+    boolean acceptOne() throws IOException {
+        int fd = listening.accept(acceptedAddress);
+        if (fd < 0) return false;
+        NativeSocket socket = new NativeSocket(fd);
+        InetSocketAddress client;
+        try {
+            socket.setTcpNoDelay(true);
+            client = NativeInetAddress.address(acceptedAddress, 1, acceptedAddress[0]);
+            if (client.getAddress().equals(lastClient)) {
+                client = new InetSocketAddress(lastClient, client.getPort());
+            } else {
+                lastClient = client.getAddress();
+            }
+        } catch (IOException | RuntimeException e) {  // reset before it was accepted, most likely
+            connections.acceptFailed(e instanceof IOException io ? io : new IOException(e));
+            Connections.closeQuietly(socket);
+            return true;
+        }
+        admit(socket, client);
+        return true;
+    }
+
+    /** On the poller's thread (the accept's), through its direct buffer. */
+    @Override
+    void refuse(ClientSocket socket, byte[] response) {
+        ByteBuffer d = scratch();
+        d.clear();
+        d.put(response, 0, Math.min(response.length, d.capacity())).flip();
+        try {
+            ((NativeSocket) socket).writeAddress(Buffer.memoryAddress(d), d.position(), d.limit());
+        } catch (IOException ignored) {
+            // best effort: the client may already be gone
+        }
+        Connections.closeQuietly(socket);
     }
 
     @Override
@@ -305,7 +391,7 @@ final class EpollPoller extends Poller {
     void register(Connection c) {
         Key k;
         try {
-            k = new Key(descriptor(c.channel()), c);
+            k = new Key((NativeSocket) c.socket(), c);
             k.registerWith(handler);
         } catch (IOException e) {
             LOG.log(Level.FINE, "registering a connection", e);

@@ -1,6 +1,8 @@
 package kiln.kilim;
 
 import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.StandardSocketOptions;
 import java.nio.ByteBuffer;
 import java.nio.channels.CancelledKeyException;
 import java.nio.channels.ClosedChannelException;
@@ -11,6 +13,7 @@ import java.nio.channels.SocketChannel;
 import java.util.Arrays;
 import java.util.function.Consumer;
 
+import kiln.http.spi.ClientSocket;
 import kiln.http.spi.Connection;
 import kiln.server.Connections;
 
@@ -55,14 +58,56 @@ final class NioPoller extends Poller {
         selector.wakeup();
     }
 
-    @Override
-    int readDirect(Object key, SocketChannel ch, ByteBuffer d) throws IOException {
-        return ch.read(d);
+    private static SocketChannel channel(Object key) {
+        return (SocketChannel) ((SelectionKey) key).channel();
     }
 
     @Override
-    int writeDirect(Object key, SocketChannel ch, ByteBuffer d) throws IOException {
-        return ch.write(d);
+    int readDirect(Object key, ByteBuffer d) throws IOException {
+        return channel(key).read(d);
+    }
+
+    @Override
+    int writeDirect(Object key, ByteBuffer d) throws IOException {
+        return channel(key).write(d);
+    }
+
+    @Override
+    int readElsewhere(Object key, ByteBuffer dst) throws IOException {
+        return channel(key).read(dst);
+    }
+
+    @Override
+    int writeElsewhere(Object key, ByteBuffer src) throws IOException {
+        return channel(key).write(src);
+    }
+
+    @Override
+    boolean acceptOne() throws IOException {
+        SocketChannel ch = listener.accept();
+        if (ch == null) return false;
+        InetSocketAddress client;
+        try {
+            ch.configureBlocking(false);
+            ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
+            client = (InetSocketAddress) ch.getRemoteAddress();
+        } catch (IOException e) {  // reset before it was accepted, most likely
+            connections.acceptFailed(e);
+            Connections.closeQuietly(ch);
+            return true;
+        }
+        admit(ClientSocket.of(ch), client);
+        return true;
+    }
+
+    @Override
+    void refuse(ClientSocket socket, byte[] response) {
+        try {
+            socket.channel().write(ByteBuffer.wrap(response));
+        } catch (IOException ignored) {
+            // best effort: the client may already be gone
+        }
+        Connections.closeQuietly(socket);
     }
 
     @Override

@@ -1,7 +1,7 @@
 package kiln.kilim;
 
 import java.io.IOException;
-import java.net.StandardSocketOptions;
+import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.channels.CancelledKeyException;
 import java.nio.channels.ClosedChannelException;
@@ -14,6 +14,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
+import kiln.http.spi.ClientSocket;
 import kiln.http.spi.Connection;
 import kiln.server.Connections;
 
@@ -52,10 +53,11 @@ import kiln.server.Connections;
  * reported once per wait; the fiber sets it again with {@link #await}.
  *
  * <p>Two transports poll the same way: {@link NioPoller}, the JDK's {@code Selector} and
- * {@code SocketChannel} calls, and {@link EpollPoller}, Netty's epoll calls on the same sockets'
- * descriptors, without the JDK's per-call locks and its selector's map from descriptor to key.
- * A connection's key is the transport's own (a {@code SelectionKey}, an {@code EpollPoller.Key}),
- * opaque to the fibers, which hand it back to the poller.
+ * {@code SocketChannel} calls, and {@link EpollPoller}, Netty's epoll calls on bare descriptors
+ * ({@link NativeSocket}), without the JDK's per-call locks, its selector's map from descriptor to
+ * key and its channel's objects. Each accepts its own way ({@link #acceptOne}) and admits the
+ * same way ({@link #admit}). A connection's key is the transport's own (a {@code SelectionKey}, an
+ * {@code EpollPoller.Key}), opaque to the fibers, which hand it back to the poller.
  */
 abstract class Poller implements Runnable {
     private static final Logger LOG = Logger.getLogger(Poller.class.getName());
@@ -177,45 +179,57 @@ abstract class Poller implements Runnable {
     abstract void wakeupPoll();
 
     /**
-     * {@code ch.read(dst)} from a fiber of this carrier: through this poller's direct buffer when
-     * the caller is the carrier's thread (a fiber still running on a thread that was handed off is
-     * not, and reads through the JDK's channel).
+     * Reads from {@code key}'s socket into {@code dst}, from a fiber of this carrier: through this
+     * poller's direct buffer when the caller is the carrier's thread (a fiber still running on a
+     * thread that was handed off is not: {@link #readElsewhere}).
      *
      * @return the bytes read, 0 when none are ready, -1 at end of stream
      * @throws IOException as {@link SocketChannel#read(ByteBuffer)}
      */
-    final int read(Object key, SocketChannel ch, ByteBuffer dst) throws IOException {
+    final int read(Object key, ByteBuffer dst) throws IOException {
         ByteBuffer d = scratch;  // read before the owner: a new owner replaces it after it took the carrier
-        if (!onOwnThread()) return ch.read(dst);
+        if (!onOwnThread()) return readElsewhere(key, dst);
         d.clear();
         if (dst.remaining() < d.capacity()) d.limit(dst.remaining());
-        int n = readDirect(key, ch, d);
+        int n = readDirect(key, d);
         if (n > 0) dst.put(d.flip());
         return n;
     }
 
     /**
-     * {@code ch.write(src)} from a fiber of this carrier: through this poller's direct buffer when
-     * the caller is the carrier's thread and {@code src} fits in it.
+     * Writes from {@code src} to {@code key}'s socket, from a fiber of this carrier: through this
+     * poller's direct buffer when the caller is the carrier's thread and {@code src} fits in it, else
+     * {@link #writeElsewhere}.
      *
      * @return the bytes written (0 when the socket's send buffer is full)
      * @throws IOException as {@link SocketChannel#write(ByteBuffer)}
      */
-    final int write(Object key, SocketChannel ch, ByteBuffer src) throws IOException {
+    final int write(Object key, ByteBuffer src) throws IOException {
         ByteBuffer d = scratch;  // as in read
-        if (src.remaining() > d.capacity() || !onOwnThread()) return ch.write(src);
+        if (src.remaining() > d.capacity() || !onOwnThread()) return writeElsewhere(key, src);
         int start = src.position();
         d.clear().put(src).flip();
-        int n = writeDirect(key, ch, d);
+        int n = writeDirect(key, d);
         src.position(start + n);
         return n;
     }
 
+    /** @return the direct I/O buffer of this poller's thread; only for that thread, between two of its own calls */
+    final ByteBuffer scratch() {
+        return scratch;
+    }
+
     /** Reads into the direct buffer {@code d}, as {@link SocketChannel#read(ByteBuffer)} does; on the poller's thread. */
-    abstract int readDirect(Object key, SocketChannel ch, ByteBuffer d) throws IOException;
+    abstract int readDirect(Object key, ByteBuffer d) throws IOException;
 
     /** Writes from the direct buffer {@code d}, as {@link SocketChannel#write(ByteBuffer)} does; on the poller's thread. */
-    abstract int writeDirect(Object key, SocketChannel ch, ByteBuffer d) throws IOException;
+    abstract int writeDirect(Object key, ByteBuffer d) throws IOException;
+
+    /** {@link #read} from a thread that no longer owns the carrier, into any buffer. */
+    abstract int readElsewhere(Object key, ByteBuffer dst) throws IOException;
+
+    /** {@link #write} of more than the direct buffer holds, or from a thread that no longer owns the carrier. */
+    abstract int writeElsewhere(Object key, ByteBuffer src) throws IOException;
 
     final boolean onOwnThread() {
         return carriers.thread(index) == Thread.currentThread();
@@ -333,7 +347,7 @@ abstract class Poller implements Runnable {
 
     /** Closes the connection's socket and counts it out. */
     final void closeSocket(Connection c) {
-        Connections.closeQuietly(c.channel());
+        Connections.closeQuietly(c.socket());
         connections.closed(c);
     }
 
@@ -342,38 +356,52 @@ abstract class Poller implements Runnable {
 
     private void acceptAll() {
         for (int i = 0; i < ACCEPT_BATCH; i++) {
-            SocketChannel ch = null;
             try {
-                ch = listener.accept();
-                if (ch == null) return;
-                ch.configureBlocking(false);
-                ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
+                if (!acceptOne()) return;
             } catch (ClosedChannelException e) {
                 return;
             } catch (IOException e) {
                 // Typically EMFILE ("Too many open files") under a connection flood: keep the server
                 // alive (acceptFailed logs at most once a second) and let the backlog wait a little.
                 connections.acceptFailed(e);
-                Connections.closeQuietly(ch);
-                if (ch == null) {
-                    acceptInterest(false);
-                    acceptPausedUntil = System.nanoTime() + ACCEPT_BACKOFF_NANOS;
-                    return;
-                }
-                continue;
-            }
-            java.net.InetSocketAddress client = connections.admit(ch);
-            if (client == null) continue;  // over a cap: answered 503 and closed
-            Connection c = new Connection(connections, ch, client);
-            connections.opened(c);
-            Poller to = pollers[Math.floorMod(dealt++, pollers.length)];
-            if (to == this) {
-                register(c);
-            } else {
-                to.adopt(c);
+                acceptInterest(false);
+                acceptPausedUntil = System.nanoTime() + ACCEPT_BACKOFF_NANOS;
+                return;
             }
         }
     }
+
+    /**
+     * Accepts one connection from the listening socket, if one waits: makes it non-blocking with
+     * {@code TCP_NODELAY} and hands it to {@link #admit} (a socket that fails those is closed).
+     *
+     * @return false when none was waiting
+     * @throws IOException when the accept itself failed (EMFILE, say): accepting pauses a little
+     */
+    abstract boolean acceptOne() throws IOException;
+
+    /**
+     * A connection from {@code client} was accepted: counted, made a {@link Connection} and dealt to
+     * a poller if the cap and the client's share allow, else answered 503 ({@link #refuse}) and closed.
+     */
+    final void admit(ClientSocket socket, InetSocketAddress client) {
+        byte[] refusal = connections.admit(client);
+        if (refusal != null) {
+            refuse(socket, refusal);
+            return;
+        }
+        Connection c = new Connection(connections, socket, client);
+        connections.opened(c);
+        Poller to = pollers[Math.floorMod(dealt++, pollers.length)];
+        if (to == this) {
+            register(c);
+        } else {
+            to.adopt(c);
+        }
+    }
+
+    /** Writes {@code response} to a refused connection's socket once, without waiting (it may be cut short), and closes it. */
+    abstract void refuse(ClientSocket socket, byte[] response);
 
     /** From carrier 0's poller: a connection for this poller to register and serve. */
     private void adopt(Connection c) {

@@ -1,5 +1,6 @@
 package kiln.server;
 
+import java.io.Closeable;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
@@ -11,6 +12,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
+import kiln.http.spi.ClientSocket;
 import kiln.http.spi.Connection;
 import kiln.http.Response;
 import kiln.http.spi.MemoryBudget;
@@ -121,7 +123,7 @@ public final class Connections implements Connection.Owner {
         for (Connection c : open) {
             Connection.Shutdown s = c.expireIfOverdue(now);
             if (s != Connection.Shutdown.NONE) {
-                shutdown(c.channel(), s == Connection.Shutdown.INPUT_AND_OUTPUT);
+                shutdown(c.socket(), s == Connection.Shutdown.INPUT_AND_OUTPUT);
                 expired++;
             }
         }
@@ -129,15 +131,14 @@ public final class Connections implements Connection.Owner {
     }
 
     /**
-     * Half-closes {@code ch} from a thread other than its loop's: the loop's blocked read then sees
-     * end-of-stream (its write fails, when {@code output} is shut too) and closes the channel itself.
-     * Never a close from here: on Kilim it could race with a pending selector registration, which
-     * Kilim's registration fiber does not survive.
+     * Half-closes {@code s} from a thread other than its loop's: the loop's blocked read then sees
+     * end-of-stream (its write fails, when {@code output} is shut too) and closes the socket itself.
+     * Never a close from here: the loop may be reading or writing it, or waiting for it in a poll.
      */
-    private static void shutdown(SocketChannel ch, boolean output) {
+    private static void shutdown(ClientSocket s, boolean output) {
         try {
-            ch.shutdownInput();
-            if (output) ch.shutdownOutput();
+            s.shutdownInput();
+            if (output) s.shutdownOutput();
         } catch (IOException e) {
             LOG.log(Level.FINE, "half-closing a connection", e);
         }
@@ -155,14 +156,11 @@ public final class Connections implements Connection.Owner {
     }
 
     /**
-     * The accept loop's check of a new connection against the cap and its client's share, with no
-     * wait: within both it is counted (serve it, then {@link #closed}); else it gets one
-     * non-blocking write of a 503 with {@code Retry-After: 1} and is closed (the write may be
-     * partial; the close is what matters). Refusals are logged at most once per 10 s, with a count.
-     * Call from one thread.
+     * {@link #admit(InetSocketAddress)} for a JDK channel: a refused one gets one non-blocking write
+     * of the 503 (the write may be partial; the close is what matters) and is closed.
      *
      * @return the client's address when the connection is to be served (give it to its
-     *         {@link Connection}); null when it was refused
+     *         {@link Connection}); null when it was refused, or reset before it was accepted
      */
     public InetSocketAddress admit(SocketChannel ch) {
         InetSocketAddress client;
@@ -172,6 +170,26 @@ public final class Connections implements Connection.Owner {
             closeQuietly(ch);  // reset before it was accepted
             return null;
         }
+        byte[] refusal = admit(client);
+        if (refusal == null) return client;
+        try {
+            ch.write(ByteBuffer.wrap(refusal));
+        } catch (IOException ignored) {
+            // best effort: the client may already be gone
+        }
+        closeQuietly(ch);
+        return null;
+    }
+
+    /**
+     * The accept loop's check of a new connection from {@code client} against the cap and its
+     * client's share, with no wait: within both it is counted (serve it, then {@link #closed}); else
+     * the caller writes it the 503 returned, with {@code Retry-After: 1}, once and without waiting,
+     * and closes it. Refusals are logged at most once per 10 s, with a count. Call from one thread.
+     *
+     * @return null when the connection is to be served; else the bytes of the refusal to write
+     */
+    public byte[] admit(InetSocketAddress client) {
         String refusal;
         if (count.get() >= limits.maxConnections()) {
             refusal = "too many connections; retry shortly";
@@ -179,14 +197,8 @@ public final class Connections implements Connection.Owner {
             refusal = "too many connections from " + client.getAddress().getHostAddress() + "; retry shortly";
         } else {
             count.incrementAndGet();
-            return client;
+            return null;
         }
-        try {
-            ch.write(ByteBuffer.wrap(ResponseWriter.closing(Response.unavailable(refusal))));
-        } catch (IOException ignored) {
-            // best effort: the client may already be gone
-        }
-        closeQuietly(ch);
         refusedSinceLog++;
         long now = System.currentTimeMillis();
         if (now - lastRefusalLog > 10_000) {
@@ -196,7 +208,7 @@ public final class Connections implements Connection.Owner {
             lastRefusalLog = now;
             refusedSinceLog = 0;
         }
-        return null;
+        return ResponseWriter.closing(Response.unavailable(refusal));
     }
 
     /**
@@ -270,14 +282,23 @@ public final class Connections implements Connection.Owner {
      * loop then sees end-of-stream and closes. For the end of a stop, after {@link #finishStop}.
      */
     public void endAll() {
-        for (Connection c : open) shutdown(c.channel(), true);
+        for (Connection c : open) shutdown(c.socket(), true);
     }
 
     /** Closes {@code ch}, ignoring a failure: for sockets being given up on. */
     public static void closeQuietly(SocketChannel ch) {
-        if (ch == null) return;
+        closeQuietly((Closeable) ch);
+    }
+
+    /** Closes {@code s}, ignoring a failure: for sockets being given up on. */
+    public static void closeQuietly(ClientSocket s) {
+        closeQuietly((Closeable) s);
+    }
+
+    private static void closeQuietly(Closeable s) {
+        if (s == null) return;
         try {
-            ch.close();
+            s.close();
         } catch (IOException ignored) {
             // nothing left to do for a socket that cannot even close
         }

@@ -42,7 +42,7 @@ import kiln.http.StreamEnd;
  * (closing and half-closing included), the time is its owner's ({@link Owner#nanoTime}), and the
  * reaper thread half-closes the socket as {@link #expireIfOverdue} says when a deadline passes,
  * which wakes the loop's blocked read or write with end-of-stream or an error. It carries its
- * socket ({@link #channel()}) only for them. {@link #next} may be called again without a step in
+ * socket ({@link #socket()}) only for them. {@link #next} may be called again without a step in
  * between: it says the same. The connection's life is a table of five states ({@link State}: open,
  * closing, refused, lingering, closed) and the moves between them.
  *
@@ -196,7 +196,7 @@ public final class Connection {
     private static final long LINGER_NANOS = 2_000_000_000L;
 
     private final Owner owner;
-    private final SocketChannel channel;
+    private final ClientSocket socket;
     private final InetSocketAddress remote;
     /**
      * Bytes reserved for request content held outside {@link #in}: chunked content the parser copied
@@ -333,7 +333,7 @@ public final class Connection {
      * @param channel the accepted socket, carried for the loop and the reaper (never used here); null in tests
      */
     public Connection(Owner owner, SocketChannel channel) {
-        this(owner, channel, null);
+        this(owner, ClientSocket.of(channel), null);
     }
 
     /**
@@ -341,17 +341,30 @@ public final class Connection {
      *               unknown: the requests then have none and a refusal is reported without it
      */
     public Connection(Owner owner, SocketChannel channel, InetSocketAddress remote) {
+        this(owner, ClientSocket.of(channel), remote);
+    }
+
+    /**
+     * @param socket the accepted socket, carried for the loop and the reaper (never used here)
+     * @param remote the client's address, or null when unknown
+     */
+    public Connection(Owner owner, ClientSocket socket, InetSocketAddress remote) {
         this.owner = owner;
         this.buffers = owner.buffers();
         this.out = new Output(buffers);
-        this.channel = channel;
+        this.socket = socket;
         this.remote = remote;
         arm(Deadline.IDLE, owner.idleTimeoutNanos());  // a client that connects and never sends is reaped
     }
 
-    /** @return the accepted socket, as given: the loop's and the reaper's to read, write and (half-)close */
+    /** @return the accepted socket, as given: the loop's and the reaper's to (half-)close; null in tests */
+    public ClientSocket socket() {
+        return socket;
+    }
+
+    /** @return the accepted socket's JDK channel, for a loop that reads and writes through it; null when the socket is not one */
     public SocketChannel channel() {
-        return channel;
+        return socket == null ? null : socket.channel();
     }
 
     /** @return what to do next ({@link State} has what each state may say); the same again until the loop reports a step */
