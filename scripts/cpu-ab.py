@@ -253,7 +253,7 @@ def main(argv):
         perf_events = perf.events() if args.perf else None
     except SweepError as e:
         p.error(str(e))
-    work = Path(args.out or tempfile.mkdtemp(prefix="cpu-ab-"))
+    work = Path(args.out or tempfile.mkdtemp(prefix="cpu-ab-")).resolve()  # absolute: nginx resolves its paths against its prefix
     work.mkdir(parents=True, exist_ok=True)
     anchors = [jvm_anchor(name, work, args.same_flags) for name, on in (("netty", args.netty), ("vertx", args.vertx)) if on]
     servers = start_servers(jars, work, nofile, steps, not args.shared, args.nginx_workers or (2 if args.shared else 1), args.port,

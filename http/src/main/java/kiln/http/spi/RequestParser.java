@@ -603,10 +603,22 @@ public final class RequestParser {
             return null;
         }
 
-        /** @return this field's shared name when {@code buf} spells it one of the two usual ways at {@code from}, else the name as received */
+        /**
+         * @return this field's shared name when {@code buf} spells it one of the two usual ways at
+         *         {@code from}, else the name as received. One loop over the name's few bytes for
+         *         both spellings: two {@code Arrays.equals} took 6 % of a {@code /hello} request's
+         *         user time (their range checks and calls, for names of 4 to 17 bytes).
+         */
         String spelledAs(byte[] buf, int from) {
-            if (Arrays.equals(buf, from, from + nameBytes.length, nameBytes, 0, nameBytes.length)) return usual;
-            if (Arrays.equals(buf, from, from + lowercaseBytes.length, lowercaseBytes, 0, lowercaseBytes.length)) return lowercase;
+            boolean asUsual = true;
+            boolean asLowercase = true;
+            for (int i = 0; i < nameBytes.length; i++) {
+                byte b = buf[from + i];
+                asUsual &= b == nameBytes[i];
+                asLowercase &= b == lowercaseBytes[i];
+            }
+            if (asUsual) return usual;
+            if (asLowercase) return lowercase;
             return ascii(buf, from, from + nameBytes.length);
         }
 
