@@ -28,7 +28,6 @@ import io.netty.channel.unix.FileDescriptor;
 import io.netty.channel.unix.NativeInetAddress;
 import io.netty.channel.unix.Socket;
 import io.netty.util.concurrent.ThreadAwareExecutor;
-import kiln.http.spi.ClientSocket;
 import kiln.http.spi.Connection;
 import kiln.server.Connections;
 
@@ -284,18 +283,22 @@ final class EpollPoller extends Poller {
             Connections.closeQuietly(socket);
             return true;
         }
-        admit(socket, client);
+        byte[] refusal = connections.admit(client);
+        if (refusal == null) {
+            deal(socket, client);
+        } else {
+            refuse(socket, refusal);
+        }
         return true;
     }
 
-    /** On the poller's thread (the accept's), through its direct buffer. */
-    @Override
-    void refuse(ClientSocket socket, byte[] response) {
+    /** Writes a refusal once, without waiting (it may be cut short), through the poller's direct buffer, and closes the socket. */
+    private void refuse(NativeSocket socket, byte[] response) {
         ByteBuffer d = scratch();
         d.clear();
         d.put(response, 0, Math.min(response.length, d.capacity())).flip();
         try {
-            ((NativeSocket) socket).writeAddress(Buffer.memoryAddress(d), d.position(), d.limit());
+            socket.writeAddress(Buffer.memoryAddress(d), d.position(), d.limit());
         } catch (IOException ignored) {
             // best effort: the client may already be gone
         }

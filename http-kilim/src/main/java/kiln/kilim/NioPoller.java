@@ -72,42 +72,33 @@ final class NioPoller extends Poller {
         return channel(key).write(d);
     }
 
+    /** The channel's own read, which takes any buffer (a heap one through the JDK's per-thread direct buffers). */
     @Override
     int readElsewhere(Object key, ByteBuffer dst) throws IOException {
-        return channel(key).read(dst);
+        return readDirect(key, dst);
     }
 
+    /** The channel's own write, as {@link #readElsewhere}. */
     @Override
     int writeElsewhere(Object key, ByteBuffer src) throws IOException {
-        return channel(key).write(src);
+        return writeDirect(key, src);
     }
 
     @Override
     boolean acceptOne() throws IOException {
         SocketChannel ch = listener.accept();
         if (ch == null) return false;
-        InetSocketAddress client;
         try {
             ch.configureBlocking(false);
             ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
-            client = (InetSocketAddress) ch.getRemoteAddress();
         } catch (IOException e) {  // reset before it was accepted, most likely
             connections.acceptFailed(e);
             Connections.closeQuietly(ch);
             return true;
         }
-        admit(ClientSocket.of(ch), client);
+        InetSocketAddress client = connections.admit(ch);  // a refused one is answered 503 and closed there
+        if (client != null) deal(ClientSocket.of(ch), client);
         return true;
-    }
-
-    @Override
-    void refuse(ClientSocket socket, byte[] response) {
-        try {
-            socket.channel().write(ByteBuffer.wrap(response));
-        } catch (IOException ignored) {
-            // best effort: the client may already be gone
-        }
-        Connections.closeQuietly(socket);
     }
 
     @Override

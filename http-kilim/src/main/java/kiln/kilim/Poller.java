@@ -55,8 +55,8 @@ import kiln.server.Connections;
  * <p>Two transports poll the same way: {@link NioPoller}, the JDK's {@code Selector} and
  * {@code SocketChannel} calls, and {@link EpollPoller}, Netty's epoll calls on bare descriptors
  * ({@link NativeSocket}), without the JDK's per-call locks, its selector's map from descriptor to
- * key and its channel's objects. Each accepts its own way ({@link #acceptOne}) and admits the
- * same way ({@link #admit}). A connection's key is the transport's own (a {@code SelectionKey}, an
+ * key and its channel's objects. Each accepts its own way ({@link #acceptOne}) and deals the
+ * connections the same way ({@link #deal}). A connection's key is the transport's own (a {@code SelectionKey}, an
  * {@code EpollPoller.Key}), opaque to the fibers, which hand it back to the poller.
  */
 abstract class Poller implements Runnable {
@@ -373,23 +373,16 @@ abstract class Poller implements Runnable {
 
     /**
      * Accepts one connection from the listening socket, if one waits: makes it non-blocking with
-     * {@code TCP_NODELAY} and hands it to {@link #admit} (a socket that fails those is closed).
+     * {@code TCP_NODELAY}, admits it ({@link Connections#admit}: a refused one is answered 503 and
+     * closed) and {@link #deal}s it; a socket that fails on the way is closed.
      *
      * @return false when none was waiting
      * @throws IOException when the accept itself failed (EMFILE, say): accepting pauses a little
      */
     abstract boolean acceptOne() throws IOException;
 
-    /**
-     * A connection from {@code client} was accepted: counted, made a {@link Connection} and dealt to
-     * a poller if the cap and the client's share allow, else answered 503 ({@link #refuse}) and closed.
-     */
-    final void admit(ClientSocket socket, InetSocketAddress client) {
-        byte[] refusal = connections.admit(client);
-        if (refusal != null) {
-            refuse(socket, refusal);
-            return;
-        }
+    /** An admitted connection from {@code client}: made a {@link Connection}, counted open and dealt to the pollers in turn. */
+    final void deal(ClientSocket socket, InetSocketAddress client) {
         Connection c = new Connection(connections, socket, client);
         connections.opened(c);
         Poller to = pollers[Math.floorMod(dealt++, pollers.length)];
@@ -399,9 +392,6 @@ abstract class Poller implements Runnable {
             to.adopt(c);
         }
     }
-
-    /** Writes {@code response} to a refused connection's socket once, without waiting (it may be cut short), and closes it. */
-    abstract void refuse(ClientSocket socket, byte[] response);
 
     /** From carrier 0's poller: a connection for this poller to register and serve. */
     private void adopt(Connection c) {
