@@ -19,7 +19,7 @@
 set -u
 [ $# -ge 1 ] || { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 name=$1; shift
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 out=results/rss-probe/$name; rm -rf "$out"; mkdir -p "$out/data"
 C=${C:-19500}; N=${N:-$((C * 25))}
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
