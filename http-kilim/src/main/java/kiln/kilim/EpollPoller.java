@@ -39,7 +39,7 @@ import kiln.server.Connections;
  * that saves, measured: per request, the JDK selector's map from descriptor to key (an
  * {@code Integer} and a {@code HashMap} probe per report, a cache miss at 19,500 connections), its
  * update queue, and the two {@code ReentrantLock}s and the begin/end of every channel read and
- * write; per connection, the channel's objects (about 500 bytes).
+ * write; per connection, the channel's objects and its addresses (about 460 bytes).
  *
  * <p>Interest, as on NIO: level-triggered, for input ({@code EPOLLIN}) while a connection is idle
  * and while its fiber serves it, so a request served at once costs no {@code epoll_ctl}; what
