@@ -370,19 +370,24 @@ final class EpollPoller extends Poller {
         return k.armed == DISARMED || k.arm(DISARMED);
     }
 
+    /**
+     * Closes the socket, then cancels its registration: closing the descriptor takes it out of the
+     * epoll set, and the registration's cancel, seeing it closed, only forgets it (no
+     * {@code epoll_ctl(DEL)}, which once the number is free could reach a new connection's socket).
+     */
     @Override
     void close(Object key, Connection c) {
-        if (key != null) {
-            Key k = (Key) key;
-            k.armed = DISARMED;
+        Key k = (Key) key;
+        if (k != null) k.armed = DISARMED;
+        closeSocket(c);
+        if (k != null) {
             try {
-                k.registration.cancel();  // epoll_ctl(DEL) now, while the descriptor is still this socket's
+                k.registration.cancel();
             } catch (Exception e) {
-                LOG.log(Level.FINE, "epoll_ctl", e);
+                LOG.log(Level.FINE, "cancelling a registration", e);
             }
             forget(k);
         }
-        closeSocket(c);
     }
 
     @Override
