@@ -236,7 +236,7 @@ final class EpollPoller extends Poller {
     /** Through a direct buffer of the call's own: the thread no longer owns the poller's (rare: a fiber that held its carrier too long). */
     @Override
     int readElsewhere(Object key, ByteBuffer dst) throws IOException {
-        ByteBuffer d = ByteBuffer.allocateDirect(Math.max(1, Math.min(dst.remaining(), ELSEWHERE_BYTES)));
+        ByteBuffer d = ByteBuffer.allocateDirect(Math.min(dst.remaining(), ELSEWHERE_BYTES));  // dst has room: read checked
         int n = readDirect(key, d);
         if (n > 0) dst.put(d.flip());
         return n;

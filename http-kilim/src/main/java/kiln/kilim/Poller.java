@@ -183,10 +183,11 @@ abstract class Poller implements Runnable {
      * poller's direct buffer when the caller is the carrier's thread (a fiber still running on a
      * thread that was handed off is not: {@link #readElsewhere}).
      *
-     * @return the bytes read, 0 when none are ready, -1 at end of stream
+     * @return the bytes read, 0 when none are ready (or {@code dst} has no room), -1 at end of stream
      * @throws IOException as {@link SocketChannel#read(ByteBuffer)}
      */
     final int read(Object key, ByteBuffer dst) throws IOException {
+        if (!dst.hasRemaining()) return 0;  // as the JDK's channel: a read of no bytes (Netty's would say end of stream)
         ByteBuffer d = scratch;  // read before the owner: a new owner replaces it after it took the carrier
         if (!onOwnThread()) return readElsewhere(key, dst);
         d.clear();
