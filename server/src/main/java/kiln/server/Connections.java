@@ -285,17 +285,8 @@ public final class Connections implements Connection.Owner {
         for (Connection c : open) shutdown(c.socket(), true);
     }
 
-    /** Closes {@code ch}, ignoring a failure: for sockets being given up on. */
-    public static void closeQuietly(SocketChannel ch) {
-        closeQuietly((Closeable) ch);
-    }
-
-    /** Closes {@code s}, ignoring a failure: for sockets being given up on. */
-    public static void closeQuietly(ClientSocket s) {
-        closeQuietly((Closeable) s);
-    }
-
-    private static void closeQuietly(Closeable s) {
+    /** Closes {@code s} (a channel, a {@link ClientSocket}; nothing for null), ignoring a failure: for sockets being given up on. */
+    public static void closeQuietly(Closeable s) {
         if (s == null) return;
         try {
             s.close();
