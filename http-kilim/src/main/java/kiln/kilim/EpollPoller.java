@@ -147,14 +147,14 @@ final class EpollPoller extends Poller {
      * socket's), its registration with the handler, what it is armed for, and what to start or resume.
      */
     final class Key implements EpollIoHandle {
-        private final FileDescriptor fd;
+        private final Socket fd;
         private IoRegistration registration;
         private volatile Object attachment;
         /** What the socket is armed for now: one of the {@code EpollIoOps} above. */
         private volatile EpollIoOps armed;
 
         /** @param connection what the socket serves, null for the listening socket */
-        Key(FileDescriptor fd, Connection connection) {
+        Key(Socket fd, Connection connection) {
             this.fd = fd;
             this.attachment = connection;
         }
@@ -219,16 +219,21 @@ final class EpollPoller extends Poller {
         handler.wakeup();
     }
 
+    /*
+     * recv(2) and send(2), as nginx reads, not read(2) and write(2): a read or write of a socket
+     * goes through the file layer first (the position lock's check, rw_verify_area, the security
+     * hook, fsnotify), 0.3 µs a request at c=19,500 in perf's profile.
+     */
     @Override
     int readDirect(Object key, ByteBuffer d) throws IOException {
-        int n = ((Key) key).fd.readAddress(Buffer.memoryAddress(d), d.position(), d.limit());
+        int n = ((Key) key).fd.recvAddress(Buffer.memoryAddress(d), d.position(), d.limit());
         if (n > 0) d.position(d.position() + n);
         return n;
     }
 
     @Override
     int writeDirect(Object key, ByteBuffer d) throws IOException {
-        int n = ((Key) key).fd.writeAddress(Buffer.memoryAddress(d), d.position(), d.limit());
+        int n = ((Key) key).fd.sendAddress(Buffer.memoryAddress(d), d.position(), d.limit());
         d.position(d.position() + n);
         return n;
     }
@@ -298,7 +303,7 @@ final class EpollPoller extends Poller {
         d.clear();
         d.put(response, 0, Math.min(response.length, d.capacity())).flip();
         try {
-            socket.writeAddress(Buffer.memoryAddress(d), d.position(), d.limit());
+            socket.sendAddress(Buffer.memoryAddress(d), d.position(), d.limit());
         } catch (IOException ignored) {
             // best effort: the client may already be gone
         }

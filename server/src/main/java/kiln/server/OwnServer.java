@@ -1,7 +1,9 @@
 package kiln.server;
 
 import java.io.IOException;
+import java.net.Inet4Address;
 import java.net.InetSocketAddress;
+import java.net.StandardProtocolFamily;
 import java.net.StandardSocketOptions;
 import java.nio.channels.ServerSocketChannel;
 import java.util.logging.Level;
@@ -43,10 +45,14 @@ public abstract class OwnServer implements Launcher.Server {
      * @throws java.net.BindException when the port is in use or the address is not local; the socket is closed again
      */
     protected final ServerSocketChannel bind(boolean blocking) throws IOException {
-        ServerSocketChannel ssc = ServerSocketChannel.open();
+        InetSocketAddress at = new InetSocketAddress(bindAddress, requestedPort);
+        // An IPv4 address gets an IPv4 socket, not the JDK's default IPv6 one bound to the mapped
+        // address (which accepts the same clients): its connections skip the IPv6 layer's calls.
+        ServerSocketChannel ssc = at.getAddress() instanceof Inet4Address
+                ? ServerSocketChannel.open(StandardProtocolFamily.INET) : ServerSocketChannel.open();
         try {
             ssc.setOption(StandardSocketOptions.SO_REUSEADDR, true);
-            ssc.bind(new InetSocketAddress(bindAddress, requestedPort), Limits.BACKLOG);
+            ssc.bind(at, Limits.BACKLOG);
             ssc.configureBlocking(blocking);
         } catch (IOException e) {
             ssc.close();
