@@ -1,13 +1,17 @@
 package kiln.kilim;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.io.OutputStream;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Map;
@@ -68,6 +72,37 @@ class PollersTest {
             }
         }
         return seen;
+    }
+
+    /** @return whether {@code table} (/proc/net/tcp or tcp6) lists a listening socket on {@code port} */
+    private static boolean listensIn(String table, int port) throws Exception {
+        String local = String.format(":%04X ", port);
+        for (String line : Files.readAllLines(Path.of("/proc/net", table))) {
+            String[] f = line.trim().split("\\s+");
+            if (f.length > 3 && (f[1] + " ").endsWith(local) && f[3].equals("0A")) return true;  // 0A: TCP_LISTEN
+        }
+        return false;
+    }
+
+    /**
+     * An IPv4 bind address gets an IPv4 listening socket, not the JDK's default IPv6 one bound to
+     * the mapped address: its connections skip the IPv6 socket layer. Each is served, and its
+     * client's address read from the IPv4 accept.
+     */
+    @ParameterizedTest
+    @EnumSource(names = {"EPOLL", "NIO"})
+    void anIpv4AddressIsListenedOnWithAnIpv4Socket(KilimServer.Transport transport) throws Exception {
+        assumeTrue(Files.exists(Path.of("/proc/net/tcp6")), "Linux's /proc/net");
+        Router router = new Router().get("/peer", req -> Response.text(req.remoteAddress().getAddress().getHostAddress()));
+        server = new KilimServer("127.0.0.1", 0, 1, router).transport(transport);
+        server.start();
+        assertTrue(listensIn("tcp", server.port()), "listed among the IPv4 sockets");
+        assertFalse(listensIn("tcp6", server.port()), "not among the IPv6 ones");
+        try (Socket s = new Socket("127.0.0.1", server.port())) {
+            s.setSoTimeout(5_000);
+            get(s, "/peer");
+            assertEquals("127.0.0.1", body(new BufferedReader(new InputStreamReader(s.getInputStream(), StandardCharsets.ISO_8859_1))));
+        }
     }
 
     @ParameterizedTest
