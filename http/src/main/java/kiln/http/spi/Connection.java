@@ -646,7 +646,7 @@ public final class Connection {
     /**
      * For {@link Action#READ}, before each read: borrows the input buffer if the connection holds
      * none, drops the bytes of the requests answered, and arms the idle deadline (nothing of a next
-     * request yet), the header deadline (its first bytes are here; not re-armed while it arrives)
+     * request yet; once, from when the connection fell idle), the header deadline (its first bytes are here; not re-armed while it arrives)
      * or the content's minimum rate. During a lingering close, empties the buffer to discard into.
      * Then read into {@link #readBuffer()}.
      */
@@ -662,7 +662,9 @@ public final class Connection {
         compact();
         if (sending == null) {
             if (in.position() == 0) {
-                arm(Deadline.IDLE, owner.idleTimeoutNanos());
+                // armed already when the connection fell idle: a look that finds nothing since
+                // (a selector's report with no bytes behind it) does not restart it
+                if (phase != Deadline.IDLE) arm(Deadline.IDLE, owner.idleTimeoutNanos());
             } else if (phase != Deadline.HEADER && phase != Deadline.CONTENT) {
                 // after a 100 Continue its content is awaited: the minimum rate's grace runs from now
                 if (progress.inContent() && owner.minRequestRate() > 0) {

@@ -237,6 +237,25 @@ class ConnectionTest {
         assertTrue(d.owner.refused.isEmpty());
     }
 
+    /**
+     * A look at the socket that finds nothing (a selector's report with no bytes behind it, as a
+     * non-blocking loop makes after each answer) does not restart the idle timeout: it runs from
+     * when the connection fell idle, and costs no clock read.
+     */
+    @Test
+    void aReadThatFindsNothingDoesNotRestartTheIdleTimeout() {
+        Driver d = new Driver(ConnectionTest::echoPath).send(GET);
+        assertSame(Action.READ, d.run());  // answered: prepareRead armed the idle timeout
+        d.c.releaseIfIdle();  // nothing more to read: the loop gives the buffer back and waits
+        d.owner.advance(600);
+        d.c.prepareRead();  // reported readable, and nothing is there
+        d.c.releaseIfIdle();
+        d.owner.advance(399);
+        assertSame(Connection.Shutdown.NONE, d.reap());
+        d.owner.advance(1);
+        assertSame(Connection.Shutdown.INPUT_AND_OUTPUT, d.reap(), "1 s since the answer, not since the look");
+    }
+
     /** RFC 9110 section 15.5.9: a head that does not arrive within the header timeout is answered 408, then the connection closes. */
     @Test
     void aHeadNotInWithinTheHeaderTimeoutIs408AndTheConnectionCloses() {
