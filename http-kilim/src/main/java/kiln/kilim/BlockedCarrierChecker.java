@@ -5,9 +5,10 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.locks.LockSupport;
+import java.util.logging.Level;
 import java.util.logging.Logger;
 import java.util.stream.LongStream;
 
@@ -31,6 +32,11 @@ import kiln.server.Threads;
  *       answers 503 with it while it lasts.</li>
  * </ul>
  * The carriers' cost is a counter, a store and a compare-and-set per fiber run ({@link Carriers#runQueued}).
+ *
+ * <p>While the server is idle the watch rests: after {@value #QUIET_LOOKS} looks in a row that found
+ * every carrier asleep (blocked in its select, so running no fiber) and no handed-off thread, it
+ * parks until a carrier wakes up ({@link #carrierAwake}), instead of waking 200 times a second for
+ * nothing. A carrier's wake-up costs a volatile read then, and one unpark per rest.
  */
 final class BlockedCarrierChecker {
     private static final Logger LOG = Logger.getLogger(BlockedCarrierChecker.class.getName());
@@ -75,7 +81,13 @@ final class BlockedCarrierChecker {
     private long lastLookMs = -1;
     private boolean capReported;
     private volatile String problem;
-    private final ScheduledExecutorService timer;
+    /** The watch's thread, {@code kiln-blocked-carrier-checker}; null when it is off. */
+    private final Thread thread;
+    private volatile boolean stopping;
+    /** True while the watch rests: the first carrier to wake clears it and unparks the watch. */
+    private final AtomicBoolean resting = new AtomicBoolean();
+    /** Looks in a row that found every carrier asleep and no held thread, after which the watch rests. */
+    static final int QUIET_LOOKS = 20;
 
     /**
      * @param carriers    the carriers to watch
@@ -93,15 +105,48 @@ final class BlockedCarrierChecker {
         this.seenSince = new long[carriers.count()];
         long shortest = LongStream.of(reportMs, handOffMs, unhealthyMs).filter(ms -> ms > 0).min().orElse(0);
         tickMs = shortest == 0 ? 0 : Math.max(5, shortest / 4);
-        timer = tickMs == 0 ? null : Executors.newSingleThreadScheduledExecutor(Threads.daemon("kiln-blocked-carrier-checker"));
+        thread = tickMs == 0 ? null : Threads.daemon("kiln-blocked-carrier-checker").newThread(this::watch);
+        if (thread != null) carriers.watchedBy(this);
     }
 
     void start() {
-        if (timer != null) timer.scheduleWithFixedDelay(this::look, tickMs, tickMs, TimeUnit.MILLISECONDS);
+        if (thread != null) thread.start();
     }
 
     void stop() {
-        if (timer != null) timer.shutdownNow();
+        stopping = true;
+        if (thread != null) LockSupport.unpark(thread);
+    }
+
+    /** The watch's loop: a look every {@link #tickMs} ms, and a rest while every carrier sleeps. */
+    private void watch() {
+        int quiet = 0;
+        while (!stopping) {
+            LockSupport.parkNanos(this, TimeUnit.MILLISECONDS.toNanos(tickMs));
+            if (stopping) return;
+            try {
+                look(System.nanoTime() / 1_000_000);
+            } catch (RuntimeException e) {  // a bug here must not end the watch
+                LOG.log(Level.SEVERE, "the blocked-carrier watch failed a look", e);
+            }
+            quiet = handedOff.isEmpty() && carriers.allAsleep() ? quiet + 1 : 0;
+            if (quiet < QUIET_LOOKS) continue;
+            quiet = 0;
+            resting.set(true);
+            // announced before the carriers are looked at again: one that wakes from now on sees it and unparks
+            if (carriers.allAsleep() && !stopping) LockSupport.park(this);
+            resting.set(false);
+        }
+    }
+
+    /** @return whether the watch rests now (every carrier asleep); for tests */
+    boolean resting() {
+        return resting.get();
+    }
+
+    /** From a carrier that woke up: a resting watch looks again (the first such carrier unparks it). */
+    void carrierAwake() {
+        if (resting.get() && resting.compareAndSet(true, false)) LockSupport.unpark(thread);
     }
 
     /**
@@ -110,10 +155,6 @@ final class BlockedCarrierChecker {
      */
     String problem() {
         return problem;
-    }
-
-    private void look() {
-        look(System.nanoTime() / 1_000_000);
     }
 
     /**

@@ -57,6 +57,8 @@ final class Carriers extends Scheduler {
     private static final ThreadLocal<Carrier> CURRENT = new ThreadLocal<>();
 
     private final Carrier[] carriers;
+    /** The watch of blocked carriers, told of each wake-up so that it can rest while all sleep; null without one. Set before the threads start. */
+    private BlockedCarrierChecker watch;
     private final AtomicInteger turn = new AtomicInteger();
     /** Timers set from any thread, for carrier 0 to take into {@link #heap}. */
     private final ConcurrentLinkedQueue<Deadline> incomingTimers = new ConcurrentLinkedQueue<>();
@@ -171,7 +173,7 @@ final class Carriers extends Scheduler {
             if (ran > 0) continue;
             c.sleeping.set(true);
             if (c.queue.isEmpty() && !stopping) LockSupport.park(this);
-            c.sleeping.set(false);
+            woke(c);
         }
     }
 
@@ -284,7 +286,27 @@ final class Carriers extends Scheduler {
 
     /** Selector carrier {@code index} returned from its select. */
     void awake(int index) {
-        carriers[index].sleeping.set(false);
+        woke(carriers[index]);
+    }
+
+    /** Carrier {@code c} woke up: no longer sleeping, and a resting watch looks again. */
+    private void woke(Carrier c) {
+        c.sleeping.set(false);
+        BlockedCarrierChecker w = watch;
+        if (w != null) w.carrierAwake();
+    }
+
+    /** @return whether every carrier is about to block or blocked (in its select, or parked), for the watch's rest */
+    boolean allAsleep() {
+        for (Carrier c : carriers) {
+            if (!c.sleeping.get()) return false;
+        }
+        return true;
+    }
+
+    /** Sets the watch that {@link #awake} tells of each wake-up; before {@link #start}. */
+    void watchedBy(BlockedCarrierChecker w) {
+        watch = w;
     }
 
     /**

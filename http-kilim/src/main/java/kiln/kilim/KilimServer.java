@@ -149,6 +149,11 @@ public final class KilimServer extends OwnServer {
         return watch == null ? null : watch.problem();
     }
 
+    /** @return the watch of blocked carriers, once started; for tests */
+    BlockedCarrierChecker blockedCarrierWatch() {
+        return blockedCarrierChecker;
+    }
+
     /**
      * Checks that the classes this server runs were woven, binds the socket and starts accepting.
      *

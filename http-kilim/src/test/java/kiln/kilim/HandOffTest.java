@@ -51,6 +51,11 @@ class HandOffTest {
     /** Starts the trap, then sends 100 other requests on 10 connections while it holds its thread. */
     private void othersAreServedDuring(String target, String answer) throws Exception {
         start(0);
+        othersAreServedDuringOn(target, answer);
+    }
+
+    /** As {@link #othersAreServedDuring}, on the server started already. */
+    private void othersAreServedDuringOn(String target, String answer) throws Exception {
         CompletableFuture<HttpResponse<String>> trap = trap(target);
         Thread.sleep(200);  // the trap's handler holds the one carrier's thread by now
         long[] ms = Traps.roundTripsMs(URI.create(base[0] + "/fast"), 100, 10);
@@ -58,6 +63,21 @@ class HandOffTest {
         assertTrue(ms[ms.length - 1] <= OTHERS_MAX_MS, () -> "100 other requests during " + target + " answered within " + OTHERS_MAX_MS
             + " ms each; round trips (ms, sorted; " + Long.MAX_VALUE + " = failed): " + Arrays.toString(ms));
         assertEquals(answer, trap.get().body(), "and the trap's own request completes");
+    }
+
+    /**
+     * While nothing runs the watch rests (parked until a carrier wakes, not woken every few
+     * milliseconds), and the first trap after its rest is handed off as any other.
+     */
+    @Test
+    void theWatchRestsWhileTheServerIsIdleAndStillHandsOffTheNextTrap() throws Exception {
+        start(0);
+        long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+        while (!server.blockedCarrierWatch().resting()) {
+            assertTrue(System.nanoTime() < deadline, "the watch rests within 10 s of an idle server");
+            Thread.sleep(10);
+        }
+        othersAreServedDuringOn("/sleep?ms=" + TRAP_MS, "slept");
     }
 
     @Test
