@@ -106,7 +106,7 @@ final class BlockedCarrierChecker {
         long shortest = LongStream.of(reportMs, handOffMs, unhealthyMs).filter(ms -> ms > 0).min().orElse(0);
         tickMs = shortest == 0 ? 0 : Math.max(5, shortest / 4);
         thread = tickMs == 0 ? null : Threads.daemon("kiln-blocked-carrier-checker").newThread(this::watch);
-        if (thread != null) carriers.watchedBy(this);
+        if (thread != null) carriers.onWake(this::carrierAwake);
     }
 
     void start() {

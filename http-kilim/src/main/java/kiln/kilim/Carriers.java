@@ -57,8 +57,8 @@ final class Carriers extends Scheduler {
     private static final ThreadLocal<Carrier> CURRENT = new ThreadLocal<>();
 
     private final Carrier[] carriers;
-    /** The watch of blocked carriers, told of each wake-up so that it can rest while all sleep; null without one. Set before the threads start. */
-    private BlockedCarrierChecker watch;
+    /** Told of each carrier's wake-up (the blocked-carrier watch, so that it can rest while all sleep); null for none. Set before the threads start. */
+    private Runnable onWake;
     private final AtomicInteger turn = new AtomicInteger();
     /** Timers set from any thread, for carrier 0 to take into {@link #heap}. */
     private final ConcurrentLinkedQueue<Deadline> incomingTimers = new ConcurrentLinkedQueue<>();
@@ -292,8 +292,8 @@ final class Carriers extends Scheduler {
     /** Carrier {@code c} woke up: no longer sleeping, and a resting watch looks again. */
     private void woke(Carrier c) {
         c.sleeping.set(false);
-        BlockedCarrierChecker w = watch;
-        if (w != null) w.carrierAwake();
+        Runnable r = onWake;
+        if (r != null) r.run();
     }
 
     /** @return whether every carrier is about to block or blocked (in its select, or parked), for the watch's rest */
@@ -304,9 +304,9 @@ final class Carriers extends Scheduler {
         return true;
     }
 
-    /** Sets the watch that {@link #awake} tells of each wake-up; before {@link #start}. */
-    void watchedBy(BlockedCarrierChecker w) {
-        watch = w;
+    /** Sets what each carrier's wake-up runs, on the carrier's thread (it must be quick); before {@link #start}. */
+    void onWake(Runnable r) {
+        onWake = r;
     }
 
     /**
