@@ -646,9 +646,9 @@ public final class Connection {
     /**
      * For {@link Action#READ}, before each read: borrows the input buffer if the connection holds
      * none, drops the bytes of the requests answered, and arms the idle deadline (nothing of a next
-     * request yet; once, from when the connection fell idle), the header deadline (its first bytes are here; not re-armed while it arrives)
-     * or the content's minimum rate. During a lingering close, empties the buffer to discard into.
-     * Then read into {@link #readBuffer()}.
+     * request yet; once, from when the connection fell idle), the header deadline (its first bytes
+     * are here; not re-armed while it arrives) or the content's minimum rate. During a lingering
+     * close, empties the buffer to discard into. Then read into {@link #readBuffer()}.
      */
     public void prepareRead() {
         if (in == null) {
