@@ -134,4 +134,55 @@ class JsonTest {
             assertTrue(e.getMessage().startsWith("cannot bind JSON to " + type.getName() + ": "), e.getMessage());
         }
     }
+
+    /** Half written when its second getter throws: the thread's generator is left mid-object, so the write drops it. */
+    public static final class FailsHalfway {
+        public String getA() {
+            return "a";
+        }
+
+        public String getB() {
+            throw new IllegalStateException("no b");
+        }
+    }
+
+    /** Serialized as a string that is itself JSON written with {@link Json#writeString}: a write inside a write. */
+    public static final class Nested {
+        @com.fasterxml.jackson.annotation.JsonValue
+        public String json() {
+            return Json.writeString(java.util.Map.of("inner", List.of(1, 2)));
+        }
+    }
+
+    private static String json(Object value) {
+        return new String(Json.write(value), StandardCharsets.UTF_8);
+    }
+
+    /**
+     * A thread keeps its generator from one write to the next (Json's {@code Generator}): each value is
+     * still a document of its own, as Jackson's {@code writeValueAsBytes} writes it, whatever the thread
+     * wrote before: no separator between them, nothing left of a failed, a nested or a large one.
+     */
+    @Test
+    void eachWriteIsItsOwnDocumentWhateverTheThreadWroteBefore() throws Exception {
+        com.fasterxml.jackson.databind.ObjectMapper jackson = new com.fasterxml.jackson.databind.ObjectMapper();
+        Object order = Json.read("{\"customer\":\"zoë\",\"lines\":[{\"item\":\"tea\",\"qty\":2}]}".getBytes(StandardCharsets.UTF_8), Order.class);
+        byte[] first = Json.write(order);
+        assertEquals(new String(jackson.writeValueAsBytes(order), StandardCharsets.UTF_8), new String(first, StandardCharsets.UTF_8));
+        assertEquals(new String(first, StandardCharsets.UTF_8), json(order), "the second write, the same bytes");
+        assertEquals("{\"message\":\"Hello, World!\"}", json(java.util.Map.of("message", "Hello, World!")));
+        assertEquals("null", json(null));
+        assertEquals("7", json(7));
+
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Json.write(new FailsHalfway()));
+        assertTrue(e.getMessage().contains("FailsHalfway"), e.getMessage());
+        assertEquals("{\"id\":7}", json(java.util.Map.of("id", 7)), "nothing of the failed write is left");
+
+        assertEquals("\"{\\\"inner\\\":[1,2]}\"", json(new Nested()), "a write inside a write");
+        assertEquals("[true]", json(List.of(true)));
+
+        String large = "x".repeat(100_000);
+        assertEquals(100_002, Json.write(large).length);
+        assertEquals("\"y\"", json("y"), "after a large value, a small one alone");
+    }
 }
