@@ -19,8 +19,9 @@ import kiln.server.Threads;
 /**
  * Watches what each carrier thread runs, so that the worst fiber trap — a handler that keeps its
  * carrier thread busy (a {@code Thread.sleep}, a blocking call, a long loop) — neither freezes the
- * server nor goes unsaid. One daemon thread, {@code kiln-blocked-carrier-checker}, looks at every carrier a few
- * times per threshold (every {@link #tickMs} ms); when one fiber run has held a carrier's thread:
+ * server nor goes unsaid. One daemon thread, {@code kiln-blocked-carrier-checker}, looks at every carrier twice
+ * per threshold (every {@link #tickMs} ms: 10 ms by default, so that a hold is seen 0-10 ms late);
+ * when one fiber run has held a carrier's thread:
  * <ul>
  *   <li>for {@code handOffMs} (default 20 ms): it hands the carrier to a new thread
  *       ({@link Carriers#handOff}), so the carrier's other fibers, and on carrier 0 the accepting and
@@ -35,7 +36,7 @@ import kiln.server.Threads;
  *
  * <p>While the server is idle the watch rests: after {@value #QUIET_LOOKS} looks in a row that found
  * every carrier asleep (blocked in its select, so running no fiber) and no handed-off thread, it
- * parks until a carrier wakes up ({@link #carrierAwake}), instead of waking 200 times a second for
+ * parks until a carrier wakes up ({@link #carrierAwake}), instead of waking 100 times a second for
  * nothing. A carrier's wake-up costs a volatile read then, and one unpark per rest.
  */
 final class BlockedCarrierChecker {
@@ -87,7 +88,7 @@ final class BlockedCarrierChecker {
     /** True while the watch rests: the first carrier to wake clears it and unparks the watch. */
     private final AtomicBoolean resting = new AtomicBoolean();
     /** Looks in a row that found every carrier asleep and no held thread, after which the watch rests. */
-    static final int QUIET_LOOKS = 20;
+    static final int QUIET_LOOKS = 10;
 
     /**
      * @param carriers    the carriers to watch
@@ -104,7 +105,7 @@ final class BlockedCarrierChecker {
         this.seenRun = new long[carriers.count()];
         this.seenSince = new long[carriers.count()];
         long shortest = LongStream.of(reportMs, handOffMs, unhealthyMs).filter(ms -> ms > 0).min().orElse(0);
-        tickMs = shortest == 0 ? 0 : Math.max(5, shortest / 4);
+        tickMs = shortest == 0 ? 0 : Math.max(5, shortest / 2);
         thread = tickMs == 0 ? null : Threads.daemon("kiln-blocked-carrier-checker").newThread(this::watch);
         if (thread != null) carriers.onWake(this::carrierAwake);
     }

@@ -206,17 +206,17 @@ class CarriersTest {
     void aStopOfTheWatchItselfIsNotCountedAsAFiberHoldingItsCarrier() throws Exception {
         start(1);
         BlockedCarrierChecker w = new BlockedCarrierChecker(carriers, 0, 20, 0);  // not started: looks are made here, at given times
-        assertEquals(5, w.tickMs);
+        assertEquals(10, w.tickMs, "a look every half of the shortest threshold");
         Blocker b = new Blocker(1_000);
         spawn(b);
         assertTrue(b.started.await(5, TimeUnit.SECONDS), "the blocker started");
         w.look(1_000);
-        w.look(1_100);  // 100 ms since the last look: the watch was stopped, and so was the fiber
+        w.look(1_100);  // 100 ms since the last look, over two ticks: the watch was stopped, and so was the fiber
         w.look(1_105);
         w.look(1_110);
         assertEquals(b.heldThread, carriers.thread(0), "held for 10 ms after the stop, not 110: no hand-off");
         for (long t = 1_115; t <= 1_125; t += 5) w.look(t);
-        assertTrue(b.heldThread != carriers.thread(0), "held for 25 ms of looks two ticks apart: handed off");
+        assertTrue(b.heldThread != carriers.thread(0), "held for 20 ms of looks within a tick of each other: handed off");
         assertTrue(b.done.await(10, TimeUnit.SECONDS), "the blocker finished once its call returned");
     }
 
