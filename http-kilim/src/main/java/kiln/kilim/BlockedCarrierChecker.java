@@ -125,6 +125,7 @@ final class BlockedCarrierChecker {
         while (!stopping) {
             LockSupport.parkNanos(this, TimeUnit.MILLISECONDS.toNanos(tickMs));
             if (stopping) return;
+            carriers.readClock();
             try {
                 look(System.nanoTime() / 1_000_000);
             } catch (RuntimeException e) {  // a bug here must not end the watch

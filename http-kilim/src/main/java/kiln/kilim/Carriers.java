@@ -14,6 +14,7 @@ import java.util.logging.Level;
 import kilim.Scheduler;
 import kilim.Task;
 import kilim.timerservice.Timer;
+import kiln.server.LoopClock;
 
 /**
  * kiln's Kilim scheduler: the carrier threads that run the server's fibers, each with its own run
@@ -59,6 +60,8 @@ final class Carriers extends Scheduler {
     private final Carrier[] carriers;
     /** Told of each carrier's wake-up (the blocked-carrier watch, so that it can rest while all sleep); null for none. Set before the threads start. */
     private Runnable onWake;
+    /** What {@link #readClock} reads; null when no clock is kept. */
+    private LoopClock clock;
     private final AtomicInteger turn = new AtomicInteger();
     /** Timers set from any thread, for carrier 0 to take into {@link #heap}. */
     private final ConcurrentLinkedQueue<Deadline> incomingTimers = new ConcurrentLinkedQueue<>();
@@ -302,6 +305,21 @@ final class Carriers extends Scheduler {
             if (!c.sleeping.get()) return false;
         }
         return true;
+    }
+
+    /** Sets the clock the carriers' loops read ({@link #readClock}); before {@link #start}. */
+    void keepClock(LoopClock clock) {
+        this.clock = clock;
+    }
+
+    /**
+     * Reads the loop's clock, if one is kept: a poller as its poll returns, before it serves what
+     * was reported; the blocked-carrier watch at each look, so that a long turn does not leave the
+     * clock behind.
+     */
+    void readClock() {
+        LoopClock c = clock;
+        if (c != null) c.tick();
     }
 
     /** Sets what each carrier's wake-up runs, on the carrier's thread (it must be quick); before {@link #start}. */

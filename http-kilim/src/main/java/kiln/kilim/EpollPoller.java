@@ -367,6 +367,16 @@ final class EpollPoller extends Poller {
         public long deadlineNanos() {
             return deadline;
         }
+
+        /**
+         * Asked once a run, as the handler's wait returns and before it hands out the reports (Netty
+         * times its I/O when this says so): the moment the loop reads its clock. Says no.
+         */
+        @Override
+        public boolean shouldReportActiveIoTime() {
+            carriers.readClock();
+            return false;
+        }
     }
 
     @Override

@@ -6,6 +6,7 @@ import java.util.Objects;
 import java.util.logging.Logger;
 
 import kiln.db.QueryFuture;
+import kiln.server.LoopClock;
 import kiln.server.OwnServer;
 import kiln.server.ServerLimits;
 
@@ -167,6 +168,13 @@ public final class KilimServer extends OwnServer {
         boolean epoll = useEpoll();
         ServerSocketChannel ssc = bind(false);
         carriers = new Carriers(threads);
+        blockedCarrierChecker = new BlockedCarrierChecker(carriers, blockedCarrierMs, handOffMs, unhealthyMs);
+        if (blockedCarrierChecker.tickMs > 0) {
+            // read at each poll and each look of the watch: without the watch a long turn would leave it behind
+            LoopClock clock = new LoopClock();
+            carriers.keepClock(clock);
+            connections.useClock(clock);
+        }
         pollers = new Poller[threads];
         try {
             for (int i = 0; i < threads; i++) {
@@ -180,7 +188,6 @@ public final class KilimServer extends OwnServer {
             throw e;
         }
         pollers[0].dealTo(pollers);
-        blockedCarrierChecker = new BlockedCarrierChecker(carriers, blockedCarrierMs, handOffMs, unhealthyMs);
         connections.start();
         carriers.start();
         blockedCarrierChecker.start();

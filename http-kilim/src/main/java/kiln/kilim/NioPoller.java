@@ -115,6 +115,7 @@ final class NioPoller extends Poller {
             selector.select(r, sleepMs < 0 ? 0 : sleepMs);  // a timeout of 0 blocks until woken
         }
         carriers.awake(index);  // before the fibers run: what they queue for this carrier need not wake it
+        carriers.readClock();
         int polled = 0;
         for (int i = 0, n = r.count; i < n; i++) {
             SelectionKey key = r.keys[i];

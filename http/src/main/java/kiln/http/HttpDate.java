@@ -33,11 +33,11 @@ public final class HttpDate {
     private HttpDate() {
     }
 
-    private static Stamp stamp() {
-        long now = System.currentTimeMillis() / 1000;
+    private static Stamp stamp(long epochMillis) {
+        long second = epochMillis / 1000;
         Stamp s = current;
-        if (s.second != now) {
-            s = new Stamp(now);
+        if (s.second != second) {
+            s = new Stamp(second);
             current = s;
         }
         return s;
@@ -45,11 +45,19 @@ public final class HttpDate {
 
     /** @return the current date as an IMF-fixdate string (29 characters) */
     public static String now() {
-        return stamp().text;
+        return stamp(System.currentTimeMillis()).text;
     }
 
     /** @return the current date as 29 US-ASCII bytes; do not modify the array */
     public static byte[] nowAscii() {
-        return stamp().ascii;
+        return asciiAt(System.currentTimeMillis());
+    }
+
+    /**
+     * @param epochMillis a time, ms since the epoch, e.g. a loop's clock ({@code kiln.server.LoopClock})
+     * @return the date of that time as 29 US-ASCII bytes; do not modify the array
+     */
+    public static byte[] asciiAt(long epochMillis) {
+        return stamp(epochMillis).ascii;
     }
 }

@@ -14,6 +14,7 @@ import java.util.logging.Logger;
 
 import kiln.http.spi.ClientSocket;
 import kiln.http.spi.Connection;
+import kiln.http.HttpDate;
 import kiln.http.Response;
 import kiln.http.spi.MemoryBudget;
 import kiln.http.spi.ResponseWriter;
@@ -48,6 +49,8 @@ public final class Connections implements Connection.Owner {
     private long headerTimeoutNanos;
     private long rateGraceNanos;
     private volatile boolean stopping;
+    /** The front end's loop clock ({@link #useClock}); null: the system's clocks. */
+    private LoopClock clock;
     private Reaper reaper;
     // Only the one accept loop touches these.
     private long lastAcceptErrorLog;
@@ -75,6 +78,27 @@ public final class Connections implements Connection.Owner {
     /** @return the limits in force */
     public ServerLimits limits() {
         return limits;
+    }
+
+    /**
+     * Keeps the connections' deadlines and {@code Date} headers by {@code clock}, which the front
+     * end's loop reads once per turn, instead of reading the system's clocks for each request. The
+     * reaper still reads {@link System#nanoTime()}. Call before {@link #start}.
+     */
+    public void useClock(LoopClock clock) {
+        this.clock = clock;
+    }
+
+    @Override
+    public long nanoTime() {
+        LoopClock c = clock;
+        return c == null ? System.nanoTime() : c.nanoTime();
+    }
+
+    @Override
+    public byte[] date() {
+        LoopClock c = clock;
+        return c == null ? HttpDate.nowAscii() : HttpDate.asciiAt(c.currentTimeMillis());
     }
 
     @Override
@@ -118,7 +142,7 @@ public final class Connections implements Connection.Owner {
     }
 
     private void expireOverdue() {
-        long now = nanoTime();
+        long now = System.nanoTime();  // not the loop's clock, which stops while the loop sleeps
         int expired = 0;
         for (Connection c : open) {
             Connection.Shutdown s = c.expireIfOverdue(now);

@@ -8,6 +8,7 @@ import java.nio.charset.StandardCharsets;
 
 import kiln.http.BodyOutput;
 import kiln.http.BodyStream;
+import kiln.http.HttpDate;
 import kiln.http.HttpException;
 import kiln.http.Limits;
 import kiln.http.Response;
@@ -252,11 +253,18 @@ public final class Connection {
      */
     public interface Owner {
         /**
-         * @return now on the clock every deadline is kept by, ns: {@link System#nanoTime()}, or a
-         *         test's fake clock; the reaper passes the same clock's time to {@link #expireIfOverdue}
+         * @return now on the clock every deadline is kept by, ns: {@link System#nanoTime()}, a clock
+         *         read once per turn of the server's loop (which may lag it a little, never lead it),
+         *         or a test's fake clock; the reaper passes {@link System#nanoTime()} (or the fake
+         *         clock's time) to {@link #expireIfOverdue}
          */
         default long nanoTime() {
             return System.nanoTime();
+        }
+
+        /** @return the {@code Date} header's value now, 29 ASCII bytes: {@link HttpDate#nowAscii()}, or the loop's clock's */
+        default byte[] date() {
+            return HttpDate.nowAscii();
         }
 
         /** @return where the connection borrows its buffers, and gives them back: the process's shared pool, or a test's */
@@ -496,7 +504,7 @@ public final class Connection {
      * client may still be sending (a lingering close follows), CLOSING when its side ended.
      */
     private void refuse(Response error, boolean head, State then) {
-        ResponseWriter.write(out, 1, error, false, head);
+        ResponseWriter.write(out, 1, error, false, head, owner.date());
         moveTo(then);
         owner.refused(remote, error);
     }
@@ -523,7 +531,7 @@ public final class Connection {
             if (!chunked) keepAlive = false;  // an HTTP/1.0 client learns the body's end from the close
             startStream(response.stream, request.routeName());
         }
-        ResponseWriter.write(out, request.minorVersion(), response, keepAlive, head);
+        ResponseWriter.write(out, request.minorVersion(), response, keepAlive, head, owner.date());
         if (!keepAlive) moveTo(State.CLOSING);
         if (sending == null) unwritten++;  // a streamed body carries the request on until it ends
     }

@@ -44,11 +44,12 @@ public final class ResponseWriter {
      * @param keepAlive    whether the connection stays open after this response
      * @param head         true when answering HEAD: the head only, Content-Length still that of the
      *                     body GET would get (RFC 9110 section 9.3.2)
+     * @param date         the {@code Date} header's value, 29 ASCII bytes ({@link HttpDate#nowAscii()})
      */
-    static void write(Output out, int minorVersion, Response r, boolean keepAlive, boolean head) {
+    static void write(Output out, int minorVersion, Response r, boolean keepAlive, boolean head, byte[] date) {
         out.put(r.status == 200 ? STATUS_200 : ascii("HTTP/1.1 " + r.status + " " + Http.reason(r.status)));
         out.put(SERVER);
-        out.put(HttpDate.nowAscii());
+        out.put(date);
         if (r.contentType != null) {
             out.put(CONTENT_TYPE);
             out.put(ascii(r.contentType));
@@ -99,7 +100,7 @@ public final class ResponseWriter {
      */
     public static byte[] closing(Response response) {
         Output out = new Output(SharedBufferPool.SHARED);
-        write(out, 1, response, false, false);
+        write(out, 1, response, false, false, HttpDate.nowAscii());
         ByteBuffer bytes = out.toByteBuffer();
         byte[] all = new byte[bytes.remaining()];
         bytes.get(all);
