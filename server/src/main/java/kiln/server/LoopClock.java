@@ -10,9 +10,10 @@ package kiln.server;
  * does not leave it behind. That is two clock reads a poll instead of three a request: at
  * c=19,500, 50 requests a poll.
  *
- * <p>It lags the system's clocks by at most the time since its last {@link #tick} and never leads
- * them: a deadline kept with it ({@code now + timeout}) passes that much early at most, which the
- * reaper, reading {@link System#nanoTime()} itself, keeps to one look of the watch.
+ * <p>It lags the system's clocks by the time since its last {@link #tick} and never leads them: a
+ * deadline kept with it ({@code now + timeout}) and checked against {@link System#nanoTime()}, as the
+ * reaper checks it, passes early by at most that lag, about 10 ms (one look of the watch) while the
+ * loop runs.
  *
  * <p>Thread-safe: any thread may tick it; a reader sees some recent tick (two ticks racing may
  * leave the older one, microseconds apart).
