@@ -2,8 +2,9 @@
 """Side-by-side CPU per request of several Kilim jars (e.g. before and after a change), nginx and Netty.
 
 Each server is started once and pinned to CPU 0 (the sweep's nginx anchor configuration; the sweep's
-Netty anchor, bench-netty/, and with --vertx its Vert.x anchor, bench-vertx/, each built when missing or
-outdated and on its own JVM flags; each jar on a fresh data directory), warmed up with 200,000 requests
+Netty anchor, bench-netty/, and with --vertx its Vert.x anchor, bench-vertx/, with --netty-io-uring the
+Netty anchor again on Netty's io_uring transport, each built when missing or outdated and on its own JVM
+flags; each jar on a fresh data directory), warmed up with 200,000 requests
 per path, then per round, in an order rotated each
 round, loaded with `ab -k` pinned to CPU 1: 300,000 requests at c <= 1,000, 600,000 above. Server CPU
 comes from /proc/PID/stat before and after each run; between runs it waits until the server is idle.
@@ -50,6 +51,7 @@ from kiln_sweep import SweepError, measure, perf, registry  # noqa: E402  the sw
 from kiln_sweep.servers import JVM_OPTIONS, build, nginx_conf  # noqa: E402  make demo's JVM flags; the sweep's anchors
 FIRST_PORT = 18100
 ANCHORS = ("nginx", "netty")  # every ratio is also given to these
+IO_URING_ANCHOR = "netty-io_uring"  # --netty-io-uring: the Netty anchor on Netty's io_uring transport
 SHOWN_CALLS = 0.005  # a system call is named beside the total when made this often per request or more
 
 
@@ -136,7 +138,7 @@ def jvm_anchor(name, work, same_flags):
             build(ROOT, server, work / f"build-{name}.log")
         except SweepError as e:
             raise SystemExit(f"cpu-ab: {e}")
-    return name, str(ROOT / server.jar), f"@{JVM_OPTIONS if same_flags else ROOT / server.jvm_options}", server.paths
+    return name, str(ROOT / server.jar), f"@{JVM_OPTIONS if same_flags else ROOT / server.jvm_options}", server.paths, []
 
 
 def start_servers(jars, work, nofile, steps, pin, nginx_workers, first_port, anchors):
@@ -161,10 +163,10 @@ def start_servers(jars, work, nofile, steps, pin, nginx_workers, first_port, anc
                                  "--data", str(work / f"data-{name}"), *args],
                                 stdout=log, stderr=subprocess.STDOUT)
         servers.append(Server(name, proc, port, pin))
-    for i, (name, jar, flags, paths) in enumerate(anchors, len(jars) + 1):
+    for i, (name, jar, flags, paths, args) in enumerate(anchors, len(jars) + 1):
         port = first_port + i
         log = open(work / f"{name}.log", "w")
-        proc = subprocess.Popen([*server_cpu, "java", flags, "-jar", jar, "--port", str(port), "--bind", "127.0.0.1"],
+        proc = subprocess.Popen([*server_cpu, "java", flags, "-jar", jar, "--port", str(port), "--bind", "127.0.0.1", *args],
                                 stdout=log, stderr=subprocess.STDOUT)
         servers.append(Server(name, proc, port, pin, paths))
     deadline = time.time() + 60
@@ -227,6 +229,8 @@ def main(argv):
     p.add_argument("--no-netty", dest="netty", action="store_false",
                    help="leave the Netty anchor out (it is left out of paths other than /hello, /plaintext and /json anyway)")
     p.add_argument("--vertx", action="store_true", help="add the Vert.x anchor (bench-vertx/) beside Netty")
+    p.add_argument("--netty-io-uring", action="store_true",
+                   help="add the Netty anchor on Netty's io_uring transport (netty-io_uring; Linux 5.9 or later) beside Netty on epoll")
     p.add_argument("--same-flags", action="store_true",
                    help="start Netty (and Vert.x) with deploy/jvm.options like the jars, not their own jvm.options")
     p.add_argument("--perf", action="store_true",
@@ -238,8 +242,9 @@ def main(argv):
     for spec in args.jars:
         name, eq, rest = spec.partition("=")
         jar, *server_args = rest.split(",")
-        if not eq or not Path(jar).is_file() or name in ("nginx", "netty", "vertx"):
-            p.error(f"expected NAME=JAR[,ARG...] with an existing jar (and a name other than nginx, netty or vertx), got '{spec}'")
+        if not eq or not Path(jar).is_file() or name in ("nginx", "netty", "vertx", IO_URING_ANCHOR):
+            p.error(f"expected NAME=JAR[,ARG...] with an existing jar (and a name other than nginx, netty, {IO_URING_ANCHOR} "
+                    f"or vertx), got '{spec}'")
         jars[name] = (jar, server_args)
     paths = args.paths.split(",")
     steps = [int(c) for c in args.concurrency.split(",")]
@@ -256,6 +261,9 @@ def main(argv):
     work = Path(args.out or tempfile.mkdtemp(prefix="cpu-ab-")).resolve()  # absolute: nginx resolves its paths against its prefix
     work.mkdir(parents=True, exist_ok=True)
     anchors = [jvm_anchor(name, work, args.same_flags) for name, on in (("netty", args.netty), ("vertx", args.vertx)) if on]
+    if args.netty_io_uring:
+        _, jar, flags, served, _ = jvm_anchor("netty", work, args.same_flags)
+        anchors.append((IO_URING_ANCHOR, jar, flags, served, ["--transport", "io_uring"]))
     servers = start_servers(jars, work, nofile, steps, not args.shared, args.nginx_workers or (2 if args.shared else 1), args.port,
                             anchors)
     results = []
@@ -292,7 +300,7 @@ def main(argv):
                 s.proc.kill()
     (work / "results.json").write_text(json.dumps(results, indent=1))
     figures = [("us", "CPU per request"), ("user_us", "user-space CPU per request")] + ([("rps", "req/s")] if args.shared else [])
-    names = list(jars) + (["vertx"] if args.vertx else [])
+    names = list(jars) + (["vertx"] if args.vertx else []) + ([IO_URING_ANCHOR] if args.netty_io_uring else [])
     summary(results, names, [a for a in ANCHORS if any(s.name == a for s in servers)], paths, steps, figures)
     if args.perf:
         syscall_summary(results, [s.name for s in servers], paths, steps)
