@@ -97,12 +97,14 @@ public final class Json {
      */
     private static final class Generator extends OutputStream {
         private static final int KEEP_BYTES = 16 * 1024;
+        /** The buffer's size at first, and again after a value over {@link #KEEP_BYTES}. */
+        private static final int INITIAL_BYTES = 256;
         private static final ThreadLocal<Generator> THREADS = new ThreadLocal<>();
         /** {@code java.lang.VirtualThread} on JDK 21 and later; null before. */
         private static final Class<?> VIRTUAL = virtualThreadClass();
         private final JsonGenerator json;
         /** What the generator wrote of the value under way: {@code bytes[0, count)}. */
-        private byte[] bytes = new byte[256];
+        private byte[] bytes = new byte[INITIAL_BYTES];
         private int count;
         private boolean busy;
 
@@ -138,7 +140,7 @@ public final class Json {
                 if (!done) {
                     THREADS.remove();
                 } else if (bytes.length > KEEP_BYTES) {
-                    bytes = new byte[256];
+                    bytes = new byte[INITIAL_BYTES];
                 }
             }
         }
